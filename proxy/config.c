@@ -1,0 +1,737 @@
+/* config: see config.h.
+ *
+ * Parsing goes argv -> defaults -> file (if -c) -> flags that override the
+ * file. All errors are collected into the caller's errbuf, one per line, so
+ * --check-config shows every mistake at once rather than the first one.
+ */
+#include "proxy/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "proxy/limits.h"
+
+struct errs {
+	char *buf;
+	size_t len, used;
+	int count;
+};
+
+static void err_add(struct errs *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void err_add(struct errs *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->count++;
+	if (!e->buf || e->used + 1 >= e->len)
+		return;
+	va_start(ap, fmt);
+	int n = vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	e->used += (size_t)n < e->len - e->used ? (size_t)n : e->len - e->used - 1;
+	if (e->used + 1 < e->len) {
+		e->buf[e->used++] = '\n';
+		e->buf[e->used] = '\0';
+	}
+}
+
+const char *config_usage(void)
+{
+	return "usage: mcpwarden [options]\n"
+	       "       mcpwarden --check-config -c FILE\n"
+	       "\n"
+	       "A reverse proxy for MCP servers (Streamable HTTP).\n"
+	       "\n"
+	       "  -c, --config FILE         JSON config file (see conf/README.md)\n"
+	       "      --check-config        validate the config and exit (0 when valid)\n"
+	       "      --listen HOST:PORT    client listener (default 127.0.0.1:8080)\n"
+	       "      --upstream URL        the one upstream, e.g. http://127.0.0.1:3001/mcp\n"
+	       "      --path PATH           client-side path of that upstream (default /mcp)\n"
+	       "      --connect-timeout MS  upstream TCP connect (default 5000)\n"
+	       "      --request-timeout MS  upstream response (default 60000)\n"
+	       "      --idle-timeout MS     idle client connection (default 60000)\n"
+	       "      --sse-keepalive MS    comment line on quiet SSE streams (default 15000)\n"
+	       "      --max-body BYTES      client request body (default 8388608)\n"
+	       "      --log-level LEVEL     debug|info|warn|error (default info)\n"
+	       "      --log-format FORMAT   text|json (default text)\n"
+	       "  -h, --help                this text\n"
+	       "  -V, --version             version\n";
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+static void upstream_conf_fini(struct px_upstream_conf *u)
+{
+	free(u->name);
+	free(u->path);
+	free(u->url_safe);
+	free(u->host);
+	free(u->port);
+	free(u->target);
+	free(u->host_header);
+	free(u->basic_auth);
+	memset(u, 0, sizeof(*u));
+}
+
+void config_free(struct px_config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < cfg->nups; i++)
+		upstream_conf_fini(&cfg->ups[i]);
+	free(cfg->ups);
+	free(cfg->listen_host);
+	free(cfg->listen_port);
+	free(cfg->config_file);
+	free(cfg);
+}
+
+static struct px_config *config_defaults(void)
+{
+	struct px_config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg)
+		return NULL;
+	cfg->listen_host = strdup("127.0.0.1");
+	cfg->listen_port = strdup("8080");
+	cfg->timeouts.connect_ms = TIMEOUT_CONNECT_MS;
+	cfg->timeouts.request_ms = TIMEOUT_REQUEST_MS;
+	cfg->timeouts.client_idle_ms = TIMEOUT_CLIENT_IDLE_MS;
+	cfg->timeouts.upstream_idle_ms = TIMEOUT_UPSTREAM_IDLE_MS;
+	cfg->timeouts.sse_keepalive_ms = TIMEOUT_SSE_KEEPALIVE_MS;
+	cfg->timeouts.drain_ms = TIMEOUT_DRAIN_MS;
+	cfg->limits.max_body_bytes = LIMIT_MAX_BODY_BYTES;
+	cfg->limits.max_header_bytes = LIMIT_MAX_HEADER_BYTES;
+	cfg->limits.max_sse_event_bytes = LIMIT_MAX_SSE_EVENT_BYTES;
+	cfg->limits.max_connections = LIMIT_MAX_CONNECTIONS;
+	cfg->limits.max_batch = LIMIT_MAX_BATCH;
+	cfg->limits.max_output_bytes = LIMIT_MAX_OUTPUT_BYTES;
+	cfg->log_level = LOG_INFO;
+	if (!cfg->listen_host || !cfg->listen_port) {
+		config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/* ---- small parsers ------------------------------------------------------ */
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* "host:port", "[v6]:port" or ":port". */
+static int parse_listen(struct px_config *cfg, const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	unsigned long long port;
+
+	if (!colon || parse_uint(colon + 1, 65535, &port) < 0)
+		return -1;
+	const char *h = s;
+	size_t hl = (size_t)(colon - s);
+	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	free(cfg->listen_host);
+	free(cfg->listen_port);
+	cfg->listen_host = hl ? xstrndup(h, hl) : strdup("0.0.0.0");
+	cfg->listen_port = strdup(colon + 1);
+	return cfg->listen_host && cfg->listen_port ? 0 : -1;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *basic_auth_of(const char *userinfo, size_t n)
+{
+	size_t out_len = 6 + 4 * ((n + 2) / 3) + 1;
+	char *out = malloc(out_len), *p;
+	if (!out)
+		return NULL;
+	memcpy(out, "Basic ", 6);
+	p = out + 6;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned char)userinfo[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned char)userinfo[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)userinfo[i + 2];
+		*p++ = b64[(v >> 18) & 63];
+		*p++ = b64[(v >> 12) & 63];
+		*p++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+		*p++ = i + 2 < n ? b64[v & 63] : '=';
+	}
+	*p = '\0';
+	return out;
+}
+
+int config_parse_url(struct px_upstream_conf *u, const char *url, const char **why)
+{
+	const char *p, *auth_end, *host_start, *host_end, *path;
+	char portbuf[24];
+
+	if (strncmp(url, "http://", 7) == 0) {
+		u->tls = 0;
+		p = url + 7;
+	} else if (strncmp(url, "https://", 8) == 0) {
+		u->tls = 1;
+		p = url + 8;
+	} else {
+		*why = "the URL must start with http:// or https://";
+		return -1;
+	}
+	path = p + strcspn(p, "/?#");
+	auth_end = memchr(p, '@', (size_t)(path - p));
+	host_start = auth_end ? auth_end + 1 : p;
+	if (auth_end) {
+		/* userinfo is percent-encoded; decode it for the Basic header. */
+		size_t n = (size_t)(auth_end - p), j = 0;
+		char *dec = malloc(n + 1);
+		if (!dec) {
+			*why = "out of memory";
+			return -1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (p[i] == '%' && i + 2 < n && isxdigit((unsigned char)p[i + 1]) &&
+			    isxdigit((unsigned char)p[i + 2])) {
+				char hex[3] = {p[i + 1], p[i + 2], 0};
+				dec[j++] = (char)strtol(hex, NULL, 16);
+				i += 2;
+			} else {
+				dec[j++] = p[i];
+			}
+		}
+		u->basic_auth = basic_auth_of(dec, j);
+		free(dec);
+	}
+	const char *port = NULL;
+	if (*host_start == '[') {
+		host_end = memchr(host_start, ']', (size_t)(path - host_start));
+		if (!host_end) {
+			*why = "unterminated IPv6 address in the URL";
+			return -1;
+		}
+		if (host_end + 1 < path && host_end[1] == ':')
+			port = host_end + 2;
+		u->host = xstrndup(host_start + 1, (size_t)(host_end - host_start - 1));
+	} else {
+		host_end = memchr(host_start, ':', (size_t)(path - host_start));
+		if (host_end)
+			port = host_end + 1;
+		else
+			host_end = path;
+		u->host = xstrndup(host_start, (size_t)(host_end - host_start));
+	}
+	if (!u->host || !*u->host) {
+		*why = "the URL has no host";
+		return -1;
+	}
+	unsigned long long pv = u->tls ? 443 : 80;
+	if (port) {
+		char tmp[8];
+		size_t pl = (size_t)(path - port);
+		if (pl == 0 || pl >= sizeof(tmp)) {
+			*why = "the URL's port is not a number from 1 to 65535";
+			return -1;
+		}
+		memcpy(tmp, port, pl);
+		tmp[pl] = '\0';
+		if (parse_uint(tmp, 65535, &pv) < 0 || pv == 0) {
+			*why = "the URL's port is not a number from 1 to 65535";
+			return -1;
+		}
+	}
+	snprintf(portbuf, sizeof(portbuf), "%llu", pv);
+	u->port = strdup(portbuf);
+	const char *frag = strchr(path, '#');
+	size_t tlen = frag ? (size_t)(frag - path) : strlen(path);
+	if (tlen == 0 || path[0] != '/') {
+		/* "http://h:1?x" or "http://h:1": target starts at "/". */
+		char *t = malloc(tlen + 2);
+		if (t) {
+			t[0] = '/';
+			memcpy(t + 1, path, tlen);
+			t[tlen + 1] = '\0';
+		}
+		u->target = t;
+	} else {
+		u->target = xstrndup(path, tlen);
+	}
+	int v6 = strchr(u->host, ':') != NULL;
+	int default_port = pv == (u->tls ? 443u : 80u);
+	char hh[300];
+	snprintf(hh, sizeof(hh), "%s%s%s%s%s", v6 ? "[" : "", u->host, v6 ? "]" : "",
+	         default_port ? "" : ":", default_port ? "" : portbuf);
+	u->host_header = strdup(hh);
+	/* The only form that may be shown: no userinfo, no query, no fragment. */
+	size_t plen = strcspn(u->target, "?");
+	char safe[1200];
+	snprintf(safe, sizeof(safe), "%s://%s%s%s:%s%.*s", u->tls ? "https" : "http",
+	         v6 ? "[" : "", u->host, v6 ? "]" : "", portbuf, (int)plen, u->target);
+	u->url_safe = strdup(safe);
+	if (!u->port || !u->target || !u->host_header || !u->url_safe) {
+		*why = "out of memory";
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- JSON file ---------------------------------------------------------- */
+
+struct key_spec {
+	const char *name;
+	json_type type;      /* JSON_STRING, JSON_INTEGER, JSON_OBJECT, JSON_ARRAY */
+};
+
+/* Reports keys of obj not in specs; returns how many. */
+static int check_keys(struct errs *e, const char *where, json_t *obj,
+                      const struct key_spec *specs)
+{
+	const char *key;
+	json_t *val;
+	int bad = 0;
+
+	json_object_foreach(obj, key, val) {
+		const struct key_spec *s = specs;
+		while (s->name && strcmp(s->name, key) != 0)
+			s++;
+		if (!s->name) {
+			err_add(e, "%s.%s: unknown key", where, key);
+			bad++;
+		} else if (json_typeof(val) != s->type) {
+			err_add(e, "%s.%s: must be %s", where, key,
+			        s->type == JSON_STRING    ? "a string"
+			        : s->type == JSON_INTEGER ? "a non-negative integer"
+			        : s->type == JSON_OBJECT  ? "an object"
+			                                  : "an array");
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static void get_uint(struct errs *e, const char *where, json_t *obj, const char *key,
+                     unsigned long long max, void *out, size_t out_size)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || !json_is_integer(v))
+		return; /* type errors were reported by check_keys */
+	json_int_t n = json_integer_value(v);
+	if (n < 0 || (unsigned long long)n > max) {
+		err_add(e, "%s.%s: must be from 0 to %llu", where, key, max);
+		return;
+	}
+	if (out_size == sizeof(unsigned))
+		*(unsigned *)out = (unsigned)n;
+	else
+		*(size_t *)out = (size_t)n;
+}
+
+static const struct key_spec timeout_keys[] = {
+	{"connect_ms", JSON_INTEGER},    {"request_ms", JSON_INTEGER},
+	{"client_idle_ms", JSON_INTEGER}, {"upstream_idle_ms", JSON_INTEGER},
+	{"sse_keepalive_ms", JSON_INTEGER}, {"drain_ms", JSON_INTEGER},
+	{NULL, 0},
+};
+
+static const struct key_spec limit_keys[] = {
+	{"max_body_bytes", JSON_INTEGER},   {"max_header_bytes", JSON_INTEGER},
+	{"max_sse_event_bytes", JSON_INTEGER}, {"max_connections", JSON_INTEGER},
+	{"max_batch", JSON_INTEGER},        {"max_output_bytes", JSON_INTEGER},
+	{NULL, 0},
+};
+
+static const struct key_spec upstream_keys[] = {
+	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
+	{"timeouts", JSON_OBJECT}, {NULL, 0},
+};
+
+static const struct key_spec top_keys[] = {
+	{"listen", JSON_STRING}, {"upstreams", JSON_ARRAY}, {"timeouts", JSON_OBJECT},
+	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {NULL, 0},
+};
+
+static const struct key_spec log_keys[] = {
+	{"level", JSON_STRING}, {"format", JSON_STRING}, {NULL, 0},
+};
+
+#define MAX_MS 86400000ull
+
+static void load_timeouts(struct errs *e, const char *where, json_t *t, struct px_config *cfg)
+{
+	check_keys(e, where, t, timeout_keys);
+	get_uint(e, where, t, "connect_ms", MAX_MS, &cfg->timeouts.connect_ms, sizeof(unsigned));
+	get_uint(e, where, t, "request_ms", MAX_MS, &cfg->timeouts.request_ms, sizeof(unsigned));
+	get_uint(e, where, t, "client_idle_ms", MAX_MS, &cfg->timeouts.client_idle_ms, sizeof(unsigned));
+	get_uint(e, where, t, "upstream_idle_ms", MAX_MS, &cfg->timeouts.upstream_idle_ms, sizeof(unsigned));
+	get_uint(e, where, t, "sse_keepalive_ms", MAX_MS, &cfg->timeouts.sse_keepalive_ms, sizeof(unsigned));
+	get_uint(e, where, t, "drain_ms", MAX_MS, &cfg->timeouts.drain_ms, sizeof(unsigned));
+}
+
+static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
+{
+	const char *w = "$.limits";
+	check_keys(e, w, l, limit_keys);
+	get_uint(e, w, l, "max_body_bytes", 1ull << 30, &cfg->limits.max_body_bytes, sizeof(size_t));
+	get_uint(e, w, l, "max_header_bytes", 1ull << 20, &cfg->limits.max_header_bytes, sizeof(size_t));
+	get_uint(e, w, l, "max_sse_event_bytes", 1ull << 30, &cfg->limits.max_sse_event_bytes, sizeof(size_t));
+	get_uint(e, w, l, "max_connections", 1000000, &cfg->limits.max_connections, sizeof(size_t));
+	get_uint(e, w, l, "max_batch", 100000, &cfg->limits.max_batch, sizeof(size_t));
+	get_uint(e, w, l, "max_output_bytes", 1ull << 30, &cfg->limits.max_output_bytes, sizeof(size_t));
+}
+
+static void load_log(struct errs *e, json_t *l, struct px_config *cfg)
+{
+	check_keys(e, "$.log", l, log_keys);
+	const char *lv = json_string_value(json_object_get(l, "level"));
+	const char *fmt = json_string_value(json_object_get(l, "format"));
+	if (lv && log_level_parse(lv, &cfg->log_level) < 0)
+		err_add(e, "$.log.level: must be debug, info, warn or error");
+	if (fmt) {
+		if (strcmp(fmt, "json") == 0)
+			cfg->log_json = 1;
+		else if (strcmp(fmt, "text") == 0)
+			cfg->log_json = 0;
+		else
+			err_add(e, "$.log.format: must be text or json");
+	}
+}
+
+static int path_ok(const char *p)
+{
+	if (p[0] != '/')
+		return 0;
+	for (; *p; p++)
+		if ((unsigned char)*p <= 0x20 || *p == '?' || *p == '#' || (unsigned char)*p >= 0x7f)
+			return 0;
+	return 1;
+}
+
+static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config *cfg)
+{
+	char where[64];
+	struct px_upstream_conf *u = &cfg->ups[i];
+	const char *why;
+
+	snprintf(where, sizeof(where), "$.upstreams[%zu]", i);
+	if (!json_is_object(uj)) {
+		err_add(e, "%s: must be an object", where);
+		return;
+	}
+	check_keys(e, where, uj, upstream_keys);
+	const char *url = json_string_value(json_object_get(uj, "url"));
+	const char *path = json_string_value(json_object_get(uj, "path"));
+	const char *name = json_string_value(json_object_get(uj, "name"));
+	u->connect_timeout_ms = cfg->timeouts.connect_ms;
+	u->request_timeout_ms = cfg->timeouts.request_ms;
+	json_t *t = json_object_get(uj, "timeouts");
+	if (json_is_object(t)) {
+		char w2[80];
+		snprintf(w2, sizeof(w2), "%s.timeouts", where);
+		static const struct key_spec up_timeout_keys[] = {
+			{"connect_ms", JSON_INTEGER}, {"request_ms", JSON_INTEGER}, {NULL, 0},
+		};
+		check_keys(e, w2, t, up_timeout_keys);
+		get_uint(e, w2, t, "connect_ms", MAX_MS, &u->connect_timeout_ms, sizeof(unsigned));
+		get_uint(e, w2, t, "request_ms", MAX_MS, &u->request_timeout_ms, sizeof(unsigned));
+	}
+	if (!url) {
+		err_add(e, "%s.url: required", where);
+	} else if (config_parse_url(u, url, &why) < 0) {
+		err_add(e, "%s.url: %s", where, why);
+	} else if (u->tls) {
+		err_add(e, "%s.url: https:// upstreams are not supported yet", where);
+	}
+	path = path ? path : "/mcp";
+	if (!path_ok(path))
+		err_add(e, "%s.path: must start with / and hold no spaces, '?' or '#'", where);
+	u->path = strdup(path);
+	char defname[32];
+	snprintf(defname, sizeof(defname), "upstream%zu", i);
+	u->name = strdup(name && *name ? name : defname);
+	for (size_t j = 0; j < i; j++) {
+		if (cfg->ups[j].path && strcmp(cfg->ups[j].path, u->path) == 0)
+			err_add(e, "%s.path: \"%s\" is already used by $.upstreams[%zu]", where, u->path, j);
+		if (cfg->ups[j].name && strcmp(cfg->ups[j].name, u->name) == 0)
+			err_add(e, "%s.name: \"%s\" is already used by $.upstreams[%zu]", where, u->name, j);
+	}
+}
+
+static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
+{
+	if (!json_is_object(root)) {
+		err_add(e, "$: the config must be a JSON object");
+		return;
+	}
+	check_keys(e, "$", root, top_keys);
+	const char *listen = json_string_value(json_object_get(root, "listen"));
+	if (listen && parse_listen(cfg, listen) < 0)
+		err_add(e, "$.listen: must be HOST:PORT");
+	json_t *t = json_object_get(root, "timeouts");
+	if (json_is_object(t))
+		load_timeouts(e, "$.timeouts", t, cfg);
+	json_t *l = json_object_get(root, "limits");
+	if (json_is_object(l))
+		load_limits(e, l, cfg);
+	json_t *lg = json_object_get(root, "log");
+	if (json_is_object(lg))
+		load_log(e, lg, cfg);
+	json_t *ups = json_object_get(root, "upstreams");
+	if (json_is_array(ups)) {
+		size_t n = json_array_size(ups);
+		if (n == 0)
+			err_add(e, "$.upstreams: must list at least one upstream");
+		cfg->ups = calloc(n ? n : 1, sizeof(*cfg->ups));
+		if (!cfg->ups) {
+			err_add(e, "out of memory");
+			return;
+		}
+		cfg->nups = n;
+		for (size_t i = 0; i < n; i++)
+			load_upstream(e, i, json_array_get(ups, i), cfg);
+	}
+}
+
+static int load_file_into(struct errs *e, const char *path, struct px_config *cfg)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		if (jerr.line > 0)
+			err_add(e, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+		else
+			err_add(e, "%s: %s", path, jerr.text);
+		return -1;
+	}
+	int before = e->count;
+	load_json(e, root, cfg);
+	json_decref(root);
+	free(cfg->config_file);
+	cfg->config_file = strdup(path);
+	return e->count > before ? -1 : 0;
+}
+
+struct px_config *config_load_file(const char *path, char *errbuf, size_t errlen)
+{
+	struct errs e = {errbuf, errlen, 0, 0};
+	struct px_config *cfg = config_defaults();
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!cfg) {
+		err_add(&e, "out of memory");
+		return NULL;
+	}
+	if (load_file_into(&e, path, cfg) < 0 || cfg->nups == 0) {
+		if (e.count == 0)
+			err_add(&e, "%s: $.upstreams: required", path);
+		config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+/* ---- argv ---------------------------------------------------------------- */
+
+struct cli {
+	const char *file, *listen, *upstream, *path, *log_level, *log_format;
+	const char *connect_ms, *request_ms, *idle_ms, *keepalive_ms, *max_body;
+};
+
+static const char *flag_value(int argc, char **argv, int *i, const char *arg,
+                              const char *name, struct errs *e)
+{
+	size_t n = strlen(name);
+	if (strncmp(arg, name, n) == 0 && arg[n] == '=')
+		return arg + n + 1;
+	if (*i + 1 >= argc) {
+		err_add(e, "%s: needs a value", name);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static int is_flag(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static void parse_argv(int argc, char **argv, struct cli *cli, enum config_action *action,
+                       struct errs *e)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} valued[] = {
+		{"--config", offsetof(struct cli, file)},
+		{"--listen", offsetof(struct cli, listen)},
+		{"--upstream", offsetof(struct cli, upstream)},
+		{"--path", offsetof(struct cli, path)},
+		{"--log-level", offsetof(struct cli, log_level)},
+		{"--log-format", offsetof(struct cli, log_format)},
+		{"--connect-timeout", offsetof(struct cli, connect_ms)},
+		{"--request-timeout", offsetof(struct cli, request_ms)},
+		{"--idle-timeout", offsetof(struct cli, idle_ms)},
+		{"--sse-keepalive", offsetof(struct cli, keepalive_ms)},
+		{"--max-body", offsetof(struct cli, max_body)},
+	};
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			*action = CONFIG_HELP;
+			return;
+		}
+		if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			*action = CONFIG_VERSION;
+			return;
+		}
+		if (strcmp(a, "--check-config") == 0) {
+			*action = CONFIG_CHECK_ONLY;
+			continue;
+		}
+		if (strcmp(a, "-c") == 0)
+			a = "--config";
+		size_t k;
+		for (k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+			if (is_flag(a, valued[k].name))
+				break;
+		if (k == sizeof(valued) / sizeof(valued[0])) {
+			err_add(e, "%s: unknown option (see --help)", argv[i]);
+			continue;
+		}
+		const char *v = flag_value(argc, argv, &i, argv[i], valued[k].name, e);
+		if (v)
+			*(const char **)((char *)cli + valued[k].off) = v;
+	}
+}
+
+static void cli_uint(struct errs *e, const char *flag, const char *v,
+                     unsigned long long max, void *out, size_t size)
+{
+	unsigned long long n;
+	if (!v)
+		return;
+	if (parse_uint(v, max, &n) < 0) {
+		err_add(e, "%s: must be a whole number from 0 to %llu", flag, max);
+		return;
+	}
+	if (size == sizeof(unsigned))
+		*(unsigned *)out = (unsigned)n;
+	else
+		*(size_t *)out = (size_t)n;
+}
+
+static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *cfg)
+{
+	const char *why;
+
+	if (cli->listen && parse_listen(cfg, cli->listen) < 0)
+		err_add(e, "--listen: must be HOST:PORT");
+	cli_uint(e, "--connect-timeout", cli->connect_ms, MAX_MS, &cfg->timeouts.connect_ms, sizeof(unsigned));
+	cli_uint(e, "--request-timeout", cli->request_ms, MAX_MS, &cfg->timeouts.request_ms, sizeof(unsigned));
+	cli_uint(e, "--idle-timeout", cli->idle_ms, MAX_MS, &cfg->timeouts.client_idle_ms, sizeof(unsigned));
+	cli_uint(e, "--sse-keepalive", cli->keepalive_ms, MAX_MS, &cfg->timeouts.sse_keepalive_ms, sizeof(unsigned));
+	cli_uint(e, "--max-body", cli->max_body, 1ull << 30, &cfg->limits.max_body_bytes, sizeof(size_t));
+	if (cli->log_level && log_level_parse(cli->log_level, &cfg->log_level) < 0)
+		err_add(e, "--log-level: must be debug, info, warn or error");
+	if (cli->log_format) {
+		if (strcmp(cli->log_format, "json") == 0)
+			cfg->log_json = 1;
+		else if (strcmp(cli->log_format, "text") == 0)
+			cfg->log_json = 0;
+		else
+			err_add(e, "--log-format: must be text or json");
+	}
+	if (cli->upstream) {
+		if (cfg->nups) {
+			err_add(e, "--upstream: the config file already defines upstreams");
+			return;
+		}
+		cfg->ups = calloc(1, sizeof(*cfg->ups));
+		if (!cfg->ups) {
+			err_add(e, "out of memory");
+			return;
+		}
+		cfg->nups = 1;
+		struct px_upstream_conf *u = &cfg->ups[0];
+		u->name = strdup("default");
+		u->path = strdup(cli->path ? cli->path : "/mcp");
+		if (!path_ok(u->path))
+			err_add(e, "--path: must start with / and hold no spaces, '?' or '#'");
+		if (config_parse_url(u, cli->upstream, &why) < 0)
+			err_add(e, "--upstream: %s", why);
+		else if (u->tls)
+			err_add(e, "--upstream: https:// upstreams are not supported yet");
+	} else if (cli->path) {
+		err_add(e, "--path: goes with --upstream");
+	}
+	/* Per-upstream timeouts default to the global ones, including flags. */
+	for (size_t i = 0; i < cfg->nups; i++) {
+		if (cli->connect_ms || !cfg->ups[i].connect_timeout_ms)
+			cfg->ups[i].connect_timeout_ms = cfg->timeouts.connect_ms;
+		if (cli->request_ms || !cfg->ups[i].request_timeout_ms)
+			cfg->ups[i].request_timeout_ms = cfg->timeouts.request_ms;
+	}
+}
+
+struct px_config *config_from_argv(int argc, char **argv, enum config_action *action,
+                                   char *errbuf, size_t errlen)
+{
+	struct errs e = {errbuf, errlen, 0, 0};
+	struct cli cli = {0};
+	struct px_config *cfg;
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	*action = CONFIG_RUN;
+	parse_argv(argc, argv, &cli, action, &e);
+	if (*action == CONFIG_HELP || *action == CONFIG_VERSION)
+		return config_defaults();
+	cfg = config_defaults();
+	if (!cfg) {
+		err_add(&e, "out of memory");
+		return NULL;
+	}
+	if (cli.file)
+		load_file_into(&e, cli.file, cfg);
+	if (e.count == 0)
+		apply_cli(&e, &cli, cfg);
+	if (e.count == 0 && cfg->nups == 0)
+		err_add(&e, "no upstream: give --upstream URL or a config file with \"upstreams\"");
+	if (e.count) {
+		config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}

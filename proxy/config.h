@@ -1,0 +1,68 @@
+/* config: command line and JSON config file -> an immutable px_config.
+ *
+ * Every key is documented in conf/README.md. Unknown keys are errors, each
+ * reported with its location ("$.upstreams[0].urll"). Upstream URLs are kept
+ * twice: the full form (used on the wire only) and a redacted form without
+ * user, password or query, the only one that may reach a log line or an
+ * error body.
+ */
+#ifndef MCPWARDEN_CONFIG_H
+#define MCPWARDEN_CONFIG_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "proxy/log.h"
+
+struct px_upstream_conf {
+	char *name;          /* owned */
+	char *path;          /* owned: client-side path, e.g. "/staging/mcp" */
+	char *url_safe;      /* owned: scheme://host:port/path, loggable */
+	char *host;          /* owned */
+	char *port;          /* owned: decimal */
+	char *target;        /* owned: upstream request-target (path + query) */
+	char *host_header;   /* owned: "host:port" as sent in Host */
+	char *basic_auth;    /* owned: "Basic ..." from URL userinfo, or NULL */
+	int tls;             /* https:// (TLS has its own issue: refused for now) */
+	unsigned connect_timeout_ms;
+	unsigned request_timeout_ms;
+};
+
+struct px_config {
+	char *listen_host;   /* owned */
+	char *listen_port;   /* owned */
+	struct px_upstream_conf *ups; /* owned array */
+	size_t nups;
+	struct {
+		unsigned connect_ms, request_ms, client_idle_ms, upstream_idle_ms;
+		unsigned sse_keepalive_ms, drain_ms;
+	} timeouts;
+	struct {
+		size_t max_body_bytes, max_header_bytes, max_sse_event_bytes;
+		size_t max_connections, max_batch, max_output_bytes;
+	} limits;
+	enum log_level log_level;
+	int log_json;
+	char *config_file;   /* owned, or NULL */
+};
+
+/* What main should do after parsing argv. */
+enum config_action { CONFIG_RUN, CONFIG_CHECK_ONLY, CONFIG_HELP, CONFIG_VERSION };
+
+/* Parses argv (and the -c file it names). On success returns a new config
+ * (free with config_free) and sets *action. On failure returns NULL and
+ * writes every error, one per line, into errbuf. */
+struct px_config *config_from_argv(int argc, char **argv, enum config_action *action,
+                                   char *errbuf, size_t errlen);
+
+/* Loads a JSON config file alone (used by tests and by --check-config). */
+struct px_config *config_load_file(const char *path, char *errbuf, size_t errlen);
+
+void config_free(struct px_config *cfg);
+
+/* Fills cfg->ups[i] from a URL string. Returns 0, or -1 with a reason. */
+int config_parse_url(struct px_upstream_conf *u, const char *url, const char **why);
+
+const char *config_usage(void);
+
+#endif

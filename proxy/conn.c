@@ -1,0 +1,573 @@
+/* conn: see conn.h.
+ *
+ * Every exit goes through conn_schedule_close()/conn_free(); the adapter's
+ * calls (reply end, abort) only mark the conn and activate `step`, which
+ * runs from the loop once the adapter's stack has unwound.
+ */
+#include "proxy/conn.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "proxy/config.h"
+#include "proxy/ctx.h"
+#include "proxy/http_parse.h"
+#include "proxy/http_resp.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/log.h"
+#include "proxy/transport.h"
+
+#define CONN_MAGIC 0x636f6e6eu /* "conn" */
+
+enum conn_state {
+	CONN_IDLE,     /* keep-alive, no byte of the next request yet; idle timeout */
+	CONN_READING,  /* a request's head or body is arriving; idle timeout */
+	CONN_BUSY,     /* request handed to the adapter; parser paused; input is
+	                * only watched for the client leaving */
+	CONN_CLOSING,  /* last bytes queued; freed once they are written */
+};
+
+struct conn {
+	unsigned magic;
+	struct px_ctx *ctx;             /* borrowed */
+	struct bufferevent *bev;        /* owned */
+	struct event *step;             /* owned: deferred next step */
+	struct http_parser *parser;     /* owned */
+	struct evbuffer *body;          /* owned: request body being read */
+	struct exchange *ex;            /* owned through ops->free */
+	const struct transport_ops *ops;
+	struct conn *next, *prev;       /* ctx->conns list */
+	enum conn_state state;
+	unsigned long long id;
+	char peer[64];
+	int reject_status;              /* set by a parser callback that refused */
+	int req_version, req_head, close_after;
+	int replied, chunked, reply_done, reply_status, output_full;
+	int aborting;
+	const char *abort_reason;
+	uint64_t start_us, bytes_in, bytes_out;
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void set_timeouts(struct conn *c, int reading)
+{
+	unsigned ms = c->ctx->cfg->timeouts.client_idle_ms;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	/* While the adapter runs, a quiet client is normal (a long tool call,
+	 * a GET stream): only a client that stops reading its reply is cut. */
+	bufferevent_set_timeouts(c->bev, reading && ms ? &tv : NULL, ms ? &tv : NULL);
+}
+
+static void conn_free(struct conn *c)
+{
+	assert(c->magic == CONN_MAGIC);
+	if (c->ex) {
+		c->ops->free(c->ex, c->abort_reason ? c->abort_reason : "client connection closed");
+		c->ex = NULL;
+	}
+	struct px_ctx *ctx = c->ctx;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ctx->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	ctx->nconns--;
+	if (c->bev)
+		bufferevent_free(c->bev);
+	if (c->step)
+		event_free(c->step);
+	http_parser_free(c->parser);
+	if (c->body)
+		evbuffer_free(c->body);
+	c->magic = 0;
+	free(c);
+	px_conn_closed(ctx);
+}
+
+/* Send what is queued, then close. */
+static void conn_close_after_flush(struct conn *c)
+{
+	c->state = CONN_CLOSING;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		conn_free(c);
+		return;
+	}
+	bufferevent_enable(c->bev, EV_WRITE);
+}
+
+/* ---- request parsing ----------------------------------------------------- */
+
+static int on_req_headers(void *arg, const struct http_msg *m)
+{
+	struct conn *c = arg;
+	const struct px_config *cfg = c->ctx->cfg;
+	int64_t cl = http_msg_content_length(m);
+
+	c->start_us = now_us();
+	if (cl > 0 && (uint64_t)cl > cfg->limits.max_body_bytes) {
+		c->reject_status = 413;
+		return -1;
+	}
+	const char *expect = http_msg_header(m, "expect");
+	if (expect && strcasecmp(expect, "100-continue") == 0 && http_msg_version(m) >= 11)
+		bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	return 0;
+}
+
+static int on_req_body(void *arg, const char *data, size_t len)
+{
+	struct conn *c = arg;
+	if (evbuffer_get_length(c->body) + len > c->ctx->cfg->limits.max_body_bytes)
+		return -2;
+	return evbuffer_add(c->body, data, len) == 0 ? 0 : -1;
+}
+
+static const struct http_parser_cbs req_cbs = {on_req_headers, on_req_body};
+
+static void reject(struct conn *c, int status, int code, const char *message)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	json_t *err = jrpc_error_new(NULL, code, message, NULL);
+
+	c->ctx->stats.bad_requests++;
+	if (status == 413)
+		c->ctx->stats.too_large++;
+	if (err)
+		http_resp_json(out, 11, status, err, 0);
+	json_decref(err);
+	log_msg(LOG_INFO, "#%llu %s: %d %s", c->id, c->peer, status, message);
+	c->bytes_out += evbuffer_get_length(out);
+	conn_close_after_flush(c);
+}
+
+static void dispatch(struct conn *c)
+{
+	const struct http_msg *m = http_parser_msg(c->parser);
+	struct evbuffer *body = c->body;
+
+	c->ctx->stats.requests++;
+	c->state = CONN_BUSY;
+	c->req_version = http_msg_version(m);
+	c->req_head = strcmp(http_msg_method(m), "HEAD") == 0;
+	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining;
+	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
+	c->body = evbuffer_new();
+	set_timeouts(c, 0);
+	if (!c->body) {
+		evbuffer_free(body);
+		conn_abort(c, "out of memory");
+		return;
+	}
+	c->ops = &transport_http_ops;
+	c->ex = c->ops->start(c, m, body);
+}
+
+static void parse_input(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+
+	while ((c->state == CONN_IDLE || c->state == CONN_READING) && evbuffer_get_length(in)) {
+		struct evbuffer_iovec vec;
+		size_t used;
+
+		if (evbuffer_peek(in, -1, NULL, &vec, 1) < 1)
+			return;
+		enum http_parse_rc rc = http_parser_feed(c->parser, vec.iov_base, vec.iov_len, &used);
+		evbuffer_drain(in, used);
+		c->bytes_in += used;
+		if (http_parser_started(c->parser))
+			c->state = CONN_READING;
+		if (rc == HTTP_PARSE_ERROR) {
+			enum http_parse_err e = http_parser_error(c->parser);
+			if (c->reject_status == 413 || e == HTTP_ERR_BODY_TOO_BIG)
+				reject(c, 413, JRPC_INVALID_REQUEST, "request body too large");
+			else if (e == HTTP_ERR_HEADERS_TOO_BIG)
+				reject(c, 431, JRPC_INVALID_REQUEST, "request headers too large");
+			else
+				reject(c, 400, JRPC_INVALID_REQUEST, "malformed HTTP request");
+			return;
+		}
+		if (rc == HTTP_PARSE_DONE) {
+			dispatch(c);
+			return;
+		}
+	}
+}
+
+/* ---- callbacks ------------------------------------------------------------ */
+
+static void step_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+	(void)what;
+	assert(c->magic == CONN_MAGIC);
+	if (c->aborting) {
+		c->ctx->stats.aborted++;
+		conn_free(c);
+		return;
+	}
+	if (!c->reply_done)
+		return;
+	if (c->ex) {
+		c->ops->free(c->ex, NULL);
+		c->ex = NULL;
+	}
+	if (c->close_after || c->ctx->draining) {
+		conn_close_after_flush(c);
+		return;
+	}
+	/* Keep-alive: on to the next request, which may already be buffered. */
+	http_parser_reset(c->parser);
+	c->state = CONN_IDLE;
+	c->reject_status = 0;
+	set_timeouts(c, 1);
+	bufferevent_enable(c->bev, EV_READ);
+	parse_input(c);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	switch (c->state) {
+	case CONN_IDLE:
+	case CONN_READING:
+		parse_input(c);
+		break;
+	case CONN_BUSY: {
+		/* A pipelined request waits; a client that floods while waiting
+		 * is cut off rather than buffered without bound. */
+		const struct px_config *cfg = c->ctx->cfg;
+		if (evbuffer_get_length(in) > cfg->limits.max_header_bytes + cfg->limits.max_body_bytes)
+			conn_abort(c, "client sent too much while waiting");
+		break;
+	}
+	case CONN_CLOSING:
+		evbuffer_drain(in, evbuffer_get_length(in));
+		break;
+	}
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->state == CONN_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			conn_free(c);
+		return;
+	}
+	if (c->output_full && !conn_output_full(c)) {
+		c->output_full = 0;
+		if (c->ex && !c->aborting)
+			c->ops->drained(c->ex);
+	}
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)bev;
+
+	if (c->state == CONN_READING && (what & BEV_EVENT_TIMEOUT)) {
+		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
+		return;
+	}
+	if (c->state == CONN_BUSY && !c->abort_reason)
+		c->abort_reason = (what & BEV_EVENT_TIMEOUT) ? "client stopped reading"
+		                                             : "client closed the connection";
+	conn_free(c);
+}
+
+/* ---- public --------------------------------------------------------------- */
+
+struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
+                      int salen)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	(void)salen;
+	if (!c) {
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	c->magic = CONN_MAGIC;
+	c->ctx = ctx;
+	c->id = ++ctx->next_conn_id;
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)sa;
+		inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+		port = ntohs(in4->sin_port);
+		snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(in6->sin6_port);
+		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", ip, port);
+	}
+	c->bev = bufferevent_socket_new(ctx->base, fd,
+	                                BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	c->step = event_new(ctx->base, -1, 0, step_cb, c);
+	c->parser = http_parser_new(HTTP_KIND_REQUEST, ctx->cfg->limits.max_header_bytes,
+	                            &req_cbs, c);
+	c->body = evbuffer_new();
+	c->next = ctx->conns;
+	if (ctx->conns)
+		ctx->conns->prev = c;
+	ctx->conns = c;
+	ctx->nconns++;
+	ctx->stats.connections++;
+	if (!c->bev || !c->step || !c->parser || !c->body) {
+		if (!c->bev)
+			evutil_closesocket(fd);
+		conn_free(c);
+		return NULL;
+	}
+	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
+	set_timeouts(c, 1);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	return c;
+}
+
+void conn_shutdown(struct conn *c)
+{
+	switch (c->state) {
+	case CONN_IDLE:
+		conn_free(c);
+		break;
+	case CONN_READING:
+		c->close_after = 1;
+		break;
+	case CONN_BUSY:
+		c->close_after = 1;
+		if (c->ex && !c->reply_done && !c->aborting)
+			c->ops->shutdown(c->ex);
+		break;
+	case CONN_CLOSING:
+		break;
+	}
+}
+
+void conn_destroy(struct conn *c)
+{
+	if (!c->abort_reason)
+		c->abort_reason = "mcpwarden is shutting down";
+	conn_free(c);
+}
+
+struct conn *conn_next(const struct conn *c)
+{
+	return c->next;
+}
+
+struct px_ctx *conn_ctx(const struct conn *c)
+{
+	return c->ctx;
+}
+
+unsigned long long conn_id(const struct conn *c)
+{
+	return c->id;
+}
+
+const char *conn_peer(const struct conn *c)
+{
+	return c->peer;
+}
+
+uint64_t conn_request_start_us(const struct conn *c)
+{
+	return c->start_us;
+}
+
+uint64_t conn_bytes_in(const struct conn *c)
+{
+	return c->bytes_in;
+}
+
+uint64_t conn_bytes_out(const struct conn *c)
+{
+	return c->bytes_out;
+}
+
+int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
+                    int64_t content_length)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t before = evbuffer_get_length(out);
+	int version = c->req_version == 10 ? 10 : 11;
+	int no_body = status < 200 || status == 204 || status == 304;
+
+	if (c->replied || c->aborting)
+		return -1;
+	c->replied = 1;
+	c->reply_status = status;
+	if (status >= 100 && status < 600)
+		c->ctx->stats.responses_by_class[status / 100]++;
+	http_resp_status_line(out, version, status);
+	if (headers)
+		evbuffer_add_buffer(out, headers);
+	if (no_body) {
+		/* no framing */
+	} else if (c->req_head) {
+		if (content_length >= 0)
+			evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)content_length);
+	} else if (content_length >= 0) {
+		evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)content_length);
+	} else if (version == 11) {
+		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+		c->chunked = 1;
+	} else {
+		c->close_after = 1; /* HTTP/1.0: the body ends with the connection */
+	}
+	if (c->close_after || c->ctx->draining)
+		evbuffer_add(out, "Connection: close\r\n", 19);
+	else if (version == 10)
+		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+	evbuffer_add(out, "\r\n", 2);
+	c->bytes_out += evbuffer_get_length(out) - before;
+	return 0;
+}
+
+int conn_replied(const struct conn *c)
+{
+	return c->replied;
+}
+
+int conn_reply_status(const struct conn *c)
+{
+	return c->reply_status;
+}
+
+static void note_output(struct conn *c)
+{
+	if (conn_output_full(c))
+		c->output_full = 1;
+}
+
+int conn_reply_body(struct conn *c, const void *data, size_t len)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	int rc = 0;
+
+	if (!c->replied || c->reply_done || c->aborting || len == 0 || c->req_head)
+		return c->replied && !c->aborting ? 0 : -1;
+	if (c->chunked)
+		rc |= evbuffer_add_printf(out, "%zx\r\n", len) < 0;
+	rc |= evbuffer_add(out, data, len);
+	if (c->chunked)
+		rc |= evbuffer_add(out, "\r\n", 2);
+	c->bytes_out += len;
+	note_output(c);
+	return rc ? -1 : 0;
+}
+
+int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t len = evbuffer_get_length(buf);
+	int rc = 0;
+
+	if (!c->replied || c->reply_done || c->aborting)
+		return -1;
+	if (len == 0 || c->req_head) {
+		evbuffer_drain(buf, len);
+		return 0;
+	}
+	if (c->chunked)
+		rc |= evbuffer_add_printf(out, "%zx\r\n", len) < 0;
+	rc |= evbuffer_add_buffer(out, buf);
+	if (c->chunked)
+		rc |= evbuffer_add(out, "\r\n", 2);
+	c->bytes_out += len;
+	note_output(c);
+	return rc ? -1 : 0;
+}
+
+void conn_reply_end(struct conn *c)
+{
+	if (c->reply_done || c->aborting)
+		return;
+	c->reply_done = 1;
+	if (c->chunked && !c->req_head)
+		bufferevent_write(c->bev, "0\r\n\r\n", 5);
+	event_active(c->step, 0, 0);
+}
+
+int conn_reply_json(struct conn *c, int status, const json_t *body)
+{
+	char *s = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	struct evbuffer *h = evbuffer_new();
+	int rc = -1;
+
+	if (s && h) {
+		size_t n = strlen(s);
+		s[n] = '\n'; /* json_dumps's NUL becomes the trailing newline */
+		evbuffer_add(h, "Content-Type: application/json\r\n", 32);
+		rc = conn_reply_head(c, status, h, (int64_t)n + 1);
+		if (rc == 0)
+			rc = conn_reply_body(c, s, n + 1);
+		conn_reply_end(c);
+	}
+	free(s);
+	if (h)
+		evbuffer_free(h);
+	return rc;
+}
+
+int conn_reply_error(struct conn *c, int status, const json_t *id, int code,
+                     const char *message, json_t *data)
+{
+	json_t *err = jrpc_error_new(id, code, message, data);
+	if (!err) {
+		conn_abort(c, "out of memory");
+		return -1;
+	}
+	int rc = conn_reply_json(c, status, err);
+	json_decref(err);
+	return rc;
+}
+
+void conn_abort(struct conn *c, const char *reason)
+{
+	if (c->aborting)
+		return;
+	c->aborting = 1;
+	c->abort_reason = reason;
+	bufferevent_disable(c->bev, EV_READ);
+	event_active(c->step, 0, 0);
+}
+
+size_t conn_output_pending(const struct conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+int conn_output_full(const struct conn *c)
+{
+	return conn_output_pending(c) > c->ctx->cfg->limits.max_output_bytes;
+}

@@ -1,0 +1,73 @@
+/* conn: one client connection speaking HTTP/1.1.
+ *
+ * It reads a request (head and bounded body), hands it to the transport
+ * adapter, writes the reply the adapter produces with the framing the
+ * client needs (Content-Length, chunked, or close-delimited for HTTP/1.0),
+ * then reads the next request on the same connection. Every way out goes
+ * through one close path, deferred to the event loop so that no caller
+ * ever holds a freed conn.
+ */
+#ifndef MCPWARDEN_CONN_H
+#define MCPWARDEN_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <jansson.h>
+
+#include <event2/util.h>
+
+struct px_ctx;
+struct evbuffer;
+
+struct conn;
+
+/* Takes ownership of fd. Returns NULL (fd closed) on failure. */
+struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
+                      int salen);
+
+/* Start of drain (SIGTERM): idle connections close now, busy ones after
+ * their reply, long-lived streams are ended. */
+void conn_shutdown(struct conn *c);
+struct conn *conn_next(const struct conn *c);
+/* Closes at once, whatever its state (teardown after a drain timed out). */
+void conn_destroy(struct conn *c);
+
+/* ---- for transport adapters --------------------------------------------- */
+
+struct px_ctx *conn_ctx(const struct conn *c);
+unsigned long long conn_id(const struct conn *c);
+const char *conn_peer(const struct conn *c);    /* "ip:port" */
+/* Monotonic microseconds when the current request's head arrived. */
+uint64_t conn_request_start_us(const struct conn *c);
+uint64_t conn_bytes_in(const struct conn *c);
+uint64_t conn_bytes_out(const struct conn *c);
+
+/* Writes the status line and headers. headers holds "Name: value\r\n"
+ * lines and is drained. content_length < 0: the body is streamed
+ * (chunked to HTTP/1.1 clients). Returns 0 or -1. */
+int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
+                    int64_t content_length);
+/* Whether the head was written (after that, errors can only abort). */
+int conn_replied(const struct conn *c);
+int conn_reply_status(const struct conn *c);
+/* Body bytes (copied) or a whole buffer (moved). Returns 0 or -1. */
+int conn_reply_body(struct conn *c, const void *data, size_t len);
+int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf);
+/* The reply is complete. The connection goes on to the next request
+ * once control is back in the loop; the adapter's ->free runs then. */
+void conn_reply_end(struct conn *c);
+/* A whole JSON reply (head, body, end). body is borrowed. */
+int conn_reply_json(struct conn *c, int status, const json_t *body);
+/* A whole JSON-RPC error reply. id borrowed, data stolen. */
+int conn_reply_error(struct conn *c, int status, const json_t *id, int code,
+                     const char *message, json_t *data);
+/* Abandons the reply and closes (e.g. the upstream broke mid-stream). */
+void conn_abort(struct conn *c, const char *reason);
+/* Bytes queued to the client and not yet written. */
+size_t conn_output_pending(const struct conn *c);
+/* Whether the client's output is over its cap (the adapter should pause
+ * its upstream; ->drained is called when it is not any more). */
+int conn_output_full(const struct conn *c);
+
+#endif

@@ -1,0 +1,41 @@
+/* ctx: struct px_ctx, the only runtime root. main() builds it and passes it
+ * down; nothing else is global but the log level. */
+#ifndef MCPWARDEN_CTX_H
+#define MCPWARDEN_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct event;
+struct px_config;
+struct upstream;
+struct inspect;
+struct listener;
+struct conn;
+
+struct px_stats {
+	uint64_t connections, requests, responses_by_class[6];
+	uint64_t upstream_errors, timeouts, too_large, bad_requests, aborted;
+};
+
+struct px_ctx {
+	struct event_base *base;      /* owned */
+	const struct px_config *cfg;  /* owned (immutable while running) */
+	struct upstream **ups;        /* owned: one per cfg->ups[i], same order */
+	size_t nups;
+	struct inspect *insp;         /* owned: the message hook chain */
+	struct listener *lst;         /* owned; NULL once draining */
+	struct conn *conns;           /* borrowed list head: every open client conn */
+	size_t nconns;
+	unsigned long long next_conn_id;
+	int draining;
+	struct event *drain_timer;    /* owned */
+	struct px_stats stats;
+};
+
+/* Called by conn when a connection ends: lets listener resume accepting
+ * and main finish a drain. */
+void px_conn_closed(struct px_ctx *ctx);
+
+#endif

@@ -1,0 +1,401 @@
+/* http_parse: see http_parse.h.
+ *
+ * Layout of the header block buffer (offsets, never pointers, so it can be
+ * reallocated while it grows up to its cap):
+ *
+ *   buf: [url\0][name\0][value\0][name\0][value\0]...
+ *         ^url_off  ^hdr[0].name  ^hdr[0].value
+ */
+#include "proxy/http_parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <llhttp.h>
+
+#include "proxy/limits.h"
+
+struct http_hdr {
+	uint32_t name_off, name_len, val_off, val_len;
+};
+
+struct http_msg {
+	const char *method;           /* static, from llhttp */
+	int status;
+	int version;
+	int keep_alive;
+	int64_t content_length;
+	uint32_t url_off, url_len;
+	int url_done;
+	struct http_hdr hdr[LIMIT_MAX_HEADERS];
+	size_t nhdr;
+	int in_field, in_value;       /* a header entry is open */
+	char *buf;                    /* owned */
+	size_t used, cap;
+};
+
+struct http_parser {
+	llhttp_t ll;
+	llhttp_settings_t settings;
+	enum http_kind kind;
+	size_t max;
+	const struct http_parser_cbs *cbs;  /* borrowed: caller's static table */
+	void *arg;
+	struct http_msg msg;
+	enum http_parse_err err;
+	const char *reason;
+	int started, done;
+};
+
+#define PARSER(ll) ((struct http_parser *)(ll)->data)
+
+static int fail(struct http_parser *p, enum http_parse_err err, const char *reason)
+{
+	p->err = err;
+	p->reason = reason;
+	return HPE_USER;
+}
+
+static int buf_append(struct http_parser *p, const char *at, size_t len)
+{
+	struct http_msg *m = &p->msg;
+
+	if (m->used + len + 1 > p->max)
+		return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "header block too large");
+	if (m->used + len + 1 > m->cap) {
+		size_t cap = m->cap ? m->cap : 1024;
+		while (cap < m->used + len + 1)
+			cap *= 2;
+		if (cap > p->max)
+			cap = p->max;
+		char *nb = realloc(m->buf, cap);
+		if (!nb)
+			return fail(p, HTTP_ERR_CALLBACK, "out of memory");
+		m->buf = nb;
+		m->cap = cap;
+	}
+	memcpy(m->buf + m->used, at, len);
+	m->used += len;
+	return 0;
+}
+
+static int terminate(struct http_parser *p)
+{
+	/* buf_append reserved room for this byte. */
+	p->msg.buf[p->msg.used++] = '\0';
+	return 0;
+}
+
+static int on_message_begin(llhttp_t *ll)
+{
+	PARSER(ll)->started = 1;
+	return 0;
+}
+
+static int on_url(llhttp_t *ll, const char *at, size_t len)
+{
+	struct http_parser *p = PARSER(ll);
+	if (p->msg.url_len == 0)
+		p->msg.url_off = (uint32_t)p->msg.used;
+	p->msg.url_len += (uint32_t)len;
+	return buf_append(p, at, len);
+}
+
+static int on_url_complete(llhttp_t *ll)
+{
+	struct http_parser *p = PARSER(ll);
+	if (p->msg.url_len == 0) {
+		p->msg.url_off = (uint32_t)p->msg.used;
+		if (buf_append(p, "", 0))
+			return HPE_USER;
+	}
+	p->msg.url_done = 1;
+	return terminate(p);
+}
+
+static int on_header_field(llhttp_t *ll, const char *at, size_t len)
+{
+	struct http_parser *p = PARSER(ll);
+	struct http_msg *m = &p->msg;
+
+	if (!m->in_field) {
+		if (m->nhdr >= LIMIT_MAX_HEADERS)
+			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
+		m->hdr[m->nhdr].name_off = (uint32_t)m->used;
+		m->hdr[m->nhdr].name_len = 0;
+		m->in_field = 1;
+	}
+	m->hdr[m->nhdr].name_len += (uint32_t)len;
+	return buf_append(p, at, len);
+}
+
+static int on_header_field_complete(llhttp_t *ll)
+{
+	struct http_parser *p = PARSER(ll);
+	if (!p->msg.in_field && on_header_field(ll, "", 0))
+		return HPE_USER;
+	return buf_append(p, "", 0) ? HPE_USER : terminate(p);
+}
+
+static int on_header_value(llhttp_t *ll, const char *at, size_t len)
+{
+	struct http_parser *p = PARSER(ll);
+	struct http_msg *m = &p->msg;
+
+	if (!m->in_value) {
+		m->hdr[m->nhdr].val_off = (uint32_t)m->used;
+		m->hdr[m->nhdr].val_len = 0;
+		m->in_value = 1;
+	}
+	m->hdr[m->nhdr].val_len += (uint32_t)len;
+	return buf_append(p, at, len);
+}
+
+static int on_header_value_complete(llhttp_t *ll)
+{
+	struct http_parser *p = PARSER(ll);
+	struct http_msg *m = &p->msg;
+
+	if (!m->in_value && on_header_value(ll, "", 0))
+		return HPE_USER;
+	struct http_hdr *h = &m->hdr[m->nhdr];
+	while (h->val_len && (m->buf[h->val_off + h->val_len - 1] == ' ' ||
+	                      m->buf[h->val_off + h->val_len - 1] == '\t'))
+		h->val_len--;
+	m->used = h->val_off + h->val_len;
+	if (buf_append(p, "", 0))
+		return HPE_USER;
+	terminate(p);
+	m->nhdr++;
+	m->in_field = m->in_value = 0;
+	return 0;
+}
+
+static int on_headers_complete(llhttp_t *ll)
+{
+	struct http_parser *p = PARSER(ll);
+	struct http_msg *m = &p->msg;
+
+	if (p->kind == HTTP_KIND_REQUEST) {
+		m->method = llhttp_method_name((llhttp_method_t)llhttp_get_method(ll));
+		if (!m->url_done && on_url_complete(ll))
+			return HPE_USER;
+	} else {
+		m->status = llhttp_get_status_code(ll);
+	}
+	m->version = llhttp_get_http_major(ll) * 10 + llhttp_get_http_minor(ll);
+	m->keep_alive = llhttp_should_keep_alive(ll);
+	/* llhttp only keeps content_length internally when the header is
+	 * present; flags tell whether it was. */
+	m->content_length = (ll->flags & F_CONTENT_LENGTH) ? (int64_t)ll->content_length : -1;
+	if (!p->cbs->on_headers)
+		return 0;
+	int rc = p->cbs->on_headers(p->arg, m);
+	if (rc < 0)
+		return fail(p, HTTP_ERR_CALLBACK, "refused by handler"), -1;
+	return rc; /* 1: skip body */
+}
+
+static int on_body(llhttp_t *ll, const char *at, size_t len)
+{
+	struct http_parser *p = PARSER(ll);
+	if (!p->cbs->on_body)
+		return 0;
+	int rc = p->cbs->on_body(p->arg, at, len);
+	if (rc == -2)
+		return fail(p, HTTP_ERR_BODY_TOO_BIG, "body too large");
+	if (rc < 0)
+		return fail(p, HTTP_ERR_CALLBACK, "refused by handler");
+	return 0;
+}
+
+static int on_message_complete(llhttp_t *ll)
+{
+	struct http_parser *p = PARSER(ll);
+	p->done = 1;
+	/* One message at a time: the caller resumes with http_parser_reset(). */
+	return HPE_PAUSED;
+}
+
+struct http_parser *http_parser_new(enum http_kind kind, size_t max_header_bytes,
+                                    const struct http_parser_cbs *cbs, void *arg)
+{
+	struct http_parser *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	llhttp_settings_init(&p->settings);
+	p->settings.on_message_begin = on_message_begin;
+	p->settings.on_url = on_url;
+	p->settings.on_url_complete = on_url_complete;
+	p->settings.on_header_field = on_header_field;
+	p->settings.on_header_field_complete = on_header_field_complete;
+	p->settings.on_header_value = on_header_value;
+	p->settings.on_header_value_complete = on_header_value_complete;
+	p->settings.on_headers_complete = on_headers_complete;
+	p->settings.on_body = on_body;
+	p->settings.on_message_complete = on_message_complete;
+	llhttp_init(&p->ll, kind == HTTP_KIND_REQUEST ? HTTP_REQUEST : HTTP_RESPONSE,
+	            &p->settings);
+	p->ll.data = p;
+	p->kind = kind;
+	p->max = max_header_bytes ? max_header_bytes : LIMIT_MAX_HEADER_BYTES;
+	p->cbs = cbs;
+	p->arg = arg;
+	p->msg.content_length = -1;
+	return p;
+}
+
+void http_parser_free(struct http_parser *p)
+{
+	if (!p)
+		return;
+	free(p->msg.buf);
+	free(p);
+}
+
+static void msg_clear(struct http_msg *m)
+{
+	char *buf = m->buf;
+	size_t cap = m->cap;
+
+	memset(m, 0, offsetof(struct http_msg, hdr));
+	m->nhdr = 0;
+	m->in_field = m->in_value = 0;
+	m->buf = buf;
+	m->cap = cap;
+	m->used = 0;
+	m->content_length = -1;
+}
+
+void http_parser_reset(struct http_parser *p)
+{
+	msg_clear(&p->msg);
+	p->started = p->done = 0;
+	p->err = HTTP_ERR_NONE;
+	p->reason = NULL;
+	if (llhttp_get_errno(&p->ll) == HPE_PAUSED)
+		llhttp_resume(&p->ll);
+}
+
+int http_parser_started(const struct http_parser *p)
+{
+	return p->started;
+}
+
+static const char *ll_reason(struct http_parser *p)
+{
+	const char *r = llhttp_get_error_reason(&p->ll);
+	return r ? r : "malformed HTTP";
+}
+
+enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, size_t len,
+                                    size_t *consumed)
+{
+	*consumed = 0;
+	if (p->err != HTTP_ERR_NONE)
+		return HTTP_PARSE_ERROR;
+	llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
+	if (e == HPE_OK) {
+		*consumed = len;
+		return HTTP_PARSE_MORE;
+	}
+	if (e == HPE_PAUSED && p->done) {
+		*consumed = (size_t)(llhttp_get_error_pos(&p->ll) - data);
+		return HTTP_PARSE_DONE;
+	}
+	if (p->err == HTTP_ERR_NONE) {
+		p->err = HTTP_ERR_SYNTAX;
+		p->reason = ll_reason(p);
+	}
+	return HTTP_PARSE_ERROR;
+}
+
+enum http_parse_rc http_parser_finish(struct http_parser *p)
+{
+	if (p->err != HTTP_ERR_NONE)
+		return HTTP_PARSE_ERROR;
+	if (p->done)
+		return HTTP_PARSE_DONE;
+	llhttp_errno_t e = llhttp_finish(&p->ll);
+	if (e == HPE_PAUSED && p->done)
+		return HTTP_PARSE_DONE;
+	if (e == HPE_OK)
+		return p->started ? HTTP_PARSE_ERROR : HTTP_PARSE_MORE;
+	if (p->err == HTTP_ERR_NONE) {
+		p->err = HTTP_ERR_SYNTAX;
+		p->reason = ll_reason(p);
+	}
+	return HTTP_PARSE_ERROR;
+}
+
+enum http_parse_err http_parser_error(const struct http_parser *p)
+{
+	return p->err;
+}
+
+const char *http_parser_reason(const struct http_parser *p)
+{
+	return p->reason ? p->reason : "no error";
+}
+
+const struct http_msg *http_parser_msg(const struct http_parser *p)
+{
+	return &p->msg;
+}
+
+const char *http_msg_method(const struct http_msg *m)
+{
+	return m->method ? m->method : "";
+}
+
+const char *http_msg_url(const struct http_msg *m)
+{
+	return m->buf && m->url_done ? m->buf + m->url_off : "";
+}
+
+int http_msg_status(const struct http_msg *m)
+{
+	return m->status;
+}
+
+int http_msg_version(const struct http_msg *m)
+{
+	return m->version;
+}
+
+int http_msg_keep_alive(const struct http_msg *m)
+{
+	return m->keep_alive;
+}
+
+int64_t http_msg_content_length(const struct http_msg *m)
+{
+	return m->content_length;
+}
+
+size_t http_msg_header_count(const struct http_msg *m)
+{
+	return m->nhdr;
+}
+
+int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, size_t *name_len,
+                       const char **value, size_t *value_len)
+{
+	if (i >= m->nhdr)
+		return -1;
+	*name = m->buf + m->hdr[i].name_off;
+	*name_len = m->hdr[i].name_len;
+	*value = m->buf + m->hdr[i].val_off;
+	*value_len = m->hdr[i].val_len;
+	return 0;
+}
+
+const char *http_msg_header(const struct http_msg *m, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < m->nhdr; i++)
+		if (m->hdr[i].name_len == n && strncasecmp(m->buf + m->hdr[i].name_off, name, n) == 0)
+			return m->buf + m->hdr[i].val_off;
+	return NULL;
+}

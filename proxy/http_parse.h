@@ -1,0 +1,86 @@
+/* http_parse: llhttp -> a bounded http_msg, for client requests and for
+ * upstream responses. No I/O: the caller feeds bytes and gets callbacks, so
+ * the same code is unit-tested and fuzzed.
+ *
+ * Header fields arrive from llhttp in fragments; they are appended into one
+ * buffer that never grows past max_header_bytes (431 / 502 beyond). The
+ * body is not stored: it goes to the on_body callback, and the caller moves
+ * it where it belongs. Parsing stops (pauses) after each complete message so
+ * a keep-alive connection handles one request at a time.
+ */
+#ifndef MCPWARDEN_HTTP_PARSE_H
+#define MCPWARDEN_HTTP_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum http_kind { HTTP_KIND_REQUEST, HTTP_KIND_RESPONSE };
+
+/* Results of http_parser_feed(). */
+enum http_parse_rc {
+	HTTP_PARSE_ERROR = -1,  /* malformed; see http_parser_error() */
+	HTTP_PARSE_MORE = 0,    /* all bytes consumed, message not complete */
+	HTTP_PARSE_DONE = 1,    /* a message completed; *consumed says where */
+};
+
+/* Why a parse failed, as far as the peer should know. */
+enum http_parse_err {
+	HTTP_ERR_NONE = 0,
+	HTTP_ERR_SYNTAX,        /* 400 */
+	HTTP_ERR_HEADERS_TOO_BIG, /* 431 */
+	HTTP_ERR_BODY_TOO_BIG,  /* 413 (set by a callback returning -2) */
+	HTTP_ERR_CALLBACK,      /* a callback refused */
+};
+
+struct http_msg;
+struct http_parser;
+
+struct http_parser_cbs {
+	/* Headers are complete. Return 0 to go on, 1 to say "no body follows"
+	 * (response to HEAD), -1 to stop with HTTP_ERR_CALLBACK. */
+	int (*on_headers)(void *arg, const struct http_msg *m);
+	/* A body fragment. Return 0, -1 (HTTP_ERR_CALLBACK) or -2 (too big). */
+	int (*on_body)(void *arg, const char *data, size_t len);
+};
+
+struct http_parser *http_parser_new(enum http_kind kind, size_t max_header_bytes,
+                                    const struct http_parser_cbs *cbs, void *arg);
+void http_parser_free(struct http_parser *p);
+
+/* Parses up to len bytes. *consumed is how many were used (on DONE, the
+ * rest belongs to the next message). */
+enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, size_t len,
+                                    size_t *consumed);
+/* The peer closed: completes a body delimited by the connection's end.
+ * Returns DONE if that ended a message, MORE if nothing was in progress,
+ * ERROR if a message was cut short. */
+enum http_parse_rc http_parser_finish(struct http_parser *p);
+/* Ready for the next message on the same connection. */
+void http_parser_reset(struct http_parser *p);
+/* Whether any byte of a message has been seen since the last reset. */
+int http_parser_started(const struct http_parser *p);
+
+enum http_parse_err http_parser_error(const struct http_parser *p);
+const char *http_parser_reason(const struct http_parser *p); /* static string */
+
+/* The message being parsed; valid until the next reset. */
+const struct http_msg *http_parser_msg(const struct http_parser *p);
+
+/* ---- the message -------------------------------------------------------- */
+
+const char *http_msg_method(const struct http_msg *m);   /* "GET", "POST"… */
+const char *http_msg_url(const struct http_msg *m);      /* request-target */
+int http_msg_status(const struct http_msg *m);
+int http_msg_version(const struct http_msg *m);          /* 10 or 11 */
+/* Keep-alive as llhttp decides from version and Connection. */
+int http_msg_keep_alive(const struct http_msg *m);
+/* Content-Length, or -1 when absent (chunked or close-delimited). */
+int64_t http_msg_content_length(const struct http_msg *m);
+size_t http_msg_header_count(const struct http_msg *m);
+/* The i-th header; returns 0, or -1 past the end. Value is trimmed. */
+int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, size_t *name_len,
+                       const char **value, size_t *value_len);
+/* The first header named `name` (case-insensitive), NUL-terminated, or NULL. */
+const char *http_msg_header(const struct http_msg *m, const char *name);
+
+#endif

@@ -1,0 +1,107 @@
+/* http_resp: see http_resp.h. */
+#include "proxy/http_resp.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+const char *http_resp_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 406: return "Not Acceptable";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return status < 200 ? "Informational" : status < 300 ? "Success"
+	              : status < 400 ? "Redirection" : status < 500 ? "Client Error"
+	                                                           : "Server Error";
+	}
+}
+
+int http_resp_status_line(struct evbuffer *out, int version, int status)
+{
+	return evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", version == 10 ? 0 : 1, status,
+	                           http_resp_reason(status)) < 0 ? -1 : 0;
+}
+
+int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
+                     const char *value, size_t value_len)
+{
+	if (evbuffer_add(out, name, name_len) || evbuffer_add(out, ": ", 2) ||
+	    evbuffer_add(out, value, value_len) || evbuffer_add(out, "\r\n", 2))
+		return -1;
+	return 0;
+}
+
+static const char *const hop_by_hop[] = {
+	"connection", "keep-alive", "proxy-connection", "te", "trailer",
+	"transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization",
+};
+
+/* Whether the comma-separated token list holds name. */
+static int token_listed(const char *list, const char *name, size_t len)
+{
+	const char *p = list;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *s = p;
+		while (*p && *p != ',' && *p != ' ' && *p != '\t')
+			p++;
+		if ((size_t)(p - s) == len && strncasecmp(s, name, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int http_hop_by_hop(const char *name, size_t len, const char *connection)
+{
+	for (size_t i = 0; i < sizeof(hop_by_hop) / sizeof(hop_by_hop[0]); i++)
+		if (strlen(hop_by_hop[i]) == len && strncasecmp(hop_by_hop[i], name, len) == 0)
+			return 1;
+	return connection && token_listed(connection, name, len);
+}
+
+int http_resp_json(struct evbuffer *out, int version, int status, const json_t *body,
+                   int keep_alive)
+{
+	char *s = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!s)
+		return -1;
+	size_t n = strlen(s);
+	int rc = http_resp_status_line(out, version, status);
+	if (rc == 0 && evbuffer_add_printf(out,
+	                                   "Content-Type: application/json\r\n"
+	                                   "Content-Length: %zu\r\n%s\r\n",
+	                                   n + 1, keep_alive ? "" : "Connection: close\r\n") < 0)
+		rc = -1;
+	if (rc == 0 && (evbuffer_add(out, s, n) || evbuffer_add(out, "\n", 1)))
+		rc = -1;
+	free(s);
+	return rc;
+}

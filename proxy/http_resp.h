@@ -1,0 +1,30 @@
+/* http_resp: the only writer of status lines, header lines and the proxy's
+ * own error responses. Also the one list of hop-by-hop headers. */
+#ifndef MCPWARDEN_HTTP_RESP_H
+#define MCPWARDEN_HTTP_RESP_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+struct evbuffer;
+
+const char *http_resp_reason(int status);
+
+/* "HTTP/1.1 200 OK\r\n". version is 10 or 11. Returns 0 or -1. */
+int http_resp_status_line(struct evbuffer *out, int version, int status);
+/* "Name: value\r\n". Returns 0 or -1. */
+int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
+                     const char *value, size_t value_len);
+
+/* Whether a header must not cross the proxy (RFC 9110 §7.6.1): the fixed
+ * hop-by-hop set plus every token listed in the message's Connection header
+ * (connection may be NULL). */
+int http_hop_by_hop(const char *name, size_t len, const char *connection);
+
+/* Appends a whole response whose body is `body` serialised (borrowed):
+ * status line, Content-Type: application/json, Content-Length, and
+ * Connection: close unless keep_alive. Returns 0 or -1. */
+int http_resp_json(struct evbuffer *out, int version, int status, const json_t *body,
+                   int keep_alive);
+
+#endif

@@ -1,0 +1,93 @@
+/* inspect: the message hook, the one place every JSON-RPC message crosses.
+ *
+ * Each message parsed from a client POST body (client -> server) or from an
+ * upstream reply, JSON or SSE (server -> client), is handed once to
+ * inspect_message(). Modules register hooks (the contract checker, policy,
+ * the call recorder) and each hook, in registration order, may:
+ *   - read it (return INSPECT_FORWARD),
+ *   - rewrite it in place (change m->msg, set m->modified, FORWARD),
+ *   - drop it (INSPECT_DROP: it is not forwarded; for a client request the
+ *     proxy then answers with m->answer, which the hook must set),
+ *   - answer it itself (INSPECT_ANSWER with m->answer: a client request is
+ *     not forwarded and the client gets m->answer as the reply).
+ * The first hook that drops or answers ends the chain.
+ *
+ * When an HTTP exchange ends, inspect_exchange_done() tells every hook
+ * what happened (status, timing, bytes), for recording and metrics.
+ *
+ * Hooks run on the event loop: they must not block.
+ */
+#ifndef MCPWARDEN_INSPECT_H
+#define MCPWARDEN_INSPECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "proxy/jsonrpc.h"
+
+enum inspect_dir { INSPECT_FROM_CLIENT = 0, INSPECT_FROM_SERVER };
+
+enum inspect_verdict { INSPECT_FORWARD = 0, INSPECT_DROP, INSPECT_ANSWER };
+
+/* Where a message was seen. Borrowed strings, valid during the call. */
+struct inspect_where {
+	unsigned long long conn_id;
+	const char *client;       /* "ip:port" */
+	const char *upstream;     /* upstream name */
+	const char *session_id;   /* Mcp-Session-Id, or NULL */
+	const char *protocol;     /* MCP-Protocol-Version header, or NULL */
+	const char *http_method;  /* of the HTTP request carrying the exchange */
+};
+
+struct inspect_msg {
+	enum inspect_dir dir;
+	enum jrpc_kind kind;
+	json_t *msg;              /* borrowed; a hook may modify it in place */
+	/* For a response: the request it answers when it came in the same HTTP
+	 * exchange (borrowed), else NULL. For a request: msg itself. */
+	const json_t *request;
+	const struct inspect_where *where;
+	int modified;             /* a hook changed msg: it is re-serialised */
+	json_t *answer;           /* owned by the proxy once set: reply to send */
+	const char *decided_by;   /* name of the hook that dropped/answered */
+};
+
+/* Summary of one HTTP exchange, given to hooks when it ends. */
+struct inspect_exchange {
+	const struct inspect_where *where;
+	const json_t *request_body;  /* the parsed POST body, or NULL */
+	int status;                  /* HTTP status sent to the client (0: none) */
+	uint64_t latency_us;
+	uint64_t bytes_in, bytes_out;
+	const char *error;           /* why the exchange failed, or NULL */
+};
+
+typedef enum inspect_verdict (*inspect_message_fn)(void *arg, struct inspect_msg *m);
+typedef void (*inspect_exchange_fn)(void *arg, const struct inspect_exchange *x);
+
+struct inspect;
+
+struct inspect *inspect_new(void);
+void inspect_free(struct inspect *in);
+
+/* Registers a hook. name is borrowed (a static string). Either function may
+ * be NULL. Returns 0 or -1 (too many hooks). */
+int inspect_add(struct inspect *in, const char *name, inspect_message_fn on_message,
+                inspect_exchange_fn on_exchange, void *arg);
+
+/* Runs the hooks on one message. Returns the verdict; with DROP/ANSWER
+ * m->decided_by names the hook. A hook returning ANSWER without an answer
+ * is treated as FORWARD (and is a bug in that hook). */
+enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m);
+
+void inspect_exchange_done(struct inspect *in, const struct inspect_exchange *x);
+
+/* Counters over the process lifetime. */
+struct inspect_stats {
+	uint64_t messages[2];  /* by direction */
+	uint64_t dropped, answered, modified;
+};
+void inspect_get_stats(const struct inspect *in, struct inspect_stats *out);
+
+#endif

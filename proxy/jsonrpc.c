@@ -1,0 +1,157 @@
+/* jsonrpc: see jsonrpc.h. */
+#include "proxy/jsonrpc.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static int id_valid(const json_t *id)
+{
+	/* MCP: string or integer; never null on a request. */
+	return json_is_string(id) || json_is_integer(id);
+}
+
+enum jrpc_kind jrpc_classify(const json_t *msg)
+{
+	if (!json_is_object(msg))
+		return JRPC_INVALID;
+	const char *v = json_string_value(json_object_get(msg, "jsonrpc"));
+	if (!v || strcmp(v, "2.0") != 0)
+		return JRPC_INVALID;
+	json_t *method = json_object_get(msg, "method");
+	json_t *id = json_object_get(msg, "id");
+	json_t *params = json_object_get(msg, "params");
+	if (method) {
+		if (!json_is_string(method) || json_string_length(method) == 0)
+			return JRPC_INVALID;
+		if (params && !json_is_object(params) && !json_is_array(params))
+			return JRPC_INVALID;
+		if (!id)
+			return JRPC_NOTIFICATION;
+		return id_valid(id) ? JRPC_REQUEST : JRPC_INVALID;
+	}
+	json_t *result = json_object_get(msg, "result");
+	json_t *error = json_object_get(msg, "error");
+	if (result && !error)
+		return id_valid(id) ? JRPC_RESULT : JRPC_INVALID;
+	if (error && !result) {
+		/* Error responses may carry a null id (unreadable request id). */
+		if (id && !id_valid(id) && !json_is_null(id))
+			return JRPC_INVALID;
+		if (!json_is_object(error) || !json_is_integer(json_object_get(error, "code")))
+			return JRPC_INVALID;
+		return JRPC_ERROR;
+	}
+	return JRPC_INVALID;
+}
+
+const char *jrpc_kind_str(enum jrpc_kind k)
+{
+	switch (k) {
+	case JRPC_REQUEST: return "request";
+	case JRPC_NOTIFICATION: return "notification";
+	case JRPC_RESULT: return "result";
+	case JRPC_ERROR: return "error";
+	default: return "invalid";
+	}
+}
+
+int jrpc_validate_body(const json_t *body, size_t max_batch, const char **why)
+{
+	if (json_is_object(body)) {
+		if (jrpc_classify(body) == JRPC_INVALID) {
+			*why = "not a JSON-RPC 2.0 message";
+			return -1;
+		}
+		return 0;
+	}
+	if (!json_is_array(body) || max_batch == 0) {
+		*why = "the body must be one JSON-RPC 2.0 message";
+		return -1;
+	}
+	size_t n = json_array_size(body);
+	if (n == 0) {
+		*why = "empty batch";
+		return -1;
+	}
+	if (n > max_batch) {
+		*why = "batch too large";
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = json_array_get(body, i);
+		if (jrpc_classify(m) == JRPC_INVALID) {
+			*why = "a batch member is not a JSON-RPC 2.0 message";
+			return -1;
+		}
+		if (jrpc_method(m) && strcmp(jrpc_method(m), "initialize") == 0 && n > 1) {
+			*why = "initialize must not be part of a batch";
+			return -1;
+		}
+	}
+	return 0;
+}
+
+size_t jrpc_body_count(const json_t *body)
+{
+	return json_is_array(body) ? json_array_size(body) : 1;
+}
+
+json_t *jrpc_body_at(const json_t *body, size_t i)
+{
+	if (json_is_array(body))
+		return json_array_get(body, i);
+	return i == 0 ? (json_t *)(uintptr_t)body : NULL;
+}
+
+int jrpc_body_has_request(const json_t *body)
+{
+	size_t n = jrpc_body_count(body);
+	for (size_t i = 0; i < n; i++)
+		if (jrpc_classify(jrpc_body_at(body, i)) == JRPC_REQUEST)
+			return 1;
+	return 0;
+}
+
+const char *jrpc_method(const json_t *msg)
+{
+	return json_string_value(json_object_get(msg, "method"));
+}
+
+json_t *jrpc_id(const json_t *msg)
+{
+	return json_object_get(msg, "id");
+}
+
+const char *jrpc_tool_name(const json_t *msg)
+{
+	const char *m = jrpc_method(msg);
+	if (!m || strcmp(m, "tools/call") != 0)
+		return NULL;
+	return json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+}
+
+int jrpc_id_equal(const json_t *a, const json_t *b)
+{
+	if (!a || !b)
+		return 0;
+	if (json_is_integer(a) && json_is_integer(b))
+		return json_integer_value(a) == json_integer_value(b);
+	if (json_is_string(a) && json_is_string(b))
+		return json_string_length(a) == json_string_length(b) &&
+		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
+	return 0;
+}
+
+json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *data)
+{
+	json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
+	if (err && data)
+		json_object_set_new(err, "data", data);
+	else if (data)
+		json_decref(data);
+	if (!err)
+		return NULL;
+	json_t *idv = id && (json_is_string(id) || json_is_integer(id)) ? json_copy((json_t *)(uintptr_t)id)
+	                                                                 : json_null();
+	return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", idv, "error", err);
+}

@@ -1,0 +1,60 @@
+/* jsonrpc: JSON-RPC 2.0 envelopes over jansson values.
+ *
+ * Classifies messages, validates a POST body (one message, or a 2025-03-26
+ * batch), builds error responses, and reads the few fields the proxy keys on.
+ * Pure functions: no I/O, no global state.
+ */
+#ifndef MCPWARDEN_JSONRPC_H
+#define MCPWARDEN_JSONRPC_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#define JRPC_PARSE_ERROR      (-32700)
+#define JRPC_INVALID_REQUEST  (-32600)
+#define JRPC_METHOD_NOT_FOUND (-32601)
+#define JRPC_INVALID_PARAMS   (-32602)
+#define JRPC_INTERNAL_ERROR   (-32603)
+/* Implementation-defined, used by mcpwarden: the upstream failed us. */
+#define JRPC_UPSTREAM_ERROR   (-32000)
+
+enum jrpc_kind {
+	JRPC_INVALID = 0,
+	JRPC_REQUEST,       /* method + id */
+	JRPC_NOTIFICATION,  /* method, no id */
+	JRPC_RESULT,        /* id + result */
+	JRPC_ERROR,         /* id (possibly null) + error */
+};
+
+/* Classifies one message (not an array). msg is borrowed. */
+enum jrpc_kind jrpc_classify(const json_t *msg);
+const char *jrpc_kind_str(enum jrpc_kind k);
+
+/* Checks a client POST body: a valid message, or (when max_batch > 0) a
+ * non-empty array of at most max_batch valid messages. Returns 0, or -1 with
+ * *why set to a static reason. */
+int jrpc_validate_body(const json_t *body, size_t max_batch, const char **why);
+
+/* Number of messages in a body (1 for an object, the size for an array)
+ * and the i-th of them (borrowed). */
+size_t jrpc_body_count(const json_t *body);
+json_t *jrpc_body_at(const json_t *body, size_t i);
+
+/* Whether the body holds at least one request (so a reply with a body is
+ * due; otherwise the upstream answers 202). */
+int jrpc_body_has_request(const json_t *body);
+
+/* Borrowed fields, or NULL. */
+const char *jrpc_method(const json_t *msg);
+json_t *jrpc_id(const json_t *msg);
+/* params.name of a tools/call request, or NULL. */
+const char *jrpc_tool_name(const json_t *msg);
+
+/* Two ids are the same id (string or integer). */
+int jrpc_id_equal(const json_t *a, const json_t *b);
+
+/* A new error response (owned). id is borrowed and copied (NULL -> null);
+ * data is stolen (may be NULL). */
+json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *data);
+
+#endif

@@ -1,0 +1,45 @@
+/* limits.h: every size and time cap of the proxy, with its default.
+ *
+ * Each one has a configuration key (conf/README.md) and, for the common
+ * ones, a command-line flag. Nothing on the data path grows without one of
+ * these bounds.
+ */
+#ifndef MCPWARDEN_LIMITS_H
+#define MCPWARDEN_LIMITS_H
+
+/* limits.max_body_bytes: a client request body; over it the client gets 413.
+ * Also the most of a JSON upstream reply buffered for inspection. */
+#define LIMIT_MAX_BODY_BYTES        (8u * 1024 * 1024)
+/* limits.max_header_bytes: request line/status line plus all headers; 431. */
+#define LIMIT_MAX_HEADER_BYTES      (32u * 1024)
+/* Most header fields in one message (not configurable: 431 past it). */
+#define LIMIT_MAX_HEADERS           100
+/* limits.max_sse_event_bytes: one SSE block from the upstream. */
+#define LIMIT_MAX_SSE_EVENT_BYTES   (8u * 1024 * 1024)
+/* limits.max_connections: open client connections; accept pauses past it. */
+#define LIMIT_MAX_CONNECTIONS       10000
+/* limits.max_batch: messages in one 2025-03-26 JSON-RPC batch. */
+#define LIMIT_MAX_BATCH             100
+/* limits.max_output_bytes: bytes queued to a slow client before we stop
+ * reading from its upstream (backpressure, not an error). */
+#define LIMIT_MAX_OUTPUT_BYTES      (1u * 1024 * 1024)
+/* Idle upstream connections kept per upstream. */
+#define LIMIT_POOL_IDLE_PER_UPSTREAM 64
+
+/* timeouts.connect_ms: TCP connect to an upstream; 502 past it. */
+#define TIMEOUT_CONNECT_MS          5000
+/* timeouts.request_ms: from sending a request upstream to its response
+ * headers, and for a non-streamed reply to its last byte; 504 past it. */
+#define TIMEOUT_REQUEST_MS          60000
+/* timeouts.client_idle_ms: a client connection with no request in flight,
+ * or a client sending its request that slowly. */
+#define TIMEOUT_CLIENT_IDLE_MS      60000
+/* timeouts.upstream_idle_ms: an idle pooled upstream connection. Kept under
+ * Node's default 5 s keep-alive so we close first and never race it. */
+#define TIMEOUT_UPSTREAM_IDLE_MS    4000
+/* timeouts.sse_keepalive_ms: a comment line on an SSE stream quiet this long. */
+#define TIMEOUT_SSE_KEEPALIVE_MS    15000
+/* timeouts.drain_ms: after SIGTERM, how long in-flight requests may finish. */
+#define TIMEOUT_DRAIN_MS            30000
+
+#endif

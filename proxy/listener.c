@@ -1,0 +1,121 @@
+/* listener: see listener.h. */
+#include "proxy/listener.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "proxy/config.h"
+#include "proxy/conn.h"
+#include "proxy/ctx.h"
+#include "proxy/log.h"
+
+struct listener {
+	struct px_ctx *ctx;           /* borrowed */
+	struct evconnlistener *evl;   /* owned */
+	int paused;
+	char address[80];
+};
+
+static void accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+	struct listener *l = arg;
+	(void)evl;
+	conn_new(l->ctx, fd, sa, salen);
+	listener_update(l);
+}
+
+static void accept_error_cb(struct evconnlistener *evl, void *arg)
+{
+	struct listener *l = arg;
+	(void)evl;
+	/* EMFILE and friends: say so and keep going; existing clients are
+	 * unaffected and the next close frees a descriptor. */
+	log_msg(LOG_WARN, "accept failed: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	(void)l;
+}
+
+struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
+                              char *errbuf, size_t errlen)
+{
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0 || !res) {
+		snprintf(errbuf, errlen, "listen %s:%s: %s", host, port, gai_strerror(rc));
+		return NULL;
+	}
+	struct listener *l = calloc(1, sizeof(*l));
+	if (!l) {
+		freeaddrinfo(res);
+		snprintf(errbuf, errlen, "out of memory");
+		return NULL;
+	}
+	l->ctx = ctx;
+	l->evl = evconnlistener_new_bind(ctx->base, accept_cb, l,
+	                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+	                                         LEV_OPT_CLOSE_ON_EXEC,
+	                                 1024, res->ai_addr, (int)res->ai_addrlen);
+	freeaddrinfo(res);
+	if (!l->evl) {
+		snprintf(errbuf, errlen, "listen %s:%s: %s", host, port,
+		         evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		free(l);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(l->evl, accept_error_cb);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int p = 0;
+	if (getsockname(evconnlistener_get_fd(l->evl), (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+			p = ntohs(a->sin_port);
+			snprintf(l->address, sizeof(l->address), "%s:%d", ip, p);
+		} else {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+			p = ntohs(a->sin6_port);
+			snprintf(l->address, sizeof(l->address), "[%s]:%d", ip, p);
+		}
+	}
+	return l;
+}
+
+void listener_free(struct listener *l)
+{
+	if (!l)
+		return;
+	evconnlistener_free(l->evl);
+	free(l);
+}
+
+void listener_update(struct listener *l)
+{
+	int full = l->ctx->nconns >= l->ctx->cfg->limits.max_connections;
+	if (full && !l->paused) {
+		evconnlistener_disable(l->evl);
+		l->paused = 1;
+		log_msg(LOG_WARN, "%zu connections open: not accepting more for now", l->ctx->nconns);
+	} else if (!full && l->paused) {
+		evconnlistener_enable(l->evl);
+		l->paused = 0;
+	}
+}
+
+const char *listener_address(const struct listener *l)
+{
+	return l->address;
+}

@@ -1,0 +1,20 @@
+/* listener: the client-facing listening socket. Accepts until
+ * limits.max_connections are open, then pauses until one closes. */
+#ifndef MCPWARDEN_LISTENER_H
+#define MCPWARDEN_LISTENER_H
+
+#include <stddef.h>
+
+struct px_ctx;
+struct listener;
+
+/* Binds host:port. Returns NULL with a reason in errbuf. */
+struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
+                              char *errbuf, size_t errlen);
+void listener_free(struct listener *l);
+/* Re-checks the connection cap (after a connection closed). */
+void listener_update(struct listener *l);
+/* "127.0.0.1:8080": the address actually bound (port 0 resolved). */
+const char *listener_address(const struct listener *l);
+
+#endif

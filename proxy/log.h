@@ -1,0 +1,41 @@
+/* log: leveled log lines on stderr, as text or as one JSON object a line.
+ *
+ * The level and format are process-wide (set once by main before the loop
+ * starts) because every module logs and threading a logger through each
+ * call would buy nothing: there is one event loop and one stderr.
+ * Callers never pass secrets: URLs go through config's redacted form and
+ * header values are never logged.
+ */
+#ifndef MCPWARDEN_LOG_H
+#define MCPWARDEN_LOG_H
+
+#include <stdarg.h>
+
+enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+void log_setup(enum log_level level, int json);
+int log_enabled(enum log_level level);
+/* Parses "debug|info|warn|error"; returns 0 or -1. */
+int log_level_parse(const char *s, enum log_level *out);
+
+/* A free-form line (message is printf-formatted). */
+void log_msg(enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The one access-log line per HTTP request. Strings may be NULL. */
+struct log_access {
+	unsigned long long conn_id;
+	const char *client;      /* "ip:port" */
+	const char *http_method;
+	const char *path;        /* without query string */
+	const char *upstream;    /* upstream name */
+	const char *rpc_method;  /* first JSON-RPC method of the body */
+	const char *tool;        /* tools/call params.name */
+	int status;
+	double latency_ms;
+	unsigned long long bytes_in, bytes_out;
+	const char *note;        /* why it failed, when it did */
+};
+void log_access(const struct log_access *a);
+
+#endif

@@ -1,0 +1,38 @@
+/* transport: the adapter between a client connection and an upstream.
+ *
+ * conn.c speaks HTTP/1.1 to the client and knows nothing of MCP. Once a
+ * request is complete it hands it to a transport adapter, which runs the
+ * exchange: routes it, parses its JSON-RPC messages through the message
+ * hook, talks to the upstream and writes the reply back through conn's
+ * conn_reply_* functions. Streamable HTTP is transport_http.c; the legacy
+ * HTTP+SSE transport plugs in the same way.
+ */
+#ifndef MCPWARDEN_TRANSPORT_H
+#define MCPWARDEN_TRANSPORT_H
+
+struct conn;
+struct http_msg;
+struct evbuffer;
+struct exchange;
+
+struct transport_ops {
+	const char *name;
+	/* The request is complete: req is valid until the exchange ends, body
+	 * is stolen. Returns the exchange (owned by conn until it calls
+	 * ->free), even when the adapter answered at once (so the answer is
+	 * logged and recorded like any other); NULL only after conn_abort(). */
+	struct exchange *(*start)(struct conn *c, const struct http_msg *req,
+	                          struct evbuffer *body);
+	/* The client's output drained under its cap: resume reading upstream. */
+	void (*drained)(struct exchange *ex);
+	/* The proxy is draining: a long-lived stream ends now, a request in
+	 * flight is left to finish. */
+	void (*shutdown)(struct exchange *ex);
+	/* Ends the exchange (after the reply or when the client left): frees
+	 * it and everything it holds, closing an unfinished upstream request. */
+	void (*free)(struct exchange *ex, const char *client_error);
+};
+
+extern const struct transport_ops transport_http_ops;
+
+#endif

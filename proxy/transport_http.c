@@ -1,0 +1,839 @@
+/* transport_http: the Streamable HTTP adapter (MCP 2025-03-26 .. 2025-11-25).
+ *
+ * One exchange = one client HTTP request and its reply:
+ *
+ *   client POST ─▶ parse JSON once ─▶ inspect (client→server) ─▶ upstream
+ *   upstream reply ─┬─ application/json: collected (bounded), parsed once,
+ *                   │   inspected (server→client), sent with Content-Length
+ *                   ├─ text/event-stream: each SSE block parsed as it
+ *                   │   arrives, inspected, re-framed and flushed at once
+ *                   └─ anything else (202, errors, well-known documents):
+ *                       streamed through untouched
+ *
+ * GET (standalone streams), DELETE and other methods go through with the
+ * same reply handling; only POST bodies are parsed on the way in. Sessions
+ * belong to the upstream: Mcp-Session-Id and friends are end-to-end headers
+ * and cross as they are.
+ *
+ * Not here: the legacy HTTP+SSE transport and the 2026-07-28 header checks
+ * (their own issues), TLS to upstreams.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "proxy/config.h"
+#include "proxy/conn.h"
+#include "proxy/ctx.h"
+#include "proxy/http_parse.h"
+#include "proxy/http_resp.h"
+#include "proxy/inspect.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/log.h"
+#include "proxy/sse.h"
+#include "proxy/transport.h"
+#include "proxy/upstream.h"
+
+#define EXCHANGE_MAGIC 0x65786368u /* "exch" */
+
+enum resp_mode {
+	RESP_PENDING,  /* no upstream head yet */
+	RESP_RAW,      /* streamed through untouched */
+	RESP_JSON,     /* collected, inspected, sent whole */
+	RESP_SSE,      /* re-framed event by event */
+	RESP_LOCAL,    /* answered by the proxy itself */
+};
+
+struct exchange {
+	unsigned magic;
+	struct conn *c;                     /* borrowed: conn owns the exchange */
+	struct px_ctx *ctx;                 /* borrowed */
+	const struct px_upstream_conf *uc;  /* borrowed */
+	struct upstream *up;                /* borrowed */
+	struct upstream_req *ur;            /* owned */
+	const struct http_msg *req;         /* borrowed: conn's parser, stable until free */
+	json_t *body;                       /* owned: parsed POST body, or NULL */
+	json_t *answers;                    /* owned: hook answers to merge, or NULL */
+	struct evbuffer *resp_headers;      /* owned: filtered upstream headers */
+	struct evbuffer *json_buf;          /* owned: JSON reply being collected */
+	struct sse_reader *sse;             /* owned */
+	struct evbuffer *scratch;           /* owned: one re-framed SSE block */
+	struct event *keepalive;            /* owned */
+	struct inspect_where where;
+	enum resp_mode mode;
+	int up_status;
+	int64_t up_length;
+	int is_stream;                      /* a GET stream: ends on shutdown */
+	uint64_t last_write_us;
+	const char *error;                  /* static: why the exchange failed */
+	char path[256];                     /* request path without query, for logs */
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int header_is(const char *name, size_t len, const char *want)
+{
+	return strlen(want) == len && strncasecmp(name, want, len) == 0;
+}
+
+/* The id to put on an error reply: the request's own when the body is one
+ * request, so the client can match it; null otherwise. */
+static const json_t *reply_id(const struct exchange *ex)
+{
+	if (ex->body && json_is_object(ex->body) && jrpc_classify(ex->body) == JRPC_REQUEST)
+		return jrpc_id(ex->body);
+	return NULL;
+}
+
+static const char *first_method(const struct exchange *ex)
+{
+	return ex->body ? jrpc_method(jrpc_body_at(ex->body, 0)) : NULL;
+}
+
+/* The request in this exchange that a response answers, or NULL. */
+static const json_t *request_for(const struct exchange *ex, const json_t *resp)
+{
+	json_t *id = jrpc_id(resp);
+	if (!ex->body || !id)
+		return NULL;
+	size_t n = jrpc_body_count(ex->body);
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i);
+		if (jrpc_classify(m) == JRPC_REQUEST && jrpc_id_equal(jrpc_id(m), id))
+			return m;
+	}
+	return NULL;
+}
+
+/* ---- routing -------------------------------------------------------------- */
+
+struct route {
+	size_t up;          /* index into ctx->ups */
+	char target[2048];  /* upstream request-target */
+};
+
+static int append_query(char *dst, size_t cap, const char *query)
+{
+	size_t n = strlen(dst);
+	if (!query || !*query)
+		return 0;
+	int w = snprintf(dst + n, cap - n, "%c%s", strchr(dst, '?') ? '&' : '?', query);
+	return w < 0 || (size_t)w >= cap - n ? -1 : 0;
+}
+
+static size_t target_path_len(const char *target)
+{
+	return strcspn(target, "?");
+}
+
+/* Maps a client path to an upstream and its target. Returns 0, or -1 when
+ * nothing is served at that path. */
+static int route_find(const struct px_config *cfg, const char *path, const char *query,
+                      struct route *rt)
+{
+	for (size_t i = 0; i < cfg->nups; i++) {
+		if (strcmp(cfg->ups[i].path, path) == 0) {
+			rt->up = i;
+			snprintf(rt->target, sizeof(rt->target), "%s", cfg->ups[i].target);
+			return append_query(rt->target, sizeof(rt->target), query);
+		}
+	}
+	/* OAuth discovery: "/.well-known/<doc><mcp path>" names the upstream
+	 * at <mcp path>; a bare "/.well-known/<doc>" goes to the first one.
+	 * The 2025-03-26 fallback endpoints live at the server's root. */
+	if (strncmp(path, "/.well-known/", 13) == 0) {
+		const char *rest = strchr(path + 13, '/');
+		if (rest) {
+			for (size_t i = 0; i < cfg->nups; i++) {
+				if (strcmp(cfg->ups[i].path, rest) == 0) {
+					rt->up = i;
+					snprintf(rt->target, sizeof(rt->target), "%.*s%.*s",
+					         (int)(rest - path), path,
+					         (int)target_path_len(cfg->ups[i].target), cfg->ups[i].target);
+					return append_query(rt->target, sizeof(rt->target), query);
+				}
+			}
+		}
+	} else if (strcmp(path, "/authorize") != 0 && strcmp(path, "/token") != 0 &&
+	           strcmp(path, "/register") != 0) {
+		return -1;
+	}
+	rt->up = 0;
+	if ((size_t)snprintf(rt->target, sizeof(rt->target), "%s", path) >= sizeof(rt->target))
+		return -1;
+	return append_query(rt->target, sizeof(rt->target), query);
+}
+
+/* ---- the request upstream ------------------------------------------------- */
+
+static int forwardable_request_header(const char *name, size_t len, const char *connection)
+{
+	if (http_hop_by_hop(name, len, connection))
+		return 0;
+	/* Host is the upstream's; length is recomputed; Expect is answered by
+	 * us; compression would hide the JSON the hook must read. */
+	return !header_is(name, len, "host") && !header_is(name, len, "content-length") &&
+	       !header_is(name, len, "expect") && !header_is(name, len, "accept-encoding");
+}
+
+static struct evbuffer *build_request(struct exchange *ex, const char *target,
+                                      struct evbuffer *body)
+{
+	const struct http_msg *m = ex->req;
+	const char *connection = http_msg_header(m, "connection");
+	const char *method = http_msg_method(m);
+	struct evbuffer *out = evbuffer_new();
+	int has_auth = 0;
+
+	if (!out)
+		return NULL;
+	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target,
+	                    ex->uc->host_header);
+	for (size_t i = 0;; i++) {
+		const char *n, *v;
+		size_t nl, vl;
+		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
+			break;
+		if (!forwardable_request_header(n, nl, connection))
+			continue;
+		if (header_is(n, nl, "authorization"))
+			has_auth = 1;
+		http_resp_header(out, n, nl, v, vl);
+	}
+	if (ex->uc->basic_auth && !has_auth)
+		evbuffer_add_printf(out, "Authorization: %s\r\n", ex->uc->basic_auth);
+	size_t blen = body ? evbuffer_get_length(body) : 0;
+	if (blen || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
+	    strcmp(method, "PATCH") == 0)
+		evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
+	evbuffer_add(out, "\r\n", 2);
+	if (blen)
+		evbuffer_add_buffer(out, body);
+	return out;
+}
+
+/* ---- replies -------------------------------------------------------------- */
+
+static void reply_error(struct exchange *ex, int status, int code, const char *message,
+                        json_t *data)
+{
+	ex->mode = RESP_LOCAL;
+	conn_reply_error(ex->c, status, reply_id(ex), code, message, data);
+}
+
+static void upstream_failed(struct exchange *ex, int status, const char *detail)
+{
+	char msg[512];
+
+	ex->error = detail;
+	if (status == 504)
+		ex->ctx->stats.timeouts++;
+	else
+		ex->ctx->stats.upstream_errors++;
+	if (conn_replied(ex->c)) {
+		/* Too late for a status: cut the stream so the client knows. */
+		conn_abort(ex->c, detail);
+		return;
+	}
+	/* Only the redacted URL: no user, password or query ever leaves. */
+	snprintf(msg, sizeof(msg), "upstream %s: %s", ex->uc->url_safe, detail);
+	json_t *data = json_pack("{s:s,s:s,s:s}", "upstream", ex->uc->name, "url",
+	                         ex->uc->url_safe, "reason", detail);
+	reply_error(ex, status, JRPC_UPSTREAM_ERROR, msg, data);
+}
+
+static int forwardable_response_header(const char *name, size_t len, const char *connection)
+{
+	return !http_hop_by_hop(name, len, connection) && !header_is(name, len, "content-length") &&
+	       !header_is(name, len, "x-accel-buffering");
+}
+
+static struct evbuffer *filter_response_headers(const struct http_msg *m)
+{
+	const char *connection = http_msg_header(m, "connection");
+	struct evbuffer *h = evbuffer_new();
+	if (!h)
+		return NULL;
+	for (size_t i = 0;; i++) {
+		const char *n, *v;
+		size_t nl, vl;
+		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
+			break;
+		if (forwardable_response_header(n, nl, connection))
+			http_resp_header(h, n, nl, v, vl);
+	}
+	return h;
+}
+
+static void check_backpressure(struct exchange *ex)
+{
+	if (ex->ur && conn_output_full(ex->c))
+		upstream_req_pause(ex->ur);
+}
+
+/* ---- the message hook ----------------------------------------------------- */
+
+/* Runs the hook on one message. Returns the verdict; *answer receives an
+ * owned reply when a hook answered. */
+static enum inspect_verdict hook(struct exchange *ex, enum inspect_dir dir, json_t *msg,
+                                 int *modified, json_t **answer)
+{
+	struct inspect_msg im = {
+		.dir = dir,
+		.kind = jrpc_classify(msg),
+		.msg = msg,
+		.where = &ex->where,
+	};
+	im.request = dir == INSPECT_FROM_CLIENT ? msg : request_for(ex, msg);
+	enum inspect_verdict v = inspect_message(ex->ctx->insp, &im);
+	if (im.modified)
+		*modified = 1;
+	if (answer)
+		*answer = im.answer;
+	else
+		json_decref(im.answer);
+	if (v != INSPECT_FORWARD)
+		log_msg(LOG_DEBUG, "#%llu %s %s by %s", ex->where.conn_id,
+		        v == INSPECT_DROP ? "dropped" : "answered", jrpc_kind_str(im.kind),
+		        im.decided_by ? im.decided_by : "?");
+	return v;
+}
+
+static void add_answer(struct exchange *ex, json_t *answer)
+{
+	if (!answer)
+		return;
+	if (!ex->answers)
+		ex->answers = json_array();
+	json_array_append_new(ex->answers, answer);
+}
+
+/* Client -> server. Returns 0 when something is left to forward (*out is
+ * the body to send: the original bytes, or a re-serialised body), 1 when
+ * the hooks consumed the whole body. */
+static int inspect_request_body(struct exchange *ex, struct evbuffer *raw, struct evbuffer **out)
+{
+	size_t n = jrpc_body_count(ex->body);
+	int modified = 0;
+	size_t kept = 0;
+	json_t *keep = json_is_array(ex->body) ? json_array() : NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i), *answer = NULL;
+		enum inspect_verdict v = hook(ex, INSPECT_FROM_CLIENT, m, &modified, &answer);
+		if (v == INSPECT_FORWARD) {
+			kept++;
+			if (keep)
+				json_array_append(keep, m);
+			json_decref(answer);
+		} else {
+			add_answer(ex, answer);
+		}
+	}
+	if (kept == 0) {
+		json_decref(keep);
+		return 1;
+	}
+	if (kept < n || modified) {
+		/* Re-serialise only when a hook changed something; otherwise the
+		 * client's own bytes go upstream untouched. */
+		char *s = json_dumps(keep ? keep : ex->body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_decref(keep);
+		if (!s)
+			return -1;
+		evbuffer_drain(raw, evbuffer_get_length(raw));
+		evbuffer_add(raw, s, strlen(s));
+		free(s);
+	} else {
+		json_decref(keep);
+	}
+	*out = raw;
+	return 0;
+}
+
+/* Replies with the hooks' answers alone (every message was consumed). */
+static void reply_answers(struct exchange *ex)
+{
+	ex->mode = RESP_LOCAL;
+	if (!ex->answers || json_array_size(ex->answers) == 0) {
+		/* Only notifications or responses were consumed: as the server
+		 * would, acknowledge them. */
+		conn_reply_head(ex->c, 202, NULL, 0);
+		conn_reply_end(ex->c);
+		return;
+	}
+	const json_t *body = json_is_array(ex->body) ? ex->answers : json_array_get(ex->answers, 0);
+	conn_reply_json(ex->c, 200, body);
+}
+
+/* ---- SSE replies ---------------------------------------------------------- */
+
+static void write_event(struct exchange *ex, const struct sse_event *ev)
+{
+	sse_write_event(ex->scratch, ev);
+	conn_reply_body_buffer(ex->c, ex->scratch);
+	ex->last_write_us = mono_us();
+}
+
+static void write_json_event(struct exchange *ex, const json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!s)
+		return;
+	struct sse_event ev = {.event = "message", .event_len = 7, .data = s,
+	                       .data_len = strlen(s), .retry = -1};
+	write_event(ex, &ev);
+	free(s);
+}
+
+static int on_sse_event(void *arg, const struct sse_event *ev, const char *comment,
+                        size_t comment_len)
+{
+	struct exchange *ex = arg;
+	(void)comment_len;
+
+	if (!ev) {
+		/* The upstream's own keep-alive comments cross too: the client may
+		 * be relying on them through other intermediaries. */
+		char text[256];
+		snprintf(text, sizeof(text), "%.*s", (int)(comment_len < 200 ? comment_len : 200),
+		         comment);
+		sse_write_comment(ex->scratch, text);
+		conn_reply_body_buffer(ex->c, ex->scratch);
+		ex->last_write_us = mono_us();
+		return 0;
+	}
+	if (!ev->data || ev->data_len == 0 || (ev->data[0] != '{' && ev->data[0] != '[')) {
+		/* Priming events (id + empty data), retry hints: as they are. */
+		write_event(ex, ev);
+		return 0;
+	}
+	json_error_t jerr;
+	json_t *msg = json_loadb(ev->data, ev->data_len, 0, &jerr);
+	if (!msg || !json_is_object(msg)) {
+		/* Not a message we understand: not ours to judge, pass it on. */
+		json_decref(msg);
+		write_event(ex, ev);
+		return 0;
+	}
+	int modified = 0;
+	enum inspect_verdict v = hook(ex, INSPECT_FROM_SERVER, msg, &modified, NULL);
+	if (v == INSPECT_FORWARD && !modified) {
+		write_event(ex, ev);
+	} else if (v == INSPECT_FORWARD) {
+		char *s = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (s) {
+			struct sse_event copy = *ev;
+			copy.data = s;
+			copy.data_len = strlen(s);
+			write_event(ex, &copy);
+			free(s);
+		}
+	}
+	json_decref(msg);
+	check_backpressure(ex);
+	return 0;
+}
+
+static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange *ex = arg;
+	(void)fd;
+	(void)what;
+	uint64_t interval = (uint64_t)ex->ctx->cfg->timeouts.sse_keepalive_ms * 1000u;
+	/* Only quiet streams need it; a slow client gets nothing extra queued. */
+	if (mono_us() - ex->last_write_us + 1000 < interval || conn_output_full(ex->c))
+		return;
+	sse_write_comment(ex->scratch, "keep-alive");
+	conn_reply_body_buffer(ex->c, ex->scratch);
+	ex->last_write_us = mono_us();
+}
+
+static int start_sse(struct exchange *ex)
+{
+	const struct px_config *cfg = ex->ctx->cfg;
+
+	ex->mode = RESP_SSE;
+	upstream_req_stream(ex->ur);
+	ex->sse = sse_reader_new(cfg->limits.max_sse_event_bytes);
+	ex->scratch = evbuffer_new();
+	if (!ex->sse || !ex->scratch)
+		return -1;
+	/* Tell nginx-style buffering intermediaries to let events through. */
+	evbuffer_add_printf(ex->resp_headers, "X-Accel-Buffering: no\r\n");
+	if (conn_reply_head(ex->c, ex->up_status, ex->resp_headers, -1) < 0)
+		return -1;
+	ex->last_write_us = mono_us();
+	if (ex->answers) {
+		/* Answers the hooks made for part of a batch go first. */
+		for (size_t i = 0; i < json_array_size(ex->answers); i++)
+			write_json_event(ex, json_array_get(ex->answers, i));
+	}
+	unsigned ms = cfg->timeouts.sse_keepalive_ms;
+	if (ms) {
+		ex->keepalive = event_new(ex->ctx->base, -1, EV_PERSIST, keepalive_cb, ex);
+		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+		if (!ex->keepalive || event_add(ex->keepalive, &tv) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- JSON replies --------------------------------------------------------- */
+
+/* Too big to inspect: the rest goes through untouched (and says so). */
+static int json_to_raw(struct exchange *ex)
+{
+	log_msg(LOG_WARN, "#%llu reply from %s over %zu bytes: passed through without inspection",
+	        ex->where.conn_id, ex->uc->name, ex->ctx->cfg->limits.max_body_bytes);
+	ex->mode = RESP_RAW;
+	if (conn_reply_head(ex->c, ex->up_status, ex->resp_headers, ex->up_length) < 0)
+		return -1;
+	return conn_reply_body_buffer(ex->c, ex->json_buf);
+}
+
+static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, int *modified)
+{
+	if (json_is_object(reply)) {
+		if (hook(ex, INSPECT_FROM_SERVER, reply, modified, NULL) != INSPECT_FORWARD) {
+			*modified = 1;
+			json_decref(reply);
+			return json_array();
+		}
+		return reply;
+	}
+	json_t *keep = json_array();
+	for (size_t i = 0; i < json_array_size(reply); i++) {
+		json_t *m = json_array_get(reply, i);
+		if (hook(ex, INSPECT_FROM_SERVER, m, modified, NULL) == INSPECT_FORWARD)
+			json_array_append(keep, m);
+		else
+			*modified = 1;
+	}
+	json_decref(reply);
+	return keep;
+}
+
+static void finish_json(struct exchange *ex)
+{
+	json_error_t jerr;
+	size_t len = evbuffer_get_length(ex->json_buf);
+	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
+	json_t *reply = len ? json_loadb(bytes, len, 0, &jerr) : NULL;
+
+	if (!reply) {
+		upstream_failed(ex, 502, "the upstream declared JSON but sent something else");
+		return;
+	}
+	int modified = 0;
+	reply = inspect_reply_messages(ex, reply, &modified);
+	if (ex->answers) {
+		if (!json_is_array(reply)) {
+			json_t *arr = json_array();
+			json_array_append_new(arr, reply);
+			reply = arr;
+		}
+		json_array_extend(reply, ex->answers);
+		modified = 1;
+	}
+	if (!modified) {
+		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)len);
+		conn_reply_body_buffer(ex->c, ex->json_buf);
+	} else {
+		char *s = json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		size_t n = s ? strlen(s) : 0;
+		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)n);
+		conn_reply_body(ex->c, s, n);
+		free(s);
+	}
+	json_decref(reply);
+	conn_reply_end(ex->c);
+}
+
+/* ---- upstream callbacks --------------------------------------------------- */
+
+static int is_media(const char *ct, const char *type)
+{
+	size_t n = strlen(type);
+	return ct && strncasecmp(ct, type, n) == 0 && (ct[n] == '\0' || ct[n] == ';' ||
+	                                              ct[n] == ' ');
+}
+
+static int up_on_head(void *arg, const struct http_msg *resp)
+{
+	struct exchange *ex = arg;
+	const char *ct = http_msg_header(resp, "content-type");
+	int status = http_msg_status(resp);
+
+	ex->up_status = status;
+	ex->up_length = http_msg_content_length(resp);
+	ex->resp_headers = filter_response_headers(resp);
+	if (!ex->resp_headers)
+		return -1;
+	int head = strcmp(http_msg_method(ex->req), "HEAD") == 0;
+	int bodyless = head || status == 204 || status == 304 || ex->up_length == 0;
+
+	if (!bodyless && is_media(ct, "text/event-stream"))
+		return start_sse(ex);
+	if (!bodyless && (is_media(ct, "application/json") || (ct && strstr(ct, "+json")))) {
+		ex->mode = RESP_JSON;
+		ex->json_buf = evbuffer_new();
+		return ex->json_buf ? 0 : -1;
+	}
+	if (ex->answers && status == 202) {
+		/* The upstream took the notifications; the hooks' answers still
+		 * need to reach the client. */
+		ex->mode = RESP_LOCAL;
+		return 0;
+	}
+	ex->mode = RESP_RAW;
+	return conn_reply_head(ex->c, status, ex->resp_headers, ex->up_length);
+}
+
+static int up_on_body(void *arg, const char *data, size_t len)
+{
+	struct exchange *ex = arg;
+
+	switch (ex->mode) {
+	case RESP_RAW:
+		if (conn_reply_body(ex->c, data, len) < 0)
+			return -1;
+		check_backpressure(ex);
+		return 0;
+	case RESP_JSON:
+		if (evbuffer_add(ex->json_buf, data, len) < 0)
+			return -1;
+		if (evbuffer_get_length(ex->json_buf) > ex->ctx->cfg->limits.max_body_bytes)
+			return json_to_raw(ex);
+		return 0;
+	case RESP_SSE: {
+		int rc = sse_reader_feed(ex->sse, data, len, on_sse_event, ex);
+		if (rc == SSE_ERR_TOO_BIG) {
+			ex->error = "an SSE event from the upstream is over the size limit";
+			log_msg(LOG_WARN, "#%llu %s", ex->where.conn_id, ex->error);
+			conn_abort(ex->c, ex->error);
+			return -1;
+		}
+		return rc ? -1 : 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+static void up_on_done(void *arg)
+{
+	struct exchange *ex = arg;
+
+	switch (ex->mode) {
+	case RESP_JSON:
+		finish_json(ex);
+		break;
+	case RESP_LOCAL:
+		reply_answers(ex);
+		break;
+	default:
+		if (!conn_replied(ex->c))
+			conn_reply_head(ex->c, ex->up_status, ex->resp_headers, 0);
+		conn_reply_end(ex->c);
+		break;
+	}
+}
+
+static void up_on_error(void *arg, enum upstream_err err, const char *detail)
+{
+	struct exchange *ex = arg;
+	upstream_failed(ex, err == UPSTREAM_ERR_TIMEOUT ? 504 : 502, detail);
+}
+
+static const struct upstream_req_cbs up_cbs = {up_on_head, up_on_body, up_on_done, up_on_error};
+
+/* ---- the adapter ------------------------------------------------------------ */
+
+static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
+{
+	struct exchange *ex = calloc(1, sizeof(*ex));
+	if (!ex)
+		return NULL;
+	ex->magic = EXCHANGE_MAGIC;
+	ex->c = c;
+	ex->ctx = conn_ctx(c);
+	ex->req = req;
+	ex->where.conn_id = conn_id(c);
+	ex->where.client = conn_peer(c);
+	ex->where.session_id = http_msg_header(req, "mcp-session-id");
+	ex->where.protocol = http_msg_header(req, "mcp-protocol-version");
+	ex->where.http_method = http_msg_method(req);
+	const char *url = http_msg_url(req);
+	snprintf(ex->path, sizeof(ex->path), "%.*s", (int)strcspn(url, "?"), url);
+	return ex;
+}
+
+/* Parses and checks a POST body. Returns 0, or -1 after replying. */
+static int parse_post(struct exchange *ex, struct evbuffer *body)
+{
+	json_error_t jerr;
+	size_t len = evbuffer_get_length(body);
+	const char *bytes = (const char *)evbuffer_pullup(body, -1);
+	const char *why;
+
+	ex->body = len ? json_loadb(bytes, len, 0, &jerr) : NULL;
+	if (!ex->body) {
+		reply_error(ex, 400, JRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
+		return -1;
+	}
+	if (jrpc_validate_body(ex->body, ex->ctx->cfg->limits.max_batch, &why) < 0) {
+		reply_error(ex, 400, JRPC_INVALID_REQUEST, why, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static struct exchange *http_start(struct conn *c, const struct http_msg *req,
+                                   struct evbuffer *body)
+{
+	struct px_ctx *ctx = conn_ctx(c);
+	struct exchange *ex = exchange_new(c, req);
+	struct route rt;
+
+	if (!ex) {
+		evbuffer_free(body);
+		conn_abort(c, "out of memory");
+		return NULL;
+	}
+	const char *url = http_msg_url(req);
+	const char *q = strchr(url, '?');
+	if (route_find(ctx->cfg, ex->path, q ? q + 1 : NULL, &rt) < 0) {
+		reply_error(ex, 404, JRPC_INVALID_REQUEST, "no MCP endpoint at this path", NULL);
+		evbuffer_free(body);
+		return ex;
+	}
+	ex->uc = &ctx->cfg->ups[rt.up];
+	ex->up = ctx->ups[rt.up];
+	ex->where.upstream = ex->uc->name;
+	int is_mcp = strcmp(ex->path, ex->uc->path) == 0;
+	const char *method = http_msg_method(req);
+	ex->is_stream = is_mcp && strcmp(method, "GET") == 0;
+
+	struct evbuffer *send = body;
+	if (is_mcp && strcmp(method, "POST") == 0) {
+		if (parse_post(ex, body) < 0) {
+			evbuffer_free(body);
+			return ex;
+		}
+		int rc = inspect_request_body(ex, body, &send);
+		if (rc != 0) {
+			evbuffer_free(body);
+			if (rc > 0)
+				reply_answers(ex);
+			else
+				reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
+			return ex;
+		}
+	}
+	struct evbuffer *request = build_request(ex, rt.target, send);
+	evbuffer_free(body);
+	if (!request) {
+		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
+		return ex;
+	}
+	ex->ur = upstream_req_new(ex->up, request, strcmp(method, "HEAD") == 0, &up_cbs, ex);
+	if (!ex->ur)
+		upstream_failed(ex, 502, "cannot start the upstream request");
+	return ex;
+}
+
+static void http_drained(struct exchange *ex)
+{
+	assert(ex->magic == EXCHANGE_MAGIC);
+	if (ex->ur)
+		upstream_req_resume(ex->ur);
+}
+
+static void http_shutdown(struct exchange *ex)
+{
+	/* A standalone GET stream never ends by itself: end it cleanly so the
+	 * client reconnects (to the next instance). POSTs run to completion. */
+	if (ex->is_stream && ex->mode == RESP_SSE)
+		conn_reply_end(ex->c);
+}
+
+static void log_exchange(struct exchange *ex, const char *client_error)
+{
+	struct px_ctx *ctx = ex->ctx;
+	uint64_t start = conn_request_start_us(ex->c);
+	uint64_t lat = mono_us() - start;
+	const char *note = ex->error ? ex->error : client_error;
+	json_t *first = ex->body ? jrpc_body_at(ex->body, 0) : NULL;
+
+	struct log_access a = {
+		.conn_id = ex->where.conn_id,
+		.client = ex->where.client,
+		.http_method = ex->where.http_method,
+		.path = ex->path,
+		.upstream = ex->uc ? ex->uc->name : NULL,
+		.rpc_method = first_method(ex),
+		.tool = first ? jrpc_tool_name(first) : NULL,
+		.status = conn_reply_status(ex->c),
+		.latency_ms = (double)lat / 1000.0,
+		.bytes_in = conn_bytes_in(ex->c),
+		.bytes_out = conn_bytes_out(ex->c),
+		.note = note,
+	};
+	log_access(&a);
+	struct inspect_exchange x = {
+		.where = &ex->where,
+		.request_body = ex->body,
+		.status = a.status,
+		.latency_us = lat,
+		.bytes_in = a.bytes_in,
+		.bytes_out = a.bytes_out,
+		.error = note,
+	};
+	inspect_exchange_done(ctx->insp, &x);
+}
+
+static void http_free(struct exchange *ex, const char *client_error)
+{
+	if (!ex)
+		return;
+	assert(ex->magic == EXCHANGE_MAGIC);
+	log_exchange(ex, client_error);
+	/* Freeing an unfinished upstream request closes its connection: that
+	 * is how a client that left cancels its request upstream. */
+	upstream_req_free(ex->ur);
+	if (ex->keepalive)
+		event_free(ex->keepalive);
+	sse_reader_free(ex->sse);
+	if (ex->scratch)
+		evbuffer_free(ex->scratch);
+	if (ex->json_buf)
+		evbuffer_free(ex->json_buf);
+	if (ex->resp_headers)
+		evbuffer_free(ex->resp_headers);
+	json_decref(ex->body);
+	json_decref(ex->answers);
+	ex->magic = 0;
+	free(ex);
+}
+
+const struct transport_ops transport_http_ops = {
+	.name = "streamable_http",
+	.start = http_start,
+	.drained = http_drained,
+	.shutdown = http_shutdown,
+	.free = http_free,
+};

@@ -1,0 +1,544 @@
+/* upstream: see upstream.h.
+ *
+ *   upstream ──idle──▶ upconn ─▶ upconn ─▶ NULL     (LIFO: warmest first)
+ *
+ *   upstream_req ──uc──▶ upconn (owned while the exchange runs)
+ *        ▲                  │
+ *        └──────req─────────┘ (borrowed back-pointer for parser callbacks)
+ *
+ * Each upconn owns its bufferevent and its response parser, so a reused
+ * connection allocates nothing per request but the request itself.
+ */
+#include "proxy/upstream.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "proxy/config.h"
+#include "proxy/ctx.h"
+#include "proxy/http_parse.h"
+#include "proxy/limits.h"
+#include "proxy/log.h"
+
+struct upconn {
+	struct upstream *up;            /* borrowed */
+	struct bufferevent *bev;        /* owned */
+	struct http_parser *parser;     /* owned */
+	struct upstream_req *req;       /* borrowed: the exchange using it, or NULL */
+	struct upconn *next;            /* idle list link */
+	int connected;
+	unsigned uses;
+};
+
+struct upstream {
+	struct px_ctx *ctx;                    /* borrowed */
+	const struct px_upstream_conf *conf;   /* borrowed */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct upconn *idle;                   /* owned list */
+	size_t nidle;
+};
+
+struct upstream_req {
+	struct upstream *up;            /* borrowed */
+	struct upconn *uc;              /* owned while attached */
+	struct evbuffer *request;       /* owned; kept for one retry */
+	const struct upstream_req_cbs *cbs;
+	void *arg;
+	struct event *timer;            /* owned: request deadline */
+	struct event *kick;             /* owned: deferred start/resume/error */
+	enum upstream_err pending_err;  /* error to deliver from kick */
+	const char *pending_detail;
+	int head_only;
+	int got_bytes;                  /* a response byte arrived */
+	int retried;
+	int finished;                   /* on_done or on_error was called */
+	int complete;                   /* the response ended cleanly */
+	int in_info;                    /* parsing a 1xx interim response */
+	int paused;
+	short held_event;               /* a close that arrived while paused */
+	int streaming;
+};
+
+static const struct http_parser_cbs upconn_parser_cbs;
+
+/* ---- connections --------------------------------------------------------- */
+
+static void upconn_free(struct upconn *uc)
+{
+	if (!uc)
+		return;
+	if (uc->bev)
+		bufferevent_free(uc->bev);
+	http_parser_free(uc->parser);
+	free(uc);
+}
+
+static void upstream_read_cb(struct bufferevent *bev, void *arg);
+static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static struct upconn *upconn_connect(struct upstream *u)
+{
+	struct upconn *uc = calloc(1, sizeof(*uc));
+	if (!uc)
+		return NULL;
+	uc->up = u;
+	uc->parser = http_parser_new(HTTP_KIND_RESPONSE, u->ctx->cfg->limits.max_header_bytes,
+	                             &upconn_parser_cbs, uc);
+	uc->bev = bufferevent_socket_new(u->ctx->base, -1,
+	                                 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!uc->parser || !uc->bev) {
+		upconn_free(uc);
+		return NULL;
+	}
+	unsigned ms = u->conf->connect_timeout_ms;
+	if (ms) {
+		/* While connecting, libevent reports a stalled connect as a write
+		 * timeout; it is cleared once connected. */
+		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+		bufferevent_set_timeouts(uc->bev, NULL, &tv);
+	}
+	if (bufferevent_socket_connect(uc->bev, (struct sockaddr *)&u->addr, (int)u->addrlen) < 0) {
+		upconn_free(uc);
+		return NULL;
+	}
+	return uc;
+}
+
+static void idle_close(struct upconn *uc)
+{
+	struct upstream *u = uc->up;
+	for (struct upconn **pp = &u->idle; *pp; pp = &(*pp)->next) {
+		if (*pp == uc) {
+			*pp = uc->next;
+			u->nidle--;
+			break;
+		}
+	}
+	upconn_free(uc);
+}
+
+/* Anything from an idle connection (bytes, EOF, error, idle timeout) ends it:
+ * a server may not send unsolicited bytes on HTTP/1.1. */
+static void idle_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	idle_close(arg);
+}
+
+static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	idle_close(arg);
+}
+
+static void pool_put(struct upconn *uc)
+{
+	struct upstream *u = uc->up;
+	unsigned ms = u->ctx->cfg->timeouts.upstream_idle_ms;
+
+	if (u->nidle >= LIMIT_POOL_IDLE_PER_UPSTREAM || u->ctx->draining || ms == 0) {
+		upconn_free(uc);
+		return;
+	}
+	uc->req = NULL;
+	http_parser_reset(uc->parser);
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	bufferevent_set_timeouts(uc->bev, &tv, NULL);
+	bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
+	bufferevent_enable(uc->bev, EV_READ);
+	uc->next = u->idle;
+	u->idle = uc;
+	u->nidle++;
+}
+
+static struct upconn *pool_get(struct upstream *u)
+{
+	struct upconn *uc = u->idle;
+	if (!uc)
+		return NULL;
+	u->idle = uc->next;
+	u->nidle--;
+	uc->next = NULL;
+	bufferevent_set_timeouts(uc->bev, NULL, NULL);
+	return uc;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void req_fail(struct upstream_req *r, enum upstream_err err, const char *detail)
+{
+	if (r->finished)
+		return;
+	r->finished = 1;
+	if (r->timer)
+		event_del(r->timer);
+	/* A failed connection is never reused. */
+	upconn_free(r->uc);
+	r->uc = NULL;
+	r->cbs->on_error(r->arg, err, detail);
+}
+
+static void req_complete(struct upstream_req *r)
+{
+	r->finished = 1;
+	r->complete = 1;
+	if (r->timer)
+		event_del(r->timer);
+	r->cbs->on_done(r->arg);
+}
+
+static int req_attach(struct upstream_req *r, struct upconn *uc)
+{
+	r->uc = uc;
+	uc->req = r;
+	uc->uses++;
+	bufferevent_setcb(uc->bev, upstream_read_cb, NULL, upstream_event_cb, uc);
+	/* A reference, not a copy: the request stays intact for a retry. */
+	if (evbuffer_add_buffer_reference(bufferevent_get_output(uc->bev), r->request) < 0)
+		return -1;
+	return bufferevent_enable(uc->bev, EV_READ | EV_WRITE);
+}
+
+static int req_start_fresh(struct upstream_req *r)
+{
+	struct upconn *uc = upconn_connect(r->up);
+	if (!uc)
+		return -1;
+	if (req_attach(r, uc) < 0) {
+		upconn_free(uc);
+		r->uc = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void req_retry_or_fail(struct upstream_req *r, enum upstream_err err, const char *detail)
+{
+	/* Only a reused connection that produced no byte may have been closed
+	 * by the server while idle; anything else is a real failure. */
+	if (!r->got_bytes && !r->retried && r->uc && r->uc->uses > 1) {
+		r->retried = 1;
+		upconn_free(r->uc);
+		r->uc = NULL;
+		log_msg(LOG_DEBUG, "upstream %s: reused connection closed, retrying once",
+		        r->up->conf->name);
+		if (req_start_fresh(r) == 0)
+			return;
+		err = UPSTREAM_ERR_CONNECT;
+		detail = "cannot open a connection";
+	}
+	req_fail(r, err, detail);
+}
+
+static void req_process_input(struct upstream_req *r)
+{
+	struct upconn *uc = r->uc;
+	struct evbuffer *in = bufferevent_get_input(uc->bev);
+
+	while (!r->finished && !r->paused && evbuffer_get_length(in) > 0) {
+		struct evbuffer_iovec vec;
+		size_t consumed;
+
+		if (evbuffer_peek(in, -1, NULL, &vec, 1) < 1)
+			break;
+		r->got_bytes = 1;
+		enum http_parse_rc rc = http_parser_feed(uc->parser, vec.iov_base, vec.iov_len,
+		                                         &consumed);
+		evbuffer_drain(in, consumed);
+		if (rc == HTTP_PARSE_ERROR) {
+			if (http_parser_error(uc->parser) == HTTP_ERR_CALLBACK) {
+				/* The exchange gave up; it will free us. */
+				r->finished = 1;
+				if (r->timer)
+					event_del(r->timer);
+				upconn_free(r->uc);
+				r->uc = NULL;
+				return;
+			}
+			req_fail(r, UPSTREAM_ERR_PROTOCOL,
+			         http_parser_error(uc->parser) == HTTP_ERR_HEADERS_TOO_BIG
+			                 ? "the upstream's response headers are too large"
+			                 : "the upstream's reply is not valid HTTP");
+			return;
+		}
+		if (rc == HTTP_PARSE_DONE) {
+			if (r->in_info) {
+				r->in_info = 0;
+				http_parser_reset(uc->parser);
+				continue;
+			}
+			req_complete(r);
+			return;
+		}
+	}
+}
+
+static void upstream_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct upconn *uc = arg;
+	(void)bev;
+	if (uc->req)
+		req_process_input(uc->req);
+}
+
+static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upconn *uc = arg;
+	struct upstream_req *r = uc->req;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		uc->connected = 1;
+		bufferevent_set_timeouts(bev, NULL, NULL);
+		return;
+	}
+	if (!r || r->finished)
+		return;
+	/* Bytes that arrived with the close are still ours to parse. */
+	req_process_input(r);
+	if (r->finished)
+		return;
+	if (r->paused) {
+		/* Handled on resume, after the bytes before it. */
+		r->held_event = what;
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		req_fail(r, UPSTREAM_ERR_CONNECT, "connect timed out");
+		return;
+	}
+	if (!uc->connected) {
+		req_fail(r, UPSTREAM_ERR_CONNECT,
+		         errno == ECONNREFUSED ? "connection refused" : "cannot connect");
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		enum http_parse_rc rc = http_parser_finish(uc->parser);
+		if (rc == HTTP_PARSE_DONE && !r->in_info) {
+			req_complete(r);
+			return;
+		}
+		if (!r->got_bytes) {
+			req_retry_or_fail(r, UPSTREAM_ERR_RESET,
+			                  "the upstream closed the connection without replying");
+			return;
+		}
+		req_fail(r, UPSTREAM_ERR_RESET, "the upstream closed the connection mid-reply");
+		return;
+	}
+	req_retry_or_fail(r, UPSTREAM_ERR_RESET,
+	                  r->got_bytes ? "the upstream reset the connection mid-reply"
+	                               : "the upstream reset the connection");
+}
+
+static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_req *r = arg;
+	(void)fd;
+	(void)what;
+	req_fail(r, UPSTREAM_ERR_TIMEOUT, "the upstream did not answer in time");
+}
+
+static void req_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_req *r = arg;
+	(void)fd;
+	(void)what;
+	if (r->pending_err) {
+		req_fail(r, r->pending_err, r->pending_detail);
+		return;
+	}
+	if (r->uc && !r->finished)
+		req_process_input(r);
+	if (r->uc && !r->finished && !r->paused && r->held_event) {
+		short held = r->held_event;
+		r->held_event = 0;
+		upstream_event_cb(r->uc->bev, held, r->uc);
+	}
+}
+
+/* ---- parser callbacks ---------------------------------------------------- */
+
+static int uc_on_headers(void *arg, const struct http_msg *m)
+{
+	struct upconn *uc = arg;
+	struct upstream_req *r = uc->req;
+	int status = http_msg_status(m);
+
+	if (!r)
+		return -1;
+	if (status >= 100 && status < 200) {
+		/* Interim responses are not forwarded: we never send Expect. */
+		r->in_info = 1;
+		return 0;
+	}
+	if (r->cbs->on_head(r->arg, m) < 0)
+		return -1;
+	return r->head_only ? 1 : 0;
+}
+
+static int uc_on_body(void *arg, const char *data, size_t len)
+{
+	struct upconn *uc = arg;
+	struct upstream_req *r = uc->req;
+	if (!r || r->in_info)
+		return 0;
+	return r->cbs->on_body(r->arg, data, len) < 0 ? -1 : 0;
+}
+
+static const struct http_parser_cbs upconn_parser_cbs = {uc_on_headers, uc_on_body};
+
+/* ---- public -------------------------------------------------------------- */
+
+struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf *conf,
+                              char *errbuf, size_t errlen)
+{
+	struct addrinfo hints = {0}, *res = NULL;
+	struct upstream *u;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	int rc = getaddrinfo(conf->host, conf->port, &hints, &res);
+	if (rc != 0 || !res) {
+		snprintf(errbuf, errlen, "upstream %s (%s): cannot resolve host: %s", conf->name,
+		         conf->url_safe, gai_strerror(rc));
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		freeaddrinfo(res);
+		snprintf(errbuf, errlen, "out of memory");
+		return NULL;
+	}
+	u->ctx = ctx;
+	u->conf = conf;
+	memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
+	u->addrlen = res->ai_addrlen;
+	freeaddrinfo(res);
+	return u;
+}
+
+void upstream_free(struct upstream *u)
+{
+	if (!u)
+		return;
+	while (u->idle) {
+		struct upconn *uc = u->idle;
+		u->idle = uc->next;
+		upconn_free(uc);
+	}
+	free(u);
+}
+
+const struct px_upstream_conf *upstream_conf(const struct upstream *u)
+{
+	return u->conf;
+}
+
+size_t upstream_idle_count(const struct upstream *u)
+{
+	return u->nidle;
+}
+
+struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *request,
+                                      int head_only, const struct upstream_req_cbs *cbs,
+                                      void *arg)
+{
+	struct upstream_req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		evbuffer_free(request);
+		return NULL;
+	}
+	r->up = u;
+	r->request = request;
+	r->cbs = cbs;
+	r->arg = arg;
+	r->head_only = head_only;
+	r->timer = evtimer_new(u->ctx->base, req_timer_cb, r);
+	r->kick = event_new(u->ctx->base, -1, 0, req_kick_cb, r);
+	if (!r->timer || !r->kick) {
+		upstream_req_free(r);
+		return NULL;
+	}
+	struct upconn *uc = pool_get(u);
+	int rc = uc ? req_attach(r, uc) : req_start_fresh(r);
+	if (rc < 0) {
+		if (uc && r->uc == NULL)
+			upconn_free(uc);
+		/* Report asynchronously: callers never see a callback from here. */
+		r->pending_err = UPSTREAM_ERR_CONNECT;
+		r->pending_detail = "cannot open a connection";
+		event_active(r->kick, 0, 0);
+		return r;
+	}
+	unsigned ms = u->conf->request_timeout_ms;
+	if (ms) {
+		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+		evtimer_add(r->timer, &tv);
+	}
+	return r;
+}
+
+void upstream_req_free(struct upstream_req *r)
+{
+	if (!r)
+		return;
+	if (r->uc) {
+		struct upconn *uc = r->uc;
+		const struct http_msg *m = http_parser_msg(uc->parser);
+		int reusable = r->complete && http_msg_keep_alive(m) &&
+		               evbuffer_get_length(bufferevent_get_input(uc->bev)) == 0 &&
+		               evbuffer_get_length(bufferevent_get_output(uc->bev)) == 0;
+		uc->req = NULL;
+		if (reusable)
+			pool_put(uc);
+		else
+			upconn_free(uc);
+	}
+	if (r->timer)
+		event_free(r->timer);
+	if (r->kick)
+		event_free(r->kick);
+	if (r->request)
+		evbuffer_free(r->request);
+	free(r);
+}
+
+void upstream_req_pause(struct upstream_req *r)
+{
+	if (r->paused || !r->uc)
+		return;
+	r->paused = 1;
+	bufferevent_disable(r->uc->bev, EV_READ);
+}
+
+void upstream_req_resume(struct upstream_req *r)
+{
+	if (!r->paused)
+		return;
+	r->paused = 0;
+	if (!r->uc || r->finished)
+		return;
+	bufferevent_enable(r->uc->bev, EV_READ);
+	/* Bytes read before the pause are parsed from the loop, not from
+	 * inside the caller's stack. */
+	if (evbuffer_get_length(bufferevent_get_input(r->uc->bev)) || r->held_event)
+		event_active(r->kick, 0, 0);
+}
+
+void upstream_req_stream(struct upstream_req *r)
+{
+	r->streaming = 1;
+	if (r->timer)
+		event_del(r->timer);
+}

@@ -1,0 +1,72 @@
+/* upstream: HTTP/1.1 exchanges with one configured upstream server.
+ *
+ * An upstream keeps a pool of idle keep-alive connections. An upstream_req
+ * is one request/response on one connection: it connects (or reuses an idle
+ * connection), writes the request, parses the response with http_parse and
+ * reports it through callbacks, head first, then body fragments as they
+ * arrive (never buffered whole), then done or error, exactly one of the two.
+ *
+ * A request that fails on a reused connection before any response byte
+ * arrived is retried once on a new connection: the server may have closed
+ * its idle end just as we wrote (the keep-alive race).
+ */
+#ifndef MCPWARDEN_UPSTREAM_H
+#define MCPWARDEN_UPSTREAM_H
+
+#include <stddef.h>
+
+struct px_ctx;
+struct px_upstream_conf;
+struct http_msg;
+struct evbuffer;
+
+enum upstream_err {
+	UPSTREAM_ERR_CONNECT = 1, /* refused, unreachable, connect timeout */
+	UPSTREAM_ERR_RESET,       /* closed or reset before the response ended */
+	UPSTREAM_ERR_TIMEOUT,     /* no (complete) response within request_ms */
+	UPSTREAM_ERR_PROTOCOL,    /* the reply is not HTTP */
+};
+
+struct upstream_req_cbs {
+	/* Response head (1xx are skipped). Return 0, or -1 to stop (no more
+	 * callbacks; the connection is closed). */
+	int (*on_head)(void *arg, const struct http_msg *resp);
+	/* A body fragment, de-chunked. Return 0 or -1 as above. */
+	int (*on_body)(void *arg, const char *data, size_t len);
+	/* The response is complete. */
+	void (*on_done)(void *arg);
+	/* The exchange failed; detail is a static string. */
+	void (*on_error)(void *arg, enum upstream_err err, const char *detail);
+};
+
+struct upstream;
+struct upstream_req;
+
+/* Resolves the host now (at start-up, never on the data path). Returns NULL
+ * with a reason in errbuf. conf is borrowed for the upstream's lifetime. */
+struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf *conf,
+                              char *errbuf, size_t errlen);
+void upstream_free(struct upstream *u);
+const struct px_upstream_conf *upstream_conf(const struct upstream *u);
+
+/* Starts an exchange. request holds the whole request (head and body) and
+ * is stolen. head_only: the request is HEAD (no response body). Callbacks
+ * run from the event loop, never from within this call. */
+struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *request,
+                                      int head_only, const struct upstream_req_cbs *cbs,
+                                      void *arg);
+/* Ends the exchange: a finished connection goes back to the pool, an
+ * unfinished one is closed (that is how a cancel reaches the server).
+ * No callback runs after this. Accepts NULL. */
+void upstream_req_free(struct upstream_req *r);
+
+/* Backpressure: stop / resume reading the response. */
+void upstream_req_pause(struct upstream_req *r);
+void upstream_req_resume(struct upstream_req *r);
+/* The response is a stream: the request timeout no longer applies. */
+void upstream_req_stream(struct upstream_req *r);
+
+/* Idle pooled connections (for tests and metrics). */
+size_t upstream_idle_count(const struct upstream *u);
+
+#endif
