@@ -31,10 +31,11 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test unit fuzz fuzz-run integration asan bench clean node_modules
-all: mcpwarden
+.PHONY: all deps run test unit fuzz fuzz-run integration asan bench clean
+BIN ?= mcpwarden
+all: $(BIN)
 
-mcpwarden: $(BUILD)/$(MAIN_SRC:.c=.o) $(LIB) $(LLHTTP_OBJ)
+$(BIN): $(BUILD)/$(MAIN_SRC:.c=.o) $(LIB) $(LLHTTP_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LIB): $(LIB_OBJ)
@@ -44,10 +45,6 @@ $(LIB): $(LIB_OBJ)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
-
-admin/page_html.h: admin/page.html
-	@mkdir -p $(dir $@)
-	xxd -i -n admin_page_html $< > $@
 
 # llhttp's C sources come from Debian's node-llhttp package, never from this
 # repository. They are generated code: build them without our warning set.
@@ -77,7 +74,6 @@ fuzz: $(FUZZ_BIN)
 FUZZ    ?= sse
 SECONDS ?= 30
 fuzz-run:
-	$(MAKE) clean-objs
 	$(MAKE) BUILD=build/libfuzzer CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined" $(LIB) build/libfuzzer/llhttp/api.o build/libfuzzer/llhttp/http.o build/libfuzzer/llhttp/llhttp.o
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -I. -I$(LLHTTP_INC) \
 	  $(shell pkg-config --cflags $(PKGS)) -o build/libfuzzer/fuzz_$(FUZZ) tests/fuzz/fuzz_$(FUZZ).c \
@@ -85,34 +81,31 @@ fuzz-run:
 	mkdir -p build/libfuzzer/corpus-$(FUZZ)
 	build/libfuzzer/fuzz_$(FUZZ) -max_total_time=$(SECONDS) build/libfuzzer/corpus-$(FUZZ) tests/fuzz/corpus/$(FUZZ)
 
-clean-objs: ;
-
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-integration: mcpwarden node_modules/.package-lock.json
-	node --test --test-concurrency=1 tests/integration/
+integration: $(BIN) node_modules/.package-lock.json
+	MCPWARDEN_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 tests/integration/
 
-test: mcpwarden unit fuzz integration
+test: $(BIN) unit fuzz integration
 
-# Unit tests, corpus replay and integration tests under ASan+UBSan.
+# Unit tests, corpus replays and the integration suite under ASan+UBSan
+# (the sanitized binary is build/asan/mcpwarden; ./mcpwarden is untouched).
+ASAN_OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan:
-	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-	  LDFLAGS="-fsanitize=address,undefined" unit fuzz
-	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" mcpwarden
-	node --test --test-concurrency=1 tests/integration/
+	$(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" unit fuzz integration
 
-bench: mcpwarden node_modules/.package-lock.json
+bench: $(BIN) node_modules/.package-lock.json
 	tests/bench/run.sh
 
-run: mcpwarden node_modules/.package-lock.json
+run: $(BIN) node_modules/.package-lock.json
 	tests/demo/run.sh
 
 deps:
 	@tests/deps.sh
 
 clean:
-	rm -rf $(BUILD) mcpwarden
+	rm -rf build mcpwarden
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -89,6 +89,7 @@ static void upstream_conf_fini(struct px_upstream_conf *u)
 	free(u->target);
 	free(u->host_header);
 	free(u->basic_auth);
+	json_decref(u->contract);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -102,6 +103,9 @@ void config_free(struct px_config *cfg)
 	free(cfg->listen_host);
 	free(cfg->listen_port);
 	free(cfg->config_file);
+	json_decref(cfg->policy);
+	json_decref(cfg->clients);
+	json_decref(cfg->admin);
 	free(cfg);
 }
 
@@ -372,12 +376,13 @@ static const struct key_spec limit_keys[] = {
 
 static const struct key_spec upstream_keys[] = {
 	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
-	{"timeouts", JSON_OBJECT}, {NULL, 0},
+	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {NULL, 0},
 };
 
 static const struct key_spec top_keys[] = {
 	{"listen", JSON_STRING}, {"upstreams", JSON_ARRAY}, {"timeouts", JSON_OBJECT},
-	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {NULL, 0},
+	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {"policy", JSON_OBJECT},
+	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {NULL, 0},
 };
 
 static const struct key_spec log_keys[] = {
@@ -453,6 +458,7 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 	const char *name = json_string_value(json_object_get(uj, "name"));
 	u->connect_timeout_ms = cfg->timeouts.connect_ms;
 	u->request_timeout_ms = cfg->timeouts.request_ms;
+	u->contract = json_incref(json_object_get(uj, "contract"));
 	json_t *t = json_object_get(uj, "timeouts");
 	if (json_is_object(t)) {
 		char w2[80];
@@ -505,6 +511,13 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	json_t *lg = json_object_get(root, "log");
 	if (json_is_object(lg))
 		load_log(e, lg, cfg);
+	json_t *sec;
+	if (json_is_object(sec = json_object_get(root, "policy")))
+		cfg->policy = json_incref(sec);
+	if (json_is_array(sec = json_object_get(root, "clients")))
+		cfg->clients = json_incref(sec);
+	if (json_is_object(sec = json_object_get(root, "admin")))
+		cfg->admin = json_incref(sec);
 	json_t *ups = json_object_get(root, "upstreams");
 	if (json_is_array(ups)) {
 		size_t n = json_array_size(ups);
@@ -565,6 +578,8 @@ struct px_config *config_load_file(const char *path, char *errbuf, size_t errlen
 struct cli {
 	const char *file, *listen, *upstream, *path, *log_level, *log_format;
 	const char *connect_ms, *request_ms, *idle_ms, *keepalive_ms, *max_body;
+	const char *policy, *admin, *contract, *baseline;
+	int spec_only;
 };
 
 static const char *flag_value(int argc, char **argv, int *i, const char *arg,
@@ -604,6 +619,10 @@ static void parse_argv(int argc, char **argv, struct cli *cli, enum config_actio
 		{"--idle-timeout", offsetof(struct cli, idle_ms)},
 		{"--sse-keepalive", offsetof(struct cli, keepalive_ms)},
 		{"--max-body", offsetof(struct cli, max_body)},
+		{"--policy", offsetof(struct cli, policy)},
+		{"--admin", offsetof(struct cli, admin)},
+		{"--contract", offsetof(struct cli, contract)},
+		{"--baseline", offsetof(struct cli, baseline)},
 	};
 
 	for (int i = 1; i < argc; i++) {
@@ -618,6 +637,10 @@ static void parse_argv(int argc, char **argv, struct cli *cli, enum config_actio
 		}
 		if (strcmp(a, "--check-config") == 0) {
 			*action = CONFIG_CHECK_ONLY;
+			continue;
+		}
+		if (strcmp(a, "--spec-only") == 0) {
+			cli->spec_only = 1;
 			continue;
 		}
 		if (strcmp(a, "-c") == 0)
@@ -650,6 +673,54 @@ static void cli_uint(struct errs *e, const char *flag, const char *v,
 		*(unsigned *)out = (unsigned)n;
 	else
 		*(size_t *)out = (size_t)n;
+}
+
+static json_t *load_json_file(struct errs *e, const char *flag, const char *path)
+{
+	json_error_t jerr;
+	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j)
+		err_add(e, "%s %s:%d:%d: %s", flag, path, jerr.line, jerr.column, jerr.text);
+	return j;
+}
+
+/* Flags that fill module sections: --policy FILE, --admin ADDR|off, and
+ * for the one upstream --contract MODE, --baseline FILE, --spec-only. */
+static void apply_cli_modules(struct errs *e, const struct cli *cli, struct px_config *cfg)
+{
+	if (cli->policy) {
+		json_t *p = load_json_file(e, "--policy", cli->policy);
+		if (p && !json_is_object(p)) {
+			err_add(e, "--policy %s: must hold a JSON object", cli->policy);
+			json_decref(p);
+			p = NULL;
+		}
+		if (p) {
+			json_decref(cfg->policy);
+			cfg->policy = p;
+		}
+	}
+	if (cli->admin) {
+		if (!cfg->admin)
+			cfg->admin = json_object();
+		json_object_set_new(cfg->admin, "listen", json_string(cli->admin));
+	}
+	if (cli->contract || cli->baseline || cli->spec_only) {
+		if (cfg->nups != 1) {
+			err_add(e, "--contract/--baseline/--spec-only: need exactly one upstream "
+			           "(use \"contract\" per upstream in the config file)");
+			return;
+		}
+		struct px_upstream_conf *u = &cfg->ups[0];
+		if (!u->contract)
+			u->contract = json_object();
+		if (cli->contract)
+			json_object_set_new(u->contract, "mode", json_string(cli->contract));
+		if (cli->baseline)
+			json_object_set_new(u->contract, "baseline", json_string(cli->baseline));
+		if (cli->spec_only)
+			json_object_set_new(u->contract, "spec_only", json_true());
+	}
 }
 
 static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *cfg)
@@ -696,6 +767,7 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 	} else if (cli->path) {
 		err_add(e, "--path: goes with --upstream");
 	}
+	apply_cli_modules(e, cli, cfg);
 	/* Per-upstream timeouts default to the global ones, including flags. */
 	for (size_t i = 0; i < cfg->nups; i++) {
 		if (cli->connect_ms || !cfg->ups[i].connect_timeout_ms)

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include <jansson.h>
+
 #include "proxy/log.h"
 
 struct px_upstream_conf {
@@ -26,6 +28,9 @@ struct px_upstream_conf {
 	int tls;             /* https:// (TLS has its own issue: refused for now) */
 	unsigned connect_timeout_ms;
 	unsigned request_timeout_ms;
+	/* owned reference: this upstream's "contract" section, parsed by the
+	 * contract hook (NULL when absent) */
+	json_t *contract;
 };
 
 struct px_config {
@@ -44,6 +49,12 @@ struct px_config {
 	enum log_level log_level;
 	int log_json;
 	char *config_file;   /* owned, or NULL */
+	/* Module sections, owned references, NULL when absent. config checks
+	 * only their JSON type; each module parses its own section (policy/,
+	 * admin/, the client list in transport_http.c). */
+	json_t *policy;      /* object: "policy" or the file named by --policy */
+	json_t *clients;     /* array: "clients" */
+	json_t *admin;       /* object: "admin" (with --admin folded in) */
 };
 
 /* What main should do after parsing argv. */

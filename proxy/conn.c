@@ -178,7 +178,6 @@ static void dispatch(struct conn *c)
 		conn_abort(c, "out of memory");
 		return;
 	}
-	c->ops = &transport_http_ops;
 	c->ex = c->ops->start(c, m, body);
 }
 
@@ -304,7 +303,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* ---- public --------------------------------------------------------------- */
 
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen)
+                      int salen, const struct transport_ops *ops)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	(void)salen;
@@ -314,6 +313,7 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 	}
 	c->magic = CONN_MAGIC;
 	c->ctx = ctx;
+	c->ops = ops;
 	c->id = ++ctx->next_conn_id;
 	char ip[INET6_ADDRSTRLEN] = "?";
 	int port = 0;

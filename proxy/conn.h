@@ -22,9 +22,13 @@ struct evbuffer;
 
 struct conn;
 
-/* Takes ownership of fd. Returns NULL (fd closed) on failure. */
+struct transport_ops;
+
+/* Takes ownership of fd; requests go to the adapter ops (the MCP
+ * transports on the client listener, the admin endpoint on its own).
+ * Returns NULL (fd closed) on failure. */
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen);
+                      int salen, const struct transport_ops *ops);
 
 /* Start of drain (SIGTERM): idle connections close now, busy ones after
  * their reply, long-lived streams are ended. */

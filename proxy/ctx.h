@@ -13,6 +13,9 @@ struct upstream;
 struct inspect;
 struct listener;
 struct conn;
+struct admin;
+struct hook_policy;
+struct hook_contract;
 
 struct px_stats {
 	uint64_t connections, requests, responses_by_class[6];
@@ -32,6 +35,10 @@ struct px_ctx {
 	int draining;
 	struct event *drain_timer;    /* owned */
 	struct px_stats stats;
+	/* Modules plugged into the hook; each NULL when not configured. */
+	struct admin *admin;              /* owned: admin/admin.c */
+	struct hook_policy *policy;       /* owned: proxy/hook_policy.c */
+	struct hook_contract *contract;   /* owned: proxy/hook_contract.c */
 };
 
 /* Called by conn when a connection ends: lets listener resume accepting

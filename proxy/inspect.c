@@ -4,13 +4,12 @@
 
 #include <stdlib.h>
 
-#define INSPECT_MAX_HOOKS 16
-
 struct inspect_hook {
 	const char *name;
 	inspect_message_fn on_message;
 	inspect_exchange_fn on_exchange;
 	void *arg;
+	int observer;
 };
 
 struct inspect {
@@ -29,21 +28,41 @@ void inspect_free(struct inspect *in)
 	free(in);
 }
 
-int inspect_add(struct inspect *in, const char *name, inspect_message_fn on_message,
-                inspect_exchange_fn on_exchange, void *arg)
+static int hook_add(struct inspect *in, const char *name, inspect_message_fn on_message,
+                    inspect_exchange_fn on_exchange, void *arg, int observer)
 {
 	if (in->n >= INSPECT_MAX_HOOKS)
 		return -1;
-	in->hooks[in->n++] = (struct inspect_hook){name, on_message, on_exchange, arg};
-	return 0;
+	in->hooks[in->n] = (struct inspect_hook){name, on_message, on_exchange, arg, observer};
+	return (int)in->n++;
+}
+
+int inspect_add(struct inspect *in, const char *name, inspect_message_fn on_message,
+                inspect_exchange_fn on_exchange, void *arg)
+{
+	return hook_add(in, name, on_message, on_exchange, arg, 0);
+}
+
+int inspect_add_observer(struct inspect *in, const char *name, inspect_message_fn on_message,
+                         inspect_exchange_fn on_exchange, void *arg)
+{
+	return hook_add(in, name, on_message, on_exchange, arg, 1);
+}
+
+static void run_observers(struct inspect *in, struct inspect_msg *m)
+{
+	for (size_t i = 0; i < in->n; i++)
+		if (in->hooks[i].observer && in->hooks[i].on_message)
+			in->hooks[i].on_message(in->hooks[i].arg, m);
 }
 
 enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 {
 	in->stats.messages[m->dir == INSPECT_FROM_SERVER]++;
+	m->verdict = INSPECT_FORWARD;
 	for (size_t i = 0; i < in->n; i++) {
 		const struct inspect_hook *h = &in->hooks[i];
-		if (!h->on_message)
+		if (!h->on_message || h->observer)
 			continue;
 		int was_modified = m->modified;
 		enum inspect_verdict v = h->on_message(h->arg, m);
@@ -57,9 +76,12 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 				in->stats.dropped++;
 			else
 				in->stats.answered++;
+			m->verdict = v;
+			run_observers(in, m);
 			return v;
 		}
 	}
+	run_observers(in, m);
 	return INSPECT_FORWARD;
 }
 

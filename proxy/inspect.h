@@ -10,7 +10,9 @@
  *     proxy then answers with m->answer, which the hook must set),
  *   - answer it itself (INSPECT_ANSWER with m->answer: a client request is
  *     not forwarded and the client gets m->answer as the reply).
- * The first hook that drops or answers ends the chain.
+ * The first hook that drops or answers ends the chain of deciding hooks.
+ * Observer hooks (inspect_add_observer: the call recorder, metrics) run
+ * after it on every message whatever was decided, and see the verdict.
  *
  * When an HTTP exchange ends, inspect_exchange_done() tells every hook
  * what happened (status, timing, bytes), for recording and metrics.
@@ -30,14 +32,28 @@ enum inspect_dir { INSPECT_FROM_CLIENT = 0, INSPECT_FROM_SERVER };
 
 enum inspect_verdict { INSPECT_FORWARD = 0, INSPECT_DROP, INSPECT_ANSWER };
 
-/* Where a message was seen. Borrowed strings, valid during the call. */
+#define INSPECT_MAX_HOOKS 16
+
+/* Where a message was seen: one per HTTP exchange, alive from its first
+ * message to inspect_exchange_done(). Borrowed strings. */
 struct inspect_where {
 	unsigned long long conn_id;
 	const char *client;       /* "ip:port" */
+	const char *client_name;  /* name of the client token presented, or NULL */
 	const char *upstream;     /* upstream name */
-	const char *session_id;   /* Mcp-Session-Id, or NULL */
+	const char *session_id;   /* Mcp-Session-Id of the request, or NULL */
+	/* Mcp-Session-Id the upstream's reply carried (set on initialize), or
+	 * NULL; known from the reply's head on, i.e. for server messages. */
+	const char *reply_session_id;
 	const char *protocol;     /* MCP-Protocol-Version header, or NULL */
 	const char *http_method;  /* of the HTTP request carrying the exchange */
+	const char *client_transport;   /* "streamable_http", "sse" */
+	const char *upstream_transport; /* "streamable_http", "sse" */
+	uint64_t start_us;        /* monotonic, when the request arrived */
+	/* Per-exchange state a hook may keep, at the slot inspect_add*()
+	 * returned. The hook owns what it stores and must release it in its
+	 * on_exchange callback, which always runs, exactly once. */
+	void *hook_data[INSPECT_MAX_HOOKS];
 };
 
 struct inspect_msg {
@@ -47,15 +63,29 @@ struct inspect_msg {
 	/* For a response: the request it answers when it came in the same HTTP
 	 * exchange (borrowed), else NULL. For a request: msg itself. */
 	const json_t *request;
-	const struct inspect_where *where;
+	struct inspect_where *where;
 	int modified;             /* a hook changed msg: it is re-serialised */
 	json_t *answer;           /* owned by the proxy once set: reply to send */
 	const char *decided_by;   /* name of the hook that dropped/answered */
+	/* For observers: what the deciding hooks decided, and the rule or
+	 * reason they gave (a static or hook-owned string), if any. */
+	enum inspect_verdict verdict;
+	const char *reason;
+};
+
+/* How an HTTP exchange ended. */
+enum inspect_end {
+	INSPECT_END_OK = 0,        /* a reply was sent (whatever its status) */
+	INSPECT_END_UPSTREAM_ERROR,/* the upstream failed (502, or a cut stream) */
+	INSPECT_END_TIMEOUT,       /* the upstream was too slow (504) */
+	INSPECT_END_CANCELLED,     /* the client left before the reply ended */
+	INSPECT_END_REJECTED,      /* mcpwarden refused the request (4xx of its own) */
 };
 
 /* Summary of one HTTP exchange, given to hooks when it ends. */
 struct inspect_exchange {
-	const struct inspect_where *where;
+	enum inspect_end end;
+	struct inspect_where *where;
 	const json_t *request_body;  /* the parsed POST body, or NULL */
 	int status;                  /* HTTP status sent to the client (0: none) */
 	uint64_t latency_us;
@@ -71,10 +101,16 @@ struct inspect;
 struct inspect *inspect_new(void);
 void inspect_free(struct inspect *in);
 
-/* Registers a hook. name is borrowed (a static string). Either function may
- * be NULL. Returns 0 or -1 (too many hooks). */
+/* Registers a deciding hook (runs in registration order, may drop or
+ * answer). name is borrowed (a static string). Either function may be
+ * NULL. Returns the hook's slot in where->hook_data (>= 0), or -1 (too
+ * many hooks). */
 int inspect_add(struct inspect *in, const char *name, inspect_message_fn on_message,
                 inspect_exchange_fn on_exchange, void *arg);
+/* Registers an observer: it runs after the deciding hooks on every
+ * message, sees m->verdict, and its return value is ignored. */
+int inspect_add_observer(struct inspect *in, const char *name, inspect_message_fn on_message,
+                         inspect_exchange_fn on_exchange, void *arg);
 
 /* Runs the hooks on one message. Returns the verdict; with DROP/ANSWER
  * m->decided_by names the hook. A hook returning ANSWER without an answer

@@ -19,6 +19,7 @@
 
 struct listener {
 	struct px_ctx *ctx;           /* borrowed */
+	const struct transport_ops *ops;
 	struct evconnlistener *evl;   /* owned */
 	int paused;
 	char address[80];
@@ -29,7 +30,7 @@ static void accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct soc
 {
 	struct listener *l = arg;
 	(void)evl;
-	conn_new(l->ctx, fd, sa, salen);
+	conn_new(l->ctx, fd, sa, salen, l->ops);
 	listener_update(l);
 }
 
@@ -44,7 +45,7 @@ static void accept_error_cb(struct evconnlistener *evl, void *arg)
 }
 
 struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
-                              char *errbuf, size_t errlen)
+                              const struct transport_ops *ops, char *errbuf, size_t errlen)
 {
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
@@ -62,6 +63,7 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
 		return NULL;
 	}
 	l->ctx = ctx;
+	l->ops = ops;
 	l->evl = evconnlistener_new_bind(ctx->base, accept_cb, l,
 	                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
 	                                         LEV_OPT_CLOSE_ON_EXEC,

@@ -8,9 +8,12 @@
 struct px_ctx;
 struct listener;
 
-/* Binds host:port. Returns NULL with a reason in errbuf. */
+struct transport_ops;
+
+/* Binds host:port; accepted connections hand their requests to ops.
+ * Returns NULL with a reason in errbuf. */
 struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
-                              char *errbuf, size_t errlen);
+                              const struct transport_ops *ops, char *errbuf, size_t errlen);
 void listener_free(struct listener *l);
 /* Re-checks the connection cap (after a connection closed). */
 void listener_update(struct listener *l);

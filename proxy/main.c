@@ -17,6 +17,7 @@
 #include "proxy/inspect.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
+#include "proxy/transport.h"
 #include "proxy/upstream.h"
 
 #define MCPWARDEN_VERSION "0.1.0"
@@ -103,7 +104,8 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		}
 		ctx->nups++;
 	}
-	ctx->lst = listener_new(ctx, cfg->listen_host, cfg->listen_port, err, sizeof(err));
+	ctx->lst = listener_new(ctx, cfg->listen_host, cfg->listen_port, &transport_http_ops, err,
+	                        sizeof(err));
 	if (!ctx->lst) {
 		log_msg(LOG_ERROR, "%s", err);
 		return -1;

@@ -72,6 +72,8 @@ struct exchange {
 	int is_stream;                      /* a GET stream: ends on shutdown */
 	uint64_t last_write_us;
 	const char *error;                  /* static: why the exchange failed */
+	enum inspect_end end;
+	char reply_session[160];            /* Mcp-Session-Id of the reply */
 	char path[256];                     /* request path without query, for logs */
 };
 
@@ -231,6 +233,8 @@ static void reply_error(struct exchange *ex, int status, int code, const char *m
                         json_t *data)
 {
 	ex->mode = RESP_LOCAL;
+	if (status < 500 && ex->end == INSPECT_END_OK)
+		ex->end = INSPECT_END_REJECTED;
 	conn_reply_error(ex->c, status, reply_id(ex), code, message, data);
 }
 
@@ -239,6 +243,7 @@ static void upstream_failed(struct exchange *ex, int status, const char *detail)
 	char msg[512];
 
 	ex->error = detail;
+	ex->end = status == 504 ? INSPECT_END_TIMEOUT : INSPECT_END_UPSTREAM_ERROR;
 	if (status == 504)
 		ex->ctx->stats.timeouts++;
 	else
@@ -532,10 +537,19 @@ static void finish_json(struct exchange *ex)
 	json_error_t jerr;
 	size_t len = evbuffer_get_length(ex->json_buf);
 	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
-	json_t *reply = len ? json_loadb(bytes, len, 0, &jerr) : NULL;
+	json_t *reply = len ? json_loadb(bytes, len, JSON_DECODE_ANY, &jerr) : NULL;
 
 	if (!reply) {
 		upstream_failed(ex, 502, "the upstream declared JSON but sent something else");
+		return;
+	}
+	if (!json_is_object(reply) && !json_is_array(reply)) {
+		/* JSON, but no JSON-RPC message to inspect: as it came. */
+		json_decref(reply);
+		reply = NULL;
+		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)len);
+		conn_reply_body_buffer(ex->c, ex->json_buf);
+		conn_reply_end(ex->c);
 		return;
 	}
 	int modified = 0;
@@ -580,6 +594,11 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 
 	ex->up_status = status;
 	ex->up_length = http_msg_content_length(resp);
+	const char *sid = http_msg_header(resp, "mcp-session-id");
+	if (sid && strlen(sid) < sizeof(ex->reply_session)) {
+		memcpy(ex->reply_session, sid, strlen(sid) + 1);
+		ex->where.reply_session_id = ex->reply_session;
+	}
 	ex->resp_headers = filter_response_headers(resp);
 	if (!ex->resp_headers)
 		return -1;
@@ -677,6 +696,9 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	ex->where.session_id = http_msg_header(req, "mcp-session-id");
 	ex->where.protocol = http_msg_header(req, "mcp-protocol-version");
 	ex->where.http_method = http_msg_method(req);
+	ex->where.client_transport = "streamable_http";
+	ex->where.upstream_transport = "streamable_http";
+	ex->where.start_us = conn_request_start_us(c);
 	const char *url = http_msg_url(req);
 	snprintf(ex->path, sizeof(ex->path), "%.*s", (int)strcspn(url, "?"), url);
 	return ex;
@@ -690,7 +712,9 @@ static int parse_post(struct exchange *ex, struct evbuffer *body)
 	const char *bytes = (const char *)evbuffer_pullup(body, -1);
 	const char *why;
 
-	ex->body = len ? json_loadb(bytes, len, 0, &jerr) : NULL;
+	/* Any JSON value parses here, so that `42` is told apart from `{`:
+	 * the first is not JSON-RPC (-32600), the second not JSON (-32700). */
+	ex->body = len ? json_loadb(bytes, len, JSON_DECODE_ANY, &jerr) : NULL;
 	if (!ex->body) {
 		reply_error(ex, 400, JRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
 		return -1;
@@ -794,7 +818,10 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 		.note = note,
 	};
 	log_access(&a);
+	if (client_error && ex->end == INSPECT_END_OK)
+		ex->end = INSPECT_END_CANCELLED;
 	struct inspect_exchange x = {
+		.end = ex->end,
 		.where = &ex->where,
 		.request_body = ex->body,
 		.status = a.status,

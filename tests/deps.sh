@@ -1,0 +1,26 @@
+#!/bin/sh
+# make deps: installs the Debian packages mcpwarden builds and tests with.
+# As root it runs apt-get; otherwise it prints the exact command to run.
+set -eu
+PKGS="gcc make pkg-config libevent-dev libjansson-dev libssl-dev node-llhttp libcmocka-dev nodejs npm"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
+		# node and npm may come from elsewhere than Debian (e.g. nodesource):
+		# what matters is that the commands exist.
+		case "$p" in nodejs) command -v node >/dev/null 2>&1 && continue ;; npm) command -v npm >/dev/null 2>&1 && continue ;; esac
+		missing="$missing $p"
+	}
+done
+if [ -z "$missing" ]; then
+	echo "deps: everything is installed"
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing:$missing"
+	echo "deps: run: sudo apt-get install -y$missing"
+	exit 1
+fi
+echo "deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
