@@ -1,0 +1,1299 @@
+/* contract.c: the tool-definition contract checker (see contract.h).
+ *
+ * One pass over the pages, in order. A report collects tool records (one
+ * per examined tools[] entry, so the filter and the per-tool JSON can find
+ * them by page and index) and findings (code, pointer, message). Pointers
+ * are built in one growing buffer that each recursive step extends and cuts
+ * back, so deep schemas cost no allocation per level.
+ *
+ * Leaves out: validating arguments against schemas (checks/schema.c), the
+ * baseline diff (drift.c), anything that needs the network ($ref to remote
+ * documents is never followed, only "#..." inside the same schema).
+ */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* strdup, strcasecmp under -std=c11 */
+#endif
+#include "checks/contract.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- codes ---------------------------------------------------------------- */
+
+enum rule { R_SPEC, R_USABILITY, R_WARNING };
+
+enum code {
+	C_TOOL_NOT_OBJECT,
+	C_NAME_MISSING,
+	C_DESCRIPTION_MISSING,
+	C_INPUT_SCHEMA_MISSING,
+	C_INPUT_SCHEMA_INVALID,
+	C_PROPERTIES_INVALID,
+	C_REQUIRED_INVALID,
+	C_REQUIRED_UNKNOWN,
+	C_OUTPUT_SCHEMA_INVALID,
+	C_X_MCP_HEADER_INVALID,
+	C_DUPLICATE_NAME,
+	C_NO_TOOLS,
+	C_RESULT_INVALID,
+	C_CURSOR_LOOP,
+	C_RESULT_TYPE_MISSING,
+	C_CACHE_FIELDS_MISSING,
+	C_NAME_FORMAT,
+	C_DESCRIPTION_SHORT,
+	C_PARAM_UNTYPED,
+	C_PARAM_UNDESCRIBED,
+	C_COUNT
+};
+
+/* The rule column of contract.h's table; keep both in step. */
+static const struct {
+	const char *name;
+	enum rule rule;
+} codes[C_COUNT] = {
+	[C_TOOL_NOT_OBJECT] = {"tool-not-object", R_SPEC},
+	[C_NAME_MISSING] = {"name-missing", R_SPEC},
+	[C_DESCRIPTION_MISSING] = {"description-missing", R_USABILITY},
+	[C_INPUT_SCHEMA_MISSING] = {"input-schema-missing", R_SPEC},
+	[C_INPUT_SCHEMA_INVALID] = {"input-schema-invalid", R_SPEC},
+	[C_PROPERTIES_INVALID] = {"properties-invalid", R_SPEC},
+	[C_REQUIRED_INVALID] = {"required-invalid", R_SPEC},
+	[C_REQUIRED_UNKNOWN] = {"required-unknown", R_USABILITY},
+	[C_OUTPUT_SCHEMA_INVALID] = {"output-schema-invalid", R_SPEC},
+	[C_X_MCP_HEADER_INVALID] = {"x-mcp-header-invalid", R_SPEC},
+	[C_DUPLICATE_NAME] = {"duplicate-name", R_USABILITY},
+	[C_NO_TOOLS] = {"no-tools", R_USABILITY},
+	[C_RESULT_INVALID] = {"result-invalid", R_SPEC},
+	[C_CURSOR_LOOP] = {"cursor-loop", R_SPEC},
+	[C_RESULT_TYPE_MISSING] = {"result-type-missing", R_SPEC},
+	[C_CACHE_FIELDS_MISSING] = {"cache-fields-missing", R_SPEC},
+	[C_NAME_FORMAT] = {"name-format", R_WARNING},
+	[C_DESCRIPTION_SHORT] = {"description-short", R_WARNING},
+	[C_PARAM_UNTYPED] = {"param-untyped", R_WARNING},
+	[C_PARAM_UNDESCRIBED] = {"param-undescribed", R_WARNING},
+};
+
+const char *contract_code_rule(const char *code)
+{
+	if (code == NULL)
+		return NULL;
+	for (size_t i = 0; i < C_COUNT; i++) {
+		if (strcmp(codes[i].name, code) != 0)
+			continue;
+		switch (codes[i].rule) {
+		case R_SPEC: return "spec";
+		case R_USABILITY: return "usability";
+		case R_WARNING: return "warning";
+		}
+	}
+	return NULL;
+}
+
+/* ---- small helpers --------------------------------------------------------- */
+
+/* jansson's object iterator takes json_t * but never modifies the object.
+ * Going through uintptr_t keeps -Wcast-qual quiet at this one place. */
+static json_t *mut(const json_t *j)
+{
+	return (json_t *)(uintptr_t)j;
+}
+
+/* Growing string with a sticky out-of-memory flag: callers check once. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void sb_putn(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 128;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (p == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	sb_putn(b, s, strlen(s));
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	sb_putn(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Append "/" and one RFC 6901 reference token: "~" -> "~0", "/" -> "~1". */
+static void sb_token(struct sbuf *b, const char *tok)
+{
+	sb_putn(b, "/", 1);
+	for (const char *s = tok; *s; s++) {
+		if (*s == '~')
+			sb_putn(b, "~0", 2);
+		else if (*s == '/')
+			sb_putn(b, "~1", 2);
+		else
+			sb_putn(b, s, 1);
+	}
+}
+
+static void sb_index(struct sbuf *b, size_t i)
+{
+	sb_printf(b, "/%zu", i);
+}
+
+static void sb_cut(struct sbuf *b, size_t len)
+{
+	if (b->p != NULL && len <= b->len) {
+		b->len = len;
+		b->p[len] = '\0';
+	}
+}
+
+static const char *sb_str(const struct sbuf *b)
+{
+	return b->p ? b->p : "";
+}
+
+/* Quote untrusted text for a one-line message: at most `max` bytes, cut on
+ * a UTF-8 boundary so the message stays valid for json_string(), control
+ * characters replaced by '?'. */
+static const char *quote(char *buf, size_t size, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	int cut = 0;
+	if (max > size - 4)
+		max = size - 4;
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+		cut = 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		buf[i] = (ch < 0x20 || ch == 0x7F) ? '?' : (char)ch;
+	}
+	if (cut) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+#define QMAX 64
+#define QBUF (QMAX + 8)
+
+static int is_blank(const char *s)
+{
+	for (; *s; s++)
+		if (!strchr(" \t\r\n\f\v", *s))
+			return 0;
+	return 1;
+}
+
+/* Characters (UTF-8 code points) of s without surrounding ASCII blanks. */
+static size_t trimmed_chars(const char *s)
+{
+	const char *e = s + strlen(s);
+	while (*s && strchr(" \t\r\n\f\v", *s))
+		s++;
+	while (e > s && strchr(" \t\r\n\f\v", e[-1]))
+		e--;
+	size_t n = 0;
+	for (; s < e; s++)
+		if (((unsigned char)*s & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+static int str_is(const json_t *v, const char *s)
+{
+	return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+}
+
+static int is_nonblank_string(const json_t *v)
+{
+	return json_is_string(v) && !is_blank(json_string_value(v));
+}
+
+/* A date-shaped era at or after the stateless era turns on its checks;
+ * date strings compare correctly as strings. */
+static int era_is_modern(const char *era)
+{
+	if (era == NULL || strlen(era) != 10)
+		return 0;
+	for (int i = 0; i < 10; i++) {
+		if (i == 4 || i == 7) {
+			if (era[i] != '-')
+				return 0;
+		} else if (era[i] < '0' || era[i] > '9') {
+			return 0;
+		}
+	}
+	return strcmp(era, "2026-07-28") >= 0;
+}
+
+/* ---- report ---------------------------------------------------------------- */
+
+struct finding {
+	struct contract_finding pub;
+	char *message;   /* owned */
+	char *pointer;   /* owned */
+	long rec;        /* tool record, -1 for page-level findings */
+};
+
+struct tool_rec {
+	char *name;      /* owned, NULL when the tool has none */
+	size_t page, index;
+	int failed;      /* a tool-level problem */
+	int dup_failed;  /* repeats a name while duplicate-name is a problem */
+};
+
+struct contract_report {
+	struct finding *f;       /* owned */
+	size_t nf, capf;
+	size_t dropped;          /* findings past CONTRACT_MAX_FINDINGS */
+	struct tool_rec *t;      /* owned */
+	size_t nt, capt;
+	size_t npages;           /* pages examined */
+	size_t page_first[CONTRACT_MAX_PAGES];
+	size_t page_count[CONTRACT_MAX_PAGES];
+	size_t nproblems, nwarnings;
+	int truncated;
+	int spec_only;
+	int oom;
+};
+
+void contract_report_free(struct contract_report *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->nf; i++) {
+		free(r->f[i].message);
+		free(r->f[i].pointer);
+	}
+	for (size_t i = 0; i < r->nt; i++)
+		free(r->t[i].name);
+	free(r->f);
+	free(r->t);
+	free(r);
+}
+
+static void add_finding(struct contract_report *r, enum code code, long rec, size_t page,
+                        long tool_index, int list_level, const char *pointer,
+                        const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static void add_finding(struct contract_report *r, enum code code, long rec, size_t page,
+                        long tool_index, int list_level, const char *pointer,
+                        const char *fmt, ...)
+{
+	int problem = codes[code].rule == R_SPEC ||
+	              (codes[code].rule == R_USABILITY && !r->spec_only);
+	if (problem)
+		r->nproblems++;
+	else
+		r->nwarnings++;
+	if (problem && rec >= 0) {
+		if (code == C_DUPLICATE_NAME)
+			r->t[rec].dup_failed = 1;
+		else if (!list_level)
+			r->t[rec].failed = 1;
+	}
+	if (r->nf >= CONTRACT_MAX_FINDINGS) {
+		r->dropped++;
+		return;
+	}
+	if (r->nf == r->capf) {
+		size_t cap = r->capf ? r->capf * 2 : 16;
+		struct finding *f = realloc(r->f, cap * sizeof *f);
+		if (f == NULL) {
+			r->oom = 1;
+			return;
+		}
+		r->f = f;
+		r->capf = cap;
+	}
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	struct finding *f = &r->f[r->nf];
+	memset(f, 0, sizeof *f);
+	f->message = strdup(msg);
+	f->pointer = strdup(pointer);
+	if (f->message == NULL || f->pointer == NULL) {
+		free(f->message);
+		free(f->pointer);
+		r->oom = 1;
+		return;
+	}
+	f->rec = rec;
+	f->pub.code = codes[code].name;
+	f->pub.tool = rec >= 0 ? r->t[rec].name : NULL;
+	f->pub.message = f->message;
+	f->pub.pointer = f->pointer;
+	f->pub.page = page;
+	f->pub.tool_index = tool_index;
+	f->pub.list_level = list_level;
+	f->pub.problem = problem;
+	f->pub.spec = codes[code].rule == R_SPEC;
+	r->nf++;
+}
+
+/* ---- checking ------------------------------------------------------------- */
+
+/* State of one contract_check call. */
+struct ctx {
+	struct contract_report *r;
+	struct sbuf ptr;          /* pointer of the place being examined */
+	json_t *seen;             /* owned: tool name -> record index */
+	int modern;               /* era >= 2026-07-28 */
+	/* current tool */
+	long rec;
+	size_t page, index;
+	size_t budget;            /* subschemas left to visit for this tool */
+	const char *headers[CONTRACT_MAX_PROPS]; /* borrowed: valid x-mcp-header values */
+	size_t nheaders;
+};
+
+static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	add_finding(c->r, code, c->rec, c->page, (long)c->index, 0, sb_str(&c->ptr), "%s", msg);
+}
+
+const json_t *contract_resolve_ref(const json_t *root, const char *ref)
+{
+	if (ref[0] != '#')
+		return NULL;
+	if (ref[1] == '\0')
+		return root;
+	if (ref[1] != '/')
+		return NULL;
+	char *tok = malloc(strlen(ref));
+	if (tok == NULL)
+		return NULL;
+	const json_t *cur = root;
+	const char *s = ref + 1;
+	while (cur != NULL && *s == '/') {
+		size_t n = 0;
+		for (s++; *s && *s != '/'; s++) {
+			if (s[0] == '~' && s[1] == '1') {
+				tok[n++] = '/';
+				s++;
+			} else if (s[0] == '~' && s[1] == '0') {
+				tok[n++] = '~';
+				s++;
+			} else if (s[0] == '%' && s[1] && s[2] &&
+			           strchr("0123456789abcdefABCDEF", s[1]) &&
+			           strchr("0123456789abcdefABCDEF", s[2])) {
+				char hex[3] = {s[1], s[2], '\0'};
+				tok[n++] = (char)strtol(hex, NULL, 16);
+				s += 2;
+			} else {
+				tok[n++] = *s;
+			}
+		}
+		tok[n] = '\0';
+		if (json_is_object(cur)) {
+			cur = json_object_get(cur, tok);
+		} else if (json_is_array(cur)) {
+			char *end;
+			unsigned long i = strtoul(tok, &end, 10);
+			cur = (n > 0 && *end == '\0' && tok[0] >= '0' && tok[0] <= '9')
+			          ? json_array_get(cur, i) : NULL;
+		} else {
+			cur = NULL;
+		}
+	}
+	free(tok);
+	return cur;
+}
+
+/* Spend one unit of the per-tool visit budget; 0 when the walk must stop. */
+static int visit(struct ctx *c, size_t depth)
+{
+	if (depth > CONTRACT_MAX_DEPTH || c->budget == 0)
+		return 0;
+	c->budget--;
+	return 1;
+}
+
+/* Does schema s (inside root) declare property `name`? Unknown cases
+ * answer yes: required-unknown must never fire on a schema we cannot read. */
+static int declares(struct ctx *c, const json_t *root, const json_t *s, const char *name,
+                    size_t depth)
+{
+	static const char *const arrays[] = {"allOf", "anyOf", "oneOf"};
+	static const char *const singles[] = {"then", "else"};
+	if (!visit(c, depth))
+		return 1;
+	if (!json_is_object(s))
+		return 0;
+	const json_t *v = json_object_get(s, "properties");
+	if (json_is_object(v) && json_object_get(v, name) != NULL)
+		return 1;
+	v = json_object_get(s, "patternProperties");
+	if (json_is_object(v) && json_object_size(v) > 0)
+		return 1; /* ECMA-262 patterns: not evaluated here */
+	for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
+		v = json_object_get(s, arrays[k]);
+		for (size_t i = 0; json_is_array(v) && i < json_array_size(v) && i < CONTRACT_MAX_PROPS; i++)
+			if (declares(c, root, json_array_get(v, i), name, depth + 1))
+				return 1;
+	}
+	for (size_t k = 0; k < sizeof singles / sizeof *singles; k++) {
+		v = json_object_get(s, singles[k]);
+		if (v != NULL && declares(c, root, v, name, depth + 1))
+			return 1;
+	}
+	v = json_object_get(s, "dependentSchemas");
+	if (json_is_object(v)) {
+		for (void *it = json_object_iter(mut(v)); it; it = json_object_iter_next(mut(v), it))
+			if (declares(c, root, json_object_iter_value(it), name, depth + 1))
+				return 1;
+	}
+	v = json_object_get(s, "$ref");
+	if (json_is_string(v)) {
+		const json_t *t = contract_resolve_ref(root, json_string_value(v));
+		return t == NULL || declares(c, root, t, name, depth + 1);
+	}
+	return 0;
+}
+
+/* Is property schema s described, here or where it points? */
+static int described(struct ctx *c, const json_t *root, const json_t *s, size_t depth)
+{
+	static const char *const arrays[] = {"allOf", "anyOf", "oneOf"};
+	if (!visit(c, depth))
+		return 1;
+	if (!json_is_object(s))
+		return 0;
+	if (is_nonblank_string(json_object_get(s, "description")))
+		return 1;
+	const json_t *v = json_object_get(s, "$ref");
+	if (json_is_string(v)) {
+		const json_t *t = contract_resolve_ref(root, json_string_value(v));
+		if (t == NULL || described(c, root, t, depth + 1))
+			return 1;
+	}
+	for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
+		v = json_object_get(s, arrays[k]);
+		for (size_t i = 0; json_is_array(v) && i < json_array_size(v) && i < CONTRACT_MAX_PROPS; i++)
+			if (described(c, root, json_array_get(v, i), depth + 1))
+				return 1;
+	}
+	return 0;
+}
+
+static int typed(const json_t *s)
+{
+	static const char *const keys[] = {"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"};
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+		if (json_object_get(s, keys[k]) != NULL)
+			return 1;
+	return 0;
+}
+
+static int is_type_name(const json_t *v)
+{
+	static const char *const names[] = {"object", "array", "string", "number",
+	                                    "integer", "boolean", "null"};
+	for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+		if (str_is(v, names[k]))
+			return 1;
+	return 0;
+}
+
+/* The checks inputSchema and outputSchema share. c->ptr names the schema.
+ * For outputSchema every cause is output-schema-invalid. */
+static void check_schema(struct ctx *c, const json_t *s, int input)
+{
+	enum code bad_schema = input ? C_INPUT_SCHEMA_INVALID : C_OUTPUT_SCHEMA_INVALID;
+	enum code bad_props = input ? C_PROPERTIES_INVALID : C_OUTPUT_SCHEMA_INVALID;
+	enum code bad_req = input ? C_REQUIRED_INVALID : C_OUTPUT_SCHEMA_INVALID;
+	const char *what = input ? "inputSchema" : "outputSchema";
+	size_t base = c->ptr.len;
+	char q[QBUF];
+
+	if (!json_is_object(s)) {
+		tool_finding(c, bad_schema, "%s is not an object", what);
+		return;
+	}
+	const json_t *type = json_object_get(s, "type");
+	/* The stateless era lets outputSchema have any root; before it the
+	 * schema pins "object" (contract.h, ERAS). */
+	int any_root = !input && c->modern;
+	if (type == NULL) {
+		if (!any_root)
+			tool_finding(c, bad_schema, "%s has no type (must be \"object\")", what);
+	} else if (!str_is(type, "object")) {
+		int ok = 0;
+		if (any_root) {
+			ok = is_type_name(type);
+			for (size_t i = 0; json_is_array(type) && i < json_array_size(type); i++)
+				ok = i == 0 ? is_type_name(json_array_get(type, i))
+				            : ok && is_type_name(json_array_get(type, i));
+		}
+		if (!ok) {
+			sb_puts(&c->ptr, "/type");
+			if (json_is_string(type))
+				tool_finding(c, bad_schema, "%s type is \"%s\", not \"object\"", what,
+				             quote(q, sizeof q, json_string_value(type), QMAX));
+			else
+				tool_finding(c, bad_schema, "%s type is not the string \"object\"", what);
+			sb_cut(&c->ptr, base);
+		}
+	}
+
+	const json_t *props = json_object_get(s, "properties");
+	if (props != NULL) {
+		sb_puts(&c->ptr, "/properties");
+		if (!json_is_object(props)) {
+			tool_finding(c, bad_props, "%s properties is not an object", what);
+		} else {
+			size_t n = 0;
+			size_t pbase = c->ptr.len;
+			for (void *it = json_object_iter(mut(props)); it && n < CONTRACT_MAX_PROPS;
+			     it = json_object_iter_next(mut(props), it), n++) {
+				const char *key = json_object_iter_key(it);
+				const json_t *p = json_object_iter_value(it);
+				sb_token(&c->ptr, key);
+				quote(q, sizeof q, key, QMAX);
+				if (!json_is_object(p) && !json_is_boolean(p)) {
+					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what, q);
+				} else if (input && !json_is_false(p)) {
+					/* A false schema forbids the parameter on purpose:
+					 * nothing to type or describe. */
+					if (!json_is_object(p) || !typed(p))
+						tool_finding(c, C_PARAM_UNTYPED,
+						             "parameter \"%s\" declares no type", q);
+					if (!described(c, s, p, 0))
+						tool_finding(c, C_PARAM_UNDESCRIBED,
+						             "parameter \"%s\" has no description", q);
+				}
+				sb_cut(&c->ptr, pbase);
+			}
+		}
+		sb_cut(&c->ptr, base);
+	}
+
+	const json_t *req = json_object_get(s, "required");
+	if (req != NULL) {
+		sb_puts(&c->ptr, "/required");
+		if (!json_is_array(req)) {
+			tool_finding(c, bad_req, "%s required is not an array", what);
+		} else {
+			size_t rbase = c->ptr.len;
+			for (size_t i = 0; i < json_array_size(req) && i < CONTRACT_MAX_PROPS; i++) {
+				const json_t *e = json_array_get(req, i);
+				sb_index(&c->ptr, i);
+				if (!json_is_string(e))
+					tool_finding(c, bad_req, "%s required[%zu] is not a string", what, i);
+				else if (input && !declares(c, s, s, json_string_value(e), 0))
+					tool_finding(c, C_REQUIRED_UNKNOWN,
+					             "required parameter \"%s\" is not in properties",
+					             quote(q, sizeof q, json_string_value(e), QMAX));
+				sb_cut(&c->ptr, rbase);
+			}
+		}
+		sb_cut(&c->ptr, base);
+	}
+}
+
+/* ---- x-mcp-header (2026-07-28) ---------------------------------------------- */
+
+static int is_token(const char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || (ch && strchr("!#$%&'*+-.^_`|~", ch))))
+			return 0;
+	}
+	return 1;
+}
+
+/* Why a property schema cannot carry a header, or NULL when it can:
+ * string, integer or boolean (optionally nullable), or an enum/const of
+ * such values. */
+static const char *not_primitive(const json_t *p)
+{
+	const json_t *t = json_object_get(p, "type");
+	if (json_is_string(t)) {
+		if (str_is(t, "string") || str_is(t, "integer") || str_is(t, "boolean"))
+			return NULL;
+		return str_is(t, "number") ? "a number parameter" : "a non-primitive parameter";
+	}
+	if (json_is_array(t)) {
+		size_t prim = 0;
+		for (size_t i = 0; i < json_array_size(t); i++) {
+			const json_t *e = json_array_get(t, i);
+			if (str_is(e, "string") || str_is(e, "integer") || str_is(e, "boolean"))
+				prim++;
+			else if (str_is(e, "number"))
+				return "a number parameter";
+			else if (!str_is(e, "null"))
+				return "a non-primitive parameter";
+		}
+		return prim ? NULL : "a non-primitive parameter";
+	}
+	if (t != NULL)
+		return "a non-primitive parameter";
+	const json_t *vals = json_object_get(p, "enum");
+	const json_t *cst = json_object_get(p, "const");
+	size_t n = json_is_array(vals) ? json_array_size(vals) : 0;
+	if (n == 0 && cst == NULL)
+		return "a parameter without a primitive type";
+	for (size_t i = 0; i <= n; i++) {
+		const json_t *v = i < n ? json_array_get(vals, i) : cst;
+		if (v == NULL)
+			continue;
+		if (json_is_real(v))
+			return "a number parameter";
+		if (!json_is_string(v) && !json_is_integer(v) && !json_is_boolean(v))
+			return "a non-primitive parameter";
+	}
+	return NULL;
+}
+
+static void xh_check(struct ctx *c, const json_t *p, const json_t *h, int is_root, int on_chain)
+{
+	char q[QBUF];
+	size_t base = c->ptr.len;
+	sb_puts(&c->ptr, "/x-mcp-header");
+	const char *why;
+	if (!on_chain) {
+		tool_finding(c, C_X_MCP_HEADER_INVALID,
+		             is_root ? "x-mcp-header on the schema root, not on a parameter"
+		                     : "x-mcp-header not reachable through properties alone");
+	} else if (!json_is_string(h)) {
+		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header is not a string");
+	} else if (json_string_length(h) == 0) {
+		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header is empty");
+	} else if (!is_token(json_string_value(h), json_string_length(h))) {
+		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header \"%s\" is not an HTTP token",
+		             quote(q, sizeof q, json_string_value(h), QMAX));
+	} else if ((why = not_primitive(p)) != NULL) {
+		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header \"%s\" on %s",
+		             quote(q, sizeof q, json_string_value(h), QMAX), why);
+	} else {
+		const char *name = json_string_value(h);
+		size_t i;
+		for (i = 0; i < c->nheaders; i++)
+			if (strcasecmp(c->headers[i], name) == 0)
+				break;
+		if (i < c->nheaders)
+			tool_finding(c, C_X_MCP_HEADER_INVALID,
+			             "x-mcp-header \"%s\" repeats an earlier header ignoring case",
+			             quote(q, sizeof q, name, QMAX));
+		else if (c->nheaders < CONTRACT_MAX_PROPS)
+			c->headers[c->nheaders++] = name;
+	}
+	sb_cut(&c->ptr, base);
+}
+
+/* Walk every subschema of an inputSchema looking for x-mcp-header.
+ * on_chain: s is a property reached from the root by properties alone. */
+static void xh_walk(struct ctx *c, const json_t *s, int is_root, int on_chain, size_t depth)
+{
+	/* Keywords whose value is a map of subschemas, one subschema, or an
+	 * array of subschemas. enum/const/default/examples hold data, never
+	 * schemas, so an "x-mcp-header" member there is not an annotation. */
+	static const char *const maps[] = {"patternProperties", "$defs", "definitions",
+	                                   "dependentSchemas", "dependencies"};
+	static const char *const singles[] = {"items", "additionalProperties", "additionalItems",
+	                                      "unevaluatedProperties", "unevaluatedItems",
+	                                      "contains", "propertyNames", "not", "if", "then",
+	                                      "else", "contentSchema"};
+	static const char *const arrays[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items"};
+	if (!json_is_object(s) || !visit(c, depth))
+		return;
+	size_t base = c->ptr.len;
+	const json_t *h = json_object_get(s, "x-mcp-header");
+	if (h != NULL)
+		xh_check(c, s, h, is_root, on_chain);
+
+	const json_t *v = json_object_get(s, "properties");
+	if (json_is_object(v)) {
+		size_t n = 0;
+		for (void *it = json_object_iter(mut(v)); it && n < CONTRACT_MAX_PROPS;
+		     it = json_object_iter_next(mut(v), it), n++) {
+			sb_puts(&c->ptr, "/properties");
+			sb_token(&c->ptr, json_object_iter_key(it));
+			xh_walk(c, json_object_iter_value(it), 0, is_root || on_chain, depth + 1);
+			sb_cut(&c->ptr, base);
+		}
+	}
+	for (size_t k = 0; k < sizeof maps / sizeof *maps; k++) {
+		v = json_object_get(s, maps[k]);
+		if (!json_is_object(v))
+			continue;
+		size_t n = 0;
+		for (void *it = json_object_iter(mut(v)); it && n < CONTRACT_MAX_PROPS;
+		     it = json_object_iter_next(mut(v), it), n++) {
+			sb_token(&c->ptr, maps[k]);
+			sb_token(&c->ptr, json_object_iter_key(it));
+			xh_walk(c, json_object_iter_value(it), 0, 0, depth + 1);
+			sb_cut(&c->ptr, base);
+		}
+	}
+	for (size_t k = 0; k < sizeof singles / sizeof *singles; k++) {
+		v = json_object_get(s, singles[k]);
+		if (!json_is_object(v))
+			continue;
+		sb_token(&c->ptr, singles[k]);
+		xh_walk(c, v, 0, 0, depth + 1);
+		sb_cut(&c->ptr, base);
+	}
+	for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
+		v = json_object_get(s, arrays[k]);
+		for (size_t i = 0; json_is_array(v) && i < json_array_size(v) && i < CONTRACT_MAX_PROPS; i++) {
+			sb_token(&c->ptr, arrays[k]);
+			sb_index(&c->ptr, i);
+			xh_walk(c, json_array_get(v, i), 0, 0, depth + 1);
+			sb_cut(&c->ptr, base);
+		}
+	}
+}
+
+/* ---- tools and pages ---------------------------------------------------------- */
+
+static int name_format_ok(const json_t *name)
+{
+	const char *s = json_string_value(name);
+	size_t n = json_string_length(name);
+	if (n < 1 || n > 128)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static int new_rec(struct ctx *c)
+{
+	struct contract_report *r = c->r;
+	if (r->nt == r->capt) {
+		size_t cap = r->capt ? r->capt * 2 : 16;
+		struct tool_rec *t = realloc(r->t, cap * sizeof *t);
+		if (t == NULL)
+			return -1;
+		r->t = t;
+		r->capt = cap;
+	}
+	memset(&r->t[r->nt], 0, sizeof r->t[r->nt]);
+	r->t[r->nt].page = c->page;
+	r->t[r->nt].index = c->index;
+	c->rec = (long)r->nt++;
+	return 0;
+}
+
+/* c->ptr names the tool ("/tools/3" or "/1/tools/3"). */
+static void check_tool(struct ctx *c, const json_t *tool)
+{
+	struct contract_report *r = c->r;
+	size_t base = c->ptr.len;
+	char q[QBUF];
+
+	if (new_rec(c) < 0) {
+		r->oom = 1;
+		return;
+	}
+	c->budget = CONTRACT_MAX_NODES;
+	c->nheaders = 0;
+	if (!json_is_object(tool)) {
+		tool_finding(c, C_TOOL_NOT_OBJECT, "tools[%zu] is not an object", c->index);
+		return;
+	}
+
+	const json_t *name = json_object_get(tool, "name");
+	if (json_is_string(name) && json_string_length(name) > 0) {
+		struct tool_rec *t = &r->t[c->rec];
+		t->name = strdup(json_string_value(name));
+		if (t->name == NULL) {
+			r->oom = 1;
+			return;
+		}
+	}
+	sb_puts(&c->ptr, "/name");
+	if (r->t[c->rec].name == NULL) {
+		tool_finding(c, C_NAME_MISSING, "tools[%zu] has no name (absent, not a string, or empty)",
+		             c->index);
+	} else {
+		const char *n = r->t[c->rec].name;
+		quote(q, sizeof q, n, QMAX);
+		if (!name_format_ok(name))
+			tool_finding(c, C_NAME_FORMAT,
+			             "name \"%s\" is not 1-128 characters of letters, digits, _ - .", q);
+		const json_t *first = json_object_get(c->seen, n);
+		if (first != NULL) {
+			const struct tool_rec *f = &r->t[json_integer_value(first)];
+			add_finding(r, C_DUPLICATE_NAME, c->rec, c->page, (long)c->index, 1,
+			            sb_str(&c->ptr), "name \"%s\" already used by tools[%zu] of page %zu",
+			            q, f->index, f->page);
+		} else if (json_object_set_new(c->seen, n, json_integer(c->rec)) < 0) {
+			r->oom = 1;
+		}
+	}
+	sb_cut(&c->ptr, base);
+
+	const json_t *desc = json_object_get(tool, "description");
+	sb_puts(&c->ptr, "/description");
+	if (!is_nonblank_string(desc))
+		tool_finding(c, C_DESCRIPTION_MISSING, "description is absent, not a string, or blank");
+	else if (trimmed_chars(json_string_value(desc)) < 12)
+		tool_finding(c, C_DESCRIPTION_SHORT, "description is under 12 characters");
+	sb_cut(&c->ptr, base);
+
+	const json_t *in = json_object_get(tool, "inputSchema");
+	sb_puts(&c->ptr, "/inputSchema");
+	if (in == NULL)
+		tool_finding(c, C_INPUT_SCHEMA_MISSING, "inputSchema is absent");
+	else
+		check_schema(c, in, 1);
+	if (c->modern && json_is_object(in)) {
+		/* A fresh budget: the checks above must not hide annotations. */
+		c->budget = CONTRACT_MAX_NODES;
+		xh_walk(c, in, 1, 0, 0);
+	}
+	sb_cut(&c->ptr, base);
+
+	const json_t *out = json_object_get(tool, "outputSchema");
+	if (out != NULL) {
+		sb_puts(&c->ptr, "/outputSchema");
+		check_schema(c, out, 0);
+		sb_cut(&c->ptr, base);
+	}
+}
+
+/* Page-level findings: c->ptr is the page prefix ("" or "/1"). */
+static void page_finding(struct ctx *c, enum code code, const char *member, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void page_finding(struct ctx *c, enum code code, const char *member, const char *fmt, ...)
+{
+	char msg[512];
+	size_t base = c->ptr.len;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (member != NULL)
+		sb_token(&c->ptr, member);
+	add_finding(c->r, code, -1, c->page, -1, 1, sb_str(&c->ptr), "%s", msg);
+	sb_cut(&c->ptr, base);
+}
+
+static int ttl_ok(const json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v) >= 0;
+	/* JSON Schema's integer is mathematical: 1000.0 is one. */
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+		return d >= 0 && d < 9.2e18 && (double)(long long)d == d;
+	}
+	return 0;
+}
+
+static void check_era(struct ctx *c, const json_t *result)
+{
+	const json_t *rt = json_object_get(result, "resultType");
+	if (!str_is(rt, "complete"))
+		page_finding(c, C_RESULT_TYPE_MISSING, "resultType",
+		             rt == NULL ? "resultType is absent (required from 2026-07-28)"
+		                        : "resultType is not \"complete\"");
+	const json_t *ttl = json_object_get(result, "ttlMs");
+	if (!ttl_ok(ttl))
+		page_finding(c, C_CACHE_FIELDS_MISSING, "ttlMs",
+		             ttl == NULL ? "ttlMs is absent (required from 2026-07-28)"
+		                         : "ttlMs is not a non-negative integer");
+	const json_t *cs = json_object_get(result, "cacheScope");
+	if (!str_is(cs, "public") && !str_is(cs, "private"))
+		page_finding(c, C_CACHE_FIELDS_MISSING, "cacheScope",
+		             cs == NULL ? "cacheScope is absent (required from 2026-07-28)"
+		                        : "cacheScope is not \"public\" or \"private\"");
+}
+
+long contract_cursor_loop(const char *const cursors[], size_t n)
+{
+	if (cursors == NULL)
+		return -1;
+	for (size_t i = 1; i < n; i++) {
+		if (cursors[i] == NULL)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (cursors[j] != NULL && strcmp(cursors[i], cursors[j]) == 0)
+				return (long)i;
+	}
+	return -1;
+}
+
+struct contract_report *contract_check(const json_t *const pages[], size_t npages,
+                                       const struct contract_opts *opts)
+{
+	if (pages == NULL || npages == 0)
+		return NULL;
+	struct contract_report *r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return NULL;
+	struct ctx c = {.r = r, .rec = -1};
+	r->spec_only = opts != NULL && opts->spec_only;
+	c.modern = opts != NULL && era_is_modern(opts->era);
+	c.seen = json_object();
+	if (c.seen == NULL)
+		goto fail;
+
+	int multi = npages > 1;
+	size_t n = npages < CONTRACT_MAX_PAGES ? npages : CONTRACT_MAX_PAGES;
+	if (npages > CONTRACT_MAX_PAGES)
+		r->truncated = 1;
+	const char *cursors[CONTRACT_MAX_PAGES] = {0}; /* borrowed: pages */
+	size_t total = 0;    /* tools[] entries seen, examined or not */
+	int invalid = 0;     /* a page without a tools array */
+
+	for (size_t p = 0; p < n && !r->oom; p++) {
+		const json_t *page = pages[p];
+		const json_t *tools;
+		c.page = p;
+		sb_cut(&c.ptr, 0);
+		sb_puts(&c.ptr, ""); /* a valid empty string even before any token */
+		if (multi)
+			sb_index(&c.ptr, p);
+		r->page_first[p] = r->nt;
+		r->npages = p + 1;
+		if (json_is_array(page)) {
+			tools = page;
+		} else if (json_is_object(page)) {
+			tools = json_object_get(page, "tools");
+			const json_t *next = json_object_get(page, "nextCursor");
+			/* JS clients stop on a falsy cursor, so "" ends the listing. */
+			if (json_is_string(next) && json_string_length(next) > 0)
+				cursors[p] = json_string_value(next);
+			if (!json_is_array(tools)) {
+				page_finding(&c, C_RESULT_INVALID, "tools",
+				             "result has no tools array");
+				invalid = 1;
+			}
+		} else {
+			page_finding(&c, C_RESULT_INVALID, NULL, "result is not an object");
+			invalid = 1;
+			continue;
+		}
+		if (c.modern)
+			check_era(&c, json_is_object(page) ? page : NULL);
+		if (!json_is_array(tools))
+			continue;
+		size_t pbase = c.ptr.len;
+		for (size_t i = 0; i < json_array_size(tools) && !r->oom; i++, total++) {
+			if (r->nt >= CONTRACT_MAX_TOOLS) {
+				r->truncated = 1;
+				continue;
+			}
+			c.index = i;
+			sb_puts(&c.ptr, "/tools");
+			sb_index(&c.ptr, i);
+			check_tool(&c, json_array_get(tools, i));
+			sb_cut(&c.ptr, pbase);
+		}
+		r->page_count[p] = r->nt - r->page_first[p];
+	}
+
+	for (size_t p = 1; p < r->npages; p++) {
+		if (cursors[p] == NULL)
+			continue;
+		for (size_t q = 0; q < p; q++) {
+			if (cursors[q] == NULL || strcmp(cursors[p], cursors[q]) != 0)
+				continue;
+			char qb[QBUF];
+			c.page = p;
+			sb_cut(&c.ptr, 0);
+			sb_index(&c.ptr, p);
+			page_finding(&c, C_CURSOR_LOOP, "nextCursor",
+			             "nextCursor \"%s\" repeats the one of page %zu",
+			             quote(qb, sizeof qb, cursors[p], QMAX), q);
+			break;
+		}
+	}
+	if (r->npages > 0 && cursors[r->npages - 1] != NULL)
+		r->truncated = 1;
+	if (total == 0 && !invalid && !r->truncated) {
+		c.page = 0;
+		sb_cut(&c.ptr, 0);
+		sb_puts(&c.ptr, "");
+		if (multi)
+			sb_index(&c.ptr, 0);
+		page_finding(&c, C_NO_TOOLS, "tools", "the server lists no tools");
+	}
+
+	if (r->oom || c.ptr.oom)
+		goto fail;
+	json_decref(c.seen);
+	free(c.ptr.p);
+	return r;
+fail:
+	json_decref(c.seen);
+	free(c.ptr.p);
+	contract_report_free(r);
+	return NULL;
+}
+
+/* ---- accessors -------------------------------------------------------------- */
+
+size_t contract_report_ntools(const struct contract_report *r)
+{
+	return r->nt;
+}
+
+size_t contract_report_nfailed(const struct contract_report *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nt; i++)
+		n += r->t[i].failed != 0;
+	return n;
+}
+
+double contract_report_score(const struct contract_report *r)
+{
+	if (r->nt == 0)
+		return 0;
+	return (double)(r->nt - contract_report_nfailed(r)) / (double)r->nt;
+}
+
+int contract_report_passed(const struct contract_report *r)
+{
+	return r->nproblems == 0;
+}
+
+int contract_report_truncated(const struct contract_report *r)
+{
+	return r->truncated;
+}
+
+size_t contract_report_nproblems(const struct contract_report *r)
+{
+	return r->nproblems;
+}
+
+size_t contract_report_nwarnings(const struct contract_report *r)
+{
+	return r->nwarnings;
+}
+
+size_t contract_report_nfindings(const struct contract_report *r)
+{
+	return r->nf;
+}
+
+const struct contract_finding *contract_report_finding(const struct contract_report *r, size_t i)
+{
+	return i < r->nf ? &r->f[i].pub : NULL;
+}
+
+int contract_report_tool_failed(const struct contract_report *r, size_t page, size_t index)
+{
+	if (page >= r->npages || index >= r->page_count[page])
+		return 0;
+	const struct tool_rec *t = &r->t[r->page_first[page] + index];
+	return t->failed || t->dup_failed;
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+static json_t *finding_json(const struct finding *f, int with_tool)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", f->pub.code, "message", f->pub.message,
+	                      "pointer", f->pub.pointer, "rule",
+	                      f->pub.spec ? "spec" : "usability");
+	if (o != NULL && with_tool && f->pub.tool != NULL &&
+	    json_object_set_new(o, "tool", json_string(f->pub.tool)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *contract_report_json(const struct contract_report *r)
+{
+	json_t *tools = json_array();
+	json_t *problems = json_array();
+	json_t *warnings = json_array();
+	json_t *root = NULL;
+	if (tools == NULL || problems == NULL || warnings == NULL)
+		goto fail;
+	for (size_t i = 0; i < r->nt; i++) {
+		json_t *t = json_pack("{s:o,s:[],s:[]}", "name",
+		                      r->t[i].name ? json_string(r->t[i].name) : json_null(),
+		                      "problems", "warnings");
+		if (t == NULL || json_array_append_new(tools, t) < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < r->nf; i++) {
+		const struct finding *f = &r->f[i];
+		json_t *dst;
+		if (f->pub.list_level)
+			dst = f->pub.problem ? problems : warnings;
+		else
+			dst = json_object_get(json_array_get(tools, (size_t)f->rec),
+			                      f->pub.problem ? "problems" : "warnings");
+		json_t *o = finding_json(f, f->pub.list_level);
+		if (o == NULL || json_array_append_new(dst, o) < 0)
+			goto fail;
+	}
+	root = json_pack("{s:o,s:o,s:o,s:f,s:b,s:b}", "tools", tools, "problems", problems,
+	                 "warnings", warnings, "score", contract_report_score(r), "passed",
+	                 contract_report_passed(r), "truncated", r->truncated);
+	if (root == NULL)
+		return NULL; /* "o" stole the arrays even on failure */
+	if (r->dropped > 0 &&
+	    json_object_set_new(root, "findings_dropped", json_integer((json_int_t)r->dropped)) < 0) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+fail:
+	json_decref(tools);
+	json_decref(problems);
+	json_decref(warnings);
+	return NULL;
+}
+
+static void text_finding(struct sbuf *b, const struct finding *f)
+{
+	char q[256];
+	/* Piece by piece: sb_printf cuts at 512 bytes, a long pointer plus a
+	 * message could reach that. */
+	sb_printf(b, "    %-7s %s [%s] at ", f->pub.problem ? "problem" : "warning",
+	          f->pub.code, f->pub.spec ? "spec" : "usability");
+	sb_puts(b, quote(q, sizeof q, f->pub.pointer, sizeof q - 4));
+	sb_puts(b, ": ");
+	sb_puts(b, f->pub.message);
+	sb_puts(b, "\n");
+}
+
+char *contract_report_text(const struct contract_report *r)
+{
+	struct sbuf b = {0};
+	char q[QBUF];
+	sb_printf(&b, "contract: %s, %zu tools, %zu without problems, score %.2f, "
+	              "%zu problems, %zu warnings\n",
+	          contract_report_passed(r) ? "PASSED" : "FAILED", r->nt,
+	          r->nt - contract_report_nfailed(r), contract_report_score(r), r->nproblems,
+	          r->nwarnings);
+	for (size_t i = 0; i < r->nt; i++) {
+		int header = 0;
+		for (size_t k = 0; k < r->nf; k++) {
+			const struct finding *f = &r->f[k];
+			if (f->rec != (long)i || f->pub.list_level)
+				continue;
+			if (!header) {
+				if (r->t[i].name)
+					sb_printf(&b, "  tool \"%s\":\n",
+					          quote(q, sizeof q, r->t[i].name, QMAX));
+				else
+					sb_printf(&b, "  tools[%zu] of page %zu (no name):\n",
+					          r->t[i].index, r->t[i].page);
+				header = 1;
+			}
+			text_finding(&b, f);
+		}
+	}
+	int header = 0;
+	for (size_t k = 0; k < r->nf; k++) {
+		if (!r->f[k].pub.list_level)
+			continue;
+		if (!header) {
+			sb_puts(&b, "  listing:\n");
+			header = 1;
+		}
+		text_finding(&b, &r->f[k]);
+	}
+	if (r->dropped)
+		sb_printf(&b, "  (%zu more findings not kept)\n", r->dropped);
+	if (r->truncated)
+		sb_puts(&b, "  listing cut: not every page was checked, the listing may "
+		            "hold more tools\n");
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
+
+json_t *contract_filter(const json_t *page, size_t page_index, const struct contract_report *r)
+{
+	const json_t *tools = json_is_array(page) ? page : json_object_get(page, "tools");
+	if (!json_is_array(tools))
+		return NULL;
+	json_t *kept = json_array();
+	if (kept == NULL)
+		return NULL;
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		if (contract_report_tool_failed(r, page_index, i))
+			continue;
+		if (json_array_append_new(kept, json_deep_copy(json_array_get(tools, i))) < 0) {
+			json_decref(kept);
+			return NULL;
+		}
+	}
+	if (json_is_array(page))
+		return kept;
+	/* Copy every other member of the result as is: _meta, nextCursor,
+	 * resultType, ttlMs and members we do not know. */
+	json_t *out = json_object();
+	if (out == NULL) {
+		json_decref(kept);
+		return NULL;
+	}
+	for (void *it = json_object_iter(mut(page)); it; it = json_object_iter_next(mut(page), it)) {
+		const char *key = json_object_iter_key(it);
+		json_t *v = strcmp(key, "tools") == 0 ? json_incref(kept)
+		                                      : json_deep_copy(json_object_iter_value(it));
+		if (json_object_set_new(out, key, v) < 0) {
+			json_decref(kept);
+			json_decref(out);
+			return NULL;
+		}
+	}
+	json_decref(kept);
+	return out;
+}

@@ -1,0 +1,210 @@
+/* contract.h: the tool-definition contract of a tools/list listing.
+ *
+ * Pure functions over jansson values: no I/O, no globals, no logging. The
+ * proxy (inspect.c) runs them on every tools/list reply, `mcpwarden check`
+ * on a fetched or saved listing. The baseline diff lives in drift.h.
+ *
+ * Findings. A *problem* fails the contract, a *warning* never does. Codes are
+ * stable API (tests, --json, metrics and the admin page use them):
+ *
+ *   code                  scope  default  rule       raised when
+ *   tool-not-object       tool   problem  spec       the tools[] entry is not an object
+ *   name-missing          tool   problem  spec       name absent, not a string, or ""
+ *   description-missing   tool   problem  usability  description absent, not a string, blank
+ *   input-schema-missing  tool   problem  spec       no inputSchema
+ *   input-schema-invalid  tool   problem  spec       inputSchema not an object / type != "object"
+ *   properties-invalid    tool   problem  spec       inputSchema.properties not an object, or
+ *                                                    one of its members not a schema
+ *                                                    (object or boolean)
+ *   required-invalid      tool   problem  spec       inputSchema.required not an array of
+ *                                                    strings (one per bad element)
+ *   required-unknown      tool   problem  usability  a required name no subschema declares
+ *                                                    (one per name)
+ *   output-schema-invalid tool   problem  spec       outputSchema fails the checks above
+ *                                                    (one per cause; see ERAS)
+ *   x-mcp-header-invalid  tool   problem  spec       2026-07-28 era only, see below
+ *   duplicate-name        list   problem  usability  a name seen before (one per extra
+ *                                                    occurrence, across pages)
+ *   no-tools              list   problem  usability  a complete listing with no tool
+ *   result-invalid        list   problem  spec       a page is not an object with a
+ *                                                    "tools" array (not in issue 4: a
+ *                                                    missing array is a schema violation
+ *                                                    and must not read as "no tools")
+ *   cursor-loop           list   problem  spec       a page's nextCursor repeats an
+ *                                                    earlier page's
+ *   result-type-missing   list   problem  spec       2026-07-28 era: resultType absent or
+ *                                                    not "complete" (one per page)
+ *   cache-fields-missing  list   problem  spec       2026-07-28 era: ttlMs not an integer
+ *                                                    >= 0, or cacheScope not
+ *                                                    "public"/"private" (one per field
+ *                                                    and page)
+ *   name-format           tool   warning  -          name not 1-128 of [A-Za-z0-9_.-]
+ *   description-short     tool   warning  -          description under 12 characters
+ *   param-untyped         tool   warning  -          a property with none of type, $ref,
+ *                                                    anyOf, oneOf, allOf, enum, const
+ *   param-undescribed     tool   warning  -          a property without a description
+ *
+ * Spec violation vs usability rule. "spec" codes contradict the JSON schema
+ * of the era or a MUST of the spec text (cursor-loop: a cursor names the
+ * position after the page, so one that repeats breaks pagination itself;
+ * x-mcp-header: clients MUST drop the tool). "usability" codes are stricter
+ * than the spec: the schema makes description optional and never ties
+ * required names to properties; unique names are only a SHOULD; an empty
+ * listing is valid. They are what an AI client needs, so they are problems
+ * by default; contract_opts.spec_only demotes them to warnings.
+ *
+ * ERAS. contract_opts.era is the protocol version the listing came in
+ * ("2025-11-25", ...); NULL runs only the era-independent checks. An era
+ * that is a date >= "2026-07-28" adds result-type-missing,
+ * cache-fields-missing and x-mcp-header-invalid, and relaxes outputSchema's
+ * root (any JSON Schema type; before it, the schema pins type "object", and
+ * the TypeScript SDK clients of those eras reject the whole listing
+ * otherwise, so NULL keeps that rule). Any other string (e.g. "draft")
+ * counts as NULL.
+ *
+ * x-mcp-header-invalid, one per offending annotation, pointer to it: the
+ * value is not a string, is empty, is not an RFC 9110 token, repeats an
+ * earlier header of the tool ignoring case, sits on a parameter that is not
+ * string/integer/boolean (or an enum/const of such values), or is not
+ * reached from the root through "properties" alone (under items, anyOf,
+ * $defs, ... or on the root itself).
+ *
+ * Composed schemas. A required name counts as declared when the root, an
+ * allOf/anyOf/oneOf/then/else/dependentSchemas member or a local $ref
+ * ("#/...") target declares it in "properties"; a patternProperties or an
+ * unresolvable (remote, anchor) $ref makes every name count as declared,
+ * since we cannot see or evaluate it. A parameter counts as described when
+ * it, a member of its allOf/anyOf/oneOf or its local $ref target carries a
+ * description (unresolvable: described). No false positive over guessing.
+ *
+ * POINTERS (RFC 6901, "~" -> "~0", "/" -> "~1"). With one page they point
+ * into that page's result object: "/tools/3/inputSchema/required/1". With
+ * several pages they point into the JSON array of the pages, in the order
+ * given: "/1/tools/3/name" is tool 3 of the second page. A bare tools array
+ * passed as a page is treated as {"tools": array}, so pointers read the
+ * same whatever form was saved. Findings about something absent point where
+ * it belongs ("/tools/0/description").
+ *
+ * BOUNDS. At most CONTRACT_MAX_PAGES pages and CONTRACT_MAX_TOOLS tools are
+ * examined (beyond: not checked, report truncated); per schema at most
+ * CONTRACT_MAX_PROPS properties and required entries; recursion into
+ * composed schemas, $ref chains and the x-mcp-header walk stops at
+ * CONTRACT_MAX_DEPTH levels and CONTRACT_MAX_NODES subschemas per tool
+ * (annotations deeper than that are not seen); at most CONTRACT_MAX_FINDINGS
+ * findings are kept (counts, score and passed stay exact beyond it).
+ * Messages quote at most 64 bytes of a name, control characters replaced.
+ */
+#ifndef MCPWARDEN_CONTRACT_H
+#define MCPWARDEN_CONTRACT_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#define CONTRACT_MAX_PAGES    20
+#define CONTRACT_MAX_TOOLS    1024
+#define CONTRACT_MAX_PROPS    256
+#define CONTRACT_MAX_DEPTH    32
+#define CONTRACT_MAX_NODES    4096
+#define CONTRACT_MAX_FINDINGS 4096
+
+struct contract_report;
+
+struct contract_opts {
+	const char *era;   /* borrowed, may be NULL: see ERAS above */
+	int spec_only;     /* 1: usability problems become warnings */
+};
+
+/* One finding, read through contract_report_finding(). Every string is
+ * borrowed and lives as long as the report. */
+struct contract_finding {
+	const char *code;     /* static, one of the codes above */
+	const char *tool;     /* tool name, NULL when it has none or list-level
+	                         without a tool */
+	const char *message;  /* one line, no control characters */
+	const char *pointer;  /* RFC 6901, see POINTERS */
+	size_t page;          /* index of the page in contract_check's array */
+	long tool_index;      /* index of the tool in its page, -1 when the
+	                         finding is about the page itself */
+	int list_level;       /* 1: reported in the listing's problems[] */
+	int problem;          /* 1 problem, 0 warning (after spec_only) */
+	int spec;             /* 1 spec violation, 0 usability rule/warning */
+};
+
+/* Check the pages of one listing together. pages[i] (borrowed) is a
+ * tools/list result object ({"tools":[...], "nextCursor"?, ...}) or a bare
+ * tools array; a whole JSON-RPC response is not a page, pass its "result"
+ * (so pointers stay relative to the result the client sees). Pages past CONTRACT_MAX_PAGES are ignored and mark the
+ * report truncated. The cursor sequence is read from each page's
+ * nextCursor: a repeat raises cursor-loop; a last page that still names a
+ * next page marks the report truncated (the proxy checking the pages seen
+ * so far gets an honest "not complete"). opts may be NULL (all defaults).
+ * Returns an owned report (contract_report_free), or NULL when pages is
+ * NULL, npages is 0 or memory runs out. Nothing in pages is kept. */
+struct contract_report *contract_check(const json_t *const pages[], size_t npages,
+                                       const struct contract_opts *opts);
+void contract_report_free(struct contract_report *r);  /* accepts NULL */
+
+/* Share of examined tools with no tool-level problem (3 of 4 -> 0.75);
+ * 0 when no tool was examined. */
+double contract_report_score(const struct contract_report *r);
+/* 1 when there is no problem at all (tool or list level), else 0. */
+int contract_report_passed(const struct contract_report *r);
+/* 1 when the report does not cover the whole listing: more pages or tools
+ * than the caps, or the last page still has a nextCursor (including a
+ * cursor loop). Never present such a listing as complete. */
+int contract_report_truncated(const struct contract_report *r);
+size_t contract_report_ntools(const struct contract_report *r);   /* examined */
+size_t contract_report_nfailed(const struct contract_report *r);  /* with a problem */
+size_t contract_report_nproblems(const struct contract_report *r);
+size_t contract_report_nwarnings(const struct contract_report *r);
+/* Findings kept and the i-th (NULL past the end), in the order found: for
+ * each page its own findings then its tools' in order; cursor-loop and
+ * no-tools last. Borrowed: report lifetime. */
+size_t contract_report_nfindings(const struct contract_report *r);
+const struct contract_finding *contract_report_finding(const struct contract_report *r,
+                                                       size_t i);
+/* 1 when tool `index` of page `page` has a problem and must not reach a
+ * client in filter mode (a tool-level problem, or it repeats an earlier
+ * name while duplicate-name is a problem); 0 otherwise, also for tools
+ * beyond the caps, which were not examined. */
+int contract_report_tool_failed(const struct contract_report *r, size_t page, size_t index);
+
+/* "spec" or "usability" for a problem code, "warning" for a warning-only
+ * code, NULL for an unknown code. Static string. */
+const char *contract_code_rule(const char *code);
+
+/* Index (>= 0) of the first cursor equal to an earlier one in
+ * cursors[0..n) (borrowed; NULL entries are skipped), -1 when none repeats.
+ * Callers paging through a listing use it to stop at a cursor loop before
+ * fetching the same page again; contract_check applies the same rule to
+ * the pages' nextCursor values. */
+long contract_cursor_loop(const char *const cursors[], size_t n);
+
+/* The target of a local $ref inside root (borrowed from root): "#" or an
+ * RFC 6901 fragment "#/$defs/a" (~0, ~1 and %XX decoded). NULL for other
+ * references (remote documents, "#anchor") or one that leads nowhere.
+ * Never fetches anything. */
+const json_t *contract_resolve_ref(const json_t *root, const char *ref);
+
+/* The report as a new JSON object (owned by the caller):
+ *   {"tools":[{"name":s|null,"problems":[F],"warnings":[F]}],
+ *    "problems":[F], "warnings":[F], "score":0.75, "passed":bool,
+ *    "truncated":bool}
+ * with F = {"code","message","pointer","rule":"spec"|"usability"} and, for
+ * list-level findings about a tool, "tool". "tools" lists every examined
+ * tool in order. NULL when memory runs out. */
+json_t *contract_report_json(const struct contract_report *r);
+/* A readable multi-line report (NUL-terminated, owned: free()), or NULL
+ * when memory runs out. Only tools with findings are listed. */
+char *contract_report_text(const struct contract_report *r);
+
+/* A copy of page (borrowed; result object or bare tools array, as given
+ * to contract_check at index page_index) without the tools for which
+ * contract_report_tool_failed() is 1. Every other member of the result and
+ * of each kept tool is kept untouched, unknown ones included. Returns a new
+ * deep copy owned by the caller, or NULL when page has no tools array or
+ * memory runs out. */
+json_t *contract_filter(const json_t *page, size_t page_index,
+                        const struct contract_report *r);
+
+#endif
