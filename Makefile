@@ -96,7 +96,7 @@ ASAN_OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 asan:
 	$(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" unit fuzz integration
 
-bench: $(BIN) node_modules/.package-lock.json
+bench: $(BIN)
 	tests/bench/run.sh
 
 run: $(BIN) node_modules/.package-lock.json

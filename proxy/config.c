@@ -90,6 +90,11 @@ static void upstream_conf_fini(struct px_upstream_conf *u)
 	free(u->host_header);
 	free(u->basic_auth);
 	json_decref(u->contract);
+	for (size_t i = 0; i < u->nheaders; i++) {
+		free(u->headers[i].name);
+		free(u->headers[i].value);
+	}
+	free(u->headers);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -106,7 +111,34 @@ void config_free(struct px_config *cfg)
 	json_decref(cfg->policy);
 	json_decref(cfg->clients);
 	json_decref(cfg->admin);
+	for (size_t i = 0; i < cfg->ntokens; i++) {
+		free(cfg->tokens[i].name);
+		if (cfg->tokens[i].token) {
+			explicit_bzero(cfg->tokens[i].token, strlen(cfg->tokens[i].token));
+			free(cfg->tokens[i].token);
+		}
+	}
+	free(cfg->tokens);
 	free(cfg);
+}
+
+const struct px_client *config_client_by_token(const struct px_config *cfg, const char *bearer)
+{
+	const struct px_client *found = NULL;
+	size_t bl = strlen(bearer);
+
+	/* Every token is compared in full, so timing tells nothing of which
+	 * one (or how much of one) matched. */
+	for (size_t i = 0; i < cfg->ntokens; i++) {
+		const char *t = cfg->tokens[i].token;
+		size_t tl = strlen(t);
+		unsigned char diff = (unsigned char)(tl != bl);
+		for (size_t k = 0; k < tl; k++)
+			diff |= (unsigned char)(t[k] ^ (k < bl ? bearer[k] : 0));
+		if (diff == 0 && !found)
+			found = &cfg->tokens[i];
+	}
+	return found;
 }
 
 static struct px_config *config_defaults(void)
@@ -376,7 +408,8 @@ static const struct key_spec limit_keys[] = {
 
 static const struct key_spec upstream_keys[] = {
 	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
-	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {NULL, 0},
+	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {"headers", JSON_OBJECT},
+	{NULL, 0},
 };
 
 static const struct key_spec top_keys[] = {
@@ -441,6 +474,141 @@ static int path_ok(const char *p)
 	return 1;
 }
 
+/* "${NAME}" anywhere in a value is replaced by the environment variable
+ * NAME; a missing variable is an error (a silently empty credential would
+ * only show up as a 401 from the upstream). Returns an owned string. */
+static char *expand_env(struct errs *e, const char *where, const char *v)
+{
+	size_t cap = strlen(v) + 1, used = 0;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	while (*v) {
+		const char *val = NULL;
+		size_t vl = 1;
+		const char *end;
+		if (v[0] == '$' && v[1] == '{' && (end = strchr(v + 2, '}'))) {
+			char name[128];
+			snprintf(name, sizeof(name), "%.*s", (int)(end - v - 2), v + 2);
+			val = getenv(name);
+			if (!val) {
+				err_add(e, "%s: environment variable %s is not set", where, name);
+				val = "";
+			}
+			vl = strlen(val);
+			v = end + 1;
+		} else {
+			val = v++;
+		}
+		if (used + vl + 1 > cap) {
+			cap = (used + vl + 1) * 2;
+			char *n = realloc(out, cap);
+			if (!n) {
+				free(out);
+				return NULL;
+			}
+			out = n;
+		}
+		memcpy(out + used, val, vl);
+		used += vl;
+	}
+	out[used] = '\0';
+	return out;
+}
+
+static int header_value_ok(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < 0x20 && *v != '\t')
+			return 0;
+	return 1;
+}
+
+static int token_char(int c)
+{
+	return c > 0x20 && c < 0x7f && !strchr("\"(),/:;<=>?@[\\]{}", c);
+}
+
+static void load_headers(struct errs *e, const char *where, json_t *hj,
+                         struct px_upstream_conf *u)
+{
+	const char *key;
+	json_t *val;
+	size_t n = json_object_size(hj);
+
+	u->headers = calloc(n ? n : 1, sizeof(*u->headers));
+	if (!u->headers)
+		return;
+	json_object_foreach(hj, key, val) {
+		char w[160];
+		snprintf(w, sizeof(w), "%s.headers.%s", where, key);
+		const char *k;
+		for (k = key; *k && token_char((unsigned char)*k); k++)
+			;
+		if (!*key || *k) {
+			err_add(e, "%s: not a valid header name", w);
+			continue;
+		}
+		if (!json_is_string(val)) {
+			err_add(e, "%s: must be a string", w);
+			continue;
+		}
+		char *v = expand_env(e, w, json_string_value(val));
+		if (!v || !header_value_ok(v)) {
+			err_add(e, "%s: the value holds control characters", w);
+			free(v);
+			continue;
+		}
+		u->headers[u->nheaders].name = strdup(key);
+		u->headers[u->nheaders].value = v;
+		u->nheaders++;
+	}
+}
+
+static const struct key_spec client_keys[] = {
+	{"name", JSON_STRING}, {"token", JSON_STRING}, {"token_env", JSON_STRING}, {NULL, 0},
+};
+
+static void load_clients(struct errs *e, json_t *arr, struct px_config *cfg)
+{
+	size_t n = json_array_size(arr);
+	cfg->tokens = calloc(n ? n : 1, sizeof(*cfg->tokens));
+	if (!cfg->tokens)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char w[64];
+		json_t *cj = json_array_get(arr, i);
+		snprintf(w, sizeof(w), "$.clients[%zu]", i);
+		if (!json_is_object(cj)) {
+			err_add(e, "%s: must be an object", w);
+			continue;
+		}
+		check_keys(e, w, cj, client_keys);
+		const char *name = json_string_value(json_object_get(cj, "name"));
+		const char *tok = json_string_value(json_object_get(cj, "token"));
+		const char *env = json_string_value(json_object_get(cj, "token_env"));
+		if (!name || !*name) {
+			err_add(e, "%s.name: required", w);
+			continue;
+		}
+		if (!!tok == !!env) {
+			err_add(e, "%s: give exactly one of token and token_env", w);
+			continue;
+		}
+		if (env && !(tok = getenv(env))) {
+			err_add(e, "%s.token_env: environment variable %s is not set", w, env);
+			continue;
+		}
+		if (strlen(tok) < 16) {
+			err_add(e, "%s: the token must be at least 16 characters", w);
+			continue;
+		}
+		cfg->tokens[cfg->ntokens].name = strdup(name);
+		cfg->tokens[cfg->ntokens].token = strdup(tok);
+		cfg->ntokens++;
+	}
+}
+
 static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config *cfg)
 {
 	char where[64];
@@ -459,6 +627,9 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 	u->connect_timeout_ms = cfg->timeouts.connect_ms;
 	u->request_timeout_ms = cfg->timeouts.request_ms;
 	u->contract = json_incref(json_object_get(uj, "contract"));
+	json_t *hj = json_object_get(uj, "headers");
+	if (json_is_object(hj))
+		load_headers(e, where, hj, u);
 	json_t *t = json_object_get(uj, "timeouts");
 	if (json_is_object(t)) {
 		char w2[80];
@@ -514,8 +685,10 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	json_t *sec;
 	if (json_is_object(sec = json_object_get(root, "policy")))
 		cfg->policy = json_incref(sec);
-	if (json_is_array(sec = json_object_get(root, "clients")))
+	if (json_is_array(sec = json_object_get(root, "clients"))) {
 		cfg->clients = json_incref(sec);
+		load_clients(e, sec, cfg);
+	}
 	if (json_is_object(sec = json_object_get(root, "admin")))
 		cfg->admin = json_incref(sec);
 	json_t *ups = json_object_get(root, "upstreams");

@@ -16,6 +16,20 @@
 
 #include "proxy/log.h"
 
+/* A header the proxy adds to every request to an upstream (its own
+ * credentials, say). The value may come from the environment and is a
+ * secret: it is only ever written to the upstream's socket. */
+struct px_header {
+	char *name;          /* owned */
+	char *value;         /* owned */
+};
+
+/* A client token: requests presenting it are from `name`. */
+struct px_client {
+	char *name;          /* owned */
+	char *token;         /* owned, secret */
+};
+
 struct px_upstream_conf {
 	char *name;          /* owned */
 	char *path;          /* owned: client-side path, e.g. "/staging/mcp" */
@@ -31,6 +45,8 @@ struct px_upstream_conf {
 	/* owned reference: this upstream's "contract" section, parsed by the
 	 * contract hook (NULL when absent) */
 	json_t *contract;
+	struct px_header *headers;  /* owned array: "headers" */
+	size_t nheaders;
 };
 
 struct px_config {
@@ -53,9 +69,16 @@ struct px_config {
 	 * only their JSON type; each module parses its own section (policy/,
 	 * admin/, the client list in transport_http.c). */
 	json_t *policy;      /* object: "policy" or the file named by --policy */
-	json_t *clients;     /* array: "clients" */
+	json_t *clients;     /* array: "clients" (parsed into `tokens` below) */
 	json_t *admin;       /* object: "admin" (with --admin folded in) */
+	/* With tokens, every MCP request must present one (401 otherwise);
+	 * the client's Authorization then stays at the proxy. */
+	struct px_client *tokens;   /* owned array */
+	size_t ntokens;
 };
+
+/* The client whose token is `bearer` (constant-time compares), or NULL. */
+const struct px_client *config_client_by_token(const struct px_config *cfg, const char *bearer);
 
 /* What main should do after parsing argv. */
 enum config_action { CONFIG_RUN, CONFIG_CHECK_ONLY, CONFIG_HELP, CONFIG_VERSION };

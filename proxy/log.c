@@ -110,6 +110,7 @@ void log_access(const struct log_access *a)
 		json_object_set_new(o, "msg", json_string("request"));
 		json_object_set_new(o, "conn", json_integer((json_int_t)a->conn_id));
 		set_str(o, "client", a->client);
+		set_str(o, "client_name", a->client_name);
 		set_str(o, "http_method", a->http_method);
 		set_str(o, "path", a->path);
 		set_str(o, "upstream", a->upstream);
@@ -124,8 +125,9 @@ void log_access(const struct log_access *a)
 		return;
 	}
 	snprintf(line, sizeof(line),
-	         "%s info  #%llu %s %s %s%s%s%s%s -> %d %.1fms in=%llu out=%llu%s%s%s%s\n",
-	         ts, a->conn_id, a->client ? a->client : "-",
+	         "%s info  #%llu %s%s%s %s %s%s%s%s%s -> %d %.1fms in=%llu out=%llu%s%s%s%s\n",
+	         ts, a->conn_id, a->client ? a->client : "-", a->client_name ? " as=" : "",
+	         a->client_name ? a->client_name : "",
 	         a->http_method ? a->http_method : "-", a->path ? a->path : "-",
 	         a->rpc_method ? " " : "", a->rpc_method ? a->rpc_method : "",
 	         a->tool ? " tool=" : "", a->tool ? a->tool : "", a->status,

@@ -26,6 +26,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 struct log_access {
 	unsigned long long conn_id;
 	const char *client;      /* "ip:port" */
+	const char *client_name; /* whose client token, or NULL */
 	const char *http_method;
 	const char *path;        /* without query string */
 	const char *upstream;    /* upstream name */

@@ -73,6 +73,7 @@ struct exchange {
 	uint64_t last_write_us;
 	const char *error;                  /* static: why the exchange failed */
 	enum inspect_end end;
+	int keep_client_auth;               /* forward the client's Authorization */
 	char reply_session[160];            /* Mcp-Session-Id of the reply */
 	char path[256];                     /* request path without query, for logs */
 };
@@ -191,6 +192,14 @@ static int forwardable_request_header(const char *name, size_t len, const char *
 	       !header_is(name, len, "expect") && !header_is(name, len, "accept-encoding");
 }
 
+static int configured_header(const struct px_upstream_conf *uc, const char *name, size_t len)
+{
+	for (size_t i = 0; i < uc->nheaders; i++)
+		if (header_is(name, len, uc->headers[i].name))
+			return 1;
+	return 0;
+}
+
 static struct evbuffer *build_request(struct exchange *ex, const char *target,
                                       struct evbuffer *body)
 {
@@ -209,11 +218,24 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 		size_t nl, vl;
 		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
 			break;
-		if (!forwardable_request_header(n, nl, connection))
+		if (!forwardable_request_header(n, nl, connection) ||
+		    configured_header(ex->uc, n, nl))
 			continue;
-		if (header_is(n, nl, "authorization"))
+		if (header_is(n, nl, "authorization")) {
+			/* A token the proxy checked is the proxy's, not the
+			 * upstream's: passing it on is the token passthrough the
+			 * spec forbids. */
+			if (!ex->keep_client_auth)
+				continue;
 			has_auth = 1;
+		}
 		http_resp_header(out, n, nl, v, vl);
+	}
+	for (size_t i = 0; i < ex->uc->nheaders; i++) {
+		const struct px_header *h = &ex->uc->headers[i];
+		if (header_is(h->name, strlen(h->name), "authorization"))
+			has_auth = 1;
+		http_resp_header(out, h->name, strlen(h->name), h->value, strlen(h->value));
 	}
 	if (ex->uc->basic_auth && !has_auth)
 		evbuffer_add_printf(out, "Authorization: %s\r\n", ex->uc->basic_auth);
@@ -704,6 +726,46 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	return ex;
 }
 
+/* With client tokens configured, who is calling. Returns 0, or -1 after
+ * answering 401. */
+static int authenticate(struct exchange *ex)
+{
+	const struct px_config *cfg = ex->ctx->cfg;
+	const char *auth = http_msg_header(ex->req, "authorization");
+	const struct px_client *who = NULL;
+
+	if (cfg->ntokens == 0) {
+		ex->keep_client_auth = 1;
+		return 0;
+	}
+	if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+		who = config_client_by_token(cfg, auth + 7);
+	if (who) {
+		ex->where.client_name = who->name;
+		return 0;
+	}
+	struct evbuffer *h = evbuffer_new();
+	json_t *err = jrpc_error_new(NULL, JRPC_INVALID_REQUEST,
+	                             auth ? "invalid client token" : "a client token is required", NULL);
+	char *s = err ? json_dumps(err, JSON_COMPACT) : NULL;
+	ex->mode = RESP_LOCAL;
+	ex->end = INSPECT_END_REJECTED;
+	if (h && s) {
+		evbuffer_add_printf(h, "WWW-Authenticate: Bearer realm=\"mcpwarden\"\r\n"
+		                       "Content-Type: application/json\r\n");
+		conn_reply_head(ex->c, 401, h, (int64_t)strlen(s));
+		conn_reply_body(ex->c, s, strlen(s));
+		conn_reply_end(ex->c);
+	} else {
+		conn_abort(ex->c, "out of memory");
+	}
+	free(s);
+	json_decref(err);
+	if (h)
+		evbuffer_free(h);
+	return -1;
+}
+
 /* Parses and checks a POST body. Returns 0, or -1 after replying. */
 static int parse_post(struct exchange *ex, struct evbuffer *body)
 {
@@ -750,6 +812,14 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 	ex->where.upstream = ex->uc->name;
 	int is_mcp = strcmp(ex->path, ex->uc->path) == 0;
 	const char *method = http_msg_method(req);
+	/* OAuth metadata stays public; the MCP endpoint needs a token when
+	 * tokens are configured. */
+	if (!is_mcp)
+		ex->keep_client_auth = 1;
+	else if (authenticate(ex) < 0) {
+		evbuffer_free(body);
+		return ex;
+	}
 	ex->is_stream = is_mcp && strcmp(method, "GET") == 0;
 
 	struct evbuffer *send = body;
@@ -806,6 +876,7 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 	struct log_access a = {
 		.conn_id = ex->where.conn_id,
 		.client = ex->where.client,
+		.client_name = ex->where.client_name,
 		.http_method = ex->where.http_method,
 		.path = ex->path,
 		.upstream = ex->uc ? ex->uc->name : NULL,
