@@ -119,6 +119,12 @@ void config_free(struct px_config *cfg)
 		}
 	}
 	free(cfg->tokens);
+	for (size_t i = 0; i < cfg->nhosts; i++)
+		free(cfg->hosts[i]);
+	free(cfg->hosts);
+	for (size_t i = 0; i < cfg->norigins; i++)
+		free(cfg->origins[i]);
+	free(cfg->origins);
 	free(cfg);
 }
 
@@ -415,7 +421,8 @@ static const struct key_spec upstream_keys[] = {
 static const struct key_spec top_keys[] = {
 	{"listen", JSON_STRING}, {"upstreams", JSON_ARRAY}, {"timeouts", JSON_OBJECT},
 	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {"policy", JSON_OBJECT},
-	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {NULL, 0},
+	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {"allowed_hosts", JSON_ARRAY},
+	{"allowed_origins", JSON_ARRAY}, {NULL, 0},
 };
 
 static const struct key_spec log_keys[] = {
@@ -663,6 +670,23 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 	}
 }
 
+/* An array of non-empty strings into an owned char * array. */
+static void load_strings(struct errs *e, const char *where, json_t *arr, char ***out, size_t *n)
+{
+	size_t len = json_array_size(arr);
+	*out = calloc(len ? len : 1, sizeof(**out));
+	if (!*out)
+		return;
+	for (size_t i = 0; i < len; i++) {
+		const char *s = json_string_value(json_array_get(arr, i));
+		if (!s || !*s || strpbrk(s, " \t\r\n")) {
+			err_add(e, "%s[%zu]: must be a non-empty string without spaces", where, i);
+			continue;
+		}
+		(*out)[(*n)++] = strdup(s);
+	}
+}
+
 static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 {
 	if (!json_is_object(root)) {
@@ -683,6 +707,10 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	if (json_is_object(lg))
 		load_log(e, lg, cfg);
 	json_t *sec;
+	if (json_is_array(sec = json_object_get(root, "allowed_hosts")))
+		load_strings(e, "$.allowed_hosts", sec, &cfg->hosts, &cfg->nhosts);
+	if (json_is_array(sec = json_object_get(root, "allowed_origins")))
+		load_strings(e, "$.allowed_origins", sec, &cfg->origins, &cfg->norigins);
 	if (json_is_object(sec = json_object_get(root, "policy")))
 		cfg->policy = json_incref(sec);
 	if (json_is_array(sec = json_object_get(root, "clients"))) {
@@ -978,5 +1006,8 @@ struct px_config *config_from_argv(int argc, char **argv, enum config_action *ac
 		config_free(cfg);
 		return NULL;
 	}
+	const char *lh = cfg->listen_host;
+	cfg->listen_loopback = strcmp(lh, "localhost") == 0 || strcmp(lh, "::1") == 0 ||
+	                       strncmp(lh, "127.", 4) == 0;
 	return cfg;
 }

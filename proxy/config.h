@@ -75,6 +75,12 @@ struct px_config {
 	 * the client's Authorization then stays at the proxy. */
 	struct px_client *tokens;   /* owned array */
 	size_t ntokens;
+	/* "allowed_hosts" / "allowed_origins": owned arrays of owned strings. */
+	char **hosts;
+	size_t nhosts;
+	char **origins;
+	size_t norigins;
+	int listen_loopback;        /* listen_host is a loopback address/name */
 };
 
 /* The client whose token is `bearer` (constant-time compares), or NULL. */

@@ -36,6 +36,7 @@
 #include "proxy/inspect.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
+#include "proxy/origin.h"
 #include "proxy/sse.h"
 #include "proxy/transport.h"
 #include "proxy/upstream.h"
@@ -788,6 +789,29 @@ static int parse_post(struct exchange *ex, struct evbuffer *body)
 	return 0;
 }
 
+/* DNS rebinding and cross-site requests: Returns 0, or -1 after 403. */
+static int check_origin(struct exchange *ex)
+{
+	const struct px_config *cfg = ex->ctx->cfg;
+	struct origin_policy p = {
+		.hosts = (const char *const *)cfg->hosts,
+		.nhosts = cfg->nhosts,
+		.origins = (const char *const *)cfg->origins,
+		.norigins = cfg->norigins,
+		.loopback_only = cfg->listen_loopback,
+	};
+	const char *host = http_msg_header(ex->req, "host");
+	if (!origin_host_allowed(&p, host)) {
+		reply_error(ex, 403, JRPC_INVALID_REQUEST, "Host not allowed", NULL);
+		return -1;
+	}
+	if (!origin_origin_allowed(&p, http_msg_header(ex->req, "origin"), host)) {
+		reply_error(ex, 403, JRPC_INVALID_REQUEST, "Origin not allowed", NULL);
+		return -1;
+	}
+	return 0;
+}
+
 static struct exchange *http_start(struct conn *c, const struct http_msg *req,
                                    struct evbuffer *body)
 {
@@ -799,6 +823,10 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		evbuffer_free(body);
 		conn_abort(c, "out of memory");
 		return NULL;
+	}
+	if (check_origin(ex) < 0) {
+		evbuffer_free(body);
+		return ex;
 	}
 	const char *url = http_msg_url(req);
 	const char *q = strchr(url, '?');
