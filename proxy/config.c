@@ -90,6 +90,9 @@ static void upstream_conf_fini(struct px_upstream_conf *u)
 	free(u->host_header);
 	free(u->basic_auth);
 	json_decref(u->contract);
+	free(u->tls_ca_file);
+	free(u->tls_cert_file);
+	free(u->tls_key_file);
 	for (size_t i = 0; i < u->nheaders; i++) {
 		free(u->headers[i].name);
 		free(u->headers[i].value);
@@ -125,6 +128,8 @@ void config_free(struct px_config *cfg)
 	for (size_t i = 0; i < cfg->norigins; i++)
 		free(cfg->origins[i]);
 	free(cfg->origins);
+	free(cfg->tls_cert_file);
+	free(cfg->tls_key_file);
 	free(cfg);
 }
 
@@ -369,11 +374,13 @@ static int check_keys(struct errs *e, const char *where, json_t *obj,
 		if (!s->name) {
 			err_add(e, "%s.%s: unknown key", where, key);
 			bad++;
-		} else if (json_typeof(val) != s->type) {
+		} else if (json_typeof(val) != s->type &&
+		           !(s->type == JSON_TRUE && json_is_boolean(val))) {
 			err_add(e, "%s.%s: must be %s", where, key,
 			        s->type == JSON_STRING    ? "a string"
 			        : s->type == JSON_INTEGER ? "a non-negative integer"
 			        : s->type == JSON_OBJECT  ? "an object"
+			        : s->type == JSON_TRUE    ? "true or false"
 			                                  : "an array");
 			bad++;
 		}
@@ -415,14 +422,23 @@ static const struct key_spec limit_keys[] = {
 static const struct key_spec upstream_keys[] = {
 	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
 	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {"headers", JSON_OBJECT},
-	{NULL, 0},
+	{"tls", JSON_OBJECT}, {NULL, 0},
+};
+
+static const struct key_spec upstream_tls_keys[] = {
+	{"ca_file", JSON_STRING}, {"cert_file", JSON_STRING}, {"key_file", JSON_STRING},
+	{"insecure_skip_verify", JSON_TRUE}, {NULL, 0},
+};
+
+static const struct key_spec listen_tls_keys[] = {
+	{"cert_file", JSON_STRING}, {"key_file", JSON_STRING}, {NULL, 0},
 };
 
 static const struct key_spec top_keys[] = {
 	{"listen", JSON_STRING}, {"upstreams", JSON_ARRAY}, {"timeouts", JSON_OBJECT},
 	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {"policy", JSON_OBJECT},
 	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {"allowed_hosts", JSON_ARRAY},
-	{"allowed_origins", JSON_ARRAY}, {NULL, 0},
+	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {NULL, 0},
 };
 
 static const struct key_spec log_keys[] = {
@@ -652,8 +668,21 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 		err_add(e, "%s.url: required", where);
 	} else if (config_parse_url(u, url, &why) < 0) {
 		err_add(e, "%s.url: %s", where, why);
-	} else if (u->tls) {
-		err_add(e, "%s.url: https:// upstreams are not supported yet", where);
+	}
+	json_t *tj = json_object_get(uj, "tls");
+	if (json_is_object(tj)) {
+		char w2[80];
+		snprintf(w2, sizeof(w2), "%s.tls", where);
+		check_keys(e, w2, tj, upstream_tls_keys);
+		const char *ca = json_string_value(json_object_get(tj, "ca_file"));
+		const char *cert = json_string_value(json_object_get(tj, "cert_file"));
+		const char *key = json_string_value(json_object_get(tj, "key_file"));
+		u->tls_ca_file = ca ? strdup(ca) : NULL;
+		u->tls_cert_file = cert ? strdup(cert) : NULL;
+		u->tls_key_file = key ? strdup(key) : NULL;
+		u->tls_insecure_skip_verify = json_is_true(json_object_get(tj, "insecure_skip_verify"));
+		if (!!cert != !!key)
+			err_add(e, "%s: cert_file and key_file go together", w2);
 	}
 	path = path ? path : "/mcp";
 	if (!path_ok(path))
@@ -707,6 +736,15 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	if (json_is_object(lg))
 		load_log(e, lg, cfg);
 	json_t *sec;
+	if (json_is_object(sec = json_object_get(root, "tls"))) {
+		check_keys(e, "$.tls", sec, listen_tls_keys);
+		const char *cert = json_string_value(json_object_get(sec, "cert_file"));
+		const char *key = json_string_value(json_object_get(sec, "key_file"));
+		if (!cert || !key)
+			err_add(e, "$.tls: cert_file and key_file are both required");
+		cfg->tls_cert_file = cert ? strdup(cert) : NULL;
+		cfg->tls_key_file = key ? strdup(key) : NULL;
+	}
 	if (json_is_array(sec = json_object_get(root, "allowed_hosts")))
 		load_strings(e, "$.allowed_hosts", sec, &cfg->hosts, &cfg->nhosts);
 	if (json_is_array(sec = json_object_get(root, "allowed_origins")))
@@ -780,6 +818,7 @@ struct cli {
 	const char *file, *listen, *upstream, *path, *log_level, *log_format;
 	const char *connect_ms, *request_ms, *idle_ms, *keepalive_ms, *max_body;
 	const char *policy, *admin, *contract, *baseline;
+	const char *tls_cert, *tls_key;
 	int spec_only;
 };
 
@@ -824,6 +863,8 @@ static void parse_argv(int argc, char **argv, struct cli *cli, enum config_actio
 		{"--admin", offsetof(struct cli, admin)},
 		{"--contract", offsetof(struct cli, contract)},
 		{"--baseline", offsetof(struct cli, baseline)},
+		{"--tls-cert", offsetof(struct cli, tls_cert)},
+		{"--tls-key", offsetof(struct cli, tls_key)},
 	};
 
 	for (int i = 1; i < argc; i++) {
@@ -963,10 +1004,18 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 			err_add(e, "--path: must start with / and hold no spaces, '?' or '#'");
 		if (config_parse_url(u, cli->upstream, &why) < 0)
 			err_add(e, "--upstream: %s", why);
-		else if (u->tls)
-			err_add(e, "--upstream: https:// upstreams are not supported yet");
 	} else if (cli->path) {
 		err_add(e, "--path: goes with --upstream");
+	}
+	if (cli->tls_cert || cli->tls_key) {
+		if (!cli->tls_cert || !cli->tls_key) {
+			err_add(e, "--tls-cert and --tls-key go together");
+		} else {
+			free(cfg->tls_cert_file);
+			free(cfg->tls_key_file);
+			cfg->tls_cert_file = strdup(cli->tls_cert);
+			cfg->tls_key_file = strdup(cli->tls_key);
+		}
 	}
 	apply_cli_modules(e, cli, cfg);
 	/* Per-upstream timeouts default to the global ones, including flags. */

@@ -39,7 +39,10 @@ struct px_upstream_conf {
 	char *target;        /* owned: upstream request-target (path + query) */
 	char *host_header;   /* owned: "host:port" as sent in Host */
 	char *basic_auth;    /* owned: "Basic ..." from URL userinfo, or NULL */
-	int tls;             /* https:// (TLS has its own issue: refused for now) */
+	int tls;             /* https:// */
+	/* "tls": verification of an https upstream (owned strings or NULL) */
+	char *tls_ca_file, *tls_cert_file, *tls_key_file;
+	int tls_insecure_skip_verify;
 	unsigned connect_timeout_ms;
 	unsigned request_timeout_ms;
 	/* owned reference: this upstream's "contract" section, parsed by the
@@ -81,6 +84,8 @@ struct px_config {
 	char **origins;
 	size_t norigins;
 	int listen_loopback;        /* listen_host is a loopback address/name */
+	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
+	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */
 };
 
 /* The client whose token is `bearer` (constant-time compares), or NULL. */

@@ -18,7 +18,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/ssl.h>
 
 #include "proxy/config.h"
 #include "proxy/ctx.h"
@@ -290,6 +292,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 	(void)bev;
 
+	/* A TLS handshake finished: nothing to do, requests follow. */
+	if (what == BEV_EVENT_CONNECTED)
+		return;
 	if (c->state == CONN_READING && (what & BEV_EVENT_TIMEOUT)) {
 		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
 		return;
@@ -303,7 +308,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* ---- public --------------------------------------------------------------- */
 
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen, const struct transport_ops *ops)
+                      int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	(void)salen;
@@ -328,8 +333,21 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 		port = ntohs(in6->sin6_port);
 		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", ip, port);
 	}
-	c->bev = bufferevent_socket_new(ctx->base, fd,
-	                                BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (tls) {
+		SSL *ssl = SSL_new(tls);
+		c->bev = ssl ? bufferevent_openssl_socket_new(ctx->base, fd, ssl,
+		                                              BUFFEREVENT_SSL_ACCEPTING,
+		                                              BEV_OPT_CLOSE_ON_FREE |
+		                                                      BEV_OPT_DEFER_CALLBACKS)
+		             : NULL;
+		if (ssl && !c->bev)
+			SSL_free(ssl);
+		if (c->bev)
+			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	} else {
+		c->bev = bufferevent_socket_new(ctx->base, fd,
+		                                BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	}
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
 	c->parser = http_parser_new(HTTP_KIND_REQUEST, ctx->cfg->limits.max_header_bytes,
 	                            &req_cbs, c);

@@ -23,12 +23,13 @@ struct evbuffer;
 struct conn;
 
 struct transport_ops;
+struct ssl_ctx_st;
 
 /* Takes ownership of fd; requests go to the adapter ops (the MCP
  * transports on the client listener, the admin endpoint on its own).
  * Returns NULL (fd closed) on failure. */
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen, const struct transport_ops *ops);
+                      int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls);
 
 /* Start of drain (SIGTERM): idle connections close now, busy ones after
  * their reply, long-lived streams are ended. */

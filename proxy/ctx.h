@@ -34,6 +34,7 @@ struct px_ctx {
 	unsigned long long next_conn_id;
 	int draining;
 	struct event *drain_timer;    /* owned */
+	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
 	struct px_stats stats;
 	/* Modules plugged into the hook; each NULL when not configured. */
 	struct admin *admin;              /* owned: admin/admin.c */

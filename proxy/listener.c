@@ -20,6 +20,7 @@
 struct listener {
 	struct px_ctx *ctx;           /* borrowed */
 	const struct transport_ops *ops;
+	struct ssl_ctx_st **tls;      /* borrowed: where the current context is */
 	struct evconnlistener *evl;   /* owned */
 	int paused;
 	char address[80];
@@ -30,7 +31,7 @@ static void accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct soc
 {
 	struct listener *l = arg;
 	(void)evl;
-	conn_new(l->ctx, fd, sa, salen, l->ops);
+	conn_new(l->ctx, fd, sa, salen, l->ops, l->tls ? *l->tls : NULL);
 	listener_update(l);
 }
 
@@ -94,6 +95,11 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
 		}
 	}
 	return l;
+}
+
+void listener_set_tls(struct listener *l, struct ssl_ctx_st **tls)
+{
+	l->tls = tls;
 }
 
 void listener_free(struct listener *l)

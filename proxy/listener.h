@@ -9,11 +9,15 @@ struct px_ctx;
 struct listener;
 
 struct transport_ops;
+struct ssl_ctx_st;
 
 /* Binds host:port; accepted connections hand their requests to ops.
  * Returns NULL with a reason in errbuf. */
 struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
                               const struct transport_ops *ops, char *errbuf, size_t errlen);
+/* New connections speak TLS with *tls (read at each accept, so a reload
+ * that swaps the context applies to the next connection). */
+void listener_set_tls(struct listener *l, struct ssl_ctx_st **tls);
 void listener_free(struct listener *l);
 /* Re-checks the connection cap (after a connection closed). */
 void listener_update(struct listener *l);

@@ -21,13 +21,16 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/ssl.h>
 
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/http_parse.h"
 #include "proxy/limits.h"
 #include "proxy/log.h"
+#include "proxy/tls.h"
 
 struct upconn {
 	struct upstream *up;            /* borrowed */
@@ -46,6 +49,7 @@ struct upstream {
 	socklen_t addrlen;
 	struct upconn *idle;                   /* owned list */
 	size_t nidle;
+	SSL_CTX *tls;                          /* owned, for https upstreams */
 };
 
 struct upstream_req {
@@ -94,8 +98,23 @@ static struct upconn *upconn_connect(struct upstream *u)
 	uc->up = u;
 	uc->parser = http_parser_new(HTTP_KIND_RESPONSE, u->ctx->cfg->limits.max_header_bytes,
 	                             &upconn_parser_cbs, uc);
-	uc->bev = bufferevent_socket_new(u->ctx->base, -1,
-	                                 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (u->tls) {
+		SSL *ssl = tls_client_ssl_new(u->tls, u->conf->host);
+		uc->bev = ssl ? bufferevent_openssl_socket_new(u->ctx->base, -1, ssl,
+		                                               BUFFEREVENT_SSL_CONNECTING,
+		                                               BEV_OPT_CLOSE_ON_FREE |
+		                                                       BEV_OPT_DEFER_CALLBACKS)
+		              : NULL;
+		if (ssl && !uc->bev)
+			SSL_free(ssl);
+		/* Many servers close without close_notify; the HTTP framing
+		 * tells a cut reply from a complete one anyway. */
+		if (uc->bev)
+			bufferevent_openssl_set_allow_dirty_shutdown(uc->bev, 1);
+	} else {
+		uc->bev = bufferevent_socket_new(u->ctx->base, -1,
+		                                 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	}
 	if (!uc->parser || !uc->bev) {
 		upconn_free(uc);
 		return NULL;
@@ -318,8 +337,10 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (!uc->connected) {
-		req_fail(r, UPSTREAM_ERR_CONNECT,
-		         errno == ECONNREFUSED ? "connection refused" : "cannot connect");
+		const char *why = errno == ECONNREFUSED ? "connection refused" : "cannot connect";
+		if (r->up->tls && errno != ECONNREFUSED)
+			why = tls_error_reason(bev);
+		req_fail(r, UPSTREAM_ERR_CONNECT, why);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
@@ -425,6 +446,19 @@ struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf 
 	memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
 	u->addrlen = res->ai_addrlen;
 	freeaddrinfo(res);
+	if (conf->tls) {
+		struct tls_client_opts o = {conf->tls_ca_file, conf->tls_cert_file, conf->tls_key_file,
+		                            conf->tls_insecure_skip_verify};
+		u->tls = tls_client_ctx_new(&o, errbuf, errlen);
+		if (!u->tls) {
+			free(u);
+			return NULL;
+		}
+		if (conf->tls_insecure_skip_verify)
+			log_msg(LOG_WARN, "upstream %s (%s): TLS CERTIFICATE VERIFICATION IS OFF "
+			                  "(insecure_skip_verify): anyone on the path can impersonate it",
+			        conf->name, conf->url_safe);
+	}
 	return u;
 }
 
@@ -437,6 +471,7 @@ void upstream_free(struct upstream *u)
 		u->idle = uc->next;
 		upconn_free(uc);
 	}
+	tls_ctx_free(u->tls);
 	free(u);
 }
 
