@@ -13,9 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
+#include "proxy/http_resp.h"
 #include "proxy/limits.h"
 
 struct errs {
@@ -287,8 +289,12 @@ int config_parse_url(struct px_upstream_conf *u, const char *url, const char **w
 			*why = "unterminated IPv6 address in the URL";
 			return -1;
 		}
-		if (host_end + 1 < path && host_end[1] == ':')
+		if (host_end + 1 < path && host_end[1] == ':') {
 			port = host_end + 2;
+		} else if (host_end + 1 != path) {
+			*why = "junk after the IPv6 address in the URL";
+			return -1;
+		}
 		u->host = xstrndup(host_start + 1, (size_t)(host_end - host_start - 1));
 	} else {
 		host_end = memchr(host_start, ':', (size_t)(path - host_start));
@@ -570,6 +576,14 @@ static void load_headers(struct errs *e, const char *where, json_t *hj,
 			;
 		if (!*key || *k) {
 			err_add(e, "%s: not a valid header name", w);
+			continue;
+		}
+		/* Framing and hop-by-hop fields are the proxy's to set: a
+		 * configured Content-Length or Transfer-Encoding would send
+		 * conflicting framing upstream. */
+		if (http_hop_by_hop(key, strlen(key), NULL) || strcasecmp(key, "host") == 0 ||
+		    strcasecmp(key, "content-length") == 0 || strcasecmp(key, "expect") == 0) {
+			err_add(e, "%s: set by the proxy, cannot be configured", w);
 			continue;
 		}
 		if (!json_is_string(val)) {
@@ -999,6 +1013,8 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 		cfg->nups = 1;
 		struct px_upstream_conf *u = &cfg->ups[0];
 		u->name = strdup("default");
+		u->connect_timeout_ms = cfg->timeouts.connect_ms;
+		u->request_timeout_ms = cfg->timeouts.request_ms;
 		u->path = strdup(cli->path ? cli->path : "/mcp");
 		if (!path_ok(u->path))
 			err_add(e, "--path: must start with / and hold no spaces, '?' or '#'");
@@ -1018,11 +1034,12 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 		}
 	}
 	apply_cli_modules(e, cli, cfg);
-	/* Per-upstream timeouts default to the global ones, including flags. */
+	/* A flag is the operator's last word: it overrides every upstream's
+	 * own timeout (an explicit 0 in the file, which disables, included). */
 	for (size_t i = 0; i < cfg->nups; i++) {
-		if (cli->connect_ms || !cfg->ups[i].connect_timeout_ms)
+		if (cli->connect_ms)
 			cfg->ups[i].connect_timeout_ms = cfg->timeouts.connect_ms;
-		if (cli->request_ms || !cfg->ups[i].request_timeout_ms)
+		if (cli->request_ms)
 			cfg->ups[i].request_timeout_ms = cfg->timeouts.request_ms;
 	}
 }

@@ -31,6 +31,11 @@ struct http_msg {
 	struct http_hdr hdr[LIMIT_MAX_HEADERS];
 	size_t nhdr;
 	int in_field, in_value;       /* a header entry is open */
+	/* Past the head: chunked trailers are not headers (nothing after the
+	 * head may move the buffer under pointers handed out), but their bytes
+	 * still count against the cap. */
+	int in_trailers;
+	size_t trailer_bytes;
 	char *buf;                    /* owned */
 	size_t used, cap;
 };
@@ -114,11 +119,21 @@ static int on_url_complete(llhttp_t *ll)
 	return terminate(p);
 }
 
+static int count_trailer(struct http_parser *p, size_t len)
+{
+	p->msg.trailer_bytes += len;
+	if (p->msg.used + p->msg.trailer_bytes > p->max)
+		return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "trailer block too large");
+	return 0;
+}
+
 static int on_header_field(llhttp_t *ll, const char *at, size_t len)
 {
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
+	if (m->in_trailers)
+		return count_trailer(p, len);
 	if (!m->in_field) {
 		if (m->nhdr >= LIMIT_MAX_HEADERS)
 			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
@@ -133,6 +148,8 @@ static int on_header_field(llhttp_t *ll, const char *at, size_t len)
 static int on_header_field_complete(llhttp_t *ll)
 {
 	struct http_parser *p = PARSER(ll);
+	if (p->msg.in_trailers)
+		return 0;
 	if (!p->msg.in_field && on_header_field(ll, "", 0))
 		return HPE_USER;
 	return buf_append(p, "", 0) ? HPE_USER : terminate(p);
@@ -143,6 +160,8 @@ static int on_header_value(llhttp_t *ll, const char *at, size_t len)
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
+	if (m->in_trailers)
+		return count_trailer(p, len);
 	if (!m->in_value) {
 		m->hdr[m->nhdr].val_off = (uint32_t)m->used;
 		m->hdr[m->nhdr].val_len = 0;
@@ -157,6 +176,8 @@ static int on_header_value_complete(llhttp_t *ll)
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
+	if (m->in_trailers)
+		return 0;
 	if (!m->in_value && on_header_value(ll, "", 0))
 		return HPE_USER;
 	struct http_hdr *h = &m->hdr[m->nhdr];
@@ -177,6 +198,11 @@ static int on_headers_complete(llhttp_t *ll)
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
+	m->in_trailers = 1;
+	/* The proxy never switches protocols or tunnels (Upgrade and
+	 * Connection are hop-by-hop and dropped; RFC 9110 §7.8 lets a server
+	 * ignore Upgrade): parse on as HTTP/1.1 instead of stopping. */
+	ll->upgrade = 0;
 	if (p->kind == HTTP_KIND_REQUEST) {
 		m->method = llhttp_method_name((llhttp_method_t)llhttp_get_method(ll));
 		if (!m->url_done && on_url_complete(ll))
@@ -262,6 +288,8 @@ static void msg_clear(struct http_msg *m)
 	memset(m, 0, offsetof(struct http_msg, hdr));
 	m->nhdr = 0;
 	m->in_field = m->in_value = 0;
+	m->in_trailers = 0;
+	m->trailer_bytes = 0;
 	m->buf = buf;
 	m->cap = cap;
 	m->used = 0;
@@ -295,6 +323,8 @@ enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, siz
 	*consumed = 0;
 	if (p->err != HTTP_ERR_NONE)
 		return HTTP_PARSE_ERROR;
+	if (p->done)
+		return HTTP_PARSE_DONE; /* still the last message: reset first */
 	llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
 	if (e == HPE_OK) {
 		*consumed = len;
@@ -317,6 +347,8 @@ enum http_parse_rc http_parser_finish(struct http_parser *p)
 		return HTTP_PARSE_ERROR;
 	if (p->done)
 		return HTTP_PARSE_DONE;
+	if (!p->started)
+		return HTTP_PARSE_MORE; /* between messages: a clean end */
 	llhttp_errno_t e = llhttp_finish(&p->ll);
 	if (e == HPE_PAUSED && p->done)
 		return HTTP_PARSE_DONE;
