@@ -22,7 +22,9 @@ LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 # tests and the fuzz drivers.
 MAIN_SRC  := proxy/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(wildcard proxy/*.c policy/*.c checks/*.c admin/*.c))
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The admin page is embedded with the assembler's .incbin (admin/page_asset.S).
+ASM_SRC   := $(wildcard admin/*.S)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
 LLHTTP_OBJ := $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o $(BUILD)/llhttp/llhttp.o
 LIB       := $(BUILD)/libmcpwarden.a
 
@@ -45,6 +47,12 @@ $(LIB): $(LIB_OBJ)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
+$(BUILD)/admin/page_asset.o: admin/page.html
 
 # llhttp's C sources come from Debian's node-llhttp package, never from this
 # repository. They are generated code: build them without our warning set.

@@ -6,10 +6,13 @@
  */
 #include "proxy/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +63,7 @@ const char *config_usage(void)
 	       "      --listen HOST:PORT    client listener (default 127.0.0.1:8080)\n"
 	       "      --upstream URL        the one upstream, e.g. http://127.0.0.1:3001/mcp\n"
 	       "      --path PATH           client-side path of that upstream (default /mcp)\n"
+	       "      --upstream-transport T  auto|streamable_http|sse (default auto; every upstream)\n"
 	       "      --connect-timeout MS  upstream TCP connect (default 5000)\n"
 	       "      --request-timeout MS  upstream response (default 60000)\n"
 	       "      --idle-timeout MS     idle client connection (default 60000)\n"
@@ -90,13 +94,19 @@ static void upstream_conf_fini(struct px_upstream_conf *u)
 	free(u->port);
 	free(u->target);
 	free(u->host_header);
+	if (u->basic_auth)
+		explicit_bzero(u->basic_auth, strlen(u->basic_auth));
 	free(u->basic_auth);
+	free(u->sse_path);
+	free(u->messages_path);
 	json_decref(u->contract);
 	free(u->tls_ca_file);
 	free(u->tls_cert_file);
 	free(u->tls_key_file);
 	for (size_t i = 0; i < u->nheaders; i++) {
 		free(u->headers[i].name);
+		/* Configured values are credentials: wipe before freeing. */
+		explicit_bzero(u->headers[i].value, strlen(u->headers[i].value));
 		free(u->headers[i].value);
 	}
 	free(u->headers);
@@ -167,12 +177,16 @@ static struct px_config *config_defaults(void)
 	cfg->timeouts.upstream_idle_ms = TIMEOUT_UPSTREAM_IDLE_MS;
 	cfg->timeouts.sse_keepalive_ms = TIMEOUT_SSE_KEEPALIVE_MS;
 	cfg->timeouts.drain_ms = TIMEOUT_DRAIN_MS;
+	cfg->timeouts.session_idle_ms = TIMEOUT_SESSION_IDLE_MS;
 	cfg->limits.max_body_bytes = LIMIT_MAX_BODY_BYTES;
 	cfg->limits.max_header_bytes = LIMIT_MAX_HEADER_BYTES;
 	cfg->limits.max_sse_event_bytes = LIMIT_MAX_SSE_EVENT_BYTES;
 	cfg->limits.max_connections = LIMIT_MAX_CONNECTIONS;
 	cfg->limits.max_batch = LIMIT_MAX_BATCH;
 	cfg->limits.max_output_bytes = LIMIT_MAX_OUTPUT_BYTES;
+	cfg->limits.max_sessions = LIMIT_MAX_SESSIONS;
+	cfg->limits.max_session_pending = LIMIT_MAX_SESSION_PENDING;
+	cfg->limits.max_session_queue = LIMIT_MAX_SESSION_QUEUE;
 	cfg->log_level = LOG_INFO;
 	if (!cfg->listen_host || !cfg->listen_port) {
 		config_free(cfg);
@@ -415,6 +429,7 @@ static const struct key_spec timeout_keys[] = {
 	{"connect_ms", JSON_INTEGER},    {"request_ms", JSON_INTEGER},
 	{"client_idle_ms", JSON_INTEGER}, {"upstream_idle_ms", JSON_INTEGER},
 	{"sse_keepalive_ms", JSON_INTEGER}, {"drain_ms", JSON_INTEGER},
+	{"session_idle_ms", JSON_INTEGER},
 	{NULL, 0},
 };
 
@@ -422,13 +437,16 @@ static const struct key_spec limit_keys[] = {
 	{"max_body_bytes", JSON_INTEGER},   {"max_header_bytes", JSON_INTEGER},
 	{"max_sse_event_bytes", JSON_INTEGER}, {"max_connections", JSON_INTEGER},
 	{"max_batch", JSON_INTEGER},        {"max_output_bytes", JSON_INTEGER},
+	{"max_sessions", JSON_INTEGER},     {"max_session_pending", JSON_INTEGER},
+	{"max_session_queue", JSON_INTEGER},
 	{NULL, 0},
 };
 
 static const struct key_spec upstream_keys[] = {
 	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
 	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {"headers", JSON_OBJECT},
-	{"tls", JSON_OBJECT}, {NULL, 0},
+	{"tls", JSON_OBJECT}, {"transport", JSON_STRING}, {"sse_path", JSON_STRING},
+	{"messages_path", JSON_STRING}, {NULL, 0},
 };
 
 static const struct key_spec upstream_tls_keys[] = {
@@ -462,6 +480,7 @@ static void load_timeouts(struct errs *e, const char *where, json_t *t, struct p
 	get_uint(e, where, t, "upstream_idle_ms", MAX_MS, &cfg->timeouts.upstream_idle_ms, sizeof(unsigned));
 	get_uint(e, where, t, "sse_keepalive_ms", MAX_MS, &cfg->timeouts.sse_keepalive_ms, sizeof(unsigned));
 	get_uint(e, where, t, "drain_ms", MAX_MS, &cfg->timeouts.drain_ms, sizeof(unsigned));
+	get_uint(e, where, t, "session_idle_ms", MAX_MS, &cfg->timeouts.session_idle_ms, sizeof(unsigned));
 }
 
 static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
@@ -474,6 +493,9 @@ static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
 	get_uint(e, w, l, "max_connections", 1000000, &cfg->limits.max_connections, sizeof(size_t));
 	get_uint(e, w, l, "max_batch", 100000, &cfg->limits.max_batch, sizeof(size_t));
 	get_uint(e, w, l, "max_output_bytes", 1ull << 30, &cfg->limits.max_output_bytes, sizeof(size_t));
+	get_uint(e, w, l, "max_sessions", 1000000, &cfg->limits.max_sessions, sizeof(size_t));
+	get_uint(e, w, l, "max_session_pending", 100000, &cfg->limits.max_session_pending, sizeof(size_t));
+	get_uint(e, w, l, "max_session_queue", 100000, &cfg->limits.max_session_queue, sizeof(size_t));
 }
 
 static void load_log(struct errs *e, json_t *l, struct px_config *cfg)
@@ -646,6 +668,82 @@ static void load_clients(struct errs *e, json_t *arr, struct px_config *cfg)
 	}
 }
 
+const char *config_transport_str(enum px_transport t)
+{
+	return t == PX_TRANSPORT_SSE ? "sse" : t == PX_TRANSPORT_STREAMABLE ? "streamable_http" : "auto";
+}
+
+static int config_transport_parse(const char *s, enum px_transport *out)
+{
+	if (strcmp(s, "auto") == 0)
+		*out = PX_TRANSPORT_AUTO;
+	else if (strcmp(s, "streamable_http") == 0)
+		*out = PX_TRANSPORT_STREAMABLE;
+	else if (strcmp(s, "sse") == 0)
+		*out = PX_TRANSPORT_SSE;
+	else
+		return -1;
+	return 0;
+}
+
+/* Whether `p` is taken by an upstream path or by another legacy path. */
+static int path_taken(const struct px_config *cfg, const char *p, const void *self)
+{
+	for (size_t i = 0; i < cfg->nups; i++) {
+		const struct px_upstream_conf *u = &cfg->ups[i];
+		if ((u->path && strcmp(u->path, p) == 0) ||
+		    ((const void *)&u->sse_path != self && u->sse_path && strcmp(u->sse_path, p) == 0) ||
+		    ((const void *)&u->messages_path != self && u->messages_path &&
+		     strcmp(u->messages_path, p) == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* The legacy HTTP+SSE face of each upstream (proxy/transport_sse.h): by
+ * default "/mcp" -> "/sse" + "/messages", "/x/mcp" -> "/x/sse" +
+ * "/x/messages", "/x" -> "/x/sse" + "/x/messages". A default that clashes
+ * with a path in use is left off quietly; a configured one is an error.
+ * Returns 0 or -1. */
+static int legacy_paths(struct errs *e, struct px_config *cfg)
+{
+	int before = e->count;
+
+	for (size_t i = 0; i < cfg->nups; i++) {
+		struct px_upstream_conf *u = &cfg->ups[i];
+		for (int k = 0; k < 2; k++) {
+			char **slot = k ? &u->messages_path : &u->sse_path;
+			const char *leaf = k ? "/messages" : "/sse";
+			int derived = !*slot;
+			if (*slot && !**slot) {
+				free(*slot); /* "": this face is off */
+				*slot = NULL;
+				continue;
+			}
+			if (derived) {
+				size_t n = strlen(u->path);
+				if (n >= 4 && strcmp(u->path + n - 4, "/mcp") == 0)
+					n -= 4;
+				else if (n == 1)
+					n = 0;
+				char buf[1200];
+				snprintf(buf, sizeof(buf), "%.*s%s", (int)n, u->path, leaf);
+				*slot = strdup(buf);
+				if (!*slot)
+					return -1;
+			}
+			if (path_taken(cfg, *slot, slot)) {
+				if (!derived)
+					err_add(e, "$.upstreams[%zu].%s: \"%s\" is already in use", i,
+					        k ? "messages_path" : "sse_path", *slot);
+				free(*slot);
+				*slot = NULL;
+			}
+		}
+	}
+	return e->count > before ? -1 : 0;
+}
+
 static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config *cfg)
 {
 	char where[64];
@@ -697,11 +795,27 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 		u->tls_insecure_skip_verify = json_is_true(json_object_get(tj, "insecure_skip_verify"));
 		if (!!cert != !!key)
 			err_add(e, "%s: cert_file and key_file go together", w2);
+		if (url && !u->tls)
+			err_add(e, "%s: set for an http:// upstream (use https://)", w2);
 	}
 	path = path ? path : "/mcp";
 	if (!path_ok(path))
 		err_add(e, "%s.path: must start with / and hold no spaces, '?' or '#'", where);
 	u->path = strdup(path);
+	const char *tr = json_string_value(json_object_get(uj, "transport"));
+	if (tr && config_transport_parse(tr, &u->transport) < 0)
+		err_add(e, "%s.transport: must be auto, streamable_http or sse", where);
+	/* Legacy paths as given ("" turns that face off); the rest are
+	 * derived from `path` once every upstream is known. */
+	const char *lp[2] = {json_string_value(json_object_get(uj, "sse_path")),
+	                     json_string_value(json_object_get(uj, "messages_path"))};
+	for (int k = 0; k < 2; k++) {
+		if (lp[k] && *lp[k] && !path_ok(lp[k]))
+			err_add(e, "%s.%s: must start with / and hold no spaces, '?' or '#'", where,
+			        k ? "messages_path" : "sse_path");
+		if (lp[k])
+			*(k ? &u->messages_path : &u->sse_path) = strdup(lp[k]);
+	}
 	char defname[32];
 	snprintf(defname, sizeof(defname), "upstream%zu", i);
 	u->name = strdup(name && *name ? name : defname);
@@ -817,7 +931,7 @@ struct px_config *config_load_file(const char *path, char *errbuf, size_t errlen
 		err_add(&e, "out of memory");
 		return NULL;
 	}
-	if (load_file_into(&e, path, cfg) < 0 || cfg->nups == 0) {
+	if (load_file_into(&e, path, cfg) < 0 || cfg->nups == 0 || legacy_paths(&e, cfg) < 0) {
 		if (e.count == 0)
 			err_add(&e, "%s: $.upstreams: required", path);
 		config_free(cfg);
@@ -833,6 +947,7 @@ struct cli {
 	const char *connect_ms, *request_ms, *idle_ms, *keepalive_ms, *max_body;
 	const char *policy, *admin, *contract, *baseline;
 	const char *tls_cert, *tls_key;
+	const char *upstream_transport;
 	int spec_only;
 };
 
@@ -879,6 +994,7 @@ static void parse_argv(int argc, char **argv, struct cli *cli, enum config_actio
 		{"--baseline", offsetof(struct cli, baseline)},
 		{"--tls-cert", offsetof(struct cli, tls_cert)},
 		{"--tls-key", offsetof(struct cli, tls_key)},
+		{"--upstream-transport", offsetof(struct cli, upstream_transport)},
 	};
 
 	for (int i = 1; i < argc; i++) {
@@ -1033,6 +1149,13 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 			cfg->tls_key_file = strdup(cli->tls_key);
 		}
 	}
+	if (cli->upstream_transport) {
+		enum px_transport t;
+		if (config_transport_parse(cli->upstream_transport, &t) < 0)
+			err_add(e, "--upstream-transport: must be auto, streamable_http or sse");
+		for (size_t i = 0; i < cfg->nups; i++)
+			cfg->ups[i].transport = t;
+	}
 	apply_cli_modules(e, cli, cfg);
 	/* A flag is the operator's last word: it overrides every upstream's
 	 * own timeout (an explicit 0 in the file, which disables, included). */
@@ -1042,6 +1165,25 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 		if (cli->request_ms)
 			cfg->ups[i].request_timeout_ms = cfg->timeouts.request_ms;
 	}
+}
+
+/* By address, not spelling: LOCALHOST, [0::1] and ::ffff:127.0.0.1 are
+ * loopback too, and rebinding protection must not turn off for them. */
+static int is_loopback_host(const char *h)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcasecmp(h, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, h, &a6) == 1) {
+		if (IN6_IS_ADDR_LOOPBACK(&a6))
+			return 1;
+		return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+	}
+	return 0;
 }
 
 struct px_config *config_from_argv(int argc, char **argv, enum config_action *action,
@@ -1068,12 +1210,47 @@ struct px_config *config_from_argv(int argc, char **argv, enum config_action *ac
 		apply_cli(&e, &cli, cfg);
 	if (e.count == 0 && cfg->nups == 0)
 		err_add(&e, "no upstream: give --upstream URL or a config file with \"upstreams\"");
+	if (e.count == 0)
+		legacy_paths(&e, cfg);
 	if (e.count) {
 		config_free(cfg);
 		return NULL;
 	}
-	const char *lh = cfg->listen_host;
-	cfg->listen_loopback = strcmp(lh, "localhost") == 0 || strcmp(lh, "::1") == 0 ||
-	                       strncmp(lh, "127.", 4) == 0;
+	cfg->listen_loopback = is_loopback_host(cfg->listen_host);
 	return cfg;
+}
+
+static int str_differs(const char *a, const char *b)
+{
+	return (!a != !b) || (a && strcmp(a, b) != 0);
+}
+
+static int json_differs(const json_t *a, const json_t *b)
+{
+	return (!a != !b) || (a && !json_equal((json_t *)(uintptr_t)a, (json_t *)(uintptr_t)b));
+}
+
+const char *config_restart_needed(const struct px_config *running, const struct px_config *next)
+{
+	if (str_differs(running->listen_host, next->listen_host) ||
+	    str_differs(running->listen_port, next->listen_port))
+		return "listen";
+	if (json_differs(running->admin, next->admin))
+		return "admin";
+	if (running->nups != next->nups)
+		return "the list of upstreams";
+	for (size_t i = 0; i < next->nups; i++) {
+		const struct px_upstream_conf *a = &running->ups[i], *b = &next->ups[i];
+		/* Identity, addressing and TLS live in objects built at start-up
+		 * (resolved address, TLS context, sessions, contract state). */
+		if (str_differs(a->name, b->name) || str_differs(a->path, b->path) ||
+		    str_differs(a->host, b->host) || str_differs(a->port, b->port) ||
+		    str_differs(a->target, b->target) || a->tls != b->tls ||
+		    a->transport != b->transport || str_differs(a->tls_ca_file, b->tls_ca_file) ||
+		    str_differs(a->tls_cert_file, b->tls_cert_file) ||
+		    a->tls_insecure_skip_verify != b->tls_insecure_skip_verify ||
+		    json_differs(a->contract, b->contract))
+			return "an upstream's name, path, URL, transport, TLS or contract settings";
+	}
+	return NULL;
 }

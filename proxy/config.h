@@ -30,6 +30,17 @@ struct px_client {
 	char *token;         /* owned, secret */
 };
 
+/* How mcpwarden speaks to an upstream: upstreams[].transport,
+ * --upstream-transport (proxy/upstream_sse.h, TRANSPORTS.md §2.9). */
+enum px_transport {
+	PX_TRANSPORT_AUTO = 0,   /* "auto": probe Streamable HTTP, fall back to SSE */
+	PX_TRANSPORT_STREAMABLE, /* "streamable_http" (2025-03-26 and later) */
+	PX_TRANSPORT_SSE,        /* "sse": legacy HTTP+SSE (2024-11-05) */
+};
+
+/* "auto", "streamable_http", "sse". */
+const char *config_transport_str(enum px_transport t);
+
 struct px_upstream_conf {
 	char *name;          /* owned */
 	char *path;          /* owned: client-side path, e.g. "/staging/mcp" */
@@ -50,6 +61,10 @@ struct px_upstream_conf {
 	json_t *contract;
 	struct px_header *headers;  /* owned array: "headers" */
 	size_t nheaders;
+	enum px_transport transport;  /* "transport" */
+	/* owned: client-side paths of the legacy HTTP+SSE face ("sse_path",
+	 * "messages_path"; derived from `path` by default), NULL when off */
+	char *sse_path, *messages_path;
 };
 
 struct px_config {
@@ -60,10 +75,12 @@ struct px_config {
 	struct {
 		unsigned connect_ms, request_ms, client_idle_ms, upstream_idle_ms;
 		unsigned sse_keepalive_ms, drain_ms;
+		unsigned session_idle_ms;     /* translated sessions (session.h) */
 	} timeouts;
 	struct {
 		size_t max_body_bytes, max_header_bytes, max_sse_event_bytes;
 		size_t max_connections, max_batch, max_output_bytes;
+		size_t max_sessions, max_session_pending, max_session_queue;
 	} limits;
 	enum log_level log_level;
 	int log_json;
@@ -109,5 +126,10 @@ void config_free(struct px_config *cfg);
 int config_parse_url(struct px_upstream_conf *u, const char *url, const char **why);
 
 const char *config_usage(void);
+
+/* What a reload cannot change in a running process: the first such
+ * setting that differs between the running config and a new one (a short
+ * static description, e.g. "listen"), or NULL when a reload may proceed. */
+const char *config_restart_needed(const struct px_config *running, const struct px_config *next);
 
 #endif

@@ -16,6 +16,8 @@ struct conn;
 struct admin;
 struct hook_policy;
 struct hook_contract;
+struct sessid;
+struct session_table;
 
 struct px_stats {
 	uint64_t connections, requests, responses_by_class[6];
@@ -35,6 +37,16 @@ struct px_ctx {
 	int draining;
 	struct event *drain_timer;    /* owned */
 	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
+	struct sessid *sessions;      /* owned: session ids seen issued / ended */
+	/* SIGHUP re-reads the configuration from the same command line. */
+	int argc;
+	char **argv;                  /* borrowed: main's */
+	/* Configs replaced by a reload, kept until exit: exchanges that began
+	 * under one still point into it. A reload is a deliberate act, so the
+	 * list stays short. */
+	struct px_config **retired;   /* owned */
+	size_t nretired;
+	struct session_table *translated; /* owned: translated sessions (session.c) */
 	struct px_stats stats;
 	/* Modules plugged into the hook; each NULL when not configured. */
 	struct admin *admin;              /* owned: admin/admin.c */

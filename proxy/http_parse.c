@@ -152,6 +152,14 @@ static int on_header_field_complete(llhttp_t *ll)
 		return 0;
 	if (!p->msg.in_field && on_header_field(ll, "", 0))
 		return HPE_USER;
+	/* llhttp 8 lets a space through in a field name; such a name would be
+	 * forwarded as is, so refuse it here (RFC 9110 §5.1: a token). */
+	const struct http_hdr *h = &p->msg.hdr[p->msg.nhdr];
+	for (uint32_t i = 0; i < h->name_len; i++) {
+		unsigned char ch = (unsigned char)p->msg.buf[h->name_off + i];
+		if (ch <= 0x20 || ch >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", ch))
+			return fail(p, HTTP_ERR_SYNTAX, "invalid header field name");
+	}
 	return buf_append(p, "", 0) ? HPE_USER : terminate(p);
 }
 

@@ -17,6 +17,8 @@
 #define JRPC_INTERNAL_ERROR   (-32603)
 /* Implementation-defined, used by mcpwarden: the upstream failed us. */
 #define JRPC_UPSTREAM_ERROR   (-32000)
+/* The session id is unknown or ended (what SDK servers answer with 404). */
+#define JRPC_SESSION_NOT_FOUND (-32001)
 
 enum jrpc_kind {
 	JRPC_INVALID = 0,

@@ -23,6 +23,19 @@
 /* limits.max_output_bytes: bytes queued to a slow client before we stop
  * reading from its upstream (backpressure, not an error). */
 #define LIMIT_MAX_OUTPUT_BYTES      (1u * 1024 * 1024)
+/* Session ids remembered (issued or ended) to answer 404 for ended ones. */
+#define LIMIT_SESSION_IDS           65536
+/* limits.max_sessions: translated sessions (legacy HTTP+SSE on either
+ * side) open at once; past it a new one gets 503. */
+#define LIMIT_MAX_SESSIONS          1000
+/* limits.max_session_pending: client requests in flight in one translated
+ * session; past it the request gets a JSON-RPC error. */
+#define LIMIT_MAX_SESSION_PENDING   256
+/* limits.max_session_queue: messages one translated session holds, for a
+ * client stream not open yet or for an upstream not ready yet (bytes are
+ * bounded by limits.max_output_bytes); past it they are dropped (a server
+ * request is answered with an error). */
+#define LIMIT_MAX_SESSION_QUEUE     256
 /* Idle upstream connections kept per upstream. */
 #define LIMIT_POOL_IDLE_PER_UPSTREAM 64
 
@@ -39,6 +52,9 @@
 #define TIMEOUT_UPSTREAM_IDLE_MS    4000
 /* timeouts.sse_keepalive_ms: a comment line on an SSE stream quiet this long. */
 #define TIMEOUT_SSE_KEEPALIVE_MS    15000
+/* timeouts.session_idle_ms: a translated session with no message either
+ * way, no request in flight and no client stream listening ends. */
+#define TIMEOUT_SESSION_IDLE_MS     (30u * 60 * 1000)
 /* timeouts.drain_ms: after SIGTERM, how long in-flight requests may finish. */
 #define TIMEOUT_DRAIN_MS            30000
 

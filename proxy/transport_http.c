@@ -37,8 +37,10 @@
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
 #include "proxy/origin.h"
+#include "proxy/sessid.h"
 #include "proxy/sse.h"
 #include "proxy/transport.h"
+#include "proxy/transport_sse.h"
 #include "proxy/upstream.h"
 
 #define EXCHANGE_MAGIC 0x65786368u /* "exch" */
@@ -57,7 +59,9 @@ struct exchange {
 	struct px_ctx *ctx;                 /* borrowed */
 	const struct px_upstream_conf *uc;  /* borrowed */
 	struct upstream *up;                /* borrowed */
+	size_t up_index;                    /* into ctx->ups and cfg->ups */
 	struct upstream_req *ur;            /* owned */
+	struct transport_sse_ex *xlate;     /* owned: a translated session's part, or NULL */
 	const struct http_msg *req;         /* borrowed: conn's parser, stable until free */
 	json_t *body;                       /* owned: parsed POST body, or NULL */
 	json_t *answers;                    /* owned: hook answers to merge, or NULL */
@@ -71,6 +75,7 @@ struct exchange {
 	int up_status;
 	int64_t up_length;
 	int is_stream;                      /* a GET stream: ends on shutdown */
+	int is_mcp;                         /* at an upstream's MCP path */
 	uint64_t last_write_us;
 	const char *error;                  /* static: why the exchange failed */
 	enum inspect_end end;
@@ -609,18 +614,52 @@ static int is_media(const char *ct, const char *type)
 	                                              ct[n] == ' ');
 }
 
+/* The request's session ended: the upstream said so (404), or the client
+ * deleted it. Later requests with that id get 404 from the proxy. */
+static void note_session_end(struct exchange *ex, int status)
+{
+	const char *sid = ex->where.session_id;
+	if (!sid)
+		return;
+	if (status == 404 ||
+	    (strcmp(ex->where.http_method, "DELETE") == 0 && status >= 200 && status < 300))
+		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
+}
+
+static int notifications_only(const struct exchange *ex)
+{
+	return ex->body && !jrpc_body_has_request(ex->body);
+}
+
 static int up_on_head(void *arg, const struct http_msg *resp)
 {
 	struct exchange *ex = arg;
 	const char *ct = http_msg_header(resp, "content-type");
 	int status = http_msg_status(resp);
 
+	if (transport_sse_probe(ex->ctx, ex->up_index, ex->req, ex->body, status, ct)) {
+		/* An "auto" upstream refused Streamable HTTP: the legacy transport
+		 * takes this initialize over (the hooks have seen it). */
+		ex->mode = RESP_LOCAL;
+		ex->xlate = transport_sse_adopt(ex->c, ex->req, ex->up_index, ex->body,
+		                                (struct transport_sse_link){&ex->where, &ex->end,
+		                                                            &ex->error});
+		return -1;
+	}
 	ex->up_status = status;
 	ex->up_length = http_msg_content_length(resp);
 	const char *sid = http_msg_header(resp, "mcp-session-id");
 	if (sid && strlen(sid) < sizeof(ex->reply_session)) {
 		memcpy(ex->reply_session, sid, strlen(sid) + 1);
 		ex->where.reply_session_id = ex->reply_session;
+		sessid_issued(ex->ctx->sessions, ex->up_index, sid);
+	}
+	note_session_end(ex, status);
+	if (notifications_only(ex) && status >= 200 && status < 300) {
+		/* Only notifications or responses were posted: the spec's answer
+		 * is a bare 202, whatever the upstream chose (some say 200 {}). */
+		ex->mode = RESP_LOCAL;
+		return 0;
 	}
 	ex->resp_headers = filter_response_headers(resp);
 	if (!ex->resp_headers)
@@ -812,6 +851,91 @@ static int check_origin(struct exchange *ex)
 	return 0;
 }
 
+/* Translated sessions (legacy HTTP+SSE on either side) are answered by
+ * transport_sse.c; this exchange authenticates, parses the body, logs. */
+static struct exchange *delegate(struct exchange *ex, size_t up, struct evbuffer *body)
+{
+	ex->uc = &ex->ctx->cfg->ups[up];
+	ex->up = ex->ctx->ups[up];
+	ex->up_index = up;
+	ex->where.upstream = ex->uc->name;
+	ex->mode = RESP_LOCAL;
+	if (authenticate(ex) < 0 ||
+	    (strcmp(http_msg_method(ex->req), "POST") == 0 && parse_post(ex, body) < 0)) {
+		evbuffer_free(body);
+		return ex;
+	}
+	ex->xlate = transport_sse_start(ex->c, ex->req, up, ex->body, body,
+	                                (struct transport_sse_link){&ex->where, &ex->end, &ex->error});
+	return ex;
+}
+
+/* Routes the request and checks who may send it. Returns 0, or -1 after
+ * replying. Sets ex->uc, ex->up, ex->up_index and rt->target. */
+static int admit(struct exchange *ex, struct route *rt)
+{
+	struct px_ctx *ctx = ex->ctx;
+	const char *url = http_msg_url(ex->req);
+	const char *q = strchr(url, '?');
+
+	if (route_find(ctx->cfg, ex->path, q ? q + 1 : NULL, rt) < 0) {
+		reply_error(ex, 404, JRPC_INVALID_REQUEST, "no MCP endpoint at this path", NULL);
+		return -1;
+	}
+	ex->uc = &ctx->cfg->ups[rt->up];
+	ex->up = ctx->ups[rt->up];
+	ex->up_index = rt->up;
+	ex->where.upstream = ex->uc->name;
+	ex->is_mcp = strcmp(ex->path, ex->uc->path) == 0;
+	/* OAuth metadata stays public; the MCP endpoint needs a token when
+	 * tokens are configured. */
+	if (!ex->is_mcp) {
+		ex->keep_client_auth = 1;
+		return 0;
+	}
+	return authenticate(ex);
+}
+
+/* A request in a session the proxy saw end. Returns 1 after answering 404. */
+static int session_ended(struct exchange *ex)
+{
+	if (!ex->is_mcp || !ex->where.session_id ||
+	    sessid_lookup(ex->ctx->sessions, ex->up_index, ex->where.session_id) != SESSID_ENDED)
+		return 0;
+	/* MUST be 404, so the client starts a new session; servers that say
+	 * 400 here would leave it stuck. */
+	reply_error(ex, 404, JRPC_SESSION_NOT_FOUND, "Session not found", NULL);
+	return 1;
+}
+
+/* Hooks, then upstream. body is stolen. */
+static void forward(struct exchange *ex, const struct route *rt, struct evbuffer *body)
+{
+	const char *method = http_msg_method(ex->req);
+	struct evbuffer *send = body;
+
+	if (ex->body) {
+		int rc = inspect_request_body(ex, body, &send);
+		if (rc != 0) {
+			evbuffer_free(body);
+			if (rc > 0)
+				reply_answers(ex);
+			else
+				reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
+			return;
+		}
+	}
+	struct evbuffer *request = build_request(ex, rt->target, send);
+	evbuffer_free(body);
+	if (!request) {
+		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	ex->ur = upstream_req_new(ex->up, request, strcmp(method, "HEAD") == 0, &up_cbs, ex);
+	if (!ex->ur)
+		upstream_failed(ex, 502, "cannot start the upstream request");
+}
+
 static struct exchange *http_start(struct conn *c, const struct http_msg *req,
                                    struct evbuffer *body)
 {
@@ -824,64 +948,31 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		conn_abort(c, "out of memory");
 		return NULL;
 	}
-	if (check_origin(ex) < 0) {
-		evbuffer_free(body);
-		return ex;
-	}
-	const char *url = http_msg_url(req);
-	const char *q = strchr(url, '?');
-	if (route_find(ctx->cfg, ex->path, q ? q + 1 : NULL, &rt) < 0) {
-		reply_error(ex, 404, JRPC_INVALID_REQUEST, "no MCP endpoint at this path", NULL);
-		evbuffer_free(body);
-		return ex;
-	}
-	ex->uc = &ctx->cfg->ups[rt.up];
-	ex->up = ctx->ups[rt.up];
-	ex->where.upstream = ex->uc->name;
-	int is_mcp = strcmp(ex->path, ex->uc->path) == 0;
+	if (check_origin(ex) < 0)
+		goto done;
+	if (transport_sse_claims(ctx, req, ex->path, &rt.up))
+		return delegate(ex, rt.up, body);
+	if (admit(ex, &rt) < 0)
+		goto done;
 	const char *method = http_msg_method(req);
-	/* OAuth metadata stays public; the MCP endpoint needs a token when
-	 * tokens are configured. */
-	if (!is_mcp)
-		ex->keep_client_auth = 1;
-	else if (authenticate(ex) < 0) {
-		evbuffer_free(body);
-		return ex;
-	}
-	ex->is_stream = is_mcp && strcmp(method, "GET") == 0;
-
-	struct evbuffer *send = body;
-	if (is_mcp && strcmp(method, "POST") == 0) {
-		if (parse_post(ex, body) < 0) {
-			evbuffer_free(body);
-			return ex;
-		}
-		int rc = inspect_request_body(ex, body, &send);
-		if (rc != 0) {
-			evbuffer_free(body);
-			if (rc > 0)
-				reply_answers(ex);
-			else
-				reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
-			return ex;
-		}
-	}
-	struct evbuffer *request = build_request(ex, rt.target, send);
+	ex->is_stream = ex->is_mcp && strcmp(method, "GET") == 0;
+	if (ex->is_mcp && strcmp(method, "POST") == 0 && parse_post(ex, body) < 0)
+		goto done;
+	if (session_ended(ex))
+		goto done;
+	forward(ex, &rt, body);
+	return ex;
+done:
 	evbuffer_free(body);
-	if (!request) {
-		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
-		return ex;
-	}
-	ex->ur = upstream_req_new(ex->up, request, strcmp(method, "HEAD") == 0, &up_cbs, ex);
-	if (!ex->ur)
-		upstream_failed(ex, 502, "cannot start the upstream request");
 	return ex;
 }
 
 static void http_drained(struct exchange *ex)
 {
 	assert(ex->magic == EXCHANGE_MAGIC);
-	if (ex->ur)
+	if (ex->xlate)
+		transport_sse_drained(ex->xlate);
+	else if (ex->ur)
 		upstream_req_resume(ex->ur);
 }
 
@@ -889,7 +980,9 @@ static void http_shutdown(struct exchange *ex)
 {
 	/* A standalone GET stream never ends by itself: end it cleanly so the
 	 * client reconnects (to the next instance). POSTs run to completion. */
-	if (ex->is_stream && ex->mode == RESP_SSE)
+	if (ex->xlate)
+		transport_sse_shutdown(ex->xlate);
+	else if (ex->is_stream && ex->mode == RESP_SSE)
 		conn_reply_end(ex->c);
 }
 
@@ -938,6 +1031,7 @@ static void http_free(struct exchange *ex, const char *client_error)
 		return;
 	assert(ex->magic == EXCHANGE_MAGIC);
 	log_exchange(ex, client_error);
+	transport_sse_free(ex->xlate, client_error);
 	/* Freeing an unfinished upstream request closes its connection: that
 	 * is how a client that left cancels its request upstream. */
 	upstream_req_free(ex->ur);

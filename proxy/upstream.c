@@ -480,6 +480,11 @@ const struct px_upstream_conf *upstream_conf(const struct upstream *u)
 	return u->conf;
 }
 
+void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf)
+{
+	u->conf = conf;
+}
+
 size_t upstream_idle_count(const struct upstream *u)
 {
 	return u->nidle;

@@ -48,6 +48,9 @@ struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf 
                               char *errbuf, size_t errlen);
 void upstream_free(struct upstream *u);
 const struct px_upstream_conf *upstream_conf(const struct upstream *u);
+/* After a reload: the same upstream (config_restart_needed() said so) with
+ * new settings (timeouts, headers). conf is borrowed like upstream_new's. */
+void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf);
 
 /* Starts an exchange. request holds the whole request (head and body) and
  * is stolen. head_only: the request is HEAD (no response body). Callbacks

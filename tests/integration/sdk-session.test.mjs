@@ -191,7 +191,7 @@ describe('SDK session: through mcpwarden equals direct (server-everything)', () 
     assert.equal(p.body.length, 0, `202 body must be empty, got ${JSON.stringify(p.text)}`);
   });
 
-  test('DELETE ends the session; the deleted id then gets the same answer as directly', T, async () => {
+  test('DELETE ends the session; the deleted id then gets 404 (the spec\'s MUST) where the server says 400', T, async () => {
     const ids = { d: direct.transport.sessionId, p: proxied.transport.sessionId };
     const pv = proxied.transport.protocolVersion;
     await withTimeout(direct.transport.terminateSession(), 5000, 'direct DELETE');
@@ -203,18 +203,29 @@ describe('SDK session: through mcpwarden equals direct (server-everything)', () 
 
     const req = { jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} };
     const hdr = (sid) => ({ 'mcp-session-id': sid, 'mcp-protocol-version': pv });
+    // server-everything answers a deleted session 400 (its app checks its
+    // own session map first); the transport spec says MUST 404 so the
+    // client re-initializes. mcpwarden saw the DELETE succeed and answers
+    // 404 itself, without bothering the upstream.
     const dPost = await postJson(se.url, req, { headers: hdr(ids.d) });
     const pPost = await postJson(warden.url, req, { headers: hdr(ids.p) });
-    assert.ok(dPost.status >= 400, `direct answer to a deleted session: ${dPost.status}`);
-    assert.equal(pPost.status, dPost.status, `proxy ${pPost.status} ${pPost.text} vs direct ${dPost.status} ${dPost.text}`);
-    assert.deepEqual(pPost.json(), dPost.json());
+    assert.equal(dPost.status, 400, `direct answer to a deleted session: ${dPost.status}`);
+    assert.equal(pPost.status, 404, `proxy ${pPost.status} ${pPost.text}`);
+    assert.equal(pPost.json().error.code, -32001);
+    assert.equal(pPost.json().id, 99);
 
-    const dGet = await request(se.url, { headers: { accept: 'text/event-stream', ...hdr(ids.d) } });
     const pGet = await request(warden.url, { headers: { accept: 'text/event-stream', ...hdr(ids.p) } });
-    assert.equal(pGet.status, dGet.status, 'GET with the deleted session id');
-    const dD2 = await request(se.url, { method: 'DELETE', headers: hdr(ids.d) });
+    assert.equal(pGet.status, 404, 'GET with the deleted session id');
     const pD2 = await request(warden.url, { method: 'DELETE', headers: hdr(ids.p) });
-    assert.equal(pD2.status, dD2.status, 'second DELETE');
+    assert.equal(pD2.status, 404, 'second DELETE');
+
+    // A fresh session still works: the client can start over.
+    const again = await connectClient(warden.url);
+    try {
+      assert.ok((await again.client.listTools()).tools.length > 0);
+    } finally {
+      await again.close();
+    }
   });
 
   test('one log line per request names the JSON-RPC method and the tool', T, async () => {

@@ -156,7 +156,7 @@ describe('streaming and headers through mcpwarden (scripted peer)', () => {
   test('end-to-end headers forwarded, hop-by-hop dropped, Host rewritten', T, async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 'hdr-1', method: 'tools/list' });
     const res = await rawExchange(warden.port, rawRequestBytes('POST /mcp HTTP/1.1', [
-      ['Host', 'evil.example.com:4444'],
+      ['Host', 'localhost:4444'],
       ['Content-Type', 'application/json'],
       ['Accept', ACCEPT],
       ['Authorization', 'Bearer tok-e2e-123'],

@@ -1,0 +1,1562 @@
+/* admin: see admin.h.
+ *
+ * Each admin request is one `struct admin_x` (the transport adapter's
+ * exchange). Most are answered at once from start(); two kinds live on:
+ *
+ *   AX_STREAM  a /calls/stream subscriber, in adm->streams until its
+ *              connection ends; records are written to it as the recorder
+ *              hands them over (on_record), keep-alive comments from one
+ *              shared timer. A reader whose output is over
+ *              limits.max_output_bytes gets nothing more queued: it is
+ *              marked behind and fed from the ring as it drains
+ *              (stream_pump), with a "gap" event for whatever left the ring
+ *              meanwhile. Memory per reader is bounded by the output cap;
+ *              a reader that stops reading is cut by conn's write timeout.
+ *   AX_READY   a /readyz request waiting for the upstream probes, in
+ *              adm->ready_waiters until they finish.
+ *
+ * Not here: the HTTP framing (proxy/conn.c), the records' contents
+ * (proxy/hook_record.c), the page's script (admin/page.html).
+ */
+#include "admin/admin.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "admin/metrics.h"
+#include "admin/redact.h"
+#include "admin/ring.h"
+#include "proxy/config.h"
+#include "proxy/conn.h"
+#include "proxy/ctx.h"
+#include "proxy/hook_record.h"
+#include "proxy/http_parse.h"
+#include "proxy/inspect.h"
+#include "proxy/listener.h"
+#include "proxy/log.h"
+#include "proxy/origin.h"
+#include "proxy/transport.h"
+#include "proxy/upstream.h"
+
+/* admin/page.html, linked in by admin/page_asset.S (.incbin). */
+extern const char admin_page_start[];
+extern const char admin_page_end[];
+
+#define ADMIN_X_MAGIC        0x61646d78u /* "admx" */
+#define ADMIN_DEFAULT_HOST   "127.0.0.1"
+#define ADMIN_DEFAULT_PORT   "9090"
+#define ADMIN_DEFAULT_STREAMS 32
+#define ADMIN_MAX_STREAMS    1024
+#define ADMIN_CALLS_DEFAULT  100
+#define ADMIN_INFLIGHT_MAX   1000
+#define ADMIN_TOKEN_MAX      4096
+#define ADMIN_PROBE_EVERY_US 1000000u  /* /readyz probes at most this often */
+#define ADMIN_PROBE_MAX_MS   2000u
+#define ADMIN_KEEPALIVE_MS   15000u    /* when timeouts.sse_keepalive_ms is 0 */
+
+enum ax_kind { AX_DONE, AX_STREAM, AX_READY };
+
+struct admin_x {
+	unsigned magic;
+	struct admin *adm;            /* borrowed */
+	struct conn *c;               /* borrowed: conn owns the exchange */
+	enum ax_kind kind;
+	struct admin_x *prev, *next;  /* adm->streams or adm->ready_waiters */
+	struct ring_filter filter;    /* streams: strings point into fval */
+	char fval[4][RING_KEY_MAX];
+	uint64_t last_write_us;
+	uint64_t next_seq;            /* streams: the first record not sent yet */
+	int behind;                   /* streams: catching up from the ring */
+	int dead;                     /* stream ended: write nothing more */
+};
+
+struct probe {
+	struct admin *adm;            /* borrowed */
+	const char *name;             /* borrowed: config */
+	struct sockaddr_storage ss;
+	socklen_t sslen;              /* 0: the host did not resolve */
+	unsigned timeout_ms;
+	evutil_socket_t fd;           /* owned while probing, else -1 */
+	struct event *ev;             /* owned while probing */
+	int up;                       /* -1 never probed */
+	const char *why;              /* static: why it is down */
+};
+
+struct admin {
+	struct px_ctx *ctx;           /* borrowed */
+	struct listener *lst;         /* owned, NULL when off */
+	struct ring *ring;            /* owned */
+	struct redact *rd;            /* owned */
+	struct metrics *m;            /* owned */
+	struct hook_record *rec;      /* owned */
+	char *token;                  /* owned, NULL: no token */
+	size_t token_len;
+	FILE *log;                    /* owned unless stdout */
+	int log_is_stdout, log_failed;
+	size_t max_streams, nstreams, busy;
+	struct admin_x *streams;      /* borrowed list: exchanges owned by conn */
+	struct admin_x *ready_waiters;
+	struct event *keepalive;      /* owned */
+	struct event *relisten;       /* owned */
+	struct probe *probes;         /* owned: one per upstream */
+	size_t nprobes, probing;
+	uint64_t probed_at;
+	json_t *contract;             /* owned: {"upstream": {"time", "report"}} */
+	double start_time;
+};
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t real_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- configuration ------------------------------------------------------- */
+
+struct errs {
+	char *buf;
+	size_t len, used;
+	int count;
+};
+
+__attribute__((format(printf, 2, 3))) static void err_add(struct errs *e, const char *fmt, ...)
+{
+	va_list ap;
+	e->count++;
+	if (!e->buf || e->used + 1 >= e->len)
+		return;
+	va_start(ap, fmt);
+	int n = vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	e->used += (size_t)n;
+	if (e->used + 1 >= e->len) {
+		e->used = e->len - 1;
+		return;
+	}
+	e->buf[e->used++] = '\n';
+	e->buf[e->used] = '\0';
+}
+
+struct admin_conf {
+	int off, listen_default;
+	char host[256], port[16];
+	const char *token;            /* borrowed from the config, or from tokbuf */
+	char tokbuf[ADMIN_TOKEN_MAX + 1];
+	size_t ring_size, max_streams, max_labels;
+	const char *log_calls;
+	const json_t *redact_keys, *redact_values;
+};
+
+static const char *const admin_keys[] = {
+	"listen", "token", "token_file", "ring_size", "log_calls", "redact_keys",
+	"redact_values", "max_streams", "max_labels", NULL,
+};
+
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" (every address). Returns 0 or -1. */
+static int split_listen(const char *s, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || !colon[1] || strlen(colon + 1) >= plen)
+		return -1;
+	for (const char *p = colon + 1; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return -1;
+	long pn = strtol(colon + 1, NULL, 10);
+	if (pn < 0 || pn > 65535)
+		return -1;
+	const char *h = s;
+	size_t n = (size_t)(colon - s);
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+		h++;
+		n -= 2;
+	} else if (memchr(h, ':', n)) {
+		return -1; /* a bare IPv6 address needs brackets */
+	}
+	if (n == 0) {
+		h = "0.0.0.0";
+		n = 7;
+	}
+	if (n >= hlen)
+		return -1;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
+static int addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)sa;
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
+			return 1;
+		return IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127;
+	}
+	return 0;
+}
+
+/* 1 when every address host resolves to is loopback, 0 when one is not,
+ * -1 when it does not resolve. Start-up only (may block on DNS). */
+static int host_is_loopback(const char *host, const char *port)
+{
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+		return -1;
+	int all = 1;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+		all &= addr_is_loopback(ai->ai_addr);
+	freeaddrinfo(res);
+	return all;
+}
+
+static void get_size(struct errs *e, const json_t *conf, const char *key, size_t min, size_t max,
+                     size_t *out)
+{
+	const json_t *v = json_object_get(conf, key);
+	if (!v)
+		return;
+	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)min ||
+	    json_integer_value(v) > (json_int_t)max) {
+		err_add(e, "$.admin.%s: must be a whole number from %zu to %zu", key, min, max);
+		return;
+	}
+	*out = (size_t)json_integer_value(v);
+}
+
+static int token_chars_ok(const char *t)
+{
+	/* RFC 6750 b64token: what can follow "Bearer " on one header line. */
+	for (; *t; t++)
+		if (!isalnum((unsigned char)*t) && !strchr("-._~+/=", *t))
+			return 0;
+	return 1;
+}
+
+static void read_token_file(struct errs *e, const char *path, struct admin_conf *ac)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		err_add(e, "$.admin.token_file: %s: %s", path, strerror(errno));
+		return;
+	}
+	size_t n = fread(ac->tokbuf, 1, sizeof(ac->tokbuf) - 1, f);
+	int more = fgetc(f) != EOF;
+	fclose(f);
+	if (more) {
+		err_add(e, "$.admin.token_file: %s: longer than %d bytes", path, ADMIN_TOKEN_MAX);
+		return;
+	}
+	while (n > 0 && isspace((unsigned char)ac->tokbuf[n - 1]))
+		n--;
+	ac->tokbuf[n] = '\0';
+	ac->token = ac->tokbuf;
+}
+
+static void check_string_list(struct errs *e, const json_t *conf, const char *key,
+                              size_t min_len, const json_t **out)
+{
+	const json_t *a = json_object_get(conf, key);
+	if (!a)
+		return;
+	if (!json_is_array(a)) {
+		err_add(e, "$.admin.%s: must be an array of strings", key);
+		return;
+	}
+	if (json_array_size(a) > REDACT_MAX_PATTERNS)
+		err_add(e, "$.admin.%s: at most %d entries", key, REDACT_MAX_PATTERNS);
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		const json_t *s = json_array_get(a, i);
+		if (!json_is_string(s) || json_string_length(s) < min_len ||
+		    strlen(json_string_value(s)) != json_string_length(s))
+			err_add(e, "$.admin.%s[%zu]: must be a string of at least %zu characters", key,
+			        i, min_len);
+	}
+	*out = a;
+}
+
+static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac)
+{
+	const char *k;
+	json_t *v;
+
+	ac->listen_default = 1;
+	snprintf(ac->host, sizeof(ac->host), "%s", ADMIN_DEFAULT_HOST);
+	snprintf(ac->port, sizeof(ac->port), "%s", ADMIN_DEFAULT_PORT);
+	ac->ring_size = RING_DEFAULT_SIZE;
+	ac->max_streams = ADMIN_DEFAULT_STREAMS;
+	ac->max_labels = METRICS_DEFAULT_MAX_LABELS;
+	if (!conf)
+		return;
+	/* json_object_foreach wants a non-const object; it is only read. */
+	json_t *obj = (json_t *)(uintptr_t)conf;
+	json_object_foreach(obj, k, v) {
+		size_t i = 0;
+		while (admin_keys[i] && strcmp(admin_keys[i], k) != 0)
+			i++;
+		if (!admin_keys[i])
+			err_add(e, "$.admin.%s: unknown key", k);
+	}
+	const json_t *listen = json_object_get(conf, "listen");
+	if (listen) {
+		const char *s = json_string_value(listen);
+		ac->listen_default = 0;
+		if (s && strcmp(s, "off") == 0)
+			ac->off = 1;
+		else if (!s || split_listen(s, ac->host, sizeof(ac->host), ac->port,
+		                            sizeof(ac->port)) < 0)
+			err_add(e, "$.admin.listen: must be \"HOST:PORT\", \"[IPV6]:PORT\", \":PORT\" or "
+			           "\"off\"");
+	}
+	const json_t *tok = json_object_get(conf, "token");
+	const json_t *tokf = json_object_get(conf, "token_file");
+	if (tok && tokf)
+		err_add(e, "$.admin.token_file: give token or token_file, not both");
+	if (tok) {
+		if (!json_is_string(tok) || json_string_length(tok) == 0)
+			err_add(e, "$.admin.token: must be a non-empty string");
+		else
+			ac->token = json_string_value(tok);
+	} else if (tokf) {
+		if (!json_is_string(tokf) || json_string_length(tokf) == 0)
+			err_add(e, "$.admin.token_file: must be a file path");
+		else
+			read_token_file(e, json_string_value(tokf), ac);
+	}
+	if (ac->token) {
+		const char *where = tok ? "token" : "token_file";
+		if (!*ac->token)
+			err_add(e, "$.admin.%s: the token is empty", where);
+		else if (strlen(ac->token) > ADMIN_TOKEN_MAX || !token_chars_ok(ac->token))
+			err_add(e, "$.admin.%s: the token must be at most %d characters of A-Z a-z 0-9 "
+			           "- . _ ~ + / =", where, ADMIN_TOKEN_MAX);
+	}
+	get_size(e, conf, "ring_size", 1, RING_MAX_SIZE, &ac->ring_size);
+	get_size(e, conf, "max_streams", 1, ADMIN_MAX_STREAMS, &ac->max_streams);
+	get_size(e, conf, "max_labels", 1, METRICS_MAX_LABELS, &ac->max_labels);
+	const json_t *lc = json_object_get(conf, "log_calls");
+	if (lc) {
+		if (!json_is_string(lc) || json_string_length(lc) == 0)
+			err_add(e, "$.admin.log_calls: must be \"stdout\" or a file path");
+		else
+			ac->log_calls = json_string_value(lc);
+	}
+	check_string_list(e, conf, "redact_keys", 1, &ac->redact_keys);
+	check_string_list(e, conf, "redact_values", REDACT_MIN_VALUE_LEN, &ac->redact_values);
+	if (!ac->off && !ac->token && e->count == 0) {
+		int lo = host_is_loopback(ac->host, ac->port);
+		if (lo < 0)
+			err_add(e, "$.admin.listen: %s does not resolve", ac->host);
+		else if (!lo)
+			err_add(e, "$.admin.listen: %s is not a loopback address: set admin.token to "
+			           "expose the admin endpoint", ac->host);
+	}
+}
+
+/* ---- secrets from the upstream URLs ------------------------------------- */
+
+static int b64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Decodes base64 into out (NUL-terminated). Returns 0 or -1. */
+static int b64_decode(const char *in, char *out, size_t cap)
+{
+	size_t n = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	for (; *in && *in != '='; in++) {
+		int v = b64_value((unsigned char)*in);
+		if (v < 0)
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n + 1 >= cap)
+				return -1;
+			out[n++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static void pct_decode(const char *s, size_t len, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len && n + 1 < cap; i++) {
+		if (s[i] == '%' && i + 2 < len && isxdigit((unsigned char)s[i + 1]) &&
+		    isxdigit((unsigned char)s[i + 2])) {
+			char hex[3] = {s[i + 1], s[i + 2], 0};
+			out[n++] = (char)strtol(hex, NULL, 16);
+			i += 2;
+		} else {
+			out[n++] = s[i] == '+' ? ' ' : s[i];
+		}
+	}
+	out[n] = '\0';
+}
+
+static void add_secret(struct redact *rd, const char *v)
+{
+	/* Short or repeated values are skipped (redact refuses them or they
+	 * are already masked); running out of patterns is reported once. */
+	if (strlen(v) < REDACT_MIN_VALUE_LEN)
+		return;
+	if (redact_add_value(rd, v) < 0)
+		log_msg(LOG_WARN, "admin: too many values to redact; some URL parts are not masked");
+}
+
+/* The user, password and query of each upstream URL are secrets: they must
+ * never show in a record even if an upstream echoes them. */
+static void redact_upstream_urls(struct redact *rd, const struct px_config *cfg)
+{
+	char buf[2048];
+
+	for (size_t i = 0; i < cfg->nups; i++) {
+		const struct px_upstream_conf *u = &cfg->ups[i];
+		if (u->basic_auth && strncmp(u->basic_auth, "Basic ", 6) == 0 &&
+		    b64_decode(u->basic_auth + 6, buf, sizeof(buf)) == 0) {
+			char *colon = strchr(buf, ':');
+			if (colon) {
+				*colon = '\0';
+				add_secret(rd, colon + 1);
+			}
+			add_secret(rd, buf);
+		}
+		const char *q = u->target ? strchr(u->target, '?') : NULL;
+		if (!q)
+			continue;
+		add_secret(rd, q + 1);
+		for (const char *p = q + 1; *p;) {
+			size_t n = strcspn(p, "&");
+			const char *eq = memchr(p, '=', n);
+			if (eq) {
+				pct_decode(eq + 1, n - (size_t)(eq + 1 - p), buf, sizeof(buf));
+				add_secret(rd, buf);
+				snprintf(buf, sizeof(buf), "%.*s", (int)(n - (size_t)(eq + 1 - p)), eq + 1);
+				add_secret(rd, buf);
+			}
+			p += n + (p[n] == '&');
+		}
+	}
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+static struct evbuffer *common_headers(const char *content_type)
+{
+	struct evbuffer *h = evbuffer_new();
+	if (!h)
+		return NULL;
+	evbuffer_add_printf(h, "Content-Type: %s\r\n", content_type);
+	evbuffer_add_printf(h, "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
+	return h;
+}
+
+/* Sends a whole reply. headers (may be NULL) is consumed. */
+static void reply(struct admin_x *ax, int status, const char *content_type,
+                  struct evbuffer *extra, const void *body, size_t len)
+{
+	struct evbuffer *h = common_headers(content_type);
+	if (!h) {
+		if (extra)
+			evbuffer_free(extra);
+		conn_abort(ax->c, "out of memory");
+		return;
+	}
+	if (extra) {
+		evbuffer_add_buffer(h, extra);
+		evbuffer_free(extra);
+	}
+	conn_reply_head(ax->c, status, h, (int64_t)len);
+	evbuffer_free(h);
+	conn_reply_body(ax->c, body, len);
+	conn_reply_end(ax->c);
+}
+
+/* body is stolen. */
+static void reply_json(struct admin_x *ax, int status, json_t *body, struct evbuffer *extra)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!s) {
+		if (extra)
+			evbuffer_free(extra);
+		conn_abort(ax->c, "out of memory");
+		return;
+	}
+	size_t n = strlen(s);
+	s[n] = '\n'; /* the NUL becomes the trailing newline */
+	reply(ax, status, "application/json", extra, s, n + 1);
+	free(s);
+}
+
+static void reply_error(struct admin_x *ax, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void reply_error(struct admin_x *ax, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	struct evbuffer *extra = NULL;
+	if (status == 401 || status == 405) {
+		extra = evbuffer_new();
+		if (extra && status == 401)
+			evbuffer_add_printf(extra, "WWW-Authenticate: Bearer realm=\"mcpwarden admin\"\r\n");
+		else if (extra)
+			evbuffer_add_printf(extra, "Allow: GET, HEAD\r\n");
+	}
+	json_t *body = json_object();
+	json_object_set_new(body, "error", json_string(msg));
+	reply_json(ax, status, body, extra);
+}
+
+/* ---- query strings ---------------------------------------------------------- */
+
+struct query {
+	const char *name[8];
+	char value[8][RING_KEY_MAX];
+	size_t n;
+};
+
+/* Splits "a=1&b=x%20y" into decoded pairs. Returns 0, or -1 with a reply
+ * sent: an unknown or repeated parameter, or too many. */
+static int parse_query(struct admin_x *ax, const char *q, const char *const allowed[],
+                       struct query *out)
+{
+	out->n = 0;
+	while (q && *q) {
+		size_t n = strcspn(q, "&");
+		const char *eq = memchr(q, '=', n);
+		size_t klen = eq ? (size_t)(eq - q) : n;
+		char key[64];
+		pct_decode(q, klen, key, sizeof(key));
+		size_t i = 0;
+		while (allowed[i] && strcmp(allowed[i], key) != 0)
+			i++;
+		if (klen == 0) {
+			/* "a=1&&b=2": an empty piece is harmless */
+		} else if (!allowed[i]) {
+			reply_error(ax, 400, "unknown parameter \"%.60s\"", key);
+			return -1;
+		} else {
+			for (size_t j = 0; j < out->n; j++) {
+				if (out->name[j] == allowed[i]) {
+					reply_error(ax, 400, "parameter \"%s\" given twice", key);
+					return -1;
+				}
+			}
+			if (out->n >= sizeof(out->name) / sizeof(out->name[0])) {
+				reply_error(ax, 400, "too many parameters");
+				return -1;
+			}
+			out->name[out->n] = allowed[i];
+			if (eq)
+				pct_decode(eq + 1, n - klen - 1, out->value[out->n], RING_KEY_MAX);
+			else
+				out->value[out->n][0] = '\0';
+			out->n++;
+		}
+		q += n + (q[n] == '&');
+	}
+	return 0;
+}
+
+static const char *query_get(const struct query *q, const char *name)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (strcmp(q->name[i], name) == 0)
+			return q->value[i];
+	return NULL;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static const char *const outcome_names[] = {
+	"ok", "tool_error", "rpc_error", "blocked", "upstream_error", "timeout", "cancelled", NULL,
+};
+
+/* Fills f from the common filter parameters. Returns 0, or -1 after
+ * replying 400. Strings in f point into q. */
+static int query_filter(struct admin_x *ax, const struct query *q, struct ring_filter *f)
+{
+	const char *since = query_get(q, "since");
+	const char *outcome = query_get(q, "outcome");
+
+	if (since && parse_u64(since, UINT64_MAX - 1, &f->since) < 0) {
+		reply_error(ax, 400, "since: must be a record sequence number");
+		return -1;
+	}
+	if (outcome) {
+		size_t i = 0;
+		while (outcome_names[i] && strcmp(outcome_names[i], outcome) != 0)
+			i++;
+		if (!outcome_names[i]) {
+			reply_error(ax, 400, "outcome: must be one of ok, tool_error, rpc_error, blocked, "
+			                     "upstream_error, timeout, cancelled");
+			return -1;
+		}
+	}
+	f->method = query_get(q, "method");
+	f->tool = query_get(q, "tool");
+	f->session = query_get(q, "session");
+	f->outcome = outcome;
+	return 0;
+}
+
+/* ---- endpoints ------------------------------------------------------------ */
+
+/* The page holds no data: without the token it is still sent, with a 401,
+ * so that a browser shows the form asking for the token (every data
+ * request then carries it). */
+static void ep_page(struct admin_x *ax, int status)
+{
+	struct evbuffer *extra = evbuffer_new();
+	if (extra) {
+		evbuffer_add_printf(extra,
+		                    "Content-Security-Policy: default-src 'none'; script-src "
+		                    "'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+		                    "img-src data:; base-uri 'none'; form-action 'none'; "
+		                    "frame-ancestors 'none'\r\n"
+		                    "Referrer-Policy: no-referrer\r\nX-Frame-Options: DENY\r\n");
+		if (status == 401)
+			evbuffer_add_printf(extra, "WWW-Authenticate: Bearer realm=\"mcpwarden admin\"\r\n");
+	}
+	reply(ax, status, "text/html; charset=utf-8", extra, admin_page_start,
+	      (size_t)(admin_page_end - admin_page_start));
+}
+
+static void ep_calls(struct admin_x *ax, const char *qs)
+{
+	static const char *const allowed[] = {"limit", "since", "method", "tool", "session",
+	                                      "outcome", NULL};
+	struct admin *adm = ax->adm;
+	struct query q;
+	struct ring_filter f = {0};
+	uint64_t limit = ADMIN_CALLS_DEFAULT;
+
+	if (parse_query(ax, qs, allowed, &q) < 0 || query_filter(ax, &q, &f) < 0)
+		return;
+	const char *l = query_get(&q, "limit");
+	if (l && (parse_u64(l, RING_MAX_SIZE, &limit) < 0 || limit == 0 ||
+	          limit > ring_size(adm->ring))) {
+		reply_error(ax, 400, "limit: must be a whole number from 1 to %zu",
+		            ring_size(adm->ring));
+		return;
+	}
+	f.limit = (size_t)limit;
+	struct ring_item *items;
+	size_t n = ring_read(adm->ring, &f, &items);
+	if (n == (size_t)-1) {
+		reply_error(ax, 500, "out of memory");
+		return;
+	}
+	struct evbuffer *body = evbuffer_new();
+	if (!body) {
+		ring_items_free(items, n);
+		conn_abort(ax->c, "out of memory");
+		return;
+	}
+	evbuffer_add(body, "{\"calls\":[", 10);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			evbuffer_add(body, ",", 1);
+		evbuffer_add(body, items[i].json, items[i].len);
+	}
+	ring_items_free(items, n);
+	evbuffer_add_printf(body,
+	                    "],\"count\":%zu,\"ring\":{\"size\":%zu,\"records\":%zu,"
+	                    "\"oldest_seq\":%llu,\"newest_seq\":%llu,\"dropped\":%llu}}\n",
+	                    n, ring_size(adm->ring), ring_count(adm->ring),
+	                    (unsigned long long)ring_oldest_seq(adm->ring),
+	                    (unsigned long long)ring_newest_seq(adm->ring),
+	                    (unsigned long long)ring_dropped(adm->ring));
+	struct evbuffer *h = common_headers("application/json");
+	if (!h) {
+		evbuffer_free(body);
+		conn_abort(ax->c, "out of memory");
+		return;
+	}
+	conn_reply_head(ax->c, 200, h, (int64_t)evbuffer_get_length(body));
+	evbuffer_free(h);
+	conn_reply_body_buffer(ax->c, body);
+	evbuffer_free(body);
+	conn_reply_end(ax->c);
+}
+
+static void ep_inflight(struct admin_x *ax, const char *qs)
+{
+	static const char *const allowed[] = {"limit", NULL};
+	struct query q;
+	uint64_t limit = ADMIN_CALLS_DEFAULT;
+
+	if (parse_query(ax, qs, allowed, &q) < 0)
+		return;
+	const char *l = query_get(&q, "limit");
+	if (l && (parse_u64(l, ADMIN_INFLIGHT_MAX, &limit) < 0 || limit == 0)) {
+		reply_error(ax, 400, "limit: must be a whole number from 1 to %d", ADMIN_INFLIGHT_MAX);
+		return;
+	}
+	json_t *list = hook_record_inflight(ax->adm->rec, (size_t)limit);
+	json_t *body = json_object();
+	if (body && list) {
+		json_object_set_new(body, "count",
+		                    json_integer((json_int_t)hook_record_inflight_count(ax->adm->rec)));
+		json_object_set_new(body, "inflight", list);
+		list = NULL;
+	}
+	json_decref(list);
+	reply_json(ax, 200, body, NULL);
+}
+
+static void ep_contract(struct admin_x *ax)
+{
+	struct admin *adm = ax->adm;
+	const struct px_config *cfg = adm->ctx->cfg;
+	json_t *body = json_object(), *ups = json_array();
+
+	if (!body || !ups) {
+		json_decref(body);
+		json_decref(ups);
+		reply_error(ax, 500, "out of memory");
+		return;
+	}
+	/* Every configured upstream, in order, with null until a report came. */
+	for (size_t i = 0; i < cfg->nups; i++) {
+		const json_t *e = json_object_get(adm->contract, cfg->ups[i].name);
+		json_t *o = json_object();
+		json_object_set_new(o, "upstream", json_string(cfg->ups[i].name));
+		json_object_set_new(o, "updated",
+		                    json_incref(e ? json_object_get(e, "time") : json_null()));
+		json_object_set_new(o, "report",
+		                    json_incref(e ? json_object_get(e, "report") : json_null()));
+		json_array_append_new(ups, o);
+	}
+	json_object_set_new(body, "upstreams", ups);
+	reply_json(ax, 200, body, NULL);
+}
+
+static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
+                          struct metrics_upstream *ups)
+{
+	struct px_ctx *ctx = adm->ctx;
+	struct inspect_stats is;
+
+	inspect_get_stats(ctx->insp, &is);
+	/* conn does not tell which listener a connection came from: the busy
+	 * admin connections (this scrape among them) are taken out, idle
+	 * keep-alive admin connections are not. */
+	s->client_connections = ctx->nconns > adm->busy ? ctx->nconns - adm->busy : 0;
+	s->connections_total = ctx->stats.connections;
+	s->http_requests_total = ctx->stats.requests;
+	for (size_t i = 0; i < 6; i++)
+		s->http_responses[i] = ctx->stats.responses_by_class[i];
+	s->upstream_errors = ctx->stats.upstream_errors;
+	s->upstream_timeouts = ctx->stats.timeouts;
+	s->requests_too_large = ctx->stats.too_large;
+	s->bad_requests = ctx->stats.bad_requests;
+	s->aborted = ctx->stats.aborted;
+	s->messages_from_client = is.messages[INSPECT_FROM_CLIENT];
+	s->messages_from_server = is.messages[INSPECT_FROM_SERVER];
+	s->hook_dropped = is.dropped;
+	s->hook_answered = is.answered;
+	s->hook_modified = is.modified;
+	s->ring_capacity = ring_size(adm->ring);
+	s->ring_records = ring_count(adm->ring);
+	s->ring_dropped = ring_dropped(adm->ring);
+	s->inflight_calls = hook_record_inflight_count(adm->rec);
+	s->admin_streams = adm->nstreams;
+	for (const struct admin_x *ax = adm->streams; ax; ax = ax->next)
+		s->admin_streams_behind += ax->behind && !ax->dead;
+	s->start_time_seconds = adm->start_time;
+	for (size_t i = 0; i < ctx->nups; i++) {
+		ups[i].name = ctx->cfg->ups[i].name;
+		ups[i].idle_connections = upstream_idle_count(ctx->ups[i]);
+		ups[i].reachable = i < adm->nprobes ? adm->probes[i].up : -1;
+	}
+	s->ups = ups;
+	s->nups = ctx->nups;
+}
+
+static void ep_metrics(struct admin_x *ax)
+{
+	struct admin *adm = ax->adm;
+	struct metrics_snapshot s = {0};
+	struct metrics_upstream *ups = calloc(adm->ctx->nups ? adm->ctx->nups : 1, sizeof(*ups));
+	size_t len;
+
+	if (!ups) {
+		reply_error(ax, 500, "out of memory");
+		return;
+	}
+	fill_snapshot(adm, &s, ups);
+	char *text = metrics_render(adm->m, &s, &len);
+	free(ups);
+	if (!text) {
+		reply_error(ax, 500, "out of memory");
+		return;
+	}
+	reply(ax, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, text, len);
+	free(text);
+}
+
+static void ep_healthz(struct admin_x *ax)
+{
+	json_t *body = json_pack("{s:s}", "status", "ok");
+	reply_json(ax, 200, body, NULL);
+}
+
+/* ---- /readyz ---------------------------------------------------------------- */
+
+static void list_remove(struct admin_x **head, struct admin_x *ax)
+{
+	if (ax->prev)
+		ax->prev->next = ax->next;
+	else if (*head == ax)
+		*head = ax->next;
+	if (ax->next)
+		ax->next->prev = ax->prev;
+	ax->prev = ax->next = NULL;
+}
+
+static void list_push(struct admin_x **head, struct admin_x *ax)
+{
+	ax->prev = NULL;
+	ax->next = *head;
+	if (*head)
+		(*head)->prev = ax;
+	*head = ax;
+}
+
+static void answer_ready(struct admin_x *ax)
+{
+	struct admin *adm = ax->adm;
+	json_t *ups = json_array();
+	int ready = !adm->ctx->draining;
+
+	for (size_t i = 0; i < adm->nprobes; i++) {
+		const struct probe *p = &adm->probes[i];
+		json_t *o = json_pack("{s:s,s:b}", "upstream", p->name, "reachable", p->up == 1);
+		if (o && p->up != 1)
+			json_object_set_new(o, "error", json_string(p->why ? p->why : "not probed"));
+		json_array_append_new(ups, o);
+		ready &= p->up == 1;
+	}
+	json_t *body = json_pack("{s:b,s:b,s:o}", "ready", ready, "draining",
+	                         adm->ctx->draining != 0, "upstreams", ups);
+	reply_json(ax, ready ? 200 : 503, body, NULL);
+}
+
+/* Every probe has finished: answer whoever waits. */
+static void probes_finished(struct admin *adm)
+{
+	adm->probed_at = mono_us();
+	while (adm->ready_waiters) {
+		struct admin_x *ax = adm->ready_waiters;
+		list_remove(&adm->ready_waiters, ax);
+		ax->kind = AX_DONE;
+		answer_ready(ax);
+	}
+}
+
+static void probe_done(struct probe *p, int up, const char *why)
+{
+	struct admin *adm = p->adm;
+	if (p->ev) {
+		event_free(p->ev);
+		p->ev = NULL;
+	}
+	if (p->fd >= 0) {
+		evutil_closesocket(p->fd);
+		p->fd = -1;
+	}
+	p->up = up;
+	p->why = why;
+	assert(adm->probing > 0);
+	if (--adm->probing == 0)
+		probes_finished(adm);
+}
+
+static void probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct probe *p = arg;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (what & EV_TIMEOUT) {
+		probe_done(p, 0, "connect timed out");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	probe_done(p, err == 0, err == 0 ? NULL : "connection refused or unreachable");
+}
+
+/* A plain non-blocking connect: the probe only asks whether the upstream
+ * accepts TCP, it never sends a byte. */
+static void probe_one(struct admin *adm, struct probe *p)
+{
+	if (p->sslen == 0) {
+		probe_done(p, 0, "the host does not resolve");
+		return;
+	}
+	p->fd = socket(p->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (p->fd < 0) {
+		probe_done(p, 0, "cannot create a socket");
+		return;
+	}
+	if (connect(p->fd, (struct sockaddr *)&p->ss, p->sslen) == 0) {
+		probe_done(p, 1, NULL);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		probe_done(p, 0, "connection refused or unreachable");
+		return;
+	}
+	struct timeval tv = {p->timeout_ms / 1000, (p->timeout_ms % 1000) * 1000};
+	p->ev = event_new(adm->ctx->base, p->fd, EV_WRITE, probe_cb, p);
+	if (!p->ev || event_add(p->ev, &tv) < 0)
+		probe_done(p, 0, "out of memory");
+}
+
+static void probe_start(struct admin *adm)
+{
+	/* One extra count so that probes finishing inside the loop cannot
+	 * answer the waiters before every probe started. */
+	adm->probing = adm->nprobes + 1;
+	for (size_t i = 0; i < adm->nprobes; i++)
+		probe_one(adm, &adm->probes[i]);
+	if (--adm->probing == 0)
+		probes_finished(adm);
+}
+
+static void ep_readyz(struct admin_x *ax)
+{
+	struct admin *adm = ax->adm;
+	uint64_t now = mono_us();
+
+	if (!adm->probing && adm->probed_at && now - adm->probed_at < ADMIN_PROBE_EVERY_US) {
+		answer_ready(ax);
+		return;
+	}
+	ax->kind = AX_READY;
+	list_push(&adm->ready_waiters, ax);
+	if (!adm->probing)
+		probe_start(adm);
+}
+
+static void probes_setup(struct admin *adm)
+{
+	const struct px_config *cfg = adm->ctx->cfg;
+	adm->probes = calloc(cfg->nups ? cfg->nups : 1, sizeof(*adm->probes));
+	if (!adm->probes)
+		return;
+	adm->nprobes = cfg->nups;
+	for (size_t i = 0; i < cfg->nups; i++) {
+		struct probe *p = &adm->probes[i];
+		const struct px_upstream_conf *u = &cfg->ups[i];
+		struct addrinfo hints = {0}, *res = NULL;
+		p->adm = adm;
+		p->fd = -1;
+		p->name = u->name;
+		p->up = -1;
+		unsigned ms = u->connect_timeout_ms ? u->connect_timeout_ms : ADMIN_PROBE_MAX_MS;
+		p->timeout_ms = ms < ADMIN_PROBE_MAX_MS ? ms : ADMIN_PROBE_MAX_MS;
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_NUMERICSERV;
+		/* Start-up only, like upstream_new: never on the data path. */
+		if (getaddrinfo(u->host, u->port, &hints, &res) == 0 && res &&
+		    res->ai_addrlen <= sizeof(p->ss)) {
+			memcpy(&p->ss, res->ai_addr, res->ai_addrlen);
+			p->sslen = (socklen_t)res->ai_addrlen;
+		}
+		if (res)
+			freeaddrinfo(res);
+	}
+}
+
+/* ---- /calls/stream -------------------------------------------------------- */
+
+/* Records read from the ring per pass when a stream catches up. */
+#define STREAM_PUMP_BATCH 64
+
+static void stream_write(struct admin_x *ax, const char *data, size_t len)
+{
+	conn_reply_body(ax->c, data, len);
+	ax->last_write_us = mono_us();
+}
+
+/* One record as an SSE event. */
+static void stream_event(struct admin_x *ax, uint64_t seq, const char *json, size_t len)
+{
+	struct evbuffer *b = evbuffer_new();
+	if (!b)
+		return;
+	evbuffer_add_printf(b, "id: %llu\ndata: ", (unsigned long long)seq);
+	evbuffer_add(b, json, len);
+	evbuffer_add(b, "\n\n", 2);
+	conn_reply_body_buffer(ax->c, b);
+	evbuffer_free(b);
+	ax->last_write_us = mono_us();
+	ax->next_seq = seq + 1;
+}
+
+/* Writes what the stream has not had yet, from the ring, oldest first,
+ * until it is current or its output is over the cap; ->drained calls it
+ * again once the reader took some. Records that left the ring meanwhile
+ * are announced by a "gap" event, never skipped silently. */
+static void stream_pump(struct admin_x *ax)
+{
+	struct admin *adm = ax->adm;
+
+	while (ax->behind && !ax->dead && !conn_output_full(ax->c)) {
+		uint64_t oldest = ring_oldest_seq(adm->ring);
+		if (oldest && ax->next_seq < oldest) {
+			char gap[128];
+			int n = snprintf(gap, sizeof(gap),
+			                 "event: gap\ndata: {\"missed_from\":%llu,\"missed_to\":%llu}\n\n",
+			                 (unsigned long long)ax->next_seq,
+			                 (unsigned long long)oldest - 1);
+			stream_write(ax, gap, (size_t)n);
+			ax->next_seq = oldest;
+		}
+		struct ring_filter f = ax->filter;
+		f.since = ax->next_seq - 1;
+		f.oldest_first = 1;
+		f.limit = STREAM_PUMP_BATCH;
+		struct ring_item *items;
+		size_t n = ring_read(adm->ring, &f, &items);
+		if (n == (size_t)-1)
+			return; /* out of memory: try again on the next drain or record */
+		size_t i = 0;
+		for (; i < n && !conn_output_full(ax->c); i++)
+			stream_event(ax, items[i].seq, items[i].json, items[i].len);
+		ring_items_free(items, n);
+		if (i == n && n < STREAM_PUMP_BATCH) {
+			/* Nothing more matches: current from the next record on. */
+			ax->next_seq = ring_newest_seq(adm->ring) + 1;
+			ax->behind = 0;
+		}
+	}
+}
+
+/* A new record for a live stream. */
+static void stream_record(struct admin_x *ax, uint64_t seq, const char *json, size_t len)
+{
+	if (ax->dead)
+		return;
+	if (!ax->behind && conn_output_full(ax->c)) {
+		/* The reader is slow: stop queueing (memory stays bounded by
+		 * limits.max_output_bytes) and catch up from the ring once it has
+		 * read. A reader that stops reading altogether is cut by conn's
+		 * write timeout (timeouts.client_idle_ms). */
+		ax->behind = 1;
+		ax->next_seq = seq;
+		return;
+	}
+	if (ax->behind) {
+		stream_pump(ax);
+		return;
+	}
+	stream_event(ax, seq, json, len);
+}
+
+static void ep_stream(struct admin_x *ax, const struct http_msg *req, const char *qs)
+{
+	static const char *const allowed[] = {"since", "method", "tool", "session", "outcome", NULL};
+	struct admin *adm = ax->adm;
+	struct query q;
+	struct ring_filter f = {0};
+
+	if (parse_query(ax, qs, allowed, &q) < 0 || query_filter(ax, &q, &f) < 0)
+		return;
+	const char *last = http_msg_header(req, "last-event-id");
+	if (last && *last && parse_u64(last, UINT64_MAX - 1, &f.since) < 0) {
+		reply_error(ax, 400, "Last-Event-ID: must be a record sequence number");
+		return;
+	}
+	if (!query_get(&q, "since") && !(last && *last))
+		f.since = ring_newest_seq(adm->ring); /* only what happens from now on */
+	if (adm->ctx->draining) {
+		reply_error(ax, 503, "mcpwarden is shutting down");
+		return;
+	}
+	if (adm->nstreams >= adm->max_streams) {
+		struct evbuffer *extra = evbuffer_new();
+		if (extra)
+			evbuffer_add_printf(extra, "Retry-After: 5\r\n");
+		json_t *body = json_pack("{s:s}", "error", "too many /calls/stream readers");
+		reply_json(ax, 503, body, extra);
+		return;
+	}
+	/* The filter strings live in the exchange. */
+	const char **dst[4] = {&f.method, &f.tool, &f.session, &f.outcome};
+	for (size_t i = 0; i < 4; i++) {
+		if (*dst[i]) {
+			snprintf(ax->fval[i], sizeof(ax->fval[i]), "%s", *dst[i]);
+			*dst[i] = ax->fval[i];
+		}
+	}
+	ax->filter = f;
+	ax->filter.since = 0;
+
+	struct evbuffer *h = common_headers("text/event-stream");
+	if (!h) {
+		conn_abort(ax->c, "out of memory");
+		return;
+	}
+	evbuffer_add_printf(h, "X-Accel-Buffering: no\r\n");
+	conn_reply_head(ax->c, 200, h, -1);
+	evbuffer_free(h);
+	static const char hello[] = "retry: 2000\n: mcpwarden calls\n\n";
+	stream_write(ax, hello, sizeof(hello) - 1);
+	ax->kind = AX_STREAM;
+	list_push(&adm->streams, ax);
+	adm->nstreams++;
+	/* Catch up from the ring (oldest first), then live. */
+	ax->next_seq = f.since + 1;
+	ax->behind = 1;
+	stream_pump(ax);
+}
+
+static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct admin *adm = arg;
+	uint64_t now = mono_us();
+	unsigned ms = adm->ctx->cfg->timeouts.sse_keepalive_ms;
+	uint64_t every = (uint64_t)(ms ? ms : ADMIN_KEEPALIVE_MS) * 1000u;
+	(void)fd;
+	(void)what;
+	for (struct admin_x *ax = adm->streams; ax; ax = ax->next) {
+		if (ax->dead || now - ax->last_write_us + 1000 < every || conn_output_full(ax->c))
+			continue;
+		stream_write(ax, ": keep-alive\n\n", 14);
+	}
+}
+
+/* ---- the recorder's sink ---------------------------------------------------- */
+
+static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
+{
+	struct admin *adm = arg;
+	uint64_t seq = ring_next_seq(adm->ring);
+
+	json_object_set_new(rec, "seq", json_integer((json_int_t)seq));
+	char *s = json_dumps(rec, JSON_COMPACT);
+	if (!s)
+		return;
+	size_t len = strlen(s);
+	if (ring_append(adm->ring, keys, s, len) == 0) {
+		log_msg(LOG_WARN, "admin: a call record of %zu bytes was not kept", len);
+		free(s);
+		return;
+	}
+	if (adm->log && !adm->log_failed) {
+		s[len] = '\n';
+		if (fwrite(s, 1, len + 1, adm->log) != len + 1 || fflush(adm->log) != 0) {
+			adm->log_failed = 1;
+			log_msg(LOG_ERROR, "admin: writing the call log failed (%s): no more lines",
+			        strerror(errno));
+		}
+		s[len] = '\0';
+	}
+	for (struct admin_x *ax = adm->streams; ax; ax = ax->next)
+		if (ax->behind || ring_keys_match(keys, &ax->filter))
+			stream_record(ax, seq, s, len);
+	free(s);
+}
+
+/* ---- the adapter ---------------------------------------------------------- */
+
+/* Constant time in the presented token: the time depends only on the
+ * configured token's length. */
+static int token_ok(const struct admin *adm, const char *header)
+{
+	if (!header || strncasecmp(header, "Bearer ", 7) != 0)
+		return 0;
+	const char *t = header + 7;
+	while (*t == ' ')
+		t++;
+	size_t n = strlen(t);
+	while (n > 0 && t[n - 1] == ' ')
+		n--;
+	unsigned char diff = n != adm->token_len;
+	for (size_t i = 0; i < adm->token_len; i++)
+		diff |= (unsigned char)((i < n ? (unsigned char)t[i] : 0) ^
+		                        (unsigned char)adm->token[i]);
+	return diff == 0;
+}
+
+/* Without a token the endpoint is on loopback: only loopback Host names
+ * (a DNS-rebound name is refused) and same-host or no Origin. */
+static int origin_ok(const struct http_msg *req)
+{
+	static const struct origin_policy loopback = {.loopback_only = 1};
+	const char *host = http_msg_header(req, "host");
+	return origin_host_allowed(&loopback, host) &&
+	       origin_origin_allowed(&loopback, http_msg_header(req, "origin"), host);
+}
+
+static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
+                                    struct evbuffer *body)
+{
+	struct px_ctx *ctx = conn_ctx(c);
+	struct admin *adm = ctx->admin;
+	struct admin_x *ax = calloc(1, sizeof(*ax));
+
+	evbuffer_free(body); /* no endpoint takes a body */
+	if (!ax || !adm) {
+		free(ax);
+		conn_abort(c, "out of memory");
+		return NULL;
+	}
+	ax->magic = ADMIN_X_MAGIC;
+	ax->adm = adm;
+	ax->c = c;
+	adm->busy++;
+
+	const char *method = http_msg_method(req);
+	const char *url = http_msg_url(req);
+	char path[256];
+	size_t plen = strcspn(url, "?");
+	const char *qs = url[plen] == '?' ? url + plen + 1 : NULL;
+	snprintf(path, sizeof(path), "%.*s", (int)(plen < sizeof(path) ? plen : sizeof(path) - 1),
+	         url);
+
+	int page = strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0;
+	int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	if (adm->token && !token_ok(adm, http_msg_header(req, "authorization"))) {
+		if (page && get)
+			ep_page(ax, 401);
+		else
+			reply_error(ax, 401, "this admin endpoint needs Authorization: Bearer <admin.token>");
+	} else if (!adm->token && !origin_ok(req)) {
+		reply_error(ax, 403, "Host or Origin not allowed: without admin.token only loopback "
+		                     "names and same-host pages are answered");
+	} else if (!get) {
+		reply_error(ax, 405, "only GET and HEAD");
+	} else if (page) {
+		ep_page(ax, 200);
+	} else if (strcmp(path, "/calls") == 0) {
+		ep_calls(ax, qs);
+	} else if (strcmp(path, "/calls/inflight") == 0) {
+		ep_inflight(ax, qs);
+	} else if (strcmp(path, "/calls/stream") == 0) {
+		if (strcmp(method, "HEAD") == 0) {
+			struct evbuffer *h = common_headers("text/event-stream");
+			conn_reply_head(c, 200, h, -1);
+			if (h)
+				evbuffer_free(h);
+			conn_reply_end(c);
+		} else {
+			ep_stream(ax, req, qs);
+		}
+	} else if (strcmp(path, "/contract") == 0) {
+		ep_contract(ax);
+	} else if (strcmp(path, "/metrics") == 0) {
+		ep_metrics(ax);
+	} else if (strcmp(path, "/healthz") == 0) {
+		ep_healthz(ax);
+	} else if (strcmp(path, "/readyz") == 0) {
+		ep_readyz(ax);
+	} else {
+		reply_error(ax, 404, "no admin endpoint at %.100s", path);
+	}
+	return (struct exchange *)ax;
+}
+
+static struct admin_x *ax_of(struct exchange *ex)
+{
+	struct admin_x *ax = (struct admin_x *)ex;
+	assert(ax->magic == ADMIN_X_MAGIC);
+	return ax;
+}
+
+static void admin_drained(struct exchange *ex)
+{
+	struct admin_x *ax = ax_of(ex);
+	if (ax->kind == AX_STREAM)
+		stream_pump(ax);
+}
+
+static void admin_shutdown(struct exchange *ex)
+{
+	struct admin_x *ax = ax_of(ex);
+	if (ax->kind == AX_STREAM && !ax->dead) {
+		ax->dead = 1;
+		conn_reply_end(ax->c);
+	}
+}
+
+static void admin_xfree(struct exchange *ex, const char *client_error)
+{
+	if (!ex)
+		return;
+	struct admin_x *ax = ax_of(ex);
+	struct admin *adm = ax->adm;
+	(void)client_error;
+	if (ax->kind == AX_STREAM) {
+		list_remove(&adm->streams, ax);
+		adm->nstreams--;
+	} else if (ax->kind == AX_READY) {
+		list_remove(&adm->ready_waiters, ax);
+	}
+	adm->busy--;
+	ax->magic = 0;
+	free(ax);
+}
+
+static const struct transport_ops admin_ops = {
+	.name = "admin",
+	.start = admin_start,
+	.drained = admin_drained,
+	.shutdown = admin_shutdown,
+	.free = admin_xfree,
+};
+
+/* ---- set-up and teardown ---------------------------------------------------- */
+
+static void relisten_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct admin *adm = arg;
+	(void)fd;
+	(void)what;
+	/* The listener pauses at limits.max_connections like the client one,
+	 * but only the client listener is told when connections close. */
+	if (adm->lst)
+		listener_update(adm->lst);
+}
+
+void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report)
+{
+	char when[40];
+	if (!adm || !upstream || !report)
+		return;
+	json_t *copy = json_deep_copy(report);
+	if (!copy)
+		return;
+	hook_record_time(real_us(), when, sizeof(when));
+	json_t *e = json_pack("{s:s,s:o}", "time", when, "report", copy);
+	if (e)
+		json_object_set_new(adm->contract, upstream, e);
+	metrics_set_contract(adm->m, upstream, report);
+}
+
+const char *admin_address(const struct admin *adm)
+{
+	return adm && adm->lst ? listener_address(adm->lst) : NULL;
+}
+
+void admin_free(struct admin *adm)
+{
+	if (!adm)
+		return;
+	assert(adm->streams == NULL && adm->ready_waiters == NULL);
+	for (size_t i = 0; i < adm->nprobes; i++) {
+		if (adm->probes[i].ev)
+			event_free(adm->probes[i].ev);
+		if (adm->probes[i].fd >= 0)
+			evutil_closesocket(adm->probes[i].fd);
+	}
+	free(adm->probes);
+	if (adm->keepalive)
+		event_free(adm->keepalive);
+	if (adm->relisten)
+		event_free(adm->relisten);
+	listener_free(adm->lst);
+	hook_record_free(adm->rec);
+	metrics_free(adm->m);
+	ring_free(adm->ring);
+	redact_free(adm->rd);
+	if (adm->log && !adm->log_is_stdout)
+		fclose(adm->log);
+	else if (adm->log)
+		fflush(adm->log);
+	if (adm->token) {
+		/* Not left behind in freed memory. */
+		volatile char *t = adm->token;
+		for (size_t i = 0; i < adm->token_len; i++)
+			t[i] = 0;
+		free(adm->token);
+	}
+	json_decref(adm->contract);
+	free(adm);
+}
+
+static int build_redact(struct admin *adm, const struct admin_conf *ac, struct errs *e)
+{
+	adm->rd = redact_new();
+	if (!adm->rd)
+		return -1;
+	if (ac->redact_keys) {
+		redact_clear_keys(adm->rd);
+		for (size_t i = 0; i < json_array_size(ac->redact_keys); i++)
+			if (redact_add_key(adm->rd, json_string_value(json_array_get(ac->redact_keys, i))) < 0)
+				err_add(e, "$.admin.redact_keys[%zu]: cannot be used", i);
+	}
+	for (size_t i = 0; ac->redact_values && i < json_array_size(ac->redact_values); i++)
+		if (redact_add_value(adm->rd, json_string_value(json_array_get(ac->redact_values, i))) < 0)
+			err_add(e, "$.admin.redact_values[%zu]: cannot be used", i);
+	redact_upstream_urls(adm->rd, adm->ctx->cfg);
+	return e->count ? -1 : 0;
+}
+
+static int open_log(struct admin *adm, const char *target, struct errs *e)
+{
+	if (!target)
+		return 0;
+	if (strcmp(target, "stdout") == 0) {
+		adm->log = stdout;
+		adm->log_is_stdout = 1;
+		return 0;
+	}
+	adm->log = fopen(target, "ae");
+	if (!adm->log) {
+		err_add(e, "$.admin.log_calls: %s: %s", target, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
+{
+	struct errs e = {.buf = err, .len = errlen};
+	struct admin_conf ac = {0};
+	struct admin *adm = NULL;
+
+	if (err && errlen)
+		err[0] = '\0';
+	ctx->admin = NULL;
+	parse_conf(&e, ctx->cfg->admin, &ac);
+	if (e.count)
+		goto fail;
+	if (ac.off && !ac.log_calls)
+		return 0;
+
+	adm = calloc(1, sizeof(*adm));
+	if (!adm)
+		goto oom;
+	adm->ctx = ctx;
+	adm->max_streams = ac.max_streams;
+	adm->start_time = (double)real_us() / 1e6;
+	adm->ring = ring_new(ac.ring_size);
+	adm->m = metrics_new(ac.max_labels);
+	adm->contract = json_object();
+	if (!adm->ring || !adm->m || !adm->contract)
+		goto oom;
+	if (ac.token) {
+		adm->token = strdup(ac.token);
+		if (!adm->token)
+			goto oom;
+		adm->token_len = strlen(adm->token);
+	}
+	if (build_redact(adm, &ac, &e) < 0 || open_log(adm, ac.log_calls, &e) < 0)
+		goto fail;
+	probes_setup(adm);
+	if (!adm->probes)
+		goto oom;
+
+	if (!ac.off) {
+		/* Until ctx->admin is set nothing can reach the adapter: the
+		 * listener only accepts once the loop runs. */
+		char lerr[512];
+		adm->lst = listener_new(ctx, ac.host, ac.port, &admin_ops, lerr, sizeof(lerr));
+		if (!adm->lst && !ac.listen_default) {
+			err_add(&e, "$.admin.listen: %s", lerr);
+			goto fail;
+		}
+		if (!adm->lst)
+			log_msg(LOG_WARN, "admin: %s; running without the admin endpoint (set "
+			                  "admin.listen or --admin ADDRESS:PORT|off)", lerr);
+	}
+	if (adm->lst) {
+		struct timeval one = {1, 0};
+		unsigned ms = ctx->cfg->timeouts.sse_keepalive_ms;
+		ms = ms ? ms : ADMIN_KEEPALIVE_MS;
+		/* Check quiet streams at a quarter of the interval: none stays
+		 * silent much longer than the interval itself. */
+		unsigned tick = ms / 4 ? ms / 4 : 1;
+		struct timeval ka = {tick / 1000, (tick % 1000) * 1000};
+		adm->keepalive = event_new(ctx->base, -1, EV_PERSIST, keepalive_cb, adm);
+		adm->relisten = event_new(ctx->base, -1, EV_PERSIST, relisten_cb, adm);
+		if (!adm->keepalive || !adm->relisten || event_add(adm->keepalive, &ka) < 0 ||
+		    event_add(adm->relisten, &one) < 0)
+			goto oom;
+	}
+	/* Last: once registered, the observer is called for every message. */
+	adm->rec = hook_record_new(ctx->insp, adm->rd, adm->m, on_record, adm);
+	if (!adm->rec) {
+		err_add(&e, "admin: cannot register the call recorder (too many hooks?)");
+		goto fail;
+	}
+	ctx->admin = adm;
+	if (adm->lst)
+		log_msg(LOG_INFO, "admin endpoint on http://%s/%s", listener_address(adm->lst),
+		        adm->token ? " (token required)" : "");
+	if (ac.log_calls)
+		log_msg(LOG_INFO, "admin: call records also go to %s", ac.log_calls);
+	explicit_bzero(ac.tokbuf, sizeof(ac.tokbuf));
+	return 0;
+oom:
+	err_add(&e, "admin: out of memory");
+fail:
+	explicit_bzero(ac.tokbuf, sizeof(ac.tokbuf));
+	admin_free(adm);
+	return -1;
+}

@@ -1,0 +1,63 @@
+/* admin: the admin endpoint, a transport adapter on its own listener.
+ *
+ * It owns the call recorder (proxy/hook_record.c) and what it feeds: the
+ * ring of records (admin/ring.c), the metrics (admin/metrics.c), the live
+ * streams and the optional JSON-lines log. Endpoints (GET or HEAD):
+ *
+ *   /                 the live page (admin/page.html, built into the binary)
+ *   /calls            records, newest first: ?limit=&since=&method=&tool=
+ *                     &session=&outcome=
+ *   /calls/inflight   client requests still waiting for an answer, with age
+ *   /calls/stream     text/event-stream of records as they are made; each
+ *                     event's id is the record's seq; Last-Event-ID (or
+ *                     ?since=) resumes from the ring; same filters as /calls
+ *   /contract         latest contract report per upstream
+ *   /metrics          Prometheus text format
+ *   /healthz          alive: 200 while the event loop runs
+ *   /readyz           200 when every upstream accepts a TCP connection
+ *                     (probed asynchronously, at most once a second), 503
+ *                     otherwise or while draining
+ *
+ * Access: with admin.token set every request needs "Authorization: Bearer
+ * <token>" (compared in constant time; 401 otherwise). Without a token the
+ * endpoint only binds loopback addresses and only answers requests whose
+ * Host is a loopback name, so a web page cannot reach it through DNS
+ * rebinding. No CORS headers are ever sent.
+ *
+ * Configuration ($.admin, see conf/README.md): listen ("HOST:PORT" or
+ * "off"; default 127.0.0.1:9090, --admin), token, token_file, ring_size,
+ * log_calls ("stdout" or a file path), redact_keys, redact_values,
+ * max_streams, max_labels.
+ */
+#ifndef MCPWARDEN_ADMIN_H
+#define MCPWARDEN_ADMIN_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+struct px_ctx;
+struct admin;
+
+/* Parses ctx->cfg->admin, builds the recorder and, unless "off", the
+ * listener; sets ctx->admin (NULL when the endpoint is off and no call log
+ * is wanted). Call once the upstreams exist. Returns 0, or -1 with every
+ * configuration error, one per line, in err ("$.admin.ring_size: …").
+ * When listen was left at its default and that address cannot be bound,
+ * it warns and runs without the endpoint instead of failing. */
+int admin_setup(struct px_ctx *ctx, char *err, size_t errlen);
+
+/* Frees everything admin_setup built. Call after every connection was
+ * destroyed (admin connections use it, and the recorder sees the last
+ * exchanges end) and before the event base is freed. Accepts NULL. */
+void admin_free(struct admin *adm);
+
+/* The contract module's latest report for an upstream (borrowed: copied
+ * now): {"tools":[…],"problems":[…],"score":…,"passed":…,"changes":[…]}.
+ * Served on /contract and summarised in /metrics. adm may be NULL (the
+ * endpoint is off): nothing happens. */
+void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report);
+
+/* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
+const char *admin_address(const struct admin *adm);
+
+#endif

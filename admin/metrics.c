@@ -1,0 +1,629 @@
+/* metrics: see metrics.h.
+ *
+ * Each traffic-fed label dimension is a small intern table (open
+ * addressing over a power-of-two array) mapping a label value to an index
+ * 0..max_labels; index max_labels is "other". Counters are flat arrays
+ * indexed [label][outcome], allocated once at creation, so counting never
+ * allocates after a label value was first seen.
+ */
+#include "admin/metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const outcomes[] = {
+	"ok", "tool_error", "rpc_error", "blocked", "upstream_error", "timeout", "cancelled", "other",
+};
+#define NOUT (sizeof(outcomes) / sizeof(outcomes[0]))
+
+static const char *const verdicts[] = {"forward", "drop", "answer"};
+#define NVERDICT (sizeof(verdicts) / sizeof(verdicts[0]))
+
+/* Latency buckets, microseconds (rendered as seconds). */
+static const uint64_t buckets_us[] = {
+	1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000, 30000000, 60000000, 120000000,
+};
+#define NBUCKET (sizeof(buckets_us) / sizeof(buckets_us[0]))
+
+#define OTHER_LABEL "other"
+
+struct hist {
+	uint64_t bucket[NBUCKET]; /* not cumulative: bucket[i] counts (b[i-1], b[i]] */
+	uint64_t count;
+	uint64_t sum_us;
+};
+
+struct labels {
+	char **name;         /* owned: max+1 entries, name[max] = "other" */
+	size_t n, max;
+	int *slot;           /* owned: hash table of indexes, -1 empty */
+	size_t nslot;        /* power of two >= 2 * (max + 1) */
+};
+
+struct contract_entry {
+	char *upstream;      /* owned */
+	double score;
+	uint64_t tools, problems, warnings, changes;
+	int passed, truncated;
+};
+
+struct metrics {
+	size_t max;
+	struct labels methods, tools, rules, server_methods;
+	uint64_t *calls;          /* [method][outcome] */
+	uint64_t *tool_calls;     /* [tool][outcome] */
+	struct hist *method_lat;  /* [method] */
+	struct hist *tool_lat;    /* [tool] */
+	uint64_t *policy;         /* [rule][verdict] */
+	uint64_t *server_msgs;    /* [server method] */
+	uint64_t exchanges, bytes_in, bytes_out;
+	uint64_t sessions_opened, sessions_closed;
+	struct contract_entry contract[METRICS_MAX_UPSTREAMS];
+	size_t ncontract;
+};
+
+/* ---- intern tables -------------------------------------------------------- */
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static int labels_init(struct labels *l, size_t max)
+{
+	l->max = max;
+	l->nslot = 16;
+	while (l->nslot < 2 * (max + 1))
+		l->nslot *= 2;
+	l->name = calloc(max + 1, sizeof(*l->name));
+	l->slot = malloc(l->nslot * sizeof(*l->slot));
+	if (!l->name || !l->slot)
+		return -1;
+	for (size_t i = 0; i < l->nslot; i++)
+		l->slot[i] = -1;
+	l->name[max] = strdup(OTHER_LABEL);
+	return l->name[max] ? 0 : -1;
+}
+
+static void labels_fini(struct labels *l)
+{
+	if (l->name)
+		for (size_t i = 0; i <= l->max; i++)
+			free(l->name[i]);
+	free(l->name);
+	free(l->slot);
+}
+
+/* v cut to METRICS_LABEL_MAX bytes without splitting a UTF-8 sequence. */
+static void label_cut(const char *v, char *out)
+{
+	size_t n = strnlen(v, METRICS_LABEL_MAX + 1);
+	if (n > METRICS_LABEL_MAX) {
+		/* v[n] is the first byte left out: back up to a sequence start */
+		n = METRICS_LABEL_MAX;
+		while (n > 0 && ((unsigned char)v[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(out, v, n);
+	out[n] = '\0';
+}
+
+/* The index of value v (NULL counts as ""), interning it when there is
+ * room; "other" both for the overflow and for a real "other" so that the
+ * exposition never holds the same series twice. */
+static size_t labels_index(struct labels *l, const char *v)
+{
+	char key[METRICS_LABEL_MAX + 1];
+	label_cut(v ? v : "", key);
+	if (strcmp(key, OTHER_LABEL) == 0)
+		return l->max;
+	size_t mask = l->nslot - 1;
+	for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+		int s = l->slot[i];
+		if (s < 0) {
+			if (l->n >= l->max)
+				return l->max;
+			char *copy = strdup(key);
+			if (!copy)
+				return l->max;
+			l->name[l->n] = copy;
+			l->slot[i] = (int)l->n;
+			return l->n++;
+		}
+		if (strcmp(l->name[s], key) == 0)
+			return (size_t)s;
+	}
+}
+
+static size_t outcome_index(const char *o)
+{
+	for (size_t i = 0; o && i < NOUT - 1; i++)
+		if (strcmp(o, outcomes[i]) == 0)
+			return i;
+	return NOUT - 1;
+}
+
+/* ---- counting ------------------------------------------------------------- */
+
+struct metrics *metrics_new(size_t max_labels)
+{
+	if (max_labels == 0 || max_labels > METRICS_MAX_LABELS)
+		return NULL;
+	struct metrics *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	size_t n = max_labels + 1;
+	m->max = max_labels;
+	if (labels_init(&m->methods, max_labels) < 0 || labels_init(&m->tools, max_labels) < 0 ||
+	    labels_init(&m->rules, max_labels) < 0 ||
+	    labels_init(&m->server_methods, max_labels) < 0)
+		goto fail;
+	m->calls = calloc(n * NOUT, sizeof(*m->calls));
+	m->tool_calls = calloc(n * NOUT, sizeof(*m->tool_calls));
+	m->method_lat = calloc(n, sizeof(*m->method_lat));
+	m->tool_lat = calloc(n, sizeof(*m->tool_lat));
+	m->policy = calloc(n * NVERDICT, sizeof(*m->policy));
+	m->server_msgs = calloc(n, sizeof(*m->server_msgs));
+	if (!m->calls || !m->tool_calls || !m->method_lat || !m->tool_lat || !m->policy ||
+	    !m->server_msgs)
+		goto fail;
+	return m;
+fail:
+	metrics_free(m);
+	return NULL;
+}
+
+void metrics_free(struct metrics *m)
+{
+	if (!m)
+		return;
+	labels_fini(&m->methods);
+	labels_fini(&m->tools);
+	labels_fini(&m->rules);
+	labels_fini(&m->server_methods);
+	free(m->calls);
+	free(m->tool_calls);
+	free(m->method_lat);
+	free(m->tool_lat);
+	free(m->policy);
+	free(m->server_msgs);
+	for (size_t i = 0; i < m->ncontract; i++)
+		free(m->contract[i].upstream);
+	free(m);
+}
+
+static void hist_add(struct hist *h, uint64_t us)
+{
+	size_t i = 0;
+	while (i < NBUCKET && us > buckets_us[i])
+		i++;
+	if (i < NBUCKET)
+		h->bucket[i]++;
+	h->count++;
+	h->sum_us += us;
+}
+
+void metrics_call(struct metrics *m, const char *method, const char *tool, const char *outcome,
+                  int64_t latency_us)
+{
+	size_t mi = labels_index(&m->methods, method), o = outcome_index(outcome);
+	m->calls[mi * NOUT + o]++;
+	if (latency_us >= 0)
+		hist_add(&m->method_lat[mi], (uint64_t)latency_us);
+	if (tool) {
+		size_t ti = labels_index(&m->tools, tool);
+		m->tool_calls[ti * NOUT + o]++;
+		if (latency_us >= 0)
+			hist_add(&m->tool_lat[ti], (uint64_t)latency_us);
+	}
+}
+
+void metrics_server_message(struct metrics *m, const char *method)
+{
+	m->server_msgs[labels_index(&m->server_methods, method)]++;
+}
+
+void metrics_exchange(struct metrics *m, uint64_t bytes_in, uint64_t bytes_out)
+{
+	m->exchanges++;
+	m->bytes_in += bytes_in;
+	m->bytes_out += bytes_out;
+}
+
+void metrics_policy(struct metrics *m, const char *rule, const char *verdict)
+{
+	size_t v = 0;
+	while (v < NVERDICT - 1 && (!verdict || strcmp(verdict, verdicts[v]) != 0))
+		v++;
+	m->policy[labels_index(&m->rules, rule ? rule : "unknown") * NVERDICT + v]++;
+}
+
+void metrics_session_opened(struct metrics *m)
+{
+	m->sessions_opened++;
+}
+
+void metrics_session_closed(struct metrics *m)
+{
+	m->sessions_closed++;
+}
+
+uint64_t metrics_sessions_open(const struct metrics *m)
+{
+	return m->sessions_opened > m->sessions_closed ? m->sessions_opened - m->sessions_closed : 0;
+}
+
+static uint64_t array_len(const json_t *a)
+{
+	return json_is_array(a) ? json_array_size(a) : 0;
+}
+
+int metrics_set_contract(struct metrics *m, const char *upstream, const json_t *report)
+{
+	struct contract_entry *e = NULL;
+	for (size_t i = 0; i < m->ncontract; i++)
+		if (strcmp(m->contract[i].upstream, upstream) == 0)
+			e = &m->contract[i];
+	if (!e) {
+		if (m->ncontract >= METRICS_MAX_UPSTREAMS)
+			return -1;
+		char *name = strdup(upstream);
+		if (!name)
+			return -1;
+		e = &m->contract[m->ncontract++];
+		e->upstream = name;
+	}
+	const json_t *tools = json_object_get(report, "tools");
+	e->tools = array_len(tools);
+	e->problems = array_len(json_object_get(report, "problems"));
+	e->warnings = array_len(json_object_get(report, "warnings"));
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		const json_t *t = json_array_get(tools, i);
+		e->problems += array_len(json_object_get(t, "problems"));
+		e->warnings += array_len(json_object_get(t, "warnings"));
+	}
+	e->changes = array_len(json_object_get(report, "changes"));
+	const json_t *score = json_object_get(report, "score");
+	e->score = json_is_number(score) ? json_number_value(score) : 0.0;
+	e->passed = json_is_true(json_object_get(report, "passed"));
+	e->truncated = json_is_true(json_object_get(report, "truncated"));
+	return 0;
+}
+
+/* ---- exposition ----------------------------------------------------------- */
+
+struct out {
+	char *buf;
+	size_t len, cap;
+	int oom;
+};
+
+static void out_add(struct out *o, const char *s, size_t n)
+{
+	if (o->oom)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 8192;
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		char *b = realloc(o->buf, cap);
+		if (!b) {
+			o->oom = 1;
+			return;
+		}
+		o->buf = b;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	out_add(o, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void out_fmt(struct out *o, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		o->oom = 1;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		out_add(o, small, (size_t)n);
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+	if (!big) {
+		o->oom = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	out_add(o, big, (size_t)n);
+	free(big);
+}
+
+/* A label value, escaped as the text format requires. */
+static void out_label_value(struct out *o, const char *v)
+{
+	char cut[METRICS_LABEL_MAX + 1];
+	label_cut(v, cut);
+	for (const char *p = cut; *p; p++) {
+		if (*p == '\\')
+			out_add(o, "\\\\", 2);
+		else if (*p == '"')
+			out_add(o, "\\\"", 2);
+		else if (*p == '\n')
+			out_add(o, "\\n", 2);
+		else
+			out_add(o, p, 1);
+	}
+}
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
+{
+	/* HELP text: only '\' and newline need escaping; ours have neither. */
+	out_fmt(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{k1="v1",k2="v2"} (NULL keys end the list) */
+static void series(struct out *o, const char *name, const char *suffix, const char *k1,
+                   const char *v1, const char *k2, const char *v2)
+{
+	out_str(o, name);
+	out_str(o, suffix);
+	if (!k1)
+		return;
+	out_fmt(o, "{%s=\"", k1);
+	out_label_value(o, v1);
+	out_str(o, "\"");
+	if (k2) {
+		out_fmt(o, ",%s=\"", k2);
+		out_label_value(o, v2);
+		out_str(o, "\"");
+	}
+	out_str(o, "}");
+}
+
+static void sample_u64(struct out *o, const char *name, const char *k1, const char *v1,
+                       const char *k2, const char *v2, uint64_t value)
+{
+	series(o, name, "", k1, v1, k2, v2);
+	out_fmt(o, " %llu\n", (unsigned long long)value);
+}
+
+static void scalar(struct out *o, const char *name, const char *type, const char *help,
+                   uint64_t value)
+{
+	family(o, name, type, help);
+	sample_u64(o, name, NULL, NULL, NULL, NULL, value);
+}
+
+static void by_label_outcome(struct out *o, const char *name, const char *help,
+                             const struct labels *l, const char *key, const uint64_t *v,
+                             int errors_only)
+{
+	family(o, name, "counter", help);
+	for (size_t i = 0; i <= l->max; i++) {
+		if (i >= l->n && i != l->max)
+			continue;
+		for (size_t k = 0; k < NOUT; k++) {
+			if (!v[i * NOUT + k] || (errors_only && k == 0))
+				continue;
+			sample_u64(o, name, key, l->name[i], "outcome", outcomes[k], v[i * NOUT + k]);
+		}
+	}
+}
+
+static void histograms(struct out *o, const char *name, const char *help,
+                       const struct labels *l, const char *key, const struct hist *h)
+{
+	family(o, name, "histogram", help);
+	for (size_t i = 0; i <= l->max; i++) {
+		if ((i >= l->n && i != l->max) || h[i].count == 0)
+			continue;
+		uint64_t cum = 0;
+		for (size_t b = 0; b < NBUCKET; b++) {
+			char le[32];
+			cum += h[i].bucket[b];
+			snprintf(le, sizeof(le), "%g", (double)buckets_us[b] / 1e6);
+			series(o, name, "_bucket", key, l->name[i], "le", le);
+			out_fmt(o, " %llu\n", (unsigned long long)cum);
+		}
+		series(o, name, "_bucket", key, l->name[i], "le", "+Inf");
+		out_fmt(o, " %llu\n", (unsigned long long)h[i].count);
+		series(o, name, "_sum", key, l->name[i], NULL, NULL);
+		out_fmt(o, " %.6f\n", (double)h[i].sum_us / 1e6);
+		series(o, name, "_count", key, l->name[i], NULL, NULL);
+		out_fmt(o, " %llu\n", (unsigned long long)h[i].count);
+	}
+}
+
+static void render_snapshot(struct out *o, const struct metrics *m,
+                            const struct metrics_snapshot *s)
+{
+	static const char *const classes[] = {"", "1xx", "2xx", "3xx", "4xx", "5xx"};
+
+	scalar(o, "mcpwarden_client_connections", "gauge",
+	       "Client connections open now (MCP listener; busy admin connections excluded).",
+	       s->client_connections);
+	scalar(o, "mcpwarden_connections_accepted_total", "counter",
+	       "Connections accepted since start, both listeners.", s->connections_total);
+	scalar(o, "mcpwarden_http_requests_total", "counter",
+	       "HTTP requests read from clients, both listeners.", s->http_requests_total);
+	family(o, "mcpwarden_http_responses_total", "counter",
+	       "HTTP responses sent to clients by status class, both listeners.");
+	for (size_t c = 1; c < 6; c++)
+		sample_u64(o, "mcpwarden_http_responses_total", "code", classes[c], NULL, NULL,
+		           s->http_responses[c]);
+	scalar(o, "mcpwarden_upstream_errors_total", "counter",
+	       "Exchanges failed by an upstream (502 or a cut stream).", s->upstream_errors);
+	scalar(o, "mcpwarden_upstream_timeouts_total", "counter",
+	       "Exchanges failed by a slow upstream (504).", s->upstream_timeouts);
+	scalar(o, "mcpwarden_requests_too_large_total", "counter",
+	       "Client requests refused as too large (413).", s->requests_too_large);
+	scalar(o, "mcpwarden_bad_requests_total", "counter",
+	       "Client requests refused as malformed (4xx of mcpwarden's own).", s->bad_requests);
+	scalar(o, "mcpwarden_connections_aborted_total", "counter",
+	       "Client connections cut mid-exchange.", s->aborted);
+	family(o, "mcpwarden_messages_total", "counter",
+	       "JSON-RPC messages seen by the message hook, by direction.");
+	sample_u64(o, "mcpwarden_messages_total", "direction", "client_to_server", NULL, NULL,
+	           s->messages_from_client);
+	sample_u64(o, "mcpwarden_messages_total", "direction", "server_to_client", NULL, NULL,
+	           s->messages_from_server);
+	family(o, "mcpwarden_hook_verdicts_total", "counter",
+	       "Messages the deciding hooks dropped, answered or modified.");
+	sample_u64(o, "mcpwarden_hook_verdicts_total", "verdict", "drop", NULL, NULL,
+	           s->hook_dropped);
+	sample_u64(o, "mcpwarden_hook_verdicts_total", "verdict", "answer", NULL, NULL,
+	           s->hook_answered);
+	sample_u64(o, "mcpwarden_hook_verdicts_total", "verdict", "modify", NULL, NULL,
+	           s->hook_modified);
+	family(o, "mcpwarden_upstream_idle_connections", "gauge",
+	       "Idle keep-alive connections pooled per upstream.");
+	for (size_t i = 0; i < s->nups; i++)
+		sample_u64(o, "mcpwarden_upstream_idle_connections", "upstream", s->ups[i].name, NULL,
+		           NULL, s->ups[i].idle_connections);
+	family(o, "mcpwarden_upstream_up", "gauge",
+	       "Whether the last /readyz probe reached the upstream (absent until probed).");
+	for (size_t i = 0; i < s->nups; i++)
+		if (s->ups[i].reachable >= 0)
+			sample_u64(o, "mcpwarden_upstream_up", "upstream", s->ups[i].name, NULL, NULL,
+			           (uint64_t)s->ups[i].reachable);
+	scalar(o, "mcpwarden_ring_capacity", "gauge", "Slots in the call record ring.",
+	       s->ring_capacity);
+	scalar(o, "mcpwarden_ring_records", "gauge", "Call records held in the ring.",
+	       s->ring_records);
+	scalar(o, "mcpwarden_ring_dropped_total", "counter",
+	       "Call records overwritten in the ring (oldest first) to make room.",
+	       s->ring_dropped);
+	scalar(o, "mcpwarden_inflight_calls", "gauge", "Client requests waiting for an answer.",
+	       s->inflight_calls);
+	scalar(o, "mcpwarden_admin_streams", "gauge", "Open /calls/stream subscribers.",
+	       s->admin_streams);
+	scalar(o, "mcpwarden_admin_streams_behind", "gauge",
+	       "/calls/stream subscribers too slow for live records, catching up from the ring.",
+	       s->admin_streams_behind);
+	if (s->start_time_seconds > 0) {
+		family(o, "mcpwarden_start_time_seconds", "gauge",
+		       "Unix time the process started.");
+		out_fmt(o, "mcpwarden_start_time_seconds %.3f\n", s->start_time_seconds);
+	}
+	(void)m;
+}
+
+static void render_contract(struct out *o, const struct metrics *m)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{"mcpwarden_contract_score", "Share of the upstream's tools without a contract problem (0..1)."},
+		{"mcpwarden_contract_passed", "1 when the latest tools/list passed the contract."},
+		{"mcpwarden_contract_problems", "Contract problems in the latest tools/list."},
+		{"mcpwarden_contract_warnings", "Contract warnings in the latest tools/list."},
+		{"mcpwarden_contract_tools", "Tools examined in the latest tools/list."},
+		{"mcpwarden_contract_changes", "Changes against the baseline in the latest tools/list."},
+	};
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		family(o, fam[f].name, "gauge", fam[f].help);
+		for (size_t i = 0; i < m->ncontract; i++) {
+			const struct contract_entry *e = &m->contract[i];
+			series(o, fam[f].name, "", "upstream", e->upstream, NULL, NULL);
+			switch (f) {
+			case 0:
+				out_fmt(o, " %.6g\n", isfinite(e->score) ? e->score : 0.0);
+				break;
+			case 1:
+				out_fmt(o, " %d\n", e->passed);
+				break;
+			case 2:
+				out_fmt(o, " %llu\n", (unsigned long long)e->problems);
+				break;
+			case 3:
+				out_fmt(o, " %llu\n", (unsigned long long)e->warnings);
+				break;
+			case 4:
+				out_fmt(o, " %llu\n", (unsigned long long)e->tools);
+				break;
+			default:
+				out_fmt(o, " %llu\n", (unsigned long long)e->changes);
+				break;
+			}
+		}
+	}
+}
+
+char *metrics_render(const struct metrics *m, const struct metrics_snapshot *snap, size_t *len)
+{
+	struct out o = {0};
+	static const struct metrics_snapshot none = {0};
+
+	render_snapshot(&o, m, snap ? snap : &none);
+	by_label_outcome(&o, "mcpwarden_requests_total",
+	                 "Client JSON-RPC requests and notifications recorded, by method and outcome.",
+	                 &m->methods, "method", m->calls, 0);
+	by_label_outcome(&o, "mcpwarden_errors_total",
+	                 "Client JSON-RPC calls whose outcome was not ok, by method and outcome.",
+	                 &m->methods, "method", m->calls, 1);
+	by_label_outcome(&o, "mcpwarden_tool_calls_total", "tools/call requests by tool and outcome.",
+	                 &m->tools, "tool", m->tool_calls, 0);
+	histograms(&o, "mcpwarden_request_duration_seconds",
+	           "Time from a client request's arrival to its answer, by method.", &m->methods,
+	           "method", m->method_lat);
+	histograms(&o, "mcpwarden_tool_call_duration_seconds",
+	           "Time from a tools/call request's arrival to its answer, by tool.", &m->tools,
+	           "tool", m->tool_lat);
+	family(&o, "mcpwarden_server_messages_total", "counter",
+	       "Requests and notifications the servers sent on their own, by method.");
+	for (size_t i = 0; i <= m->max; i++)
+		if ((i < m->server_methods.n || i == m->max) && m->server_msgs[i])
+			sample_u64(&o, "mcpwarden_server_messages_total", "method",
+			           m->server_methods.name[i], NULL, NULL, m->server_msgs[i]);
+	family(&o, "mcpwarden_policy_decisions_total", "counter",
+	       "Verdicts the deciding hooks gave with a rule or reason, by rule and verdict.");
+	for (size_t i = 0; i <= m->max; i++) {
+		if (i >= m->rules.n && i != m->max)
+			continue;
+		for (size_t v = 0; v < NVERDICT; v++)
+			if (m->policy[i * NVERDICT + v])
+				sample_u64(&o, "mcpwarden_policy_decisions_total", "rule", m->rules.name[i],
+				           "verdict", verdicts[v], m->policy[i * NVERDICT + v]);
+	}
+	scalar(&o, "mcpwarden_exchanges_total", "counter",
+	       "HTTP exchanges on the MCP listener that carried or awaited JSON-RPC.", m->exchanges);
+	scalar(&o, "mcpwarden_received_bytes_total", "counter",
+	       "Bytes received from clients on the MCP listener.", m->bytes_in);
+	scalar(&o, "mcpwarden_sent_bytes_total", "counter",
+	       "Bytes sent to clients on the MCP listener.", m->bytes_out);
+	scalar(&o, "mcpwarden_sessions_opened_total", "counter",
+	       "Session ids issued in initialize replies.", m->sessions_opened);
+	scalar(&o, "mcpwarden_sessions_closed_total", "counter",
+	       "Sessions ended by a successful DELETE.", m->sessions_closed);
+	scalar(&o, "mcpwarden_sessions", "gauge",
+	       "Sessions open: opened minus closed (sessions that expire upstream are not seen).",
+	       metrics_sessions_open(m));
+	render_contract(&o, m);
+	if (o.oom) {
+		free(o.buf);
+		return NULL;
+	}
+	if (len)
+		*len = o.len;
+	return o.buf;
+}

@@ -1,0 +1,95 @@
+/* metrics: the counters and histograms behind GET /metrics, and their
+ * Prometheus text exposition (format 0.0.4).
+ *
+ * The recorder (proxy/hook_record.c) counts calls, policy decisions,
+ * sessions and bytes here as they happen; the admin endpoint adds a
+ * snapshot of the proxy's own gauges and counters (connections, pools, the
+ * ring) when it renders. Every family is named mcpwarden_*, has HELP and
+ * TYPE lines, and label values are escaped (\\, \", \n) and cut to
+ * METRICS_LABEL_MAX bytes.
+ *
+ * Cardinality is bounded: each label dimension fed by traffic (JSON-RPC
+ * method, tool name, policy rule) keeps at most max_labels distinct values;
+ * later ones are counted under "other". A client can therefore fill the
+ * table with made-up tool names; the cost is a coarser breakdown, never
+ * memory. Upstream labels come from the configuration.
+ *
+ * Pure: no I/O, no clock, nothing global. Not here: reading px_ctx (admin.c
+ * fills struct metrics_snapshot).
+ */
+#ifndef MCPWARDEN_METRICS_H
+#define MCPWARDEN_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#define METRICS_DEFAULT_MAX_LABELS 200
+#define METRICS_MAX_LABELS         10000
+#define METRICS_LABEL_MAX          128   /* bytes of one label value */
+#define METRICS_MAX_UPSTREAMS      256   /* contract entries kept */
+
+struct metrics;
+
+/* max_labels: distinct values kept per traffic-fed label (1..
+ * METRICS_MAX_LABELS). NULL on a bad value or when memory runs out. */
+struct metrics *metrics_new(size_t max_labels);
+void metrics_free(struct metrics *m);  /* accepts NULL */
+
+/* One recorded client call (a request with its answer, or a
+ * notification). method and tool may be NULL (no method: a response the
+ * client sent; no tool: not a tools/call). outcome is one of ok,
+ * tool_error, rpc_error, blocked, upstream_error, timeout, cancelled
+ * (anything else counts as "other"). latency_us < 0: not timed (a
+ * notification): the histograms are left alone. */
+void metrics_call(struct metrics *m, const char *method, const char *tool, const char *outcome,
+                  int64_t latency_us);
+/* A message the server sent on its own (notification or request). */
+void metrics_server_message(struct metrics *m, const char *method);
+/* One HTTP exchange on the MCP listener ended. */
+void metrics_exchange(struct metrics *m, uint64_t bytes_in, uint64_t bytes_out);
+/* A deciding hook's verdict on a message: verdict is "forward", "drop" or
+ * "answer"; rule the reason it gave (NULL: "unknown"). */
+void metrics_policy(struct metrics *m, const char *rule, const char *verdict);
+/* An initialize reply carried a new session id / a DELETE ended one. */
+void metrics_session_opened(struct metrics *m);
+void metrics_session_closed(struct metrics *m);
+
+/* Stores the latest contract report of an upstream (report borrowed, read
+ * now, not kept): {"tools":[{"problems":[…],"warnings":[…]}…],
+ * "problems":[…], "warnings":[…], "score":n, "passed":b, "changes":[…]}.
+ * Missing members count as zero. Returns 0, or -1 past
+ * METRICS_MAX_UPSTREAMS or when memory runs out. */
+int metrics_set_contract(struct metrics *m, const char *upstream, const json_t *report);
+
+/* What the caller knows and the metrics module does not. */
+struct metrics_upstream {
+	const char *name;
+	size_t idle_connections;
+	int reachable;            /* 1 up, 0 down, -1 not probed yet */
+};
+
+struct metrics_snapshot {
+	uint64_t client_connections;     /* open now */
+	uint64_t connections_total;      /* accepted since start */
+	uint64_t http_requests_total;
+	uint64_t http_responses[6];      /* by class: [2] = 2xx… ([0] unused) */
+	uint64_t upstream_errors, upstream_timeouts, requests_too_large, bad_requests, aborted;
+	uint64_t messages_from_client, messages_from_server;
+	uint64_t hook_dropped, hook_answered, hook_modified;
+	uint64_t ring_capacity, ring_records, ring_dropped;
+	uint64_t inflight_calls, admin_streams, admin_streams_behind;
+	double start_time_seconds;       /* Unix time the process started */
+	const struct metrics_upstream *ups;
+	size_t nups;
+};
+
+/* Renders every family as Prometheus text into a new NUL-terminated
+ * string (owned, free()); *len is its length. snap may be NULL. NULL when
+ * memory runs out. */
+char *metrics_render(const struct metrics *m, const struct metrics_snapshot *snap, size_t *len);
+
+/* Sessions open as counted (opened - closed, never below 0). */
+uint64_t metrics_sessions_open(const struct metrics *m);
+
+#endif

@@ -1,0 +1,439 @@
+/* redact: see redact.h.
+ *
+ * Key patterns and literals are few (REDACT_MAX_PATTERNS) and short, so a
+ * plain substring search per key and per string is enough; nothing here
+ * runs unless a call is being recorded.
+ */
+#include "admin/redact.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const default_keys[] = {
+	"password", "token", "secret", "authorization", "api_key",
+};
+
+struct redact {
+	char *keys[REDACT_MAX_PATTERNS];    /* owned, normalised */
+	size_t nkeys;
+	char *values[REDACT_MAX_PATTERNS];  /* owned, as given */
+	size_t value_len[REDACT_MAX_PATTERNS];
+	size_t nvalues;
+};
+
+/* Lowercase, without '_' and '-': "X-Api-Key" and "api_key" meet at
+ * "xapikey" / "apikey". Writes at most cap-1 bytes; returns the length
+ * the whole normalised key needs. */
+static size_t normalise(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; *s; s++) {
+		char c = *s;
+		if (c == '_' || c == '-')
+			continue;
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (n + 1 < cap)
+			out[n] = c;
+		n++;
+	}
+	if (cap)
+		out[n < cap ? n : cap - 1] = '\0';
+	return n;
+}
+
+struct redact *redact_new(void)
+{
+	struct redact *rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return NULL;
+	for (size_t i = 0; i < sizeof(default_keys) / sizeof(default_keys[0]); i++) {
+		if (redact_add_key(rd, default_keys[i]) < 0) {
+			redact_free(rd);
+			return NULL;
+		}
+	}
+	return rd;
+}
+
+void redact_clear_keys(struct redact *rd)
+{
+	for (size_t i = 0; i < rd->nkeys; i++)
+		free(rd->keys[i]);
+	rd->nkeys = 0;
+}
+
+void redact_free(struct redact *rd)
+{
+	if (!rd)
+		return;
+	redact_clear_keys(rd);
+	for (size_t i = 0; i < rd->nvalues; i++)
+		free(rd->values[i]);
+	free(rd);
+}
+
+int redact_add_key(struct redact *rd, const char *pattern)
+{
+	if (!pattern || rd->nkeys >= REDACT_MAX_PATTERNS)
+		return -1;
+	size_t need = normalise(pattern, NULL, 0);
+	if (need == 0)
+		return -1;
+	char *k = malloc(need + 1);
+	if (!k)
+		return -1;
+	normalise(pattern, k, need + 1);
+	rd->keys[rd->nkeys++] = k;
+	return 0;
+}
+
+int redact_add_value(struct redact *rd, const char *literal)
+{
+	if (!literal || strlen(literal) < REDACT_MIN_VALUE_LEN || rd->nvalues >= REDACT_MAX_PATTERNS)
+		return -1;
+	char *v = strdup(literal);
+	if (!v)
+		return -1;
+	rd->value_len[rd->nvalues] = strlen(v);
+	rd->values[rd->nvalues++] = v;
+	return 0;
+}
+
+int redact_key_is_secret(const struct redact *rd, const char *key)
+{
+	char stack[256], *buf = stack;
+	int hit = 0;
+
+	if (!key || rd->nkeys == 0)
+		return 0;
+	size_t need = normalise(key, stack, sizeof(stack));
+	if (need >= sizeof(stack)) {
+		buf = malloc(need + 1);
+		if (!buf)
+			return 1; /* cannot tell: the safe answer */
+		normalise(key, buf, need + 1);
+	}
+	for (size_t i = 0; i < rd->nkeys && !hit; i++)
+		hit = strstr(buf, rd->keys[i]) != NULL;
+	if (buf != stack)
+		free(buf);
+	return hit;
+}
+
+/* s[0..len) with every literal masked: a new buffer (*out_len), or NULL
+ * with *changed = 0 when nothing matched; NULL with *changed = 1 when
+ * memory ran out. */
+static char *mask_literals(const struct redact *rd, const char *s, size_t len, size_t *out_len,
+                           int *changed)
+{
+	const size_t mlen = sizeof(REDACT_MASK) - 1;
+	char *cur = NULL;
+	size_t cur_len = len;
+
+	*changed = 0;
+	for (size_t v = 0; v < rd->nvalues; v++) {
+		const char *src = cur ? cur : s;
+		const char *lit = rd->values[v];
+		size_t llen = rd->value_len[v], hits = 0;
+
+		for (const char *p = src; (p = memmem(p, cur_len - (size_t)(p - src), lit, llen));
+		     p += llen)
+			hits++;
+		if (!hits)
+			continue;
+		size_t nlen = cur_len - hits * llen + hits * mlen;
+		char *next = malloc(nlen + 1), *w = next;
+		if (!next) {
+			free(cur);
+			*changed = 1;
+			return NULL;
+		}
+		const char *p = src, *end = src + cur_len, *hit;
+		while ((hit = memmem(p, (size_t)(end - p), lit, llen))) {
+			memcpy(w, p, (size_t)(hit - p));
+			w += hit - p;
+			memcpy(w, REDACT_MASK, mlen);
+			w += mlen;
+			p = hit + llen;
+		}
+		memcpy(w, p, (size_t)(end - p));
+		w += end - p;
+		*w = '\0';
+		free(cur);
+		cur = next;
+		cur_len = nlen;
+		*changed = 1;
+	}
+	*out_len = cur_len;
+	return cur;
+}
+
+char *redact_text(const struct redact *rd, const char *s)
+{
+	size_t n;
+	int changed;
+	char *m = mask_literals(rd, s, strlen(s), &n, &changed);
+	if (m || changed)
+		return m;
+	return strdup(s);
+}
+
+static json_t *copy_value(const struct redact *rd, const json_t *v, int depth)
+{
+	if (depth >= REDACT_MAX_DEPTH)
+		return json_string("\xe2\x80\xa6"); /* … */
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		json_t *o = json_object();
+		/* json_object_foreach wants a non-const object; nothing is
+		 * modified through it. */
+		json_t *src = (json_t *)(uintptr_t)v, *val;
+		const char *key;
+		if (!o)
+			return NULL;
+		json_object_foreach(src, key, val) {
+			size_t klen;
+			int changed;
+			char *k2 = mask_literals(rd, key, strlen(key), &klen, &changed);
+			if (!k2 && changed)
+				goto fail_obj;
+			json_t *c = redact_key_is_secret(rd, key) ? json_string(REDACT_MASK)
+			                                          : copy_value(rd, val, depth + 1);
+			int rc = json_object_set_new(o, k2 ? k2 : key, c);
+			free(k2);
+			if (!c || rc < 0)
+				goto fail_obj;
+		}
+		return o;
+	fail_obj:
+		json_decref(o);
+		return NULL;
+	}
+	case JSON_ARRAY: {
+		json_t *a = json_array();
+		if (!a)
+			return NULL;
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			json_t *c = copy_value(rd, json_array_get(v, i), depth + 1);
+			if (!c || json_array_append_new(a, c) < 0) {
+				json_decref(a);
+				return NULL;
+			}
+		}
+		return a;
+	}
+	case JSON_STRING: {
+		size_t n;
+		int changed;
+		char *m = mask_literals(rd, json_string_value(v), json_string_length(v), &n, &changed);
+		if (m) {
+			json_t *s = json_stringn(m, n);
+			free(m);
+			return s;
+		}
+		return changed ? NULL : json_stringn(json_string_value(v), json_string_length(v));
+	}
+	default:
+		/* numbers, true, false, null: immutable values, a new copy each */
+		return json_deep_copy(v);
+	}
+}
+
+json_t *redact_json(const struct redact *rd, const json_t *v)
+{
+	return v ? copy_value(rd, v, 0) : NULL;
+}
+
+static size_t count_chars(const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return n;
+}
+
+/* s[0..len) holds at least the first max_chars+1 code points of a text of
+ * total code points. */
+static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total, int *cut)
+{
+	if (cut)
+		*cut = 0;
+	if (total <= max_chars) {
+		char *r = malloc(len + 1);
+		if (r) {
+			memcpy(r, s, len);
+			r[len] = '\0';
+		}
+		return r;
+	}
+	size_t i = 0, chars = 0;
+	for (; i < len; i++) {
+		if (((unsigned char)s[i] & 0xC0) != 0x80) {
+			if (chars == max_chars)
+				break;
+			chars++;
+		}
+	}
+	char marker[80];
+	int m = snprintf(marker, sizeof(marker), "\xe2\x80\xa6[cut: %zu of %zu chars]", max_chars,
+	                 total);
+	char *r = malloc(i + (size_t)m + 1);
+	if (!r)
+		return NULL;
+	memcpy(r, s, i);
+	memcpy(r + i, marker, (size_t)m + 1);
+	if (cut)
+		*cut = 1;
+	return r;
+}
+
+char *redact_cut(const char *s, size_t max_chars, int *cut)
+{
+	size_t len = strlen(s);
+	return cut_known(s, len, max_chars, count_chars(s, len), cut);
+}
+
+char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+{
+	json_t *c = redact_json(rd, v);
+	if (!c)
+		return NULL;
+	char *text = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(c);
+	if (!text)
+		return NULL;
+	char *r = redact_cut(text, max_chars, cut);
+	free(text);
+	return r;
+}
+
+/* ---- result previews ------------------------------------------------------ */
+
+/* A text of bounded size that still counts every code point offered. */
+struct preview {
+	char *buf;
+	size_t len, cap, limit;  /* limit: bytes kept */
+	size_t chars;            /* code points offered in all */
+	int oom;
+};
+
+static void pv_add(struct preview *p, const char *s, size_t len)
+{
+	p->chars += count_chars(s, len);
+	if (p->len >= p->limit)
+		return;
+	if (len > p->limit - p->len)
+		len = p->limit - p->len;
+	if (p->len + len + 1 > p->cap) {
+		size_t cap = p->cap ? p->cap : 256;
+		while (cap < p->len + len + 1)
+			cap *= 2;
+		char *b = realloc(p->buf, cap);
+		if (!b) {
+			p->oom = 1;
+			return;
+		}
+		p->buf = b;
+		p->cap = cap;
+	}
+	memcpy(p->buf + p->len, s, len);
+	p->len += len;
+	p->buf[p->len] = '\0';
+}
+
+static void pv_str(struct preview *p, const char *s)
+{
+	pv_add(p, s, strlen(s));
+}
+
+/* Text larger than this is previewed as text even when it is JSON: it is
+ * not worth parsing a megabyte to show 800 characters of it. */
+#define PREVIEW_PARSE_MAX (64u * 1024)
+
+static void pv_text(const struct redact *rd, struct preview *p, const char *s, size_t len)
+{
+	/* Past the limit a text is only counted (for the marker's total). */
+	if (p->len < p->limit && len <= PREVIEW_PARSE_MAX && len && (s[0] == '{' || s[0] == '[')) {
+		json_t *j = json_loadb(s, len, 0, NULL);
+		if (j) {
+			char *t = redact_json_text(rd, j, (size_t)-1, NULL);
+			json_decref(j);
+			if (t) {
+				pv_str(p, t);
+				free(t);
+				return;
+			}
+		}
+	}
+	pv_add(p, s, len);
+}
+
+static void pv_item(const struct redact *rd, struct preview *p, const json_t *item)
+{
+	const char *type = json_string_value(json_object_get(item, "type"));
+	const char *mime = json_string_value(json_object_get(item, "mimeType"));
+	char tag[320];
+
+	if (type && strcmp(type, "text") == 0) {
+		const json_t *t = json_object_get(item, "text");
+		if (json_is_string(t))
+			pv_text(rd, p, json_string_value(t), json_string_length(t));
+		return;
+	}
+	const char *uri = json_string_value(json_object_get(item, "uri"));
+	if (type && strcmp(type, "resource") == 0)
+		uri = json_string_value(json_object_get(json_object_get(item, "resource"), "uri"));
+	snprintf(tag, sizeof(tag), "[%.32s%s%.200s]", type ? type : "?",
+	         uri || mime ? " " : "", uri ? uri : mime ? mime : "");
+	pv_str(p, tag);
+}
+
+char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
+                            int *cut)
+{
+	struct preview p = {.limit = max_chars > ((size_t)-1 - 64) / 4 ? (size_t)-1 - 1
+	                                                                 : max_chars * 4 + 8};
+	const json_t *content = json_object_get(result, "content");
+	const json_t *structured = json_object_get(result, "structuredContent");
+
+	if (json_is_array(content) && json_array_size(content) > 0) {
+		for (size_t i = 0; i < json_array_size(content); i++) {
+			if (i)
+				pv_str(&p, "\n");
+			pv_item(rd, &p, json_array_get(content, i));
+		}
+	} else {
+		char *t = redact_json_text(rd, structured ? structured : result, (size_t)-1, NULL);
+		if (!t) {
+			free(p.buf);
+			return NULL;
+		}
+		pv_str(&p, t);
+		free(t);
+	}
+	if (p.oom) {
+		free(p.buf);
+		return NULL;
+	}
+	/* Literals last, over the whole text: a URI or a tag may hold one. */
+	size_t mlen;
+	int changed;
+	char *masked = mask_literals(rd, p.buf ? p.buf : "", p.len, &mlen, &changed);
+	if (!masked && changed) {
+		free(p.buf);
+		return NULL;
+	}
+	if (masked) {
+		/* Masking changes the length: recount what is kept. */
+		p.chars = p.chars - count_chars(p.buf, p.len) + count_chars(masked, mlen);
+		free(p.buf);
+		p.buf = masked;
+		p.len = mlen;
+	}
+	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
+	free(p.buf);
+	return r;
+}

@@ -1,0 +1,78 @@
+/* redact: keeps secrets out of call records.
+ *
+ * Two rules, applied to a deep copy (the message on the wire is never
+ * touched):
+ *   - a member whose KEY looks secret has its value, whatever its type,
+ *     replaced by "••••". A key looks secret when, lowercased and with '_'
+ *     and '-' removed, it contains one of the key patterns (same treatment):
+ *     by default password, token, secret, authorization, api_key (so
+ *     "apiKey", "X-Api-Key" and "db_password" match too);
+ *   - every occurrence of a configured literal VALUE inside a string (or a
+ *     member name) is replaced by "••••".
+ * Then text is cut: a record keeps at most N characters (Unicode code
+ * points, never a split UTF-8 sequence) followed by a visible marker
+ * "…[cut: N of M chars]".
+ *
+ * Pure: no I/O, no globals. Not here: which parts of a message are
+ * recorded (proxy/hook_record.c).
+ */
+#ifndef MCPWARDEN_REDACT_H
+#define MCPWARDEN_REDACT_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#define REDACT_MASK          "\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2" /* •••• */
+#define REDACT_ARGS_CHARS    1000  /* tool arguments in a record */
+#define REDACT_PREVIEW_CHARS 800   /* result preview in a record */
+/* Nesting kept in a copy; deeper values become the string "…". */
+#define REDACT_MAX_DEPTH     64
+#define REDACT_MAX_PATTERNS  64    /* key patterns and literal values, each */
+#define REDACT_MIN_VALUE_LEN 3     /* shorter literals would mask everything */
+
+struct redact;
+
+/* A redactor with the default key patterns and no literal values. NULL
+ * when memory runs out. */
+struct redact *redact_new(void);
+void redact_free(struct redact *rd);  /* accepts NULL */
+
+/* Forgets every key pattern (a configuration replacing the default list
+ * calls this first). */
+void redact_clear_keys(struct redact *rd);
+/* Adds a key pattern / a literal value (copied). Return 0, or -1 when it
+ * is empty (a key) or shorter than REDACT_MIN_VALUE_LEN (a value), there
+ * are already REDACT_MAX_PATTERNS, or memory runs out. */
+int redact_add_key(struct redact *rd, const char *pattern);
+int redact_add_value(struct redact *rd, const char *literal);
+
+/* Whether a member name looks secret under rd's patterns. */
+int redact_key_is_secret(const struct redact *rd, const char *key);
+
+/* A new deep copy of v (borrowed) with both rules applied, NULL when
+ * memory runs out. Never returns v itself. */
+json_t *redact_json(const struct redact *rd, const json_t *v);
+
+/* s with every configured literal replaced by the mask: a new string
+ * (owned, free()), NULL when memory runs out. */
+char *redact_text(const struct redact *rd, const char *s);
+
+/* Cuts s to max_chars code points: returns a new string (owned), with the
+ * marker appended when something was cut (*cut = 1, else 0; cut may be
+ * NULL). NULL when memory runs out. */
+char *redact_cut(const char *s, size_t max_chars, int *cut);
+
+/* Compact JSON text of v redacted and cut to max_chars (owned string).
+ * NULL when memory runs out. */
+char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut);
+
+/* A text preview of a JSON-RPC result (borrowed), redacted and cut to
+ * max_chars (owned string): for a tools/call result the text of its
+ * content items (non-text items as "[image image/png]", "[resource URI]"…,
+ * a text that parses as JSON is redacted as JSON), else its
+ * structuredContent; for any other result its compact JSON. NULL when
+ * memory runs out. */
+char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
+                            int *cut);
+
+#endif

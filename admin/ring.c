@@ -1,0 +1,219 @@
+/* ring: see ring.h.
+ *
+ * Each slot owns one heap block holding the JSON text and its keys, so an
+ * append is one malloc and the overwrite it may cause one free: O(1)
+ * whatever the ring size.
+ */
+#include "admin/ring.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { KEY_METHOD, KEY_TOOL, KEY_SESSION, KEY_OUTCOME, NKEYS };
+
+struct slot {
+	uint64_t seq;             /* 0: empty */
+	char *block;              /* owned: json text, then the keys */
+	size_t len;               /* json length */
+	const char *key[NKEYS];   /* into block, or NULL */
+};
+
+struct ring {
+	struct slot *slots;       /* owned: size of them */
+	size_t size;
+	uint64_t next_seq;        /* >= 1 */
+	uint64_t dropped;
+};
+
+struct ring *ring_new(size_t size)
+{
+	if (size == 0 || size > RING_MAX_SIZE)
+		return NULL;
+	struct ring *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->slots = calloc(size, sizeof(*r->slots));
+	if (!r->slots) {
+		free(r);
+		return NULL;
+	}
+	r->size = size;
+	r->next_seq = 1;
+	return r;
+}
+
+void ring_free(struct ring *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->size; i++)
+		free(r->slots[i].block);
+	free(r->slots);
+	free(r);
+}
+
+uint64_t ring_next_seq(const struct ring *r)
+{
+	return r->next_seq;
+}
+
+static size_t key_len(const char *k)
+{
+	return k ? strnlen(k, RING_KEY_MAX - 1) : 0;
+}
+
+uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *json, size_t len)
+{
+	const char *in[NKEYS] = {0};
+	size_t klen[NKEYS], total = len + 1;
+
+	if (len > RING_MAX_RECORD_BYTES)
+		return 0;
+	if (keys) {
+		in[KEY_METHOD] = keys->method;
+		in[KEY_TOOL] = keys->tool;
+		in[KEY_SESSION] = keys->session;
+		in[KEY_OUTCOME] = keys->outcome;
+	}
+	for (int k = 0; k < NKEYS; k++) {
+		klen[k] = key_len(in[k]);
+		if (in[k])
+			total += klen[k] + 1;
+	}
+	char *block = malloc(total);
+	if (!block)
+		return 0;
+
+	struct slot *s = &r->slots[(r->next_seq - 1) % r->size];
+	if (s->seq) {
+		r->dropped++;
+		free(s->block);
+	}
+	memcpy(block, json, len);
+	block[len] = '\0';
+	char *p = block + len + 1;
+	for (int k = 0; k < NKEYS; k++) {
+		s->key[k] = NULL;
+		if (!in[k])
+			continue;
+		memcpy(p, in[k], klen[k]);
+		p[klen[k]] = '\0';
+		s->key[k] = p;
+		p += klen[k] + 1;
+	}
+	assert((size_t)(p - block) == total);
+	s->block = block;
+	s->len = len;
+	s->seq = r->next_seq++;
+	return s->seq;
+}
+
+static int key_match(const char *have, const char *want)
+{
+	if (!want)
+		return 1;
+	return have && strncmp(have, want, RING_KEY_MAX - 1) == 0;
+}
+
+static int slot_match(const struct slot *s, const struct ring_filter *f)
+{
+	return key_match(s->key[KEY_METHOD], f->method) && key_match(s->key[KEY_TOOL], f->tool) &&
+	       key_match(s->key[KEY_SESSION], f->session) &&
+	       key_match(s->key[KEY_OUTCOME], f->outcome);
+}
+
+int ring_keys_match(const struct ring_keys *k, const struct ring_filter *f)
+{
+	if (!f)
+		return 1;
+	return key_match(k->method, f->method) && key_match(k->tool, f->tool) &&
+	       key_match(k->session, f->session) && key_match(k->outcome, f->outcome);
+}
+
+size_t ring_count(const struct ring *r)
+{
+	uint64_t n = r->next_seq - 1;
+	return n < r->size ? (size_t)n : r->size;
+}
+
+uint64_t ring_newest_seq(const struct ring *r)
+{
+	return r->next_seq - 1;
+}
+
+uint64_t ring_oldest_seq(const struct ring *r)
+{
+	size_t n = ring_count(r);
+	return n ? r->next_seq - n : 0;
+}
+
+size_t ring_size(const struct ring *r)
+{
+	return r->size;
+}
+
+uint64_t ring_dropped(const struct ring *r)
+{
+	return r->dropped;
+}
+
+static const struct slot *slot_of(const struct ring *r, uint64_t seq)
+{
+	const struct slot *s = &r->slots[(seq - 1) % r->size];
+	assert(s->seq == seq);
+	return s;
+}
+
+size_t ring_read(const struct ring *r, const struct ring_filter *f, struct ring_item **out)
+{
+	static const struct ring_filter all = {0};
+	size_t n = ring_count(r), got = 0, cap;
+
+	*out = NULL;
+	if (!f)
+		f = &all;
+	if (n == 0)
+		return 0;
+	uint64_t lo = ring_oldest_seq(r), hi = ring_newest_seq(r);
+	if (f->since >= hi)
+		return 0;
+	if (f->since >= lo)
+		lo = f->since + 1;
+	cap = (size_t)(hi - lo + 1);
+	if (f->limit && f->limit < cap)
+		cap = f->limit;
+
+	struct ring_item *items = calloc(cap, sizeof(*items));
+	if (!items)
+		return (size_t)-1;
+	/* Walk from the end the reader wants first; stop at the limit. */
+	for (uint64_t i = 0; i <= hi - lo && got < cap; i++) {
+		uint64_t seq = f->oldest_first ? lo + i : hi - i;
+		const struct slot *s = slot_of(r, seq);
+		if (!slot_match(s, f))
+			continue;
+		char *copy = malloc(s->len + 1);
+		if (!copy) {
+			ring_items_free(items, got);
+			return (size_t)-1;
+		}
+		memcpy(copy, s->block, s->len + 1);
+		items[got++] = (struct ring_item){.seq = seq, .json = copy, .len = s->len};
+	}
+	if (got == 0) {
+		free(items);
+		return 0;
+	}
+	*out = items;
+	return got;
+}
+
+void ring_items_free(struct ring_item *items, size_t n)
+{
+	if (!items)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(items[i].json);
+	free(items);
+}

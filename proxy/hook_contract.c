@@ -1,0 +1,868 @@
+/* hook_contract: see hook_contract.h.
+ *
+ *   hook_contract
+ *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
+ *     │                report (owned JSON)
+ *     └─ head ⇄ … ⇄ tail   listings in progress, most recently used first
+ *          listing: (upstream, session) + deep copies of its pages +
+ *                   the nextCursor that continues it
+ *
+ * A page is kept as a deep copy: later hooks may rewrite the message in
+ * place, and the checker re-reads every page of the listing each time a
+ * page is added (20 pages at most, so the re-check is cheap next to the
+ * JSON parse the transport already did).
+ */
+#include "proxy/hook_contract.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admin/admin.h"
+#include "checks/contract.h"
+#include "checks/drift.h"
+#include "proxy/config.h"
+#include "proxy/ctx.h"
+#include "proxy/inspect.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/log.h"
+
+#define META_VERSION_KEY "io.modelcontextprotocol/protocolVersion"
+
+enum contract_mode { MODE_REPORT = 0, MODE_FILTER, MODE_FAIL };
+
+static const char *const mode_names[] = {"report", "filter", "fail"};
+
+/* Why a listing stopped taking pages. */
+enum cut_reason {
+	CUT_NONE = 0,
+	CUT_LOOP,   /* a nextCursor repeated: the server pages in a circle */
+	CUT_PAGES,  /* more than CONTRACT_MAX_PAGES pages */
+	CUT_BYTES,  /* its pages alone are over HOOK_CONTRACT_MAX_BYTES */
+};
+
+struct up_state {
+	const struct px_upstream_conf *conf;  /* borrowed: ctx->cfg lifetime */
+	enum contract_mode mode;
+	int spec_only;
+	const char *baseline_file;   /* borrowed from conf->contract, or NULL */
+	json_t *baseline;            /* owned: the loaded document, or NULL */
+	const json_t *baseline_tools;/* borrowed from baseline */
+	json_t *latest;              /* owned: latest report, or NULL */
+};
+
+struct listing {
+	struct listing *prev, *next;  /* LRU links, owned by hook_contract */
+	size_t up;
+	char *session;       /* owned: "" when the exchange had no session */
+	char *era;           /* owned, or NULL: era of the first page */
+	json_t *pages;       /* owned: array of deep-copied page results */
+	json_t *filtered;    /* owned: names withheld so far (filter mode) */
+	size_t bytes;        /* serialised size of pages */
+	char *next_cursor;   /* owned: the last page's nextCursor, or NULL */
+	int orphan;          /* began with a cursor no listing knew */
+	int logged;          /* the cut was logged */
+	enum cut_reason cut;
+};
+
+struct hook_contract {
+	struct px_ctx *ctx;          /* borrowed */
+	struct up_state *ups;        /* owned array, ctx->cfg->nups entries */
+	size_t nups;
+	struct listing *head, *tail; /* owned list */
+	size_t nlistings;
+	size_t bytes;                /* sum of listings' bytes */
+	struct hook_contract_stats stats;
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Appends to a fixed error buffer, one line per error. */
+static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
+{
+	size_t used = err && errlen ? strnlen(err, errlen) : 0;
+	(*nerr)++;
+	if (!err || used + 1 >= errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err + used, errlen - used, fmt, ap);
+	va_end(ap);
+	used = strnlen(err, errlen);
+	if (used + 1 < errlen) {
+		err[used] = '\n';
+		err[used + 1] = '\0';
+	}
+}
+
+/* A name made safe for one log or message line: at most 64 bytes, control
+ * characters and quotes replaced. */
+static const char *safe_name(char *buf, size_t cap, const char *s)
+{
+	size_t j = 0;
+	if (!s)
+		return "(no name)";
+	for (size_t i = 0; s[i] && j + 4 < cap && i < 64; i++) {
+		unsigned char c = (unsigned char)s[i];
+		buf[j++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
+	}
+	if (strlen(s) > 64 && j + 4 < cap) {
+		memcpy(buf + j, "...", 3);
+		j += 3;
+	}
+	buf[j] = '\0';
+	return buf;
+}
+
+static const char *request_cursor(const json_t *req)
+{
+	return json_string_value(json_object_get(json_object_get(req, "params"), "cursor"));
+}
+
+static const char *page_next_cursor(const json_t *page)
+{
+	return json_is_object(page) ? json_string_value(json_object_get(page, "nextCursor")) : NULL;
+}
+
+/* The era the listing came in: the MCP-Protocol-Version header, else the
+ * 2026-07-28 request envelope's version. */
+static const char *message_era(const struct inspect_msg *m)
+{
+	if (m->where->protocol && *m->where->protocol)
+		return m->where->protocol;
+	const json_t *meta = json_object_get(json_object_get(m->request, "params"), "_meta");
+	return json_string_value(json_object_get(meta, META_VERSION_KEY));
+}
+
+static const char *session_key(const struct inspect_where *w)
+{
+	if (w->session_id)
+		return w->session_id;
+	return w->reply_session_id ? w->reply_session_id : "";
+}
+
+static const json_t *page_tools(const json_t *page)
+{
+	return json_is_array(page) ? page : json_object_get(page, "tools");
+}
+
+static void utc_now(char *buf, size_t cap)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- listings ------------------------------------------------------------- */
+
+static void listing_unlink(struct hook_contract *hc, struct listing *l)
+{
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		hc->head = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	else
+		hc->tail = l->prev;
+	l->prev = l->next = NULL;
+}
+
+static void listing_push_front(struct hook_contract *hc, struct listing *l)
+{
+	l->prev = NULL;
+	l->next = hc->head;
+	if (hc->head)
+		hc->head->prev = l;
+	hc->head = l;
+	if (!hc->tail)
+		hc->tail = l;
+}
+
+static void listing_free(struct listing *l)
+{
+	if (!l)
+		return;
+	free(l->session);
+	free(l->era);
+	free(l->next_cursor);
+	json_decref(l->pages);
+	json_decref(l->filtered);
+	free(l);
+}
+
+static void listing_remove(struct hook_contract *hc, struct listing *l)
+{
+	listing_unlink(hc, l);
+	hc->nlistings--;
+	hc->bytes -= l->bytes;
+	listing_free(l);
+}
+
+/* Evicts least recently used listings (never `keep`) until within bounds. */
+static void listings_bound(struct hook_contract *hc, const struct listing *keep)
+{
+	while (hc->nlistings > HOOK_CONTRACT_MAX_LISTINGS || hc->bytes > HOOK_CONTRACT_MAX_BYTES) {
+		struct listing *victim = hc->tail;
+		if (victim == keep)
+			victim = victim->prev;
+		if (!victim)
+			return;
+		log_msg(LOG_DEBUG, "contract: listing of upstream %s evicted (%zu in progress, %zu bytes)",
+		        hc->ups[victim->up].conf->name, hc->nlistings, hc->bytes);
+		hc->stats.evicted++;
+		listing_remove(hc, victim);
+	}
+}
+
+/* The listing of (up, session) that `cursor` continues, most recent first. */
+static struct listing *listing_find(struct hook_contract *hc, size_t up, const char *session,
+                                    const char *cursor)
+{
+	for (struct listing *l = hc->head; l; l = l->next)
+		if (l->up == up && l->next_cursor && strcmp(l->next_cursor, cursor) == 0 &&
+		    strcmp(l->session, session) == 0)
+			return l;
+	return NULL;
+}
+
+static struct listing *listing_new(struct hook_contract *hc, size_t up, const char *session,
+                                   const char *era, int orphan)
+{
+	struct listing *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->up = up;
+	l->orphan = orphan;
+	l->session = dup_str(session);
+	l->era = dup_str(era);
+	l->pages = json_array();
+	l->filtered = json_array();
+	if (!l->session || (era && !l->era) || !l->pages || !l->filtered) {
+		listing_free(l);
+		return NULL;
+	}
+	listing_push_front(hc, l);
+	hc->nlistings++;
+	return l;
+}
+
+/* ---- reports -------------------------------------------------------------- */
+
+/* The changes that count now: all of them for a complete listing; before
+ * the last page a tool missing from the pages seen so far may still come,
+ * so tool-removed waits. Returns a new array; *nbreaking its breaking
+ * count. */
+static json_t *relevant_changes(const struct drift_report *d, int complete, size_t *nbreaking)
+{
+	json_t *arr = json_array();
+	*nbreaking = 0;
+	for (size_t i = 0; d && arr && i < drift_report_nchanges(d); i++) {
+		const struct drift_change *c = drift_report_change(d, i);
+		if (!complete && strcmp(c->code, "tool-removed") == 0)
+			continue;
+		if (c->breaking)
+			(*nbreaking)++;
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code, "kind",
+		                                     c->kind, "tool", c->tool, "pointer", c->pointer,
+		                                     "message", c->message));
+	}
+	return arr;
+}
+
+static json_t *finding_json(const struct contract_finding *f)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", f->code, "message", f->message,
+	                      "pointer", f->pointer, "rule", f->spec ? "spec" : "usability");
+	if (o && f->tool)
+		json_object_set_new(o, "tool", json_string(f->tool));
+	return o;
+}
+
+/* Publishes the upstream's latest report (kept, and handed to admin). */
+static void publish(struct hook_contract *hc, struct up_state *us, json_t *report)
+{
+	json_decref(us->latest);
+	us->latest = report;
+	/* Borrowed by admin, which copies what it keeps. */
+	if (hc->ctx && hc->ctx->admin && report)
+		admin_set_contract(hc->ctx->admin, us->conf->name, report);
+}
+
+/* What the hook did with the page, for the report and the log. */
+struct verdict {
+	const char *action;   /* "forwarded", "filtered", "failed" */
+	size_t nbreaking;     /* breaking changes that count now */
+	int complete;         /* the last page of a listing seen from its start */
+	int unexamined;       /* more tools than the checker examines */
+	int passed;           /* no problem, no breaking change, all examined */
+};
+
+static json_t *build_report(const struct up_state *us, const struct listing *l,
+                            const struct contract_report *r, json_t *changes,
+                            const struct verdict *v)
+{
+	char now[32];
+	json_t *o = contract_report_json(r);
+	if (!o) {
+		json_decref(changes);
+		return NULL;
+	}
+	utc_now(now, sizeof(now));
+	json_object_set_new(o, "changes", changes ? changes : json_array());
+	json_object_set_new(o, "breaking", json_integer((json_int_t)v->nbreaking));
+	json_object_set_new(o, "passed", json_boolean(v->passed));
+	json_object_set_new(o, "upstream", json_string(us->conf->name));
+	json_object_set_new(o, "mode", json_string(mode_names[us->mode]));
+	json_object_set_new(o, "spec_only", json_boolean(us->spec_only));
+	json_object_set_new(o, "era", l->era ? json_string(l->era) : json_null());
+	json_object_set_new(o, "baseline",
+	                    us->baseline_file ? json_string(us->baseline_file) : json_null());
+	json_object_set_new(o, "pages", json_integer((json_int_t)json_array_size(l->pages)));
+	json_object_set_new(o, "complete", json_boolean(v->complete));
+	json_object_set_new(o, "action", json_string(v->action));
+	json_object_set_new(o, "filtered", json_deep_copy(l->filtered));
+	json_object_set_new(o, "time", json_string(now));
+	return o;
+}
+
+/* One line per listing: verdict, score, counts, and the first codes. */
+static void log_listing(const struct up_state *us, const struct listing *l,
+                        const struct contract_report *r, const struct verdict *v,
+                        const struct inspect_msg *m)
+{
+	char codes[512] = "", nb[80];
+	size_t used = 0, shown = 0, more = 0;
+
+	for (size_t i = 0; i < contract_report_nfindings(r); i++) {
+		const struct contract_finding *f = contract_report_finding(r, i);
+		if (!f->problem)
+			continue;
+		if (shown >= 5) {
+			more++;
+			continue;
+		}
+		int w = snprintf(codes + used, sizeof(codes) - used, "%s%s%s%s%s", shown ? ", " : "",
+		                 f->code, f->tool ? " \"" : "", f->tool ? safe_name(nb, sizeof(nb), f->tool) : "",
+		                 f->tool ? "\"" : "");
+		if (w < 0 || (size_t)w >= sizeof(codes) - used)
+			break;
+		used += (size_t)w;
+		shown++;
+	}
+	if (more && used + 32 < sizeof(codes))
+		snprintf(codes + used, sizeof(codes) - used, " and %zu more", more);
+	log_msg(v->passed ? LOG_INFO : LOG_WARN,
+	        "#%llu contract: upstream %s: tools/list %s, score %.2f, %zu tools on %zu page%s%s, "
+	        "%zu problem%s, %zu warning%s, %zu breaking change%s (mode %s: %s)%s%s",
+	        m->where->conn_id, us->conf->name, v->passed ? "PASSED" : "FAILED",
+	        contract_report_score(r), contract_report_ntools(r), json_array_size(l->pages),
+	        json_array_size(l->pages) == 1 ? "" : "s", v->complete ? "" : " (listing not complete)",
+	        contract_report_nproblems(r), contract_report_nproblems(r) == 1 ? "" : "s",
+	        contract_report_nwarnings(r), contract_report_nwarnings(r) == 1 ? "" : "s",
+	        v->nbreaking, v->nbreaking == 1 ? "" : "s", mode_names[us->mode], v->action,
+	        *codes ? ": " : "", codes);
+}
+
+/* ---- answers -------------------------------------------------------------- */
+
+/* Replaces the response in m->msg by a JSON-RPC error with the same id.
+ * data is stolen. */
+static void replace_with_error(struct inspect_msg *m, const char *message, json_t *data)
+{
+	json_t *err = json_object();
+	if (!err) {
+		json_decref(data);
+		return;
+	}
+	json_object_set_new(err, "code", json_integer(HOOK_CONTRACT_ERROR));
+	json_object_set_new(err, "message", json_string(message));
+	if (data)
+		json_object_set_new(err, "data", data);
+	json_object_del(m->msg, "result");
+	json_object_set_new(m->msg, "error", err);
+	m->modified = 1;
+	m->reason = "contract";
+}
+
+struct msgbuf {
+	char s[1024];
+	size_t n, items, more;
+};
+
+static void mb_item(struct msgbuf *b, const char *code, const char *tool)
+{
+	char nb[80];
+	if (b->items >= 8 || b->n + 120 >= sizeof(b->s)) {
+		b->more++;
+		return;
+	}
+	int w = snprintf(b->s + b->n, sizeof(b->s) - b->n, "%s%s%s%s%s", b->items ? "; " : "", code,
+	                 tool ? " (tool \"" : "", tool ? safe_name(nb, sizeof(nb), tool) : "",
+	                 tool ? "\")" : "");
+	if (w > 0 && (size_t)w < sizeof(b->s) - b->n) {
+		b->n += (size_t)w;
+		b->items++;
+	}
+}
+
+/* The error that replaces a page in fail mode (and filter mode's refusals):
+ * the message names each problem and breaking change (the first ones; data
+ * lists them all). */
+static void answer_failed(const struct up_state *us, const struct contract_report *r,
+                          const struct drift_report *d, int complete, const char *extra,
+                          struct inspect_msg *m)
+{
+	struct msgbuf b = {.n = 0};
+	json_t *problems = json_array(), *changes = json_array();
+	size_t np = 0, nbk = 0;
+
+	b.n = (size_t)snprintf(b.s, sizeof(b.s), "tools/list from upstream %s failed the contract: ",
+	                       us->conf->name);
+	if (b.n >= sizeof(b.s))
+		b.n = sizeof(b.s) - 1;
+	for (size_t i = 0; r && i < contract_report_nfindings(r); i++) {
+		const struct contract_finding *f = contract_report_finding(r, i);
+		if (!f->problem)
+			continue;
+		np++;
+		mb_item(&b, f->code, f->tool);
+		json_array_append_new(problems, finding_json(f));
+	}
+	for (size_t i = 0; d && i < drift_report_nchanges(d); i++) {
+		const struct drift_change *c = drift_report_change(d, i);
+		if (!c->breaking || (!complete && strcmp(c->code, "tool-removed") == 0))
+			continue;
+		nbk++;
+		mb_item(&b, c->code, c->tool);
+		json_array_append_new(changes, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code,
+		                                         "kind", c->kind, "tool", c->tool, "pointer",
+		                                         c->pointer, "message", c->message));
+	}
+	if (extra)
+		mb_item(&b, extra, NULL);
+	if (b.more)
+		snprintf(b.s + b.n, sizeof(b.s) - b.n, "; and %zu more", b.more);
+	json_t *data = json_pack("{s:s,s:o,s:o,s:I,s:I,s:b}", "upstream", us->conf->name, "problems",
+	                         problems, "changes", changes, "nproblems", (json_int_t)np,
+	                         "breaking", (json_int_t)nbk, "complete", complete);
+	if (data && r)
+		json_object_set_new(data, "score", json_real(contract_report_score(r)));
+	if (data && extra)
+		json_object_set_new(data, "reason", json_string(extra));
+	replace_with_error(m, b.s, data);
+}
+
+/* ---- a page --------------------------------------------------------------- */
+
+static const char *cut_text(enum cut_reason c)
+{
+	switch (c) {
+	case CUT_LOOP:
+		return "cursor-loop";
+	case CUT_PAGES:
+		return "listing-too-long: more than 20 pages";
+	case CUT_BYTES:
+		return "listing-too-large: its pages exceed the bytes mcpwarden keeps to check it";
+	default:
+		return "";
+	}
+}
+
+/* A page of a listing that was cut earlier (or is cut now): not checked.
+ * report forwards it; filter and fail cannot vouch for it. */
+static void page_of_cut_listing(struct hook_contract *hc, struct up_state *us, struct listing *l,
+                                struct inspect_msg *m)
+{
+	if (!l->logged) {
+		log_msg(LOG_WARN, "#%llu contract: upstream %s: tools/list cut (%s): pages from here on "
+		                  "are not checked%s",
+		        m->where->conn_id, us->conf->name, cut_text(l->cut),
+		        us->mode == MODE_REPORT ? "" : ", the client gets an error");
+		l->logged = 1;
+	}
+	if (us->mode == MODE_REPORT)
+		return;
+	hc->stats.replies_failed++;
+	answer_failed(us, NULL, NULL, 0, cut_text(l->cut), m);
+}
+
+/* Withholds this page's failed tools. Returns how many were withheld. */
+static size_t filter_page(struct listing *l, size_t idx, const struct contract_report *r,
+                          const struct drift_report *d, struct inspect_msg *m)
+{
+	json_t *page = json_array_get(l->pages, idx);
+	const json_t *tools = page_tools(page);
+	size_t withheld = 0;
+
+	if (!json_is_array(tools))
+		return 0;
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		const json_t *t = json_array_get(tools, i);
+		const char *name = json_string_value(json_object_get(t, "name"));
+		if (contract_report_tool_failed(r, idx, i) || (d && name && drift_tool_broke(d, name))) {
+			withheld++;
+			json_array_append_new(l->filtered, name ? json_string(name) : json_null());
+		}
+	}
+	if (!withheld)
+		return 0;
+	json_t *out = contract_filter(page, idx, r);
+	if (out && d) {
+		json_t *o2 = drift_filter(out, d);
+		json_decref(out);
+		out = o2;
+	}
+	if (!out) {
+		log_msg(LOG_ERROR, "contract: out of memory filtering a tool list: forwarded unfiltered");
+		return 0;
+	}
+	if (json_is_array(page) || !json_is_object(m->msg)) {
+		json_decref(out);
+		return 0; /* a bare array is never a result the client accepts */
+	}
+	json_object_set_new(m->msg, "result", out);
+	m->modified = 1;
+	return withheld;
+}
+
+static size_t total_tools(const json_t *pages)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < json_array_size(pages); i++) {
+		const json_t *t = page_tools(json_array_get(pages, i));
+		n += json_is_array(t) ? json_array_size(t) : 0;
+	}
+	return n;
+}
+
+/* The listing's tools joined into one array (references), for the diff. */
+static json_t *joined_tools(const json_t *pages)
+{
+	json_t *all = json_array();
+	for (size_t i = 0; all && i < json_array_size(pages); i++) {
+		json_t *t = (json_t *)(uintptr_t)page_tools(json_array_get(pages, i));
+		if (json_is_array(t))
+			json_array_extend(all, t);
+	}
+	return all;
+}
+
+/* Checks the listing with its newest page and decides what the client
+ * gets. Returns 1 when the listing is over (complete, or failed in fail
+ * mode) and can be dropped. */
+static int check_listing(struct hook_contract *hc, struct up_state *us, struct listing *l,
+                         struct inspect_msg *m)
+{
+	size_t n = json_array_size(l->pages), idx = n - 1;
+	const json_t *pages[CONTRACT_MAX_PAGES];
+	struct contract_opts opts = {.era = l->era, .spec_only = us->spec_only};
+	struct verdict v = {.action = "forwarded"};
+
+	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
+		pages[i] = json_array_get(l->pages, i);
+	struct contract_report *r = contract_check(pages, n, &opts);
+	if (!r) {
+		log_msg(LOG_ERROR, "contract: out of memory checking a tool list: forwarded unchecked");
+		return 0;
+	}
+	struct drift_report *d = NULL;
+	if (us->baseline_tools) {
+		json_t *all = joined_tools(l->pages);
+		d = all ? drift_diff(us->baseline_tools, all) : NULL;
+		json_decref(all);
+	}
+	const char *next = page_next_cursor(json_array_get(l->pages, idx));
+	int loop = 0;
+	for (size_t i = 0; i < contract_report_nfindings(r); i++)
+		if (strcmp(contract_report_finding(r, i)->code, "cursor-loop") == 0)
+			loop = 1;
+	v.complete = !next && !l->orphan;
+	v.unexamined = total_tools(l->pages) > CONTRACT_MAX_TOOLS ||
+	               (d && drift_report_truncated(d));
+	json_t *changes = relevant_changes(d, v.complete, &v.nbreaking);
+	v.passed = contract_report_passed(r) && v.nbreaking == 0 && !v.unexamined;
+	hc->stats.pages++;
+
+	int over = 0;
+	if (us->mode == MODE_FAIL && !v.passed) {
+		v.action = "failed";
+		answer_failed(us, r, d, v.complete,
+		              v.unexamined ? "listing-too-long: more tools than mcpwarden checks" : NULL,
+		              m);
+		hc->stats.replies_failed++;
+		over = !loop;
+	} else if (us->mode == MODE_FILTER && (loop || v.unexamined)) {
+		/* Filtering cannot make a circular or unchecked listing whole. */
+		v.action = "failed";
+		answer_failed(us, r, NULL, v.complete,
+		              loop ? NULL : "listing-too-long: more tools than mcpwarden checks", m);
+		hc->stats.replies_failed++;
+	} else if (us->mode == MODE_FILTER) {
+		size_t w = filter_page(l, idx, r, d, m);
+		if (w) {
+			v.action = "filtered";
+			hc->stats.tools_filtered += w;
+		} else if (json_array_size(l->filtered)) {
+			v.action = "filtered";
+		}
+	}
+	if (loop) {
+		l->cut = CUT_LOOP;
+		l->logged = 1; /* the line below says it */
+	}
+	if (v.complete) {
+		hc->stats.listings++;
+		if (!v.passed)
+			hc->stats.listings_failed++;
+	}
+	/* One line per listing: at its end, or when it ends early for the
+	 * client (refused) or for the checker (loop, orphan page). */
+	if (v.complete || loop || l->orphan || strcmp(v.action, "failed") == 0)
+		log_listing(us, l, r, &v, m);
+	publish(hc, us, build_report(us, l, r, changes, &v));
+	free(l->next_cursor);
+	l->next_cursor = dup_str(next);
+	contract_report_free(r);
+	drift_report_free(d);
+	/* Over: the last page, or a failure the client cannot page past. A cut
+	 * listing stays, so a client paging in the loop keeps the verdict. */
+	return !next || over;
+}
+
+static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
+{
+	struct up_state *us = &hc->ups[up];
+	const char *cursor = request_cursor(m->request);
+	const char *session = session_key(m->where);
+	json_t *result = json_object_get(m->msg, "result");
+	struct listing *l = cursor ? listing_find(hc, up, session, cursor) : NULL;
+
+	if (l) {
+		listing_unlink(hc, l);
+		listing_push_front(hc, l);
+		if (!l->cut && json_array_size(l->pages) >= CONTRACT_MAX_PAGES)
+			l->cut = CUT_PAGES;
+		if (l->cut) {
+			page_of_cut_listing(hc, us, l, m);
+			return;
+		}
+	} else {
+		l = listing_new(hc, up, session, message_era(m), cursor != NULL);
+		if (!l) {
+			log_msg(LOG_ERROR, "contract: out of memory: tools/list forwarded unchecked");
+			return;
+		}
+		if (cursor)
+			log_msg(LOG_DEBUG, "#%llu contract: upstream %s: a tools/list page for a cursor no "
+			                   "listing knows: checked on its own",
+			        m->where->conn_id, us->conf->name);
+	}
+	size_t bytes = json_dumpb(result, NULL, 0, JSON_COMPACT);
+	if (l->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
+		l->cut = CUT_BYTES;
+		page_of_cut_listing(hc, us, l, m);
+		return;
+	}
+	json_t *copy = json_deep_copy(result);
+	if (!copy || json_array_append_new(l->pages, copy) < 0) {
+		log_msg(LOG_ERROR, "contract: out of memory: tools/list forwarded unchecked");
+		listing_remove(hc, l);
+		return;
+	}
+	l->bytes += bytes;
+	hc->bytes += bytes;
+	listings_bound(hc, l);
+	if (check_listing(hc, us, l, m))
+		listing_remove(hc, l);
+}
+
+static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m)
+{
+	struct hook_contract *hc = arg;
+
+	if (m->dir != INSPECT_FROM_SERVER || !m->request || !m->where || !m->where->upstream)
+		return INSPECT_FORWARD;
+	const char *method = jrpc_method(m->request);
+	if (!method || strcmp(method, "tools/list") != 0 || m->kind != JRPC_RESULT)
+		return INSPECT_FORWARD;
+	for (size_t i = 0; i < hc->nups; i++) {
+		if (strcmp(hc->ups[i].conf->name, m->where->upstream) == 0) {
+			on_page(hc, i, m);
+			break;
+		}
+	}
+	return INSPECT_FORWARD;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static void load_section(struct up_state *us, size_t i, char *err, size_t errlen, int *nerr)
+{
+	const json_t *c = us->conf->contract;
+	const char *key;
+	json_t *val;
+	char where[64];
+
+	snprintf(where, sizeof(where), "$.upstreams[%zu].contract", i);
+	if (!c)
+		return;
+	if (!json_is_object(c)) {
+		err_add(err, errlen, nerr, "%s: must be an object", where);
+		return;
+	}
+	json_object_foreach((json_t *)(uintptr_t)c, key, val) {
+		if (strcmp(key, "mode") == 0) {
+			const char *s = json_string_value(val);
+			size_t k = 0;
+			while (s && k < 3 && strcmp(s, mode_names[k]) != 0)
+				k++;
+			if (!s || k == 3)
+				err_add(err, errlen, nerr, "%s.mode: must be report, filter or fail", where);
+			else
+				us->mode = (enum contract_mode)k;
+		} else if (strcmp(key, "spec_only") == 0) {
+			if (!json_is_boolean(val))
+				err_add(err, errlen, nerr, "%s.spec_only: must be true or false", where);
+			else
+				us->spec_only = json_is_true(val);
+		} else if (strcmp(key, "baseline") == 0) {
+			const char *file = json_string_value(val);
+			json_error_t jerr;
+			if (!file || !*file) {
+				err_add(err, errlen, nerr, "%s.baseline: must be a file name", where);
+				continue;
+			}
+			us->baseline_file = file;
+			us->baseline = json_load_file(file, 0, &jerr);
+			if (!us->baseline) {
+				if (jerr.line > 0)
+					err_add(err, errlen, nerr, "%s.baseline: %s:%d:%d: %s", where, file,
+					        jerr.line, jerr.column, jerr.text);
+				else
+					err_add(err, errlen, nerr, "%s.baseline: %s", where, jerr.text);
+				continue;
+			}
+			us->baseline_tools = drift_tools_of(us->baseline);
+			if (!us->baseline_tools)
+				err_add(err, errlen, nerr,
+				        "%s.baseline: %s holds no tool list ({\"tools\":[...]}, a tools/list "
+				        "response or an array)",
+				        where, file);
+		} else {
+			err_add(err, errlen, nerr, "%s.%s: unknown key", where, key);
+		}
+	}
+}
+
+/* The hook's state for cfg, every contract section parsed and every
+ * baseline loaded; NULL with the errors in err. */
+static struct hook_contract *hook_contract_new(const struct px_config *cfg, char *err,
+                                               size_t errlen)
+{
+	int nerr = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	struct hook_contract *hc = calloc(1, sizeof(*hc));
+	if (!hc || !(hc->ups = calloc(cfg->nups ? cfg->nups : 1, sizeof(*hc->ups)))) {
+		free(hc);
+		err_add(err, errlen, &nerr, "out of memory");
+		return NULL;
+	}
+	hc->nups = cfg->nups;
+	for (size_t i = 0; i < cfg->nups; i++) {
+		hc->ups[i].conf = &cfg->ups[i];
+		load_section(&hc->ups[i], i, err, errlen, &nerr);
+	}
+	if (nerr) {
+		hook_contract_free(hc);
+		return NULL;
+	}
+	return hc;
+}
+
+int hook_contract_validate(const struct px_config *cfg, char *err, size_t errlen)
+{
+	struct hook_contract *hc = hook_contract_new(cfg, err, errlen);
+	hook_contract_free(hc);
+	return hc ? 0 : -1;
+}
+
+int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
+{
+	struct hook_contract *hc = hook_contract_new(ctx->cfg, err, errlen);
+	if (!hc)
+		return -1;
+	hc->ctx = ctx;
+	if (inspect_add(ctx->insp, "contract", contract_on_message, NULL, hc) < 0) {
+		int nerr = 0;
+		err_add(err, errlen, &nerr, "contract: too many message hooks");
+		hook_contract_free(hc);
+		return -1;
+	}
+	for (size_t i = 0; i < hc->nups; i++) {
+		const struct up_state *us = &hc->ups[i];
+		if (us->mode != MODE_REPORT || us->baseline || us->spec_only)
+			log_msg(LOG_INFO, "upstream %s: tool-list contract mode %s%s%s%s", us->conf->name,
+			        mode_names[us->mode], us->spec_only ? ", spec rules only" : "",
+			        us->baseline ? ", baseline " : "", us->baseline ? us->baseline_file : "");
+	}
+	ctx->contract = hc;
+	return 0;
+}
+
+void hook_contract_free(struct hook_contract *hc)
+{
+	if (!hc)
+		return;
+	while (hc->head)
+		listing_remove(hc, hc->head);
+	for (size_t i = 0; i < hc->nups; i++) {
+		json_decref(hc->ups[i].baseline);
+		json_decref(hc->ups[i].latest);
+	}
+	free(hc->ups);
+	free(hc);
+}
+
+json_t *hook_contract_report(const struct hook_contract *hc, const char *upstream)
+{
+	for (size_t i = 0; hc && upstream && i < hc->nups; i++)
+		if (strcmp(hc->ups[i].conf->name, upstream) == 0)
+			return hc->ups[i].latest ? json_deep_copy(hc->ups[i].latest) : NULL;
+	return NULL;
+}
+
+json_t *hook_contract_reports(const struct hook_contract *hc)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; o && hc && i < hc->nups; i++) {
+		const struct up_state *us = &hc->ups[i];
+		json_object_set_new(o, us->conf->name,
+		                    us->latest ? json_deep_copy(us->latest) : json_null());
+	}
+	return o;
+}
+
+void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out)
+{
+	*out = hc->stats;
+}

@@ -1,0 +1,93 @@
+/* hook_record: the call recorder, an observer on the message hook.
+ *
+ * It turns the JSON-RPC traffic of each HTTP exchange into call records:
+ *   - a client request and its answer (joined by id within the exchange)
+ *     make one record, kind "request";
+ *   - a client notification, or a response the client sends to a server
+ *     request, makes one record of its own ("notification", "response");
+ *   - a request or notification the server sends on its own (sampling,
+ *     logging on the GET stream…) makes one record, from "server", at once;
+ *     server notifications that arrive on the reply stream of a client's
+ *     request are counted on that request's record ("notifications")
+ *     instead, so a chatty progress stream does not flush the ring.
+ * Client records are finished when the exchange ends (that is when the
+ * HTTP status and the bytes are known); until then a request waiting for
+ * its answer is listed by hook_record_inflight().
+ *
+ * Record (one JSON object, members always present, in this order):
+ *   seq              0 here: the sink numbers it
+ *   time             RFC 3339 UTC with microseconds, when the request arrived
+ *   session          Mcp-Session-Id (the reply's for initialize) or null
+ *   client           "ip:port";  client_name: the client token's name or null
+ *   upstream         upstream name or null
+ *   client_transport, upstream_transport   "streamable_http", "sse"
+ *   from             "client" | "server"
+ *   kind             "request" | "notification" | "response"
+ *   method, tool     tool: params.name of tools/call, else null
+ *   id               the JSON-RPC id or null
+ *   arguments        tools/call and prompts/get: params.arguments, other
+ *                    methods: params; as redacted compact JSON text cut at
+ *                    1000 characters (arguments_cut says so), or null
+ *   result_preview   text of the result, redacted, cut at 800 (result_cut)
+ *   http_status      status sent to the client, null for server messages
+ *   is_error         tools/call result's isError (false when absent), null
+ *                    for other methods and for errors
+ *   error_code, error_message   the JSON-RPC error, or null
+ *   outcome          ok | tool_error | rpc_error | blocked | upstream_error
+ *                    | timeout | cancelled
+ *   rule             the rule/reason of the hook that blocked it, or null
+ *   modified         a hook rewrote the request or its answer
+ *   notifications    server notifications seen on the request's stream
+ *   note             why the exchange failed (mcpwarden's words), or null
+ *   latency_us       arrival to answer (unanswered: to the exchange's end)
+ *   bytes_in, bytes_out   of the HTTP exchange that carried it (shared by
+ *                    the records of one batch)
+ * Header values are never recorded: the session id and the client token's
+ * name are the only header-derived fields.
+ *
+ * Outcome: an answer that is a JSON-RPC error is rpc_error, a result with
+ * isError true tool_error, else ok; a message a deciding hook dropped or
+ * answered is blocked (rule = its reason, else the hook's name); a request
+ * still unanswered when the exchange ends takes the exchange's end:
+ * upstream_error, timeout, cancelled, blocked (mcpwarden rejected the
+ * exchange), and upstream_error when the reply simply ended without it.
+ */
+#ifndef MCPWARDEN_HOOK_RECORD_H
+#define MCPWARDEN_HOOK_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "admin/ring.h"
+
+struct inspect;
+struct redact;
+struct metrics;
+struct hook_record;
+
+/* Receives each finished record. rec is borrowed for the call (the sink
+ * may set members, e.g. "seq", but keeps no reference); keys point into
+ * rec. */
+typedef void (*hook_record_sink_fn)(void *arg, json_t *rec, const struct ring_keys *keys);
+
+/* Registers the recorder as an observer on in. rd and m are borrowed and
+ * must outlive it (m may be NULL: nothing counted). Returns NULL when the
+ * hook table is full or memory runs out. The observer stays registered in
+ * `in`: free the recorder only once no exchange can run any more. */
+struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
+                                    struct metrics *m, hook_record_sink_fn sink, void *arg);
+void hook_record_free(struct hook_record *hr);  /* accepts NULL */
+
+/* The client requests still waiting for an answer, oldest first, at most
+ * limit: a new array (owned) of objects with the record's identifying
+ * members (time, session, client, upstream, method, tool, id, arguments)
+ * plus age_us. NULL when memory runs out. */
+json_t *hook_record_inflight(const struct hook_record *hr, size_t limit);
+size_t hook_record_inflight_count(const struct hook_record *hr);
+
+/* Formats a Unix time in microseconds as RFC 3339 UTC with microseconds
+ * ("2025-06-01T12:00:00.123456Z") into buf (at least 32 bytes). */
+void hook_record_time(uint64_t unix_us, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,229 @@
+/* toolcache: see toolcache.h.
+ *
+ * One entry per upstream name, in a small array searched linearly (there
+ * are as many entries as configured upstreams):
+ *
+ *   entry ─┬─ tools    {name: tool, …}  last complete listing (owned)
+ *          └─ pending  {name: tool, …}  listing being paged in, or NULL
+ *
+ * Lookups try pending, then tools. A listing's last page swaps pending
+ * into tools.
+ */
+#include "proxy/toolcache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/ctx.h"
+#include "proxy/inspect.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/log.h"
+
+struct tc_entry {
+	char *upstream;          /* owned copy of the name */
+	json_t *tools;           /* owned: name -> tool (references) */
+	json_t *pending;         /* owned, or NULL */
+	int stale;
+	int warned;              /* the cap was logged for this listing */
+	uint64_t listings, pages, dropped;
+};
+
+struct toolcache {
+	size_t max_tools;
+	struct tc_entry entries[TOOLCACHE_MAX_UPSTREAMS];
+	size_t n;
+};
+
+struct toolcache *toolcache_new(size_t max_tools)
+{
+	struct toolcache *tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		return NULL;
+	tc->max_tools = max_tools ? max_tools : TOOLCACHE_MAX_TOOLS;
+	return tc;
+}
+
+void toolcache_free(struct toolcache *tc)
+{
+	if (!tc)
+		return;
+	for (size_t i = 0; i < tc->n; i++) {
+		free(tc->entries[i].upstream);
+		json_decref(tc->entries[i].tools);
+		json_decref(tc->entries[i].pending);
+	}
+	free(tc);
+}
+
+static struct tc_entry *entry_find(const struct toolcache *tc, const char *upstream)
+{
+	for (size_t i = 0; i < tc->n; i++)
+		if (strcmp(tc->entries[i].upstream, upstream) == 0)
+			return (struct tc_entry *)(uintptr_t)&tc->entries[i];
+	return NULL;
+}
+
+static struct tc_entry *entry_get(struct toolcache *tc, const char *upstream)
+{
+	struct tc_entry *e = entry_find(tc, upstream);
+	if (e || tc->n >= TOOLCACHE_MAX_UPSTREAMS)
+		return e;
+	e = &tc->entries[tc->n];
+	memset(e, 0, sizeof(*e));
+	e->upstream = strdup(upstream);
+	e->tools = json_object();
+	if (!e->upstream || !e->tools) {
+		free(e->upstream);
+		json_decref(e->tools);
+		return NULL;
+	}
+	tc->n++;
+	return e;
+}
+
+static const char *str_member(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+/* Adds one page's tools into `into`, within the cap. */
+static void add_page(struct toolcache *tc, struct tc_entry *e, json_t *into, const json_t *tools)
+{
+	size_t i;
+	json_t *tool;
+	size_t before = e->dropped;
+
+	json_array_foreach((json_t *)(uintptr_t)tools, i, tool) {
+		const char *name = str_member(tool, "name");
+		if (!json_is_object(tool) || !name || !*name)
+			continue;
+		if (json_object_size(into) >= tc->max_tools && !json_object_get(into, name)) {
+			e->dropped++;
+			continue;
+		}
+		json_object_set(into, name, tool); /* takes a reference */
+	}
+	if (e->dropped > before && !e->warned) {
+		e->warned = 1;
+		log_msg(LOG_WARN, "upstream %s lists more than %zu tools: the rest are not known to "
+		        "the Mcp-Param-* checks", e->upstream, tc->max_tools);
+	}
+}
+
+static void take_page(struct toolcache *tc, const char *upstream, const json_t *request,
+                      const json_t *result)
+{
+	const json_t *tools = json_object_get(result, "tools");
+	const char *rt = str_member(result, "resultType");
+	if (!json_is_array(tools) || (rt && strcmp(rt, "complete") != 0))
+		return;
+	struct tc_entry *e = entry_get(tc, upstream);
+	if (!e)
+		return;
+	const json_t *params = json_object_get(request, "params");
+	const json_t *cursor = json_object_get(params, "cursor");
+	const char *next = str_member(result, "nextCursor");
+
+	if (!cursor || json_is_null(cursor)) {
+		/* A first page: a new listing (a listing in progress by another
+		 * client is superseded; its later pages join this one). */
+		json_decref(e->pending);
+		e->pending = json_object();
+		e->warned = 0;
+		if (!e->pending)
+			return;
+	}
+	add_page(tc, e, e->pending ? e->pending : e->tools, tools);
+	e->pages++;
+	if (next && *next)
+		return;
+	if (e->pending) {
+		json_decref(e->tools);
+		e->tools = e->pending;
+		e->pending = NULL;
+		e->stale = 0;
+		e->listings++;
+	}
+}
+
+static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+{
+	struct toolcache *tc = arg;
+	const char *upstream = m->where ? m->where->upstream : NULL;
+
+	if (m->dir != INSPECT_FROM_SERVER || !upstream)
+		return INSPECT_FORWARD;
+	if (m->kind == JRPC_NOTIFICATION) {
+		const char *method = jrpc_method(m->msg);
+		if (method && strcmp(method, "notifications/tools/list_changed") == 0) {
+			struct tc_entry *e = entry_find(tc, upstream);
+			if (e)
+				e->stale = 1;
+		}
+		return INSPECT_FORWARD;
+	}
+	if (m->kind != JRPC_RESULT || !m->request)
+		return INSPECT_FORWARD;
+	const char *method = jrpc_method(m->request);
+	if (!method || strcmp(method, "tools/list") != 0)
+		return INSPECT_FORWARD;
+	const json_t *result = json_object_get(m->msg, "result");
+	if (json_is_object(result))
+		take_page(tc, upstream, m->request, result);
+	return INSPECT_FORWARD;
+}
+
+int toolcache_attach(struct toolcache *tc, struct inspect *in)
+{
+	return inspect_add_observer(in, "toolcache", on_message, NULL, tc) < 0 ? -1 : 0;
+}
+
+struct toolcache *toolcache_setup(struct px_ctx *ctx, size_t max_tools)
+{
+	struct toolcache *tc = toolcache_new(max_tools);
+	if (!tc) {
+		log_msg(LOG_ERROR, "out of memory");
+		return NULL;
+	}
+	if (toolcache_attach(tc, ctx->insp) < 0) {
+		log_msg(LOG_ERROR, "toolcache: no free slot on the message hook");
+		toolcache_free(tc);
+		return NULL;
+	}
+	return tc;
+}
+
+const json_t *toolcache_get(const struct toolcache *tc, const char *upstream, const char *tool)
+{
+	if (!tc || !upstream || !tool)
+		return NULL;
+	const struct tc_entry *e = entry_find(tc, upstream);
+	if (!e)
+		return NULL;
+	const json_t *t = e->pending ? json_object_get(e->pending, tool) : NULL;
+	return t ? t : json_object_get(e->tools, tool);
+}
+
+int toolcache_stats(const struct toolcache *tc, const char *upstream,
+                    struct toolcache_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	const struct tc_entry *e = tc && upstream ? entry_find(tc, upstream) : NULL;
+	if (!e)
+		return -1;
+	out->tools = json_object_size(e->tools);
+	if (e->pending) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(e->pending, key, v) {
+			if (!json_object_get(e->tools, key))
+				out->tools++;
+		}
+	}
+	out->listing = e->pending != NULL;
+	out->stale = e->stale;
+	out->listings = e->listings;
+	out->pages = e->pages;
+	out->dropped = e->dropped;
+	return 0;
+}

@@ -1,0 +1,116 @@
+/* upstream_sse: the upstream face of a translated session.
+ *
+ * It speaks to one upstream with either HTTP transport, whichever the
+ * session needs, and hides which from the session:
+ *
+ *   legacy HTTP+SSE (2024-11-05)        Streamable HTTP (2025-03-26 ..)
+ *   ─────────────────────────────       ───────────────────────────────
+ *   GET <url>, Accept: text/event-      POST <url> per message; the reply is
+ *     stream; first event `endpoint`      202, JSON, or an SSE stream; the
+ *     names where to POST (resolved       upstream's Mcp-Session-Id and the
+ *     against <url>, same origin only)    negotiated MCP-Protocol-Version go
+ *   POST <endpoint> per message, one      on every later request
+ *     at a time, in order; 202 expected GET <url> after `initialized`: the
+ *   every server message arrives as       standalone stream (405 is fine;
+ *     `event: message` on the GET         re-opened with Last-Event-ID when
+ *                                         it drops)
+ *   session over = the GET closes       DELETE <url> when the session ends;
+ *                                         404 on our session id = it expired
+ *
+ * "auto" probes: the first message (the client's initialize) goes as a
+ * Streamable POST; a 400, 404 or 405 that is not a JSON-RPC error falls
+ * back to the legacy GET on the same URL (TRANSPORTS.md §2.9). When the
+ * URL ends in /sse the legacy GET is tried first and a refusal falls back
+ * to Streamable HTTP.
+ *
+ * Messages are sent in the order given. Replies are parsed here and handed
+ * over one message at a time; nothing is inspected here. All callbacks run
+ * from the event loop, never from within a call into this module, and none
+ * runs after upstream_sse_free().
+ *
+ * Not here: TLS, resuming a legacy stream (legacy servers start a new
+ * session on reconnect, so a dropped legacy GET ends the session).
+ */
+#ifndef MCPWARDEN_UPSTREAM_SSE_H
+#define MCPWARDEN_UPSTREAM_SSE_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "proxy/config.h"
+
+struct px_ctx;
+struct px_upstream_conf;
+
+struct upstream_sse_cbs {
+	/* The transport works (legacy: the endpoint is known; Streamable: the
+	 * first POST was accepted). Called once, with the transport chosen. */
+	void (*on_ready)(void *arg, enum px_transport tr);
+	/* A message from the upstream. msg is borrowed (the callee may keep a
+	 * reference); raw is its bytes, borrowed. */
+	void (*on_message)(void *arg, json_t *msg, const char *raw, size_t raw_len);
+	/* msg (borrowed) could not be delivered, or was a request whose reply
+	 * ended without its response. status: the HTTP status that fits
+	 * (upstream 4xx/5xx as they came, 502 or 504 for our own), detail a
+	 * static reason; reply: the upstream's JSON-RPC error for it, if it
+	 * sent one (borrowed), else NULL. */
+	void (*on_failed)(void *arg, const json_t *msg, int status, const char *detail,
+	                  const json_t *reply);
+	/* The upstream session is over (the legacy stream ended or was refused,
+	 * the session id expired, or no transport worked). detail is static. */
+	void (*on_closed)(void *arg, const char *detail);
+	/* After upstream_sse_close(): the face is done (DELETE answered or
+	 * given up); the owner may now free it. */
+	void (*on_finished)(void *arg);
+};
+
+struct upstream_sse;
+
+/* A face for upstream `up` (ctx->ups[up]). first: the transport to try
+ * first, PX_TRANSPORT_SSE or PX_TRANSPORT_STREAMABLE; fallback: when that
+ * one is refused at the start (see above), try the other once (the auto
+ * probe). authorization: the client's Authorization to send on (copied),
+ * or NULL. Returns NULL when out of memory. A legacy GET starts at once; a
+ * Streamable face connects with its first message. */
+struct upstream_sse *upstream_sse_new(struct px_ctx *ctx, size_t up, enum px_transport first,
+                                      int fallback, const char *authorization,
+                                      const struct upstream_sse_cbs *cbs, void *arg);
+/* Frees at once: open requests are closed, nothing more is sent, no
+ * callback runs. Accepts NULL. */
+void upstream_sse_free(struct upstream_sse *f);
+
+/* Queues msg for the upstream (a reference is taken; raw, when not NULL,
+ * is the exact bytes to send and is copied). Returns 0, or -1 when the
+ * queue is full or the face is closing. */
+int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size_t raw_len);
+
+/* Ends the upstream session: drops what is queued, closes the streams and
+ * (Streamable HTTP, with a session id) sends DELETE. on_finished follows,
+ * from the loop. Idempotent. */
+void upstream_sse_close(struct upstream_sse *f);
+
+/* Backpressure from the client side: stop / resume reading replies. */
+void upstream_sse_pause(struct upstream_sse *f);
+void upstream_sse_resume(struct upstream_sse *f);
+
+/* The transport in use: PX_TRANSPORT_AUTO while the probe runs. */
+enum px_transport upstream_sse_transport(const struct upstream_sse *f);
+
+/* Resolves the data of a legacy `endpoint` event against the upstream's
+ * URL (uc->target, uc->host, uc->port) into a request-target for POSTs.
+ * Accepts absolute URLs of the same origin (http, same host and port),
+ * scheme-relative, absolute-path, relative-path and query-only references.
+ * Returns 0, or -1 with a static reason (other origin, bad characters,
+ * too long). */
+int upstream_sse_resolve_endpoint(const struct px_upstream_conf *uc, const char *data,
+                                  size_t len, char *out, size_t outlen, const char **why);
+
+/* Whether a Streamable HTTP answer to an initialize POST means "try the
+ * legacy transport": 400, 404 or 405 without a JSON body (a JSON body is a
+ * modern server's JSON-RPC error, e.g. for an expired session). */
+int upstream_sse_probe_refused(int status, const char *content_type);
+
+/* Whether the upstream URL's path ends in "/sse" (auto tries legacy first). */
+int upstream_sse_url_is_sse(const struct px_upstream_conf *uc);
+
+#endif

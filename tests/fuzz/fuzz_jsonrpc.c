@@ -1,0 +1,202 @@
+/* Fuzz target for proxy/jsonrpc.c.
+ *
+ * The input is a POST body or an SSE data field as the proxy would receive
+ * it: whatever JSON text. It is parsed with jansson (any value, NULs in
+ * strings allowed, so the functions see every shape of json_t), then the
+ * body as a whole and every message in it go through jrpc_classify,
+ * jrpc_validate_body, jrpc_tool_name and jrpc_error_new.
+ *
+ * Properties checked, abort() on any violation:
+ *  1. Classification is consistent: a valid request has a string or
+ *     integer id and a non-empty method; a notification has no id; a
+ *     result or error has no method; jrpc_kind_str() always names it.
+ *  2. jrpc_validate_body agrees with jrpc_classify on an object, rejects
+ *     scalars, never accepts an empty batch or one over max_batch, is
+ *     monotonic in max_batch, and sets *why exactly when it fails.
+ *  3. jrpc_body_count/jrpc_body_at/jrpc_body_has_request agree.
+ *  4. jrpc_tool_name is only ever set on a tools/call.
+ *  5. jrpc_id_equal is reflexive on valid ids and holds across a copy.
+ *  6. Every message can be answered: jrpc_error_new() with its id and any
+ *     data (stolen) is a valid error response, with the same id when the
+ *     id was valid and null otherwise, and stays one when serialised and
+ *     parsed back. A NULL message still releases data (ASan leak check).
+ *  7. Classification survives a serialise/parse round trip.
+ *
+ * Built with libFuzzer (make fuzz-run FUZZ=jsonrpc) or with
+ * tests/fuzz/replay.c to replay the corpus (make fuzz).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "proxy/jsonrpc.h"
+#include "proxy/limits.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_fail(const char *what)
+{
+	fprintf(stderr, "fuzz_jsonrpc: %s\n", what);
+	abort();
+}
+
+#define CHECK(cond)                                    \
+	do {                                           \
+		if (!(cond))                           \
+			fuzz_fail("check failed: " #cond); \
+	} while (0)
+
+static int id_valid(const json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id);
+}
+
+static json_t *reparse(const json_t *v)
+{
+	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (!s)
+		return NULL; /* out of memory only */
+	json_error_t err;
+	json_t *back = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	CHECK(back != NULL);
+	free(s);
+	return back;
+}
+
+static void check_message(json_t *m, int code)
+{
+	enum jrpc_kind k = jrpc_classify(m);
+	const char *method = jrpc_method(m);
+	json_t *id = jrpc_id(m);
+
+	CHECK(k >= JRPC_INVALID && k <= JRPC_ERROR);
+	CHECK(jrpc_kind_str(k) != NULL);
+	switch (k) {
+	case JRPC_REQUEST:
+		CHECK(method && *method);
+		CHECK(id_valid(id));
+		break;
+	case JRPC_NOTIFICATION:
+		CHECK(method && *method);
+		CHECK(id == NULL);
+		break;
+	case JRPC_RESULT:
+		CHECK(json_object_get(m, "method") == NULL);
+		CHECK(id_valid(id));
+		CHECK(json_object_get(m, "result") && !json_object_get(m, "error"));
+		break;
+	case JRPC_ERROR:
+		CHECK(json_object_get(m, "method") == NULL);
+		CHECK(id == NULL || id_valid(id) || json_is_null(id));
+		CHECK(json_is_integer(json_object_get(json_object_get(m, "error"), "code")));
+		break;
+	default:
+		break;
+	}
+
+	/* Tool names only on tools/call. */
+	const char *tool = jrpc_tool_name(m);
+	if (tool)
+		CHECK(method && strcmp(method, "tools/call") == 0);
+
+	/* Ids compare equal to themselves and to their copies. */
+	if (id_valid(id)) {
+		json_t *copy = json_deep_copy(id);
+		CHECK(jrpc_id_equal(id, id));
+		if (copy) {
+			CHECK(jrpc_id_equal(id, copy));
+			CHECK(jrpc_id_equal(copy, id));
+			json_decref(copy);
+		}
+	} else {
+		CHECK(!jrpc_id_equal(id, id));
+	}
+
+	/* Whatever came in can be answered with an error. */
+	json_t *data = json_deep_copy(m);
+	json_t *e = jrpc_error_new(id, code, "fuzz", data);
+	if (e) {
+		CHECK(jrpc_classify(e) == JRPC_ERROR);
+		json_t *eid = jrpc_id(e);
+		if (id_valid(id))
+			CHECK(jrpc_id_equal(eid, id));
+		else
+			CHECK(json_is_null(eid));
+		CHECK(json_integer_value(json_object_get(json_object_get(e, "error"), "code")) == code);
+		json_t *back = reparse(e);
+		if (back) {
+			CHECK(jrpc_classify(back) == JRPC_ERROR);
+			json_decref(back);
+		}
+		json_decref(e);
+	}
+	/* No message: nothing is built, data is still released. */
+	CHECK(jrpc_error_new(id, code, NULL, json_deep_copy(m)) == NULL);
+
+	/* Classification does not depend on the serialisation. */
+	json_t *back = reparse(m);
+	if (back) {
+		CHECK(jrpc_classify(back) == k);
+		json_decref(back);
+	}
+}
+
+static void check_body(json_t *body)
+{
+	static const size_t maxes[] = {0, 1, 2, LIMIT_MAX_BATCH};
+	int prev_ok = 0;
+
+	for (size_t i = 0; i < sizeof(maxes) / sizeof(maxes[0]); i++) {
+		const char *why = NULL;
+		int rc = jrpc_validate_body(body, maxes[i], &why);
+		CHECK(rc == 0 || rc == -1);
+		CHECK((rc == -1) == (why != NULL));
+		if (json_is_object(body))
+			CHECK((rc == 0) == (jrpc_classify(body) != JRPC_INVALID));
+		else if (!json_is_array(body))
+			CHECK(rc == -1);
+		else if (rc == 0)
+			CHECK(json_array_size(body) >= 1 && json_array_size(body) <= maxes[i]);
+		/* Allowing more never rejects what fewer allowed. */
+		if (prev_ok)
+			CHECK(rc == 0);
+		prev_ok = rc == 0;
+	}
+
+	size_t n = jrpc_body_count(body);
+	int has_request = 0;
+	CHECK(json_is_array(body) ? n == json_array_size(body) : n == 1);
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(body, i);
+		CHECK(m != NULL);
+		has_request |= jrpc_classify(m) == JRPC_REQUEST;
+	}
+	CHECK(jrpc_body_at(body, n) == NULL);
+	CHECK(jrpc_body_has_request(body) == has_request);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	json_error_t err;
+	json_t *body = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+
+	/* jsonrpc.c never sees text that is not JSON, but NULL must not crash. */
+	CHECK(jrpc_classify(NULL) == JRPC_INVALID);
+	if (!body)
+		return 0;
+	/* A code from the input, so odd values (0, INT_MIN...) get tried. */
+	int code = size >= 4 ? (int)((uint32_t)data[0] << 24 | (uint32_t)data[1] << 16 |
+	                             (uint32_t)data[2] << 8 | data[3])
+	                     : JRPC_INVALID_REQUEST;
+	check_body(body);
+	check_message(body, code);
+	if (json_is_array(body)) {
+		for (size_t i = 0; i < json_array_size(body) && i < 256; i++)
+			check_message(json_array_get(body, i), code);
+	}
+	json_decref(body);
+	return 0;
+}

@@ -1,0 +1,410 @@
+// Transport translation (issue 5): legacy HTTP+SSE (2024-11-05) and
+// Streamable HTTP on either side of mcpwarden, in all four combinations,
+// with the official SDK 1.x clients and server-everything in both modes.
+//
+//   client \ upstream    sse (server-everything sse)   streamable (… streamableHttp)
+//   SSEClientTransport   sse→sse (legacy engine)       sse→streamable (translated)
+//   StreamableHTTP…      streamable→sse (translated)   streamable→streamable (pass-through)
+//
+// Each combination runs the same session script and must see what the same
+// client sees directly. Then the ways a session ends: a dropped upstream
+// stream, a client that vanishes, an idle session expiring, DELETE with
+// requests in flight: every request gets exactly one answer, nothing hangs.
+
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { freePort } from './lib/ports.mjs';
+import { startEverything, startWarden, stopAll, stop } from './lib/procs.mjs';
+import { writeConfig } from './lib/conf.mjs';
+import { postJson, request, openStream } from './lib/http.mjs';
+import { withTimeout, waitFor, sleep } from './lib/util.mjs';
+import { startAdminWarden, adminGet, metricValue } from './lib/admin-util.mjs';
+import {
+  startEverythingSse, connectSdk, sessionScript, legacyStream, INIT,
+  SAMPLING_REPLY, ROOTS, CALL_MS,
+} from './lib/translate-util.mjs';
+
+const T = { timeout: 60000 };
+
+// The SDK's legacy client handles notifications a microtask after the
+// response that follows them in the same chunk, so it reports the last
+// progress of a call as "unknown token" even talking to the server
+// directly: not a transport error.
+const realErrors = (s) => s.errors.filter((e) => !/unknown token|aborted|AbortError/i.test(String(e?.message ?? e)));
+
+function text(result) {
+  return result?.content?.[0]?.text ?? '';
+}
+
+describe('transport translation: four combinations, one session script', () => {
+  let seSse, seSt, wSse, wSt;
+  const direct = {};
+
+  before(async () => {
+    [seSse, seSt] = await Promise.all([
+      startEverythingSse(await freePort()),
+      startEverything(await freePort()),
+    ]);
+    const [p1, p2] = [await freePort(), await freePort()];
+    [wSse, wSt] = await Promise.all([
+      startWarden(p1, ['--listen', `127.0.0.1:${p1}`, '--upstream', seSse.url, '--log-level', 'debug']),
+      startWarden(p2, ['--listen', `127.0.0.1:${p2}`, '--upstream', seSt.url]),
+    ]);
+    // Baselines: each client kind straight to the server mode it speaks.
+    for (const [kind, url] of [['sse', seSse.url], ['streamable', seSt.url]]) {
+      const s = await connectSdk(kind, url, { name: `direct-${kind}` });
+      try {
+        direct[kind] = await sessionScript(s);
+      } finally {
+        await s.close();
+      }
+    }
+  }, { timeout: 90000 });
+
+  after(async () => {
+    await stopAll();
+  });
+
+  const combos = [
+    { client: 'sse', upstream: 'sse', warden: () => wSse, path: '/sse' },
+    { client: 'streamable', upstream: 'sse', warden: () => wSse, path: '/mcp' },
+    { client: 'sse', upstream: 'streamable', warden: () => wSt, path: '/sse' },
+    { client: 'streamable', upstream: 'streamable', warden: () => wSt, path: '/mcp' },
+  ];
+
+  for (const c of combos) {
+    test(`${c.client} client → ${c.upstream} upstream: the session script sees what a direct client sees`, T, async () => {
+      const w = c.warden();
+      const s = await connectSdk(c.client, `${w.base}${c.path}`, { name: `via-${c.client}-${c.upstream}` });
+      let got;
+      try {
+        got = await sessionScript(s);
+      } finally {
+        await s.close();
+      }
+      const want = direct[c.client];
+      for (const k of ['server', 'capabilities', 'tools', 'echo', 'sum', 'longRunning', 'sampling',
+        'elicitation', 'roots', 'resourceCount', 'resource', 'templates', 'prompts', 'prompt']) {
+        assert.deepEqual(got[k], want[k], `${k} differs from the direct run`);
+      }
+      assert.equal(text(got.echo), 'Echo: über ✓ translate');
+      assert.match(text(got.sum), /42/);
+      assert.match(text(got.sampling), new RegExp(SAMPLING_REPLY.content.text));
+      assert.match(text(got.elicitation), /Ada Lovelace/);
+      assert.match(JSON.stringify(got.roots), new RegExp(ROOTS[0].uri.replace(/\//g, '\\/')));
+      assert.deepEqual(got.serverRequests, ['elicitation/create', 'roots/list', 'sampling/createMessage']);
+      // Progress: as many as directly, with the same values, streamed as
+      // they happen (not held back until the result).
+      assert.deepEqual(got.progress.map((p) => [p.progress, p.total]), want.progress.map((p) => [p.progress, p.total]));
+      assert.ok(got.progress.length >= 3, `only ${got.progress.length} progress notifications`);
+      assert.ok(got.progress[0].t < got.tLong - 500, `progress was not streamed: ${JSON.stringify(got.progress)} result at ${got.tLong}`);
+      assert.deepEqual(realErrors(s).map(String), []);
+    });
+  }
+
+  test('the upstream transports were detected and logged (auto)', T, async () => {
+    await waitFor(() => /upstream default \(http:\/\/127\.0\.0\.1:\d+\/sse\) speaks sse \(detected/.test(wSse.proc.stderr),
+      { timeout: 2000, what: 'sse detection log line' });
+    await waitFor(() => /speaks streamable_http \(detected/.test(wSt.proc.stderr),
+      { timeout: 2000, what: 'streamable detection log line' });
+  });
+
+  test('legacy stream: endpoint event first (same-origin relative URI), SSE headers, 202 Accepted', T, async () => {
+    for (const w of [wSse, wSt]) {
+      const l = await legacyStream(`${w.base}/sse`);
+      try {
+        assert.equal(l.status, 200);
+        assert.match(l.st.headers['content-type'], /^text\/event-stream/);
+        assert.equal(l.st.headers['x-accel-buffering'], 'no');
+        assert.equal(l.st.sse.events[0].event, 'endpoint');
+        assert.match(l.st.sse.events[0].data, /^\/messages\?sessionId=[0-9a-f]{32}$/);
+        const r = await l.post(INIT(1));
+        assert.equal(r.status, 202);
+        assert.equal(r.text, 'Accepted');
+        const resp = await l.waitMessage((m) => m.id === 1);
+        assert.ok(resp.result?.serverInfo, JSON.stringify(resp));
+        // Never an `endpoint` or other event name but `message` after the first.
+        assert.ok(l.st.sse.events.slice(1).every((e) => e.event === 'message'));
+      } finally {
+        l.st.abort();
+      }
+    }
+  });
+
+  test('legacy POST: unknown session 404, no session id 404, bad JSON 400, wrong method 405', T, async () => {
+    const unknown = await postJson(`${wSse.base}/messages?sessionId=${'0'.repeat(32)}`, INIT(1));
+    assert.equal(unknown.status, 404);
+    const none = await postJson(`${wSse.base}/messages`, INIT(1));
+    assert.equal(none.status, 404);
+    const l = await legacyStream(`${wSse.base}/sse`);
+    try {
+      const bad = await postJson(l.endpoint, '{"jsonrpc": "2.0", "id": 1, "method": ');
+      assert.equal(bad.status, 400);
+      assert.equal(bad.json().error.code, -32700);
+      const get = await request(l.endpoint);
+      assert.equal(get.status, 405);
+      const post = await request(`${wSse.base}/sse`, { method: 'POST', body: '{}' });
+      assert.equal(post.status, 405);
+    } finally {
+      l.st.abort();
+    }
+  });
+
+  test('streamable → sse: minted Mcp-Session-Id; no id 400, unknown id 404, second GET 409', T, async () => {
+    const init = await postJson(`${wSse.base}/mcp`, INIT(1));
+    assert.equal(init.status, 200, init.text);
+    const sid = init.headers['mcp-session-id'];
+    assert.match(sid ?? '', /^[0-9a-f]{32}$/);
+    assert.equal(init.json().id, 1);
+    const hdr = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' };
+    assert.equal((await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr })).status, 202);
+
+    const noId = await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', id: 2, method: 'ping' });
+    assert.equal(noId.status, 400);
+    const unknown = await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', id: 2, method: 'ping' },
+      { headers: { 'mcp-session-id': 'f'.repeat(32) } });
+    assert.equal(unknown.status, 404);
+
+    const ping = await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', id: 'p', method: 'ping' }, { headers: hdr });
+    assert.equal(ping.status, 200);
+    assert.deepEqual(ping.json(), { jsonrpc: '2.0', id: 'p', result: {} });
+
+    const g1 = await openStream(`${wSse.base}/mcp`, { headers: { accept: 'text/event-stream', ...hdr } });
+    assert.equal(g1.status, 200);
+    assert.equal(g1.headers['x-accel-buffering'], 'no');
+    const g2 = await request(`${wSse.base}/mcp`, { headers: { accept: 'text/event-stream', ...hdr } });
+    assert.equal(g2.status, 409);
+    g1.abort();
+    const del = await request(`${wSse.base}/mcp`, { method: 'DELETE', headers: hdr });
+    assert.equal(del.status, 200);
+    const after = await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', id: 3, method: 'ping' }, { headers: hdr });
+    assert.equal(after.status, 404, 'a deleted session is 404 (the client starts over)');
+    // The upstream's session ended with ours: its SSE connection closed.
+    await waitFor(() => /Client Disconnected/.test(seSse.proc.stderr), { timeout: 3000, what: 'upstream session closed' });
+  });
+
+  test('DELETE with requests in flight: each gets exactly one answer, an error naming why', T, async () => {
+    const init = await postJson(`${wSse.base}/mcp`, INIT(1));
+    const sid = init.headers['mcp-session-id'];
+    const hdr = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' };
+    await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
+    const calls = [1, 2, 3].map((i) => postJson(`${wSse.base}/mcp`, {
+      jsonrpc: '2.0', id: `long-${i}`, method: 'tools/call',
+      params: { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } },
+    }, { headers: { ...hdr, accept: 'application/json' }, timeout: 8000 }));
+    await sleep(300);
+    const del = await request(`${wSse.base}/mcp`, { method: 'DELETE', headers: hdr });
+    assert.equal(del.status, 200);
+    const answers = await Promise.all(calls);
+    answers.forEach((a, i) => {
+      const body = a.json();
+      assert.equal(body.id, `long-${i + 1}`);
+      assert.equal(body.error?.code, -32000, a.text);
+      assert.match(body.error.message, /ended the session/);
+    });
+  });
+});
+
+describe('probe: auto falls back to legacy SSE when Streamable HTTP is refused', () => {
+  let se, w;
+
+  before(async () => {
+    se = await startEverythingSse(await freePort());
+    const p = await freePort();
+    // "/sse/" does not end in /sse: the probe POSTs there first (Express
+    // answers 404 text/html), then GETs the same URL (its /sse route).
+    w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', `${se.url}/`]);
+  }, T);
+
+  after(async () => { await stopAll(); });
+
+  test('a Streamable client gets through; the result is cached and logged', T, async () => {
+    const s = await connectSdk('streamable', w.url, { name: 'probe-1' });
+    try {
+      const r = await withTimeout(s.client.callTool({ name: 'echo', arguments: { message: 'probe' } }), CALL_MS, 'echo');
+      assert.equal(text(r), 'Echo: probe');
+      assert.match(s.transport.sessionId ?? '', /^[0-9a-f]{32}$/);
+    } finally {
+      await s.close();
+    }
+    assert.match(w.proc.stderr, /Streamable HTTP initialize answered 404: trying the legacy HTTP\+SSE transport/);
+    assert.match(w.proc.stderr, /speaks sse \(detected; transport "auto"\)/);
+    const probes = (w.proc.stderr.match(/trying the legacy/g) ?? []).length;
+    const s2 = await connectSdk('sse', `${w.base}/sse`, { name: 'probe-2' });
+    try {
+      const r = await withTimeout(s2.client.callTool({ name: 'echo', arguments: { message: 'again' } }), CALL_MS, 'echo');
+      assert.equal(text(r), 'Echo: again');
+    } finally {
+      await s2.close();
+    }
+    assert.equal((w.proc.stderr.match(/trying the legacy/g) ?? []).length, probes, 'probed again although cached');
+  });
+});
+
+describe('the message hook sees every message once, on every path', () => {
+  let seSse, seSt;
+
+  before(async () => {
+    [seSse, seSt] = await Promise.all([startEverythingSse(await freePort()), startEverything(await freePort())]);
+  }, T);
+
+  after(async () => { await stopAll(); });
+
+  const scrape = async (w) => {
+    const m = await adminGet(w.admin, '/metrics');
+    assert.equal(m.status, 200, m.text);
+    return {
+      c: metricValue(m.text, 'mcpwarden_messages_total', { direction: 'client_to_server' }) ?? 0,
+      s: metricValue(m.text, 'mcpwarden_messages_total', { direction: 'server_to_client' }) ?? 0,
+    };
+  };
+
+  for (const up of ['sse', 'streamable']) {
+    test(`legacy client and Streamable client, ${up} upstream: one ping = one message each way`, T, async () => {
+      const w = await startAdminWarden({ upstreams: up === 'sse' ? seSse.url : seSt.url });
+      try {
+        // Legacy client.
+        const l = await legacyStream(`${w.base}/sse`);
+        await l.post(INIT(1));
+        await l.waitMessage((m) => m.id === 1);
+        await l.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        await sleep(300);
+        let before = await scrape(w);
+        await l.post({ jsonrpc: '2.0', id: 'ping-1', method: 'ping' });
+        await l.waitMessage((m) => m.id === 'ping-1');
+        await sleep(100);
+        let after = await scrape(w);
+        assert.deepEqual([after.c - before.c, after.s - before.s], [1, 1], 'legacy client');
+        l.st.abort();
+        // Streamable client (translated when the upstream is legacy).
+        const init = await postJson(w.url, INIT(1));
+        const hdr = { 'mcp-session-id': init.headers['mcp-session-id'], 'mcp-protocol-version': '2025-06-18' };
+        await postJson(w.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
+        await sleep(300);
+        before = await scrape(w);
+        const ping = await postJson(w.url, { jsonrpc: '2.0', id: 'ping-2', method: 'ping' }, { headers: hdr });
+        assert.equal(ping.status, 200);
+        await sleep(100);
+        after = await scrape(w);
+        assert.deepEqual([after.c - before.c, after.s - before.s], [1, 1], 'streamable client');
+      } finally {
+        await stop(w.proc);
+      }
+    });
+  }
+});
+
+describe('sessions that end: dropped upstream stream, vanishing client, idle expiry', () => {
+  after(async () => { await stopAll(); });
+
+  test('sse upstream drops its stream: the requests in flight get an error, the session is gone (404)', T, async () => {
+    const se = await startEverythingSse(await freePort());
+    const p = await freePort();
+    const w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', se.url]);
+    const st = await connectSdk('streamable', w.url, { name: 'drop-streamable' });
+    const legacy = await connectSdk('sse', `${w.base}/sse`, { name: 'drop-sse' });
+    const long = (s) => s.client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 20, steps: 20 } },
+      undefined, { timeout: 30000 }).then((r) => ({ ok: r }), (e) => ({ err: e }));
+    const pending = [long(st), long(legacy)];
+    await sleep(500);
+    const t0 = Date.now();
+    await stop(se.proc, { signal: 'SIGKILL' });
+    const [a, b] = await withTimeout(Promise.all(pending), 5000, 'answers after the upstream died');
+    for (const r of [a, b]) {
+      assert.ok(r.err, `expected an error, got ${JSON.stringify(r.ok)}`);
+      assert.equal(r.err.code, -32000, String(r.err));
+      assert.match(r.err.message, /upstream .*(SSE stream|closed)/i);
+    }
+    assert.ok(Date.now() - t0 < 3000, 'answers were slow');
+    const sid = st.transport.sessionId;
+    const again = await postJson(w.url, { jsonrpc: '2.0', id: 9, method: 'ping' }, { headers: { 'mcp-session-id': sid } });
+    assert.equal(again.status, 404);
+    await st.close();
+    await legacy.close();
+    assert.match(w.proc.stderr, /ended: the upstream (closed|broke)|SSE stream broke|closed its SSE stream/);
+    await stop(w.proc);
+  });
+
+  test('a legacy client that vanishes ends its session and the upstream\'s', T, async () => {
+    const se = await startEverythingSse(await freePort());
+    const p = await freePort();
+    const w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', se.url]);
+    const l = await legacyStream(`${w.base}/sse`);
+    await l.post(INIT(1));
+    await l.waitMessage((m) => m.id === 1);
+    await l.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await l.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 10, steps: 10 } } });
+    await sleep(300);
+    l.st.abort();
+    await waitFor(() => /session [0-9a-f]{8}… ended: the client closed its SSE stream/.test(w.proc.stderr),
+      { timeout: 3000, what: 'session end log' });
+    await waitFor(() => /Client Disconnected/.test(se.proc.stderr), { timeout: 3000, what: 'upstream SSE connection closed' });
+    const r = await postJson(l.endpoint, { jsonrpc: '2.0', id: 3, method: 'ping' });
+    assert.equal(r.status, 404);
+    await stop(w.proc);
+    await stop(se.proc);
+  });
+
+  test('a Streamable client that vanishes mid-call: the proxy drops the late response and stays healthy', T, async () => {
+    const se = await startEverythingSse(await freePort());
+    const p = await freePort();
+    const w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', se.url, '--log-level', 'debug']);
+    const init = await postJson(w.url, INIT(1));
+    const hdr = { 'mcp-session-id': init.headers['mcp-session-id'], 'mcp-protocol-version': '2025-06-18' };
+    await postJson(w.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
+    const call = await openStream(w.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...hdr },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } } }),
+    });
+    call.abort();
+    await waitFor(() => /a response nobody waits for was dropped/.test(w.proc.stderr), { timeout: 4000, what: 'late response dropped' });
+    const ping = await postJson(w.url, { jsonrpc: '2.0', id: 8, method: 'ping' }, { headers: hdr });
+    assert.equal(ping.status, 200);
+    assert.equal(ping.json().id, 8);
+    await stop(w.proc);
+    await stop(se.proc);
+  });
+
+  test('an idle session expires: the upstream session closes, its id answers 404', T, async () => {
+    const se = await startEverythingSse(await freePort());
+    const p = await freePort();
+    const conf = writeConfig({
+      listen: `127.0.0.1:${p}`,
+      upstreams: [{ name: 'legacy', url: se.url, transport: 'sse' }],
+      timeouts: { session_idle_ms: 700 },
+    });
+    const w = await startWarden(p, ['-c', conf]);
+    const init = await postJson(w.url, INIT(1));
+    assert.equal(init.status, 200, init.text);
+    const hdr = { 'mcp-session-id': init.headers['mcp-session-id'] };
+    await postJson(w.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
+    // A legacy client listening keeps its session however quiet.
+    const l = await legacyStream(`${w.base}/sse`);
+    await l.post(INIT(1));
+    await l.waitMessage((m) => m.id === 1);
+    await waitFor(() => /ended: the session was idle too long/.test(w.proc.stderr), { timeout: 4000, what: 'expiry' });
+    await waitFor(() => /Client Disconnected/.test(se.proc.stderr), { timeout: 3000, what: 'upstream session closed' });
+    const r = await postJson(w.url, { jsonrpc: '2.0', id: 2, method: 'ping' }, { headers: hdr });
+    assert.equal(r.status, 404);
+    await l.post({ jsonrpc: '2.0', id: 'still', method: 'ping' });
+    const pong = await l.waitMessage((m) => m.id === 'still');
+    assert.deepEqual(pong.result, {});
+    l.st.abort();
+    await stop(w.proc);
+    await stop(se.proc);
+  });
+
+  test('an upstream that is down: the legacy client\'s GET gets 502, not a stream that dies', T, async () => {
+    const dead = await freePort();
+    const p = await freePort();
+    const w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', `http://127.0.0.1:${dead}/sse`]);
+    const r = await request(`${w.base}/sse`, { headers: { accept: 'text/event-stream' } });
+    assert.equal(r.status, 502, r.text);
+    assert.equal(r.json().error.code, -32000);
+    const s = await connectSdk('streamable', w.url).then(() => null, (e) => e);
+    assert.ok(s, 'connecting through a dead upstream should fail');
+    assert.equal(s.code, 502);
+    await stop(w.proc);
+  });
+});

@@ -1,0 +1,847 @@
+/* Unit tests for proxy/hook_contract.c: the hook driven through the real
+ * inspect chain with fabricated tools/list exchanges (request + response,
+ * as transport_http hands them over for a JSON reply or one SSE event).
+ *
+ * Covers: each mode, pages of one listing checked together (duplicates
+ * across pages, no-tools and tool-removed only at the end), cursor loops,
+ * the page cap, sessions kept apart, orphan pages, the era from the header
+ * and from _meta, spec_only, baselines, config validation, bounds.
+ */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "admin/admin.h"
+#include "proxy/config.h"
+#include "proxy/ctx.h"
+#include "proxy/hook_contract.h"
+#include "proxy/inspect.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/log.h"
+
+static json_t *J(const char *text)
+{
+	char *s = strdup(text);
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	json_error_t err;
+	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
+	if (v == NULL)
+		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
+	free(s);
+	return v;
+}
+
+/* ---- admin, stubbed ------------------------------------------------------------
+ * The hook hands each report to admin_set_contract(); this stand-in keeps
+ * the last one (and keeps admin.c, with its listener, out of the test). */
+
+static int admin_calls;
+static char admin_upstream[64];
+static json_t *admin_report;
+
+void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report)
+{
+	assert_non_null(adm);
+	admin_calls++;
+	snprintf(admin_upstream, sizeof(admin_upstream), "%s", upstream);
+	json_decref(admin_report);
+	admin_report = json_deep_copy(report); /* borrowed: copy what is kept */
+}
+
+/* ---- a minimal proxy context ------------------------------------------------ */
+
+struct fx {
+	struct px_config cfg;
+	struct px_upstream_conf ups[2];
+	struct px_ctx ctx;
+	char err[2048];
+	char files[4][64];
+	int nfiles;
+};
+
+/* Writes text (single quotes allowed) to a temp file; returns its path. */
+static const char *temp_file(struct fx *f, const char *text)
+{
+	char *path = f->files[f->nfiles++];
+	snprintf(path, 64, "/tmp/test_hook_contract_XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	char *s = strdup(text);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	close(fd);
+	free(s);
+	return path;
+}
+
+/* Sets up upstreams "a" (contract a_conf, may be NULL) and "b" (report).
+ * Returns hook_contract_setup's result. */
+static int fx_setup(struct fx *f, json_t *a_conf)
+{
+	f->cfg.ups = f->ups;
+	f->cfg.nups = 2;
+	f->ups[0].name = "a";
+	f->ups[0].contract = a_conf;
+	f->ups[1].name = "b";
+	f->ctx.cfg = &f->cfg;
+	f->ctx.admin = (struct admin *)(uintptr_t)0x1; /* only compared, never used */
+	f->ctx.insp = inspect_new();
+	assert_non_null(f->ctx.insp);
+	return hook_contract_setup(&f->ctx, f->err, sizeof(f->err));
+}
+
+static struct fx *fx_new(const char *a_conf)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	json_t *c = a_conf ? J(a_conf) : NULL;
+	if (fx_setup(f, c) != 0)
+		fail_msg("setup failed: %s", f->err);
+	return f;
+}
+
+static void fx_free(struct fx *f)
+{
+	hook_contract_free(f->ctx.contract);
+	inspect_free(f->ctx.insp);
+	json_decref(f->ups[0].contract);
+	for (int i = 0; i < f->nfiles; i++)
+		unlink(f->files[i]);
+	free(f);
+}
+
+/* One tools/list exchange: the request (cursor or NULL) and the reply
+ * result (text), on upstream `up` and session `sid`. Returns the message
+ * the client gets (owned) and whether the hook modified it. */
+struct sent {
+	json_t *msg;
+	int modified;
+	enum inspect_verdict v;
+};
+
+static struct sent exchange_ex(struct fx *f, const char *up, const char *sid,
+                               const char *protocol, const char *cursor, const char *result,
+                               const char *meta_version)
+{
+	static json_int_t next_id = 100;
+	json_int_t id = next_id++;
+	json_t *req = json_pack("{s:s,s:I,s:s,s:{}}", "jsonrpc", "2.0", "id", id, "method",
+	                        "tools/list", "params");
+	if (cursor)
+		json_object_set_new(json_object_get(req, "params"), "cursor", json_string(cursor));
+	if (meta_version)
+		json_object_set_new(json_object_get(req, "params"), "_meta",
+		                    json_pack("{s:s}", "io.modelcontextprotocol/protocolVersion",
+		                              meta_version));
+	json_t *resp = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id", id, "result", J(result));
+	struct inspect_where w = {.conn_id = 1, .upstream = up, .session_id = sid,
+	                          .protocol = protocol, .http_method = "POST"};
+	/* The client's request crosses first, as in the proxy. */
+	struct inspect_msg mc = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST, .msg = req,
+	                         .request = req, .where = &w};
+	assert_int_equal(inspect_message(f->ctx.insp, &mc), INSPECT_FORWARD);
+	assert_false(mc.modified);
+	struct inspect_msg m = {.dir = INSPECT_FROM_SERVER, .kind = jrpc_classify(resp), .msg = resp,
+	                        .request = req, .where = &w};
+	struct sent s;
+	s.v = inspect_message(f->ctx.insp, &m);
+	s.modified = m.modified;
+	s.msg = resp;
+	assert_null(m.answer);
+	/* The id always survives. */
+	assert_int_equal(json_integer_value(json_object_get(resp, "id")), id);
+	json_decref(req);
+	return s;
+}
+
+static struct sent exchange(struct fx *f, const char *sid, const char *cursor, const char *result)
+{
+	return exchange_ex(f, "a", sid, "2025-11-25", cursor, result, NULL);
+}
+
+static void expect_forwarded(struct sent s, const char *result)
+{
+	json_t *want = J(result);
+	assert_int_equal(s.v, INSPECT_FORWARD);
+	assert_false(s.modified);
+	assert_true(json_equal(json_object_get(s.msg, "result"), want));
+	json_decref(want);
+	json_decref(s.msg);
+}
+
+/* The reply became a -32003 error; returns it (owned by the caller via
+ * s.msg, which this frees: the message copy is returned). */
+static char *expect_failed(struct sent s, const char *code_in_data)
+{
+	assert_int_equal(s.v, INSPECT_FORWARD);
+	assert_true(s.modified);
+	assert_null(json_object_get(s.msg, "result"));
+	json_t *e = json_object_get(s.msg, "error");
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_object_get(e, "code")), HOOK_CONTRACT_ERROR);
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	assert_non_null(msg);
+	assert_null(strchr(msg, '\n'));
+	if (code_in_data) {
+		char *d = json_dumps(json_object_get(e, "data"), 0);
+		if (!strstr(d, code_in_data))
+			fail_msg("data lacks %s: %s", code_in_data, d);
+		free(d);
+		assert_non_null(strstr(msg, code_in_data));
+	}
+	char *copy = strdup(msg);
+	json_decref(s.msg);
+	return copy;
+}
+
+static json_t *report(struct fx *f, const char *up)
+{
+	json_t *r = hook_contract_report(f->ctx.contract, up);
+	assert_non_null(r);
+	return r;
+}
+
+static int report_has(const json_t *r, const char *list, const char *code, const char *pointer)
+{
+	const json_t *arr = json_object_get(r, list);
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const json_t *x = json_array_get(arr, i);
+		if (strcmp(json_string_value(json_object_get(x, "code")), code) == 0 &&
+		    (!pointer || strcmp(json_string_value(json_object_get(x, "pointer")), pointer) == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- listings --------------------------------------------------------------- */
+
+#define GOOD(n)                                                                              \
+	"{'name':'" n "','description':'A perfectly fine tool for tests',"                   \
+	"'inputSchema':{'type':'object','properties':{'q':{'type':'string',"                 \
+	"'description':'the query'}},'required':['q']}}"
+#define NODESC(n) "{'name':'" n "','inputSchema':{'type':'object'}}"
+#define BADREQ(n)                                                                            \
+	"{'name':'" n "','description':'A perfectly fine tool for tests',"                   \
+	"'inputSchema':{'type':'object','properties':{},'required':['ghost']}}"
+
+static const char clean[] = "{'tools':[" GOOD("search") "," GOOD("fetch") "]}";
+static const char broken[] =
+	"{'tools':[" GOOD("search") "," NODESC("nodesc") "," BADREQ("ghosty") "],"
+	"'nextCursorX':1,'_meta':{'keep':'me'}}";
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_report_mode_clean(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(NULL);
+	assert_null(hook_contract_report(f->ctx.contract, "a"));
+	expect_forwarded(exchange(f, "s1", NULL, clean), clean);
+	json_t *r = report(f, "a");
+	assert_true(json_is_true(json_object_get(r, "passed")));
+	assert_true(json_is_true(json_object_get(r, "complete")));
+	assert_string_equal(json_string_value(json_object_get(r, "mode")), "report");
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "forwarded");
+	assert_string_equal(json_string_value(json_object_get(r, "era")), "2025-11-25");
+	assert_int_equal(json_array_size(json_object_get(r, "tools")), 2);
+	assert_true(json_is_array(json_object_get(r, "changes")));
+	assert_true(json_real_value(json_object_get(r, "score")) == 1.0);
+	json_decref(r);
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.listings, 1);
+	assert_int_equal(st.listings_failed, 0);
+	fx_free(f);
+}
+
+static void test_report_mode_broken_forwarded(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'report'}");
+	expect_forwarded(exchange(f, "s1", NULL, broken), broken);
+	json_t *r = report(f, "a");
+	assert_false(json_is_true(json_object_get(r, "passed")));
+	char *d = json_dumps(r, 0);
+	assert_non_null(strstr(d, "description-missing"));
+	assert_non_null(strstr(d, "/tools/1/description"));
+	assert_non_null(strstr(d, "required-unknown"));
+	free(d);
+	assert_true(json_real_value(json_object_get(r, "score")) < 0.34);
+	json_decref(r);
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.listings_failed, 1);
+	assert_int_equal(st.replies_failed, 0);
+	fx_free(f);
+}
+
+static void test_filter_mode_withholds_broken_tools(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'filter'}");
+	struct sent s = exchange(f, "s1", NULL, broken);
+	assert_int_equal(s.v, INSPECT_FORWARD);
+	assert_true(s.modified);
+	json_t *res = json_object_get(s.msg, "result");
+	json_t *tools = json_object_get(res, "tools");
+	assert_int_equal(json_array_size(tools), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+	                    "search");
+	/* Every other member crosses untouched. */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(res, "_meta"), "keep")),
+	                    "me");
+	assert_int_equal(json_integer_value(json_object_get(res, "nextCursorX")), 1);
+	json_decref(s.msg);
+	json_t *r = report(f, "a");
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "filtered");
+	json_t *fl = json_object_get(r, "filtered");
+	assert_int_equal(json_array_size(fl), 2);
+	assert_string_equal(json_string_value(json_array_get(fl, 0)), "nodesc");
+	json_decref(r);
+	/* A clean listing is not re-serialised. */
+	expect_forwarded(exchange(f, "s1", NULL, clean), clean);
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.tools_filtered, 2);
+	fx_free(f);
+}
+
+static void test_fail_mode_answers_error(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	struct sent s = exchange(f, "s1", NULL, broken);
+	json_t *data = json_deep_copy(json_object_get(json_object_get(s.msg, "error"), "data"));
+	char *msg = expect_failed(s, "description-missing");
+	assert_non_null(strstr(msg, "required-unknown"));
+	assert_non_null(strstr(msg, "nodesc"));
+	assert_non_null(strstr(msg, "ghosty"));
+	assert_non_null(strstr(msg, "upstream a"));
+	free(msg);
+	assert_string_equal(json_string_value(json_object_get(data, "upstream")), "a");
+	assert_int_equal(json_integer_value(json_object_get(data, "nproblems")), 2);
+	json_t *p0 = json_array_get(json_object_get(data, "problems"), 0);
+	assert_string_equal(json_string_value(json_object_get(p0, "pointer")), "/tools/1/description");
+	assert_string_equal(json_string_value(json_object_get(p0, "tool")), "nodesc");
+	assert_string_equal(json_string_value(json_object_get(p0, "rule")), "usability");
+	json_decref(data);
+	/* A clean listing passes untouched in fail mode. */
+	expect_forwarded(exchange(f, "s1", NULL, clean), clean);
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.replies_failed, 1);
+	fx_free(f);
+}
+
+static void test_other_messages_ignored(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	struct inspect_where w = {.upstream = "a", .session_id = "s1"};
+	json_t *req = J("{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'x'}}");
+	json_t *resp = J("{'jsonrpc':'2.0','id':1,'result':{'tools':[]}}");
+	struct inspect_msg m = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = resp,
+	                        .request = req, .where = &w};
+	inspect_message(f->ctx.insp, &m);
+	assert_false(m.modified);
+	/* tools/list answered with an error: not a listing. */
+	json_t *lreq = J("{'jsonrpc':'2.0','id':2,'method':'tools/list'}");
+	json_t *eresp = J("{'jsonrpc':'2.0','id':2,'error':{'code':-32601,'message':'no'}}");
+	struct inspect_msg me = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_ERROR, .msg = eresp,
+	                         .request = lreq, .where = &w};
+	inspect_message(f->ctx.insp, &me);
+	assert_false(me.modified);
+	/* A response with no request in the exchange (GET stream): unknown. */
+	json_t *lresp = J("{'jsonrpc':'2.0','id':3,'result':{'tools':[]}}");
+	struct inspect_msg mo = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = lresp,
+	                         .request = NULL, .where = &w};
+	inspect_message(f->ctx.insp, &mo);
+	assert_false(mo.modified);
+	/* An upstream the hook does not know. */
+	struct inspect_where wx = {.upstream = "zz"};
+	struct inspect_msg mx = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = lresp,
+	                         .request = lreq, .where = &wx};
+	inspect_message(f->ctx.insp, &mx);
+	assert_false(mx.modified);
+	assert_null(hook_contract_report(f->ctx.contract, "a"));
+	json_decref(req);
+	json_decref(resp);
+	json_decref(lreq);
+	json_decref(eresp);
+	json_decref(lresp);
+	fx_free(f);
+}
+
+/* Pages of one listing: a duplicate across pages is caught on the page
+ * that repeats the name, with a pointer into the array of pages. */
+static void test_pages_checked_together(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'c1'}";
+	const char p2[] = "{'tools':[" GOOD("beta") "],'nextCursor':'c2'}";
+	const char p3[] = "{'tools':[" GOOD("alpha") "]}";
+	expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+	expect_forwarded(exchange(f, "s1", "c1", p2), p2);
+	struct sent s = exchange(f, "s1", "c2", p3);
+	json_t *e = json_deep_copy(json_object_get(s.msg, "error"));
+	free(expect_failed(s, "duplicate-name"));
+	char *d = json_dumps(json_object_get(e, "data"), 0);
+	assert_non_null(strstr(d, "/2/tools/0/name"));
+	free(d);
+	json_decref(e);
+	/* The same pages, each as its own listing (no cursor: page one of a
+	 * new listing), pass. */
+	expect_forwarded(exchange(f, "s1", NULL, "{'tools':[" GOOD("alpha") "]}"),
+	                 "{'tools':[" GOOD("alpha") "]}");
+	fx_free(f);
+}
+
+/* Filter mode drops the later duplicate and keeps the first. */
+static void test_filter_duplicate_across_pages(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'filter'}");
+	const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'c1'}";
+	const char p2[] = "{'tools':[" GOOD("alpha") "," GOOD("gamma") "]}";
+	expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+	struct sent s = exchange(f, "s1", "c1", p2);
+	assert_true(s.modified);
+	json_t *tools = json_object_get(json_object_get(s.msg, "result"), "tools");
+	assert_int_equal(json_array_size(tools), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+	                    "gamma");
+	json_decref(s.msg);
+	json_t *r = report(f, "a");
+	assert_int_equal(json_integer_value(json_object_get(r, "pages")), 2);
+	assert_true(json_is_true(json_object_get(r, "complete")));
+	json_decref(r);
+	fx_free(f);
+}
+
+/* An empty first page is no "no-tools" while more pages come; an empty
+ * complete listing is. */
+static void test_no_tools_only_when_complete(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	const char p1[] = "{'tools':[],'nextCursor':'c1'}";
+	const char p2[] = "{'tools':[" GOOD("alpha") "]}";
+	expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+	json_t *r = report(f, "a");
+	assert_false(json_is_true(json_object_get(r, "complete")));
+	assert_true(json_is_true(json_object_get(r, "truncated")));
+	json_decref(r);
+	expect_forwarded(exchange(f, "s1", "c1", p2), p2);
+	free(expect_failed(exchange(f, "s1", NULL, "{'tools':[]}"), "no-tools"));
+	fx_free(f);
+}
+
+static void test_cursor_loop_report(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(NULL);
+	const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'x'}";
+	const char p2[] = "{'tools':[" GOOD("beta") "],'nextCursor':'x'}";
+	expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+	expect_forwarded(exchange(f, "s1", "x", p2), p2);
+	json_t *r = report(f, "a");
+	assert_true(report_has(r, "problems", "cursor-loop", NULL));
+	assert_false(json_is_true(json_object_get(r, "passed")));
+	assert_false(json_is_true(json_object_get(r, "complete")));
+	json_decref(r);
+	/* The client keeps paging in the circle: forwarded, not re-checked. */
+	expect_forwarded(exchange(f, "s1", "x", p2), p2);
+	expect_forwarded(exchange(f, "s1", "x", p2), p2);
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.pages, 2);
+	fx_free(f);
+}
+
+static void test_cursor_loop_fail_and_filter(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		struct fx *f = fx_new(mode ? "{'mode':'filter'}" : "{'mode':'fail'}");
+		const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'x'}";
+		const char p2[] = "{'tools':[" GOOD("beta") "],'nextCursor':'y'}";
+		const char p3[] = "{'tools':[" GOOD("gamma") "],'nextCursor':'x'}";
+		expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+		expect_forwarded(exchange(f, "s1", "x", p2), p2);
+		free(expect_failed(exchange(f, "s1", "y", p3), "cursor-loop"));
+		/* Paging on keeps failing: the listing stays cut. */
+		free(expect_failed(exchange(f, "s1", "x", p2), "cursor-loop"));
+		fx_free(f);
+	}
+}
+
+/* 20 pages are checked; the 21st is not: forwarded in report mode,
+ * refused in fail mode. */
+static void test_page_cap(void **state)
+{
+	(void)state;
+	for (int fail_mode = 0; fail_mode < 2; fail_mode++) {
+		struct fx *f = fx_new(fail_mode ? "{'mode':'fail'}" : NULL);
+		char page[512], cur[16], next[16];
+		for (int i = 0; i < 21; i++) {
+			snprintf(cur, sizeof(cur), "c%d", i);
+			snprintf(next, sizeof(next), "c%d", i + 1);
+			char name[16];
+			snprintf(name, sizeof(name), "t%d", i);
+			snprintf(page, sizeof(page),
+			         "{'tools':[{'name':'%s','description':'A perfectly fine tool',"
+			         "'inputSchema':{'type':'object'}}],'nextCursor':'%s'}",
+			         name, next);
+			struct sent s = exchange(f, "s1", i ? cur : NULL, page);
+			if (i < 20) {
+				expect_forwarded(s, page);
+			} else if (fail_mode) {
+				free(expect_failed(s, "listing-too-long"));
+			} else {
+				expect_forwarded(s, page);
+			}
+		}
+		json_t *r = report(f, "a");
+		assert_int_equal(json_integer_value(json_object_get(r, "pages")), 20);
+		assert_false(json_is_true(json_object_get(r, "complete")));
+		json_decref(r);
+		struct hook_contract_stats st;
+		hook_contract_get_stats(f->ctx.contract, &st);
+		assert_int_equal(st.pages, 20);
+		fx_free(f);
+	}
+}
+
+/* Listings of two sessions, or two upstreams, never mix. */
+static void test_sessions_apart(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'c1'}";
+	const char p2[] = "{'tools':[" GOOD("alpha") "]}";
+	expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+	/* Session s2 asks with the same cursor: not s1's listing, so alpha is
+	 * no duplicate (an orphan page, checked on its own). */
+	expect_forwarded(exchange(f, "s2", "c1", p2), p2);
+	json_t *r = report(f, "a");
+	assert_false(json_is_true(json_object_get(r, "complete")));
+	json_decref(r);
+	/* Upstream b (report mode) with the same cursor: its own. */
+	expect_forwarded(exchange_ex(f, "b", "s1", NULL, "c1", p2, NULL), p2);
+	/* s1 itself continues and catches the duplicate. */
+	free(expect_failed(exchange(f, "s1", "c1", p2), "duplicate-name"));
+	fx_free(f);
+}
+
+static void test_sessionless_by_cursor(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'k1'}";
+	const char p2[] = "{'tools':[" GOOD("alpha") "]}";
+	expect_forwarded(exchange_ex(f, "a", NULL, "2025-11-25", NULL, p1, NULL), p1);
+	free(expect_failed(exchange_ex(f, "a", NULL, "2025-11-25", "k1", p2, NULL), "duplicate-name"));
+	fx_free(f);
+}
+
+/* The 2026-07-28 era comes from the header or from the request's _meta. */
+static void test_era(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail'}");
+	/* No era: era-independent checks only; a plain listing passes. */
+	expect_forwarded(exchange_ex(f, "a", NULL, NULL, NULL, clean, NULL), clean);
+	free(expect_failed(exchange_ex(f, "a", NULL, "2026-07-28", NULL, clean, NULL),
+	                   "result-type-missing"));
+	free(expect_failed(exchange_ex(f, "a", NULL, NULL, NULL, clean, "2026-07-28"),
+	                   "cache-fields-missing"));
+	const char modern[] = "{'resultType':'complete','ttlMs':0,'cacheScope':'private','tools':["
+	                      GOOD("alpha") "]}";
+	expect_forwarded(exchange_ex(f, "a", NULL, NULL, NULL, modern, "2026-07-28"), modern);
+	json_t *r = report(f, "a");
+	assert_string_equal(json_string_value(json_object_get(r, "era")), "2026-07-28");
+	json_decref(r);
+	fx_free(f);
+}
+
+static void test_spec_only(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'fail','spec_only':true}");
+	/* description-missing and required-unknown are usability rules. */
+	expect_forwarded(exchange(f, "s1", NULL, broken), broken);
+	json_t *r = report(f, "a");
+	assert_true(json_is_true(json_object_get(r, "passed")));
+	assert_true(json_is_true(json_object_get(r, "spec_only")));
+	json_decref(r);
+	/* A spec violation still fails. */
+	free(expect_failed(exchange(f, "s1", NULL, "{'tools':[{'name':'x','description':'fine "
+	                                           "enough text'}]}"),
+	                   "input-schema-missing"));
+	fx_free(f);
+}
+
+/* ---- baselines ---------------------------------------------------------------- */
+
+#define WITHP(n, extra)                                                                       \
+	"{'name':'" n "','description':'A perfectly fine tool for tests',"                    \
+	"'inputSchema':{'type':'object','properties':{'q':{'type':'string',"                  \
+	"'description':'the query'}" extra "}}}"
+
+static struct fx *fx_baseline(const char *mode, const char *baseline)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	const char *file = temp_file(f, baseline);
+	char conf[256];
+	snprintf(conf, sizeof(conf), "{'mode':'%s','baseline':'%s'}", mode, file);
+	if (fx_setup(f, J(conf)) != 0)
+		fail_msg("setup: %s", f->err);
+	return f;
+}
+
+static const char base3[] = "{'tools':[" WITHP("alpha", ",'n':{'type':'integer','description':'n'}")
+                            "," WITHP("beta", "") "," WITHP("gamma", "") "]}";
+
+static void test_baseline_fail(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("fail", base3);
+	/* alpha lost parameter n: breaking. */
+	const char now[] = "{'tools':[" WITHP("alpha", "") "," WITHP("beta", "") "," WITHP("gamma", "")
+	                   "]}";
+	struct sent s = exchange(f, "s1", NULL, now);
+	json_t *e = json_deep_copy(json_object_get(s.msg, "error"));
+	char *msg = expect_failed(s, "param-removed");
+	assert_non_null(strstr(msg, "alpha"));
+	free(msg);
+	json_t *c0 = json_array_get(json_object_get(json_object_get(e, "data"), "changes"), 0);
+	assert_string_equal(json_string_value(json_object_get(c0, "kind")), "breaking");
+	assert_string_equal(json_string_value(json_object_get(c0, "pointer")),
+	                    "/tools/0/inputSchema/properties/n");
+	json_decref(e);
+	/* The baseline itself passes; a notice alone passes too. */
+	expect_forwarded(exchange(f, "s1", NULL, base3), base3);
+	const char added[] = "{'tools':[" WITHP("alpha", ",'n':{'type':'integer','description':'n'}")
+	                     "," WITHP("beta", "") "," WITHP("gamma", "") "," WITHP("delta", "")
+	                     "]}";
+	expect_forwarded(exchange(f, "s1", NULL, added), added);
+	json_t *r = report(f, "a");
+	assert_true(report_has(r, "changes", "tool-added", NULL));
+	assert_int_equal(json_integer_value(json_object_get(r, "breaking")), 0);
+	assert_true(json_is_true(json_object_get(r, "passed")));
+	json_decref(r);
+	fx_free(f);
+}
+
+/* tool-removed waits for the last page: gamma may come on page two. */
+static void test_baseline_tool_removed_at_end(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("fail", base3);
+	const char p1[] = "{'tools':[" WITHP("alpha", ",'n':{'type':'integer','description':'n'}")
+	                  "],'nextCursor':'c1'}";
+	const char p2[] = "{'tools':[" WITHP("beta", "") "],'nextCursor':'c2'}";
+	const char p3[] = "{'tools':[" WITHP("gamma", "") "]}";
+	const char p3bad[] = "{'tools':[" WITHP("delta", "") "]}";
+	expect_forwarded(exchange(f, "s1", NULL, p1), p1);
+	expect_forwarded(exchange(f, "s1", "c1", p2), p2);
+	expect_forwarded(exchange(f, "s1", "c2", p3), p3);
+	expect_forwarded(exchange(f, "s2", NULL, p1), p1);
+	expect_forwarded(exchange(f, "s2", "c1", p2), p2);
+	char *msg = expect_failed(exchange(f, "s2", "c2", p3bad), "tool-removed");
+	assert_non_null(strstr(msg, "gamma"));
+	free(msg);
+	fx_free(f);
+}
+
+static void test_baseline_filter(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("filter", base3);
+	/* beta gains a required parameter; gamma becomes destructive. */
+	const char now[] =
+	        "{'tools':[" WITHP("alpha", ",'n':{'type':'integer','description':'n'}") ","
+	        "{'name':'beta','description':'A perfectly fine tool for tests','inputSchema':"
+	        "{'type':'object','properties':{'q':{'type':'string','description':'the query'}},"
+	        "'required':['q']}}," WITHP("gamma", "") "]}";
+	struct sent s = exchange(f, "s1", NULL, now);
+	assert_true(s.modified);
+	json_t *tools = json_object_get(json_object_get(s.msg, "result"), "tools");
+	assert_int_equal(json_array_size(tools), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 1), "name")),
+	                    "gamma");
+	json_decref(s.msg);
+	json_t *r = report(f, "a");
+	assert_true(report_has(r, "changes", "param-now-required", NULL));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r, "filtered"), 0)),
+	                    "beta");
+	json_decref(r);
+	fx_free(f);
+}
+
+static void test_baseline_hint_weakened_fail(void **state)
+{
+	(void)state;
+	const char base[] = "{'tools':[{'name':'ro','description':'A perfectly fine tool',"
+	                    "'inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true}}]}";
+	const char now[] = "{'tools':[{'name':'ro','description':'A perfectly fine tool',"
+	                   "'inputSchema':{'type':'object'},'annotations':{'readOnlyHint':false}}]}";
+	struct fx *f = fx_baseline("fail", base);
+	free(expect_failed(exchange(f, "s1", NULL, now), "hint-weakened"));
+	fx_free(f);
+}
+
+/* ---- configuration ----------------------------------------------------------- */
+
+static void expect_setup_error(const char *conf, const char *want)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	assert_int_equal(fx_setup(f, J(conf)), -1);
+	if (!strstr(f->err, want))
+		fail_msg("error \"%s\" lacks \"%s\"", f->err, want);
+	assert_null(f->ctx.contract);
+	inspect_free(f->ctx.insp);
+	json_decref(f->ups[0].contract);
+	free(f);
+}
+
+static void test_config_errors(void **state)
+{
+	(void)state;
+	expect_setup_error("{'mode':'block'}",
+	                   "$.upstreams[0].contract.mode: must be report, filter or fail");
+	expect_setup_error("{'mode':3}", "$.upstreams[0].contract.mode: must be report");
+	expect_setup_error("{'spec_only':'yes'}", "$.upstreams[0].contract.spec_only: must be true or false");
+	expect_setup_error("{'basline':'x'}", "$.upstreams[0].contract.basline: unknown key");
+	expect_setup_error("{'baseline':''}", "$.upstreams[0].contract.baseline: must be a file name");
+	expect_setup_error("{'baseline':'/nonexistent/base.json'}",
+	                   "$.upstreams[0].contract.baseline: ");
+	/* Every error at once. */
+	expect_setup_error("{'mode':'x','spec_only':1}", "spec_only: must be true or false");
+
+	struct fx *f = calloc(1, sizeof(*f));
+	const char *file = temp_file(f, "{'not':'tools'}");
+	char conf[256];
+	snprintf(conf, sizeof(conf), "{'baseline':'%s'}", file);
+	assert_int_equal(fx_setup(f, J(conf)), -1);
+	assert_non_null(strstr(f->err, "holds no tool list"));
+	inspect_free(f->ctx.insp);
+	json_decref(f->ups[0].contract);
+	unlink(file);
+	free(f);
+
+	f = calloc(1, sizeof(*f));
+	file = temp_file(f, "{'tools': [ ");
+	snprintf(conf, sizeof(conf), "{'baseline':'%s'}", file);
+	assert_int_equal(fx_setup(f, J(conf)), -1);
+	assert_non_null(strstr(f->err, file));
+	inspect_free(f->ctx.insp);
+	json_decref(f->ups[0].contract);
+	unlink(file);
+	free(f);
+}
+
+static void test_reports_json(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(NULL);
+	int calls = admin_calls;
+	expect_forwarded(exchange_ex(f, "b", "s9", "2025-06-18", NULL, clean, NULL), clean);
+	/* admin got it too. */
+	assert_int_equal(admin_calls, calls + 1);
+	assert_string_equal(admin_upstream, "b");
+	assert_string_equal(json_string_value(json_object_get(admin_report, "upstream")), "b");
+	assert_true(json_is_true(json_object_get(admin_report, "passed")));
+	json_t *all = hook_contract_reports(f->ctx.contract);
+	assert_true(json_is_null(json_object_get(all, "a")));
+	json_t *b = json_object_get(all, "b");
+	assert_string_equal(json_string_value(json_object_get(b, "upstream")), "b");
+	assert_true(json_is_null(json_object_get(b, "baseline")));
+	assert_non_null(json_string_value(json_object_get(b, "time")));
+	/* The session id is never part of a report. */
+	char *d = json_dumps(all, 0);
+	assert_null(strstr(d, "s9"));
+	free(d);
+	json_decref(all);
+	assert_null(hook_contract_report(f->ctx.contract, "nope"));
+	fx_free(f);
+}
+
+/* Listings in progress are bounded; the oldest go first. */
+static void test_bounded_listings(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(NULL);
+	const char p1[] = "{'tools':[" GOOD("alpha") "],'nextCursor':'c1'}";
+	char sid[32];
+	for (int i = 0; i < HOOK_CONTRACT_MAX_LISTINGS + 44; i++) {
+		snprintf(sid, sizeof(sid), "session-%d", i);
+		expect_forwarded(exchange(f, sid, NULL, p1), p1);
+	}
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.evicted, 44);
+	fx_free(f);
+	/* An evicted listing's next page is checked on its own. */
+	f = fx_new("{'mode':'fail'}");
+	expect_forwarded(exchange(f, "first", NULL, p1), p1);
+	for (int i = 0; i < HOOK_CONTRACT_MAX_LISTINGS; i++) {
+		snprintf(sid, sizeof(sid), "session-%d", i);
+		expect_forwarded(exchange(f, sid, NULL, p1), p1);
+	}
+	const char p2[] = "{'tools':[" GOOD("alpha") "]}";
+	expect_forwarded(exchange(f, "first", "c1", p2), p2);
+	fx_free(f);
+}
+
+int main(void)
+{
+	log_setup(LOG_ERROR, 0);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_report_mode_clean),
+		cmocka_unit_test(test_report_mode_broken_forwarded),
+		cmocka_unit_test(test_filter_mode_withholds_broken_tools),
+		cmocka_unit_test(test_fail_mode_answers_error),
+		cmocka_unit_test(test_other_messages_ignored),
+		cmocka_unit_test(test_pages_checked_together),
+		cmocka_unit_test(test_filter_duplicate_across_pages),
+		cmocka_unit_test(test_no_tools_only_when_complete),
+		cmocka_unit_test(test_cursor_loop_report),
+		cmocka_unit_test(test_cursor_loop_fail_and_filter),
+		cmocka_unit_test(test_page_cap),
+		cmocka_unit_test(test_sessions_apart),
+		cmocka_unit_test(test_sessionless_by_cursor),
+		cmocka_unit_test(test_era),
+		cmocka_unit_test(test_spec_only),
+		cmocka_unit_test(test_baseline_fail),
+		cmocka_unit_test(test_baseline_tool_removed_at_end),
+		cmocka_unit_test(test_baseline_filter),
+		cmocka_unit_test(test_baseline_hint_weakened_fail),
+		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_reports_json),
+		cmocka_unit_test(test_bounded_listings),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	json_decref(admin_report);
+	return rc;
+}

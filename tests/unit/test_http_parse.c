@@ -1,0 +1,1075 @@
+/* Unit tests for proxy/http_parse.c, through the public API only.
+ *
+ * Most tests go through one driver, run_feed(), which feeds an input cut at
+ * the given offsets, resets after every complete message (as conn.c and
+ * upstream.c do) and renders every outcome into one line of a text log:
+ *
+ *   request:  {GET /x v11 ka1 cl-1 [Host=a][X=b] body=...}
+ *   response: {200 v11 ka1 cl5 [Content-Length=5] body=hello}
+ *   error:    error=<enum http_parse_err>
+ *   finish:   finish=<enum http_parse_rc>   (when asked to call finish)
+ *
+ * so a test states its whole expected outcome as a string, and the
+ * fragmentation tests compare the logs of every split with the log of the
+ * whole input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proxy/http_parse.h"
+#include "proxy/limits.h"
+
+#define LOG_MAX  16384
+#define BODY_MAX 8192
+
+struct run {
+	/* set by the test */
+	enum http_kind kind;
+	size_t max_hdr;          /* 0: the default */
+	int headers_rc;          /* what on_headers returns */
+	int body_rc;             /* what on_body returns once body_cap is passed */
+	size_t body_cap;         /* 0: no cap */
+	int finish;              /* call http_parser_finish after the last byte */
+	/* filled in */
+	char log[LOG_MAX];
+	size_t len;
+	char body[BODY_MAX];
+	size_t body_len;
+	int headers_calls, body_calls;
+	size_t messages;
+	size_t last_consumed;    /* from the first feed that returned DONE */
+};
+
+static void log_put(struct run *r, const char *s, size_t n)
+{
+	assert_true(n < LOG_MAX - r->len);
+	memcpy(r->log + r->len, s, n);
+	r->len += n;
+	r->log[r->len] = '\0';
+}
+
+static void log_printf(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void log_printf(struct run *r, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(tmp));
+	log_put(r, tmp, (size_t)n);
+}
+
+static void log_escaped(struct run *r, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\n')
+			log_put(r, "\\n", 2);
+		else if (c == '\r')
+			log_put(r, "\\r", 2);
+		else if (c < 0x20 || c >= 0x7f)
+			log_printf(r, "\\x%02X", c);
+		else
+			log_put(r, s + i, 1);
+	}
+}
+
+static int cb_headers(void *arg, const struct http_msg *m)
+{
+	struct run *r = arg;
+	(void)m;
+	r->headers_calls++;
+	return r->headers_rc;
+}
+
+static int cb_body(void *arg, const char *data, size_t len)
+{
+	struct run *r = arg;
+	r->body_calls++;
+	if (r->body_cap && r->body_len + len > r->body_cap)
+		return r->body_rc;
+	assert_true(len <= BODY_MAX - r->body_len);
+	memcpy(r->body + r->body_len, data, len);
+	r->body_len += len;
+	return 0;
+}
+
+static const struct http_parser_cbs test_cbs = {cb_headers, cb_body};
+
+/* Appends the message the parser holds, then forgets its body. */
+static void log_message(struct run *r, const struct http_msg *m)
+{
+	if (r->kind == HTTP_KIND_REQUEST)
+		log_printf(r, "{%s %s", http_msg_method(m), http_msg_url(m));
+	else
+		log_printf(r, "{%d", http_msg_status(m));
+	log_printf(r, " v%d ka%d cl%lld ", http_msg_version(m), http_msg_keep_alive(m),
+	           (long long)http_msg_content_length(m));
+	for (size_t i = 0; i < http_msg_header_count(m); i++) {
+		const char *n, *v;
+		size_t nl, vl;
+		assert_int_equal(http_msg_header_at(m, i, &n, &nl, &v, &vl), 0);
+		/* Both are NUL-terminated where the lengths say. */
+		assert_int_equal(n[nl], '\0');
+		assert_int_equal(v[vl], '\0');
+		log_put(r, "[", 1);
+		log_escaped(r, n, nl);
+		log_put(r, "=", 1);
+		log_escaped(r, v, vl);
+		log_put(r, "]", 1);
+	}
+	log_put(r, " body=", 6);
+	log_escaped(r, r->body, r->body_len);
+	log_put(r, "}", 1);
+	r->body_len = 0;
+	r->messages++;
+}
+
+/* Feeds data cut at cuts[0..ncuts) (ascending offsets); see the file
+ * comment for the log. Returns the number of complete messages. */
+static size_t run_feed(struct run *r, const char *data, size_t len, const size_t *cuts,
+                       size_t ncuts)
+{
+	struct http_parser *p = http_parser_new(r->kind, r->max_hdr, &test_cbs, r);
+	size_t start = 0;
+	int failed = 0;
+
+	assert_non_null(p);
+	r->len = 0;
+	r->log[0] = '\0';
+	r->body_len = 0;
+	r->messages = 0;
+	r->last_consumed = (size_t)-1;
+	for (size_t k = 0; k <= ncuts && !failed; k++) {
+		size_t end = k < ncuts ? cuts[k] : len;
+		assert_true(end >= start && end <= len);
+		const char *seg = data + start;
+		size_t seglen = end - start;
+		start = end;
+		/* Empty feeds between cuts must be harmless too. */
+		do {
+			size_t used = 12345;
+			enum http_parse_rc rc = http_parser_feed(p, seg, seglen, &used);
+			if (rc == HTTP_PARSE_ERROR) {
+				assert_int_equal(used, 0);
+				assert_int_not_equal(http_parser_error(p), HTTP_ERR_NONE);
+				log_printf(r, "error=%d", (int)http_parser_error(p));
+				failed = 1;
+				break;
+			}
+			assert_true(used <= seglen);
+			if (rc == HTTP_PARSE_MORE) {
+				assert_int_equal(used, seglen);
+				break;
+			}
+			assert_int_equal(rc, HTTP_PARSE_DONE);
+			if (r->last_consumed == (size_t)-1)
+				r->last_consumed = used;
+			log_message(r, http_parser_msg(p));
+			http_parser_reset(p);
+			seg += used;
+			seglen -= used;
+		} while (seglen > 0);
+	}
+	if (r->finish && !failed) {
+		enum http_parse_rc rc = http_parser_finish(p);
+		if (rc == HTTP_PARSE_DONE)
+			log_message(r, http_parser_msg(p));
+		log_printf(r, "finish=%d", (int)rc);
+		if (rc == HTTP_PARSE_ERROR)
+			log_printf(r, " error=%d", (int)http_parser_error(p));
+	}
+	http_parser_free(p);
+	return r->messages;
+}
+
+static size_t run_whole(struct run *r, const char *data)
+{
+	return run_feed(r, data, strlen(data), NULL, 0);
+}
+
+/* The log of data fed whole equals the log of every one-cut and two-cut
+ * split, and of a feed one byte at a time. */
+static void check_every_split(const struct run *tmpl, const char *data)
+{
+	size_t len = strlen(data);
+	struct run *whole = malloc(sizeof(*whole)), *r = malloc(sizeof(*r));
+	size_t *cuts = malloc((len + 1) * sizeof(*cuts));
+
+	assert_non_null(whole);
+	assert_non_null(r);
+	assert_non_null(cuts);
+	*whole = *tmpl;
+	run_feed(whole, data, len, NULL, 0);
+	for (size_t i = 0; i <= len; i++) {
+		for (size_t j = i; j <= len; j++) {
+			size_t two[2] = {i, j};
+			*r = *tmpl;
+			run_feed(r, data, len, two, 2);
+			if (strcmp(r->log, whole->log) != 0) {
+				print_error("split at %zu and %zu:\n  got  %s\n  want %s\n", i, j, r->log,
+				            whole->log);
+				fail();
+			}
+		}
+	}
+	for (size_t i = 0; i < len; i++)
+		cuts[i] = i + 1;
+	*r = *tmpl;
+	run_feed(r, data, len, cuts, len);
+	assert_string_equal(r->log, whole->log);
+	free(cuts);
+	free(r);
+	free(whole);
+}
+
+static struct run *run_new(enum http_kind kind)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	assert_non_null(r);
+	r->kind = kind;
+	r->body_rc = -2;
+	return r;
+}
+
+/* ---- basic messages ----------------------------------------------------- */
+
+static const char post_chunked[] =
+	"POST /mcp?x=1 HTTP/1.1\r\n"
+	"Host: 127.0.0.1:8080\r\n"
+	"Content-Type: application/json\r\n"
+	"Accept: application/json, text/event-stream\r\n"
+	"Transfer-Encoding: chunked\r\n"
+	"\r\n"
+	"7\r\n{\"a\":1}\r\n"
+	"3;ext=1\r\n[2]\r\n"
+	"0\r\n\r\n";
+
+static void test_request_simple(void **state)
+{
+	(void)state;
+	static const char req[] = "GET /mcp HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n";
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	size_t used;
+
+	assert_non_null(p);
+	assert_int_equal(http_parser_started(p), 0);
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	assert_int_equal(used, strlen(req));
+	assert_int_equal(http_parser_started(p), 1);
+	assert_int_equal(http_parser_error(p), HTTP_ERR_NONE);
+	assert_string_equal(http_parser_reason(p), "no error");
+
+	const struct http_msg *m = http_parser_msg(p);
+	assert_string_equal(http_msg_method(m), "GET");
+	assert_string_equal(http_msg_url(m), "/mcp");
+	assert_int_equal(http_msg_version(m), 11);
+	assert_int_equal(http_msg_keep_alive(m), 1);
+	assert_int_equal(http_msg_content_length(m), -1);
+	assert_int_equal(http_msg_header_count(m), 2);
+
+	const char *n, *v;
+	size_t nl, vl;
+	assert_int_equal(http_msg_header_at(m, 0, &n, &nl, &v, &vl), 0);
+	assert_int_equal(nl, 4);
+	assert_memory_equal(n, "Host", 4);
+	assert_int_equal(vl, 11);
+	assert_string_equal(v, "example.com");
+	assert_int_equal(http_msg_header_at(m, 1, &n, &nl, &v, &vl), 0);
+	assert_string_equal(n, "Accept");
+	assert_string_equal(v, "*/*");
+	assert_int_equal(http_msg_header_at(m, 2, &n, &nl, &v, &vl), -1);
+
+	http_parser_reset(p);
+	assert_int_equal(http_parser_started(p), 0);
+	assert_int_equal(http_msg_header_count(http_parser_msg(p)), 0);
+	http_parser_free(p);
+	http_parser_free(NULL);
+}
+
+/* Callbacks are optional. */
+static void test_null_callbacks(void **state)
+{
+	(void)state;
+	static const char req[] = "POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
+	static const struct http_parser_cbs none = {NULL, NULL};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &none, NULL);
+	size_t used;
+
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	assert_int_equal(used, strlen(req));
+	assert_int_equal(http_msg_content_length(http_parser_msg(p)), 3);
+	http_parser_free(p);
+}
+
+static void test_response_simple(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	assert_int_equal(run_whole(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	                              "Content-Length: 11\r\n\r\n{\"ok\":true}"),
+	                 1);
+	assert_string_equal(r->log, "{200 v11 ka1 cl11 [Content-Type=application/json]"
+	                            "[Content-Length=11] body={\"ok\":true}}");
+	assert_int_equal(r->headers_calls, 1);
+	free(r);
+}
+
+/* A response has no method or URL; a request has no status. */
+static void test_kind_specific_fields_empty(void **state)
+{
+	(void)state;
+	static const char resp[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	static const char req[] = "DELETE /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_RESPONSE, 0, &test_cbs, &r0);
+	size_t used;
+
+	assert_int_equal(http_parser_feed(p, resp, strlen(resp), &used), HTTP_PARSE_DONE);
+	assert_string_equal(http_msg_method(http_parser_msg(p)), "");
+	assert_string_equal(http_msg_url(http_parser_msg(p)), "");
+	assert_int_equal(http_msg_status(http_parser_msg(p)), 404);
+	assert_int_equal(http_msg_content_length(http_parser_msg(p)), 0);
+	http_parser_free(p);
+
+	p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	assert_string_equal(http_msg_method(http_parser_msg(p)), "DELETE");
+	assert_int_equal(http_msg_status(http_parser_msg(p)), 0);
+	http_parser_free(p);
+}
+
+/* ---- fragmentation ------------------------------------------------------ */
+
+static void test_request_every_split(void **state)
+{
+	(void)state;
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(t, post_chunked);
+	assert_string_equal(t->log,
+	                    "{POST /mcp?x=1 v11 ka1 cl-1 [Host=127.0.0.1:8080]"
+	                    "[Content-Type=application/json]"
+	                    "[Accept=application/json, text/event-stream]"
+	                    "[Transfer-Encoding=chunked] body={\"a\":1}[2]}");
+	check_every_split(t, post_chunked);
+	free(t);
+}
+
+static void test_pipelined_every_split(void **state)
+{
+	(void)state;
+	static const char two[] = "POST /a HTTP/1.1\r\nContent-Length: 5\r\nX-Pad:  v  \r\n\r\nhello"
+	                          "GET /b?q HTTP/1.1\r\nHost: h\r\n\r\n"
+	                          "DELETE /c HTTP/1.0\r\n\r\n";
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	assert_int_equal(run_whole(t, two), 3);
+	assert_string_equal(t->log, "{POST /a v11 ka1 cl5 [Content-Length=5][X-Pad=v] body=hello}"
+	                            "{GET /b?q v11 ka1 cl-1 [Host=h] body=}"
+	                            "{DELETE /c v10 ka0 cl-1  body=}");
+	check_every_split(t, two);
+	free(t);
+}
+
+static void test_response_every_split(void **state)
+{
+	(void)state;
+	static const char sse[] = "HTTP/1.1 200 OK\r\n"
+	                          "Content-Type: text/event-stream\r\n"
+	                          "Cache-Control: no-cache\r\n"
+	                          "Transfer-Encoding: chunked\r\n\r\n"
+	                          "1f\r\nevent: message\ndata: {\"id\":1}\n\n\r\n"
+	                          "0\r\n\r\n"
+	                          "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+	struct run *t = run_new(HTTP_KIND_RESPONSE);
+
+	assert_int_equal(run_whole(t, sse), 2);
+	assert_string_equal(t->log, "{200 v11 ka1 cl-1 [Content-Type=text/event-stream]"
+	                            "[Cache-Control=no-cache][Transfer-Encoding=chunked]"
+	                            " body=event: message\\ndata: {\"id\":1}\\n\\n}"
+	                            "{202 v11 ka1 cl0 [Content-Length=0] body=}");
+	check_every_split(t, sse);
+	free(t);
+}
+
+static void test_close_delimited_every_split(void **state)
+{
+	(void)state;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it";
+	struct run *t = run_new(HTTP_KIND_RESPONSE);
+
+	t->finish = 1;
+	run_whole(t, resp);
+	assert_string_equal(t->log, "{200 v11 ka0 cl-1 [Content-Type=text/plain] body=all of it}"
+	                            "finish=1");
+	check_every_split(t, resp);
+	free(t);
+}
+
+/* ---- headers ------------------------------------------------------------ */
+
+static void test_header_lookup_case_insensitive(void **state)
+{
+	(void)state;
+	static const char req[] = "POST /mcp HTTP/1.1\r\nMcp-Session-Id: abc\r\n"
+	                          "content-TYPE: application/json\r\nX-Dup: first\r\n"
+	                          "x-dup: second\r\nContent-Length: 0\r\n\r\n";
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	size_t used;
+
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	const struct http_msg *m = http_parser_msg(p);
+	assert_string_equal(http_msg_header(m, "mcp-session-id"), "abc");
+	assert_string_equal(http_msg_header(m, "MCP-SESSION-ID"), "abc");
+	assert_string_equal(http_msg_header(m, "Content-Type"), "application/json");
+	/* The first of repeated fields. */
+	assert_string_equal(http_msg_header(m, "X-DUP"), "first");
+	/* Neither a prefix nor an extension of a name matches. */
+	assert_null(http_msg_header(m, "mcp-session"));
+	assert_null(http_msg_header(m, "mcp-session-idx"));
+	assert_null(http_msg_header(m, ""));
+	assert_null(http_msg_header(m, "absent"));
+	http_parser_free(p);
+}
+
+static void test_header_value_whitespace_trimmed(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(r, "GET / HTTP/1.1\r\nA: x \r\nB:\t y\t \t\r\nC:   \r\nD:\r\n"
+	             "E: in  side \r\n\r\n");
+	assert_string_equal(r->log, "{GET / v11 ka1 cl-1 [A=x][B=y][C=][D=][E=in  side] body=}");
+	free(r);
+}
+
+static void test_header_value_trim_lookup(void **state)
+{
+	(void)state;
+	static const char req[] = "GET / HTTP/1.1\r\nAccept: application/json \t \r\n\r\n";
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	size_t used;
+
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	assert_string_equal(http_msg_header(http_parser_msg(p), "accept"), "application/json");
+	http_parser_free(p);
+}
+
+/* Regression (fixed in 87860bb): llhttp hands the trailer section of a
+ * chunked message to the same callbacks as the header section, and trailer
+ * fields used to be appended to the header list after on_headers ran, so a
+ * client could pass what looks like a request header (Mcp-Session-Id,
+ * Authorization...) in a trailer and have it forwarded upstream as one
+ * (RFC 9110 §6.5.1: a recipient must not merge them). Trailers are not
+ * header fields; their bytes still count against max_header_bytes. */
+static void test_regress_trailer_fields_are_not_headers(void **state)
+{
+	(void)state;
+	static const char req[] = "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	                          "2\r\n{}\r\n0\r\nMcp-Session-Id: someone-else\r\n"
+	                          "Authorization: Bearer x\r\n\r\n";
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	size_t used;
+
+	enum http_parse_rc rc = http_parser_feed(p, req, strlen(req), &used);
+	const struct http_msg *m = http_parser_msg(p);
+	int sid = http_msg_header(m, "mcp-session-id") != NULL;
+	int auth = http_msg_header(m, "authorization") != NULL;
+	size_t count = http_msg_header_count(m);
+	http_parser_free(p); /* before any assert, so a failure leaks nothing */
+	assert_int_equal(rc, HTTP_PARSE_DONE);
+	assert_int_equal(used, strlen(req));
+	assert_int_equal(r0.body_len, 2);
+	assert_false(sid);
+	assert_false(auth);
+	assert_int_equal(count, 1);
+}
+
+/* Header strings handed out in on_headers stay where they are while the
+ * rest of the message goes by ("valid until the next reset").
+ * Regression (fixed in 87860bb, same cause as above): trailers that made
+ * the header buffer grow reallocated it under pointers taken in
+ * on_headers. */
+struct keep {
+	const char *ctype;
+	char copy[64];
+};
+
+static int keep_headers(void *arg, const struct http_msg *m)
+{
+	struct keep *k = arg;
+	k->ctype = http_msg_header(m, "content-type");
+	assert_non_null(k->ctype);
+	snprintf(k->copy, sizeof(k->copy), "%s", k->ctype);
+	return 0;
+}
+
+static const struct http_parser_cbs keep_cbs = {keep_headers, NULL};
+
+static void test_regress_trailers_keep_header_buffer(void **state)
+{
+	(void)state;
+	/* A trailer big enough that glibc serves the grown buffer from mmap, so
+	 * it moves on every allocator, not only under valgrind/ASan. */
+	enum { TRAILER = 200000 };
+	size_t cap = TRAILER + 256;
+	char *req = malloc(cap);
+	struct keep k = {0};
+	size_t used;
+
+	assert_non_null(req);
+	int n = snprintf(req, cap,
+	                 "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n"
+	                 "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-Trailer: ");
+	memset(req + n, 'a', TRAILER);
+	memcpy(req + n + TRAILER, "\r\n\r\n", 5);
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 1u << 20, &keep_cbs, &k);
+	enum http_parse_rc rc = http_parser_feed(p, req, strlen(req), &used);
+	/* Compare addresses only: reading through a moved pointer would be the
+	 * use-after-free itself. */
+	const char *now = http_msg_header(http_parser_msg(p), "content-type");
+	int moved = now != k.ctype;
+	int same_text = now && strcmp(now, k.copy) == 0;
+	http_parser_free(p);
+	free(req);
+	assert_int_equal(rc, HTTP_PARSE_DONE);
+	assert_true(same_text);
+	assert_false(moved);
+}
+
+/* ---- pipelining and bodies ----------------------------------------------- */
+
+static void test_pipelined_requests(void **state)
+{
+	(void)state;
+	static const char first[] = "POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+	static const char second[] = "GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n";
+	char both[256];
+	struct run r0 = {0};
+	size_t used;
+
+	r0.kind = HTTP_KIND_REQUEST;
+	snprintf(both, sizeof(both), "%s%s", first, second);
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	assert_int_equal(http_parser_feed(p, both, strlen(both), &used), HTTP_PARSE_DONE);
+	assert_int_equal(used, strlen(first));
+	assert_true(used < strlen(both));
+	assert_string_equal(http_msg_method(http_parser_msg(p)), "POST");
+	assert_int_equal(r0.body_len, 2);
+	http_parser_reset(p);
+	r0.body_len = 0;
+	assert_int_equal(http_parser_feed(p, both + used, strlen(both) - used, &used),
+	                 HTTP_PARSE_DONE);
+	assert_int_equal(used, strlen(second));
+	assert_string_equal(http_msg_method(http_parser_msg(p)), "GET");
+	assert_string_equal(http_msg_header(http_parser_msg(p), "accept"), "text/event-stream");
+	assert_int_equal(r0.body_len, 0);
+	http_parser_reset(p);
+	/* Nothing left: the parser waits for the next message. */
+	assert_int_equal(http_parser_feed(p, "", 0, &used), HTTP_PARSE_MORE);
+	assert_int_equal(http_parser_started(p), 0);
+	http_parser_free(p);
+}
+
+static void test_chunked_body_dechunked(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	run_whole(r, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	             "5\r\nhello\r\n1;name=val\r\n \r\nA\r\n0123456789\r\n0\r\n\r\n");
+	assert_string_equal(r->log,
+	                    "{200 v11 ka1 cl-1 [Transfer-Encoding=chunked] body=hello 0123456789}");
+	free(r);
+}
+
+static void test_content_length(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(r, "GET / HTTP/1.1\r\n\r\n");
+	assert_string_equal(r->log, "{GET / v11 ka1 cl-1  body=}");
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+	assert_string_equal(r->log, "{POST / v11 ka1 cl0 [Content-Length=0] body=}");
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+	assert_string_equal(r->log, "{POST / v11 ka1 cl3 [Content-Length=3] body=abc}");
+	free(r);
+}
+
+/* Request smuggling guards come from llhttp; make sure nothing disables them. */
+static void test_ambiguous_length_rejected(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+	             "0\r\n\r\n");
+	assert_string_equal(r->log, "error=1");
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd");
+	assert_string_equal(r->log, "error=1");
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n");
+	assert_string_equal(r->log, "error=1");
+	free(r);
+}
+
+static void test_close_delimited_response(void **state)
+{
+	(void)state;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"a\":";
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_RESPONSE, 0, &test_cbs, &r0);
+	size_t used;
+
+	assert_int_equal(http_parser_feed(p, resp, strlen(resp), &used), HTTP_PARSE_MORE);
+	assert_int_equal(used, strlen(resp));
+	assert_int_equal(http_parser_feed(p, "1}", 2, &used), HTTP_PARSE_MORE);
+	assert_int_equal(http_msg_keep_alive(http_parser_msg(p)), 0);
+	assert_int_equal(http_msg_content_length(http_parser_msg(p)), -1);
+	assert_int_equal(http_parser_finish(p), HTTP_PARSE_DONE);
+	assert_int_equal(r0.body_len, 7);
+	assert_memory_equal(r0.body, "{\"a\":1}", 7);
+	/* Asking again says the same. */
+	assert_int_equal(http_parser_finish(p), HTTP_PARSE_DONE);
+	http_parser_free(p);
+}
+
+static void test_finish_cases(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	r->finish = 1;
+	/* Nothing seen: MORE. */
+	run_whole(r, "");
+	assert_string_equal(r->log, "finish=0");
+	/* Cut inside the status line, the headers or a counted/chunked body. */
+	run_whole(r, "HTTP/1.1 20");
+	assert_string_equal(r->log, "finish=-1 error=1");
+	run_whole(r, "HTTP/1.1 200 OK\r\nContent-Le");
+	assert_string_equal(r->log, "finish=-1 error=1");
+	run_whole(r, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+	assert_string_equal(r->log, "finish=-1 error=1");
+	run_whole(r, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab");
+	assert_string_equal(r->log, "finish=-1 error=1");
+	/* A request cannot be close-delimited. */
+	r->kind = HTTP_KIND_REQUEST;
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab");
+	assert_string_equal(r->log, "finish=-1 error=1");
+	free(r);
+}
+
+/* Regression (fixed in 87860bb): finish returns MORE "if nothing was in
+ * progress", but right after a message completed and http_parser_reset(),
+ * llhttp has not yet run past its after-message state ("unsafe to finish"
+ * until the next llhttp_execute), and finish used to report a syntax error
+ * ("Invalid EOF state") for a peer that closed cleanly between messages;
+ * the outcome then depended on whether an empty feed came in between. */
+static void test_regress_finish_after_reset_is_more(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	char resp_log[LOG_MAX], req_log[LOG_MAX];
+
+	r->finish = 1;
+	run_whole(r, "HTTP/1.1 204 No Content\r\n\r\n");
+	memcpy(resp_log, r->log, r->len + 1);
+	r->kind = HTTP_KIND_REQUEST;
+	run_whole(r, "GET / HTTP/1.1\r\n\r\n");
+	memcpy(req_log, r->log, r->len + 1);
+	free(r);
+	assert_string_equal(resp_log, "{204 v11 ka1 cl-1  body=}finish=0");
+	assert_string_equal(req_log, "{GET / v11 ka1 cl-1  body=}finish=0");
+}
+
+/* ---- limits and errors -------------------------------------------------- */
+
+/* The header block buffer holds "url\0name\0value\0..." and never grows
+ * past max_header_bytes. */
+static void test_headers_too_big_boundary(void **state)
+{
+	(void)state;
+	static const char req[] = "GET /abc HTTP/1.1\r\nHost: h\r\nX-Long: 0123456789\r\n\r\n";
+	/* "/abc\0" 5 + "Host\0h\0" 7 + "X-Long\00123456789\0" 18 = 30 */
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+
+	r->max_hdr = 30;
+	run_whole(r, req);
+	assert_string_equal(r->log, "{GET /abc v11 ka1 cl-1 [Host=h][X-Long=0123456789] body=}");
+	r->max_hdr = 29;
+	run_whole(r, req);
+	assert_string_equal(r->log, "error=2");
+	check_every_split(r, req);
+	free(r);
+}
+
+static void test_headers_too_big(void **state)
+{
+	(void)state;
+	char big[LIMIT_MAX_HEADER_BYTES + 200];
+	struct run r0 = {0};
+	size_t used;
+
+	/* One huge header over the default cap. */
+	int n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Big: ");
+	memset(big + n, 'a', LIMIT_MAX_HEADER_BYTES);
+	memcpy(big + n + LIMIT_MAX_HEADER_BYTES, "\r\n\r\n", 5);
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	assert_int_equal(http_parser_feed(p, big, strlen(big), &used), HTTP_PARSE_ERROR);
+	assert_int_equal(http_parser_error(p), HTTP_ERR_HEADERS_TOO_BIG);
+	assert_string_not_equal(http_parser_reason(p), "no error");
+	/* Errors are sticky. */
+	assert_int_equal(http_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used), HTTP_PARSE_ERROR);
+	assert_int_equal(used, 0);
+	assert_int_equal(http_parser_finish(p), HTTP_PARSE_ERROR);
+	assert_int_equal(http_parser_error(p), HTTP_ERR_HEADERS_TOO_BIG);
+	http_parser_free(p);
+
+	/* A long URL counts too; so does a response's headers. */
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+	r->max_hdr = 64;
+	run_whole(r, "GET /0123456789012345678901234567890123456789012345678901234567890123 "
+	             "HTTP/1.1\r\n\r\n");
+	assert_string_equal(r->log, "error=2");
+	r->kind = HTTP_KIND_RESPONSE;
+	run_whole(r, "HTTP/1.1 200 OK\r\nX-A: 01234567890123456789\r\nX-B: 01234567890123456789"
+	             "\r\nX-C: 01234567890123456789\r\n\r\n");
+	assert_string_equal(r->log, "error=2");
+	free(r);
+}
+
+static void test_too_many_headers(void **state)
+{
+	(void)state;
+	size_t cap = 64 + (LIMIT_MAX_HEADERS + 1) * 16;
+	char *req = malloc(cap);
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+	size_t n;
+
+	assert_non_null(req);
+	n = (size_t)snprintf(req, cap, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i < LIMIT_MAX_HEADERS; i++)
+		n += (size_t)snprintf(req + n, cap - n, "X-%d: v\r\n", i);
+	memcpy(req + n, "\r\n", 3);
+	assert_int_equal(run_whole(r, req), 1);
+	assert_non_null(strstr(r->log, "[X-99=v]"));
+
+	n += (size_t)snprintf(req + n, cap - n, "X-%d: v\r\n\r\n", LIMIT_MAX_HEADERS);
+	run_whole(r, req);
+	assert_string_equal(r->log, "error=2");
+	free(r);
+	free(req);
+}
+
+static void test_malformed_request_line(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"GET/ HTTP/1.1\r\n\r\n",
+		"GARBAGE\r\n\r\n",
+		"GET / HTTP/1.1 extra\r\n\r\n",
+		"GET / FTP/1.1\r\n\r\n",
+		"GET /\x01 HTTP/1.1\r\n\r\n",
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", /* TLS ClientHello */
+		"GET / HTTP/1.1\r\nContent-Length : 0\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n",
+		"GET / HTTP/1.1\nHost: a\n\n\x01",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct run r0 = {0};
+		struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+		size_t used = 1;
+		enum http_parse_rc rc = http_parser_feed(p, bad[i], strlen(bad[i]), &used);
+		if (rc == HTTP_PARSE_DONE) {
+			/* A bare-LF request: then the junk after it is the error. */
+			http_parser_reset(p);
+			const char *rest = bad[i] + used;
+			rc = http_parser_feed(p, rest, strlen(rest), &used);
+		}
+		if (rc != HTTP_PARSE_ERROR)
+			print_error("input %zu was accepted\n", i);
+		assert_int_equal(rc, HTTP_PARSE_ERROR);
+		assert_int_equal(used, 0);
+		assert_int_equal(http_parser_error(p), HTTP_ERR_SYNTAX);
+		assert_non_null(http_parser_reason(p));
+		assert_string_not_equal(http_parser_reason(p), "no error");
+		http_parser_free(p);
+	}
+}
+
+static void test_malformed_status_line(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	run_whole(r, "HTTP/1.1 OK\r\n\r\n");
+	assert_string_equal(r->log, "error=1");
+	run_whole(r, "<html>hello</html>");
+	assert_string_equal(r->log, "error=1");
+	run_whole(r, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+	assert_string_equal(r->log, "error=1");
+	free(r);
+}
+
+static void test_body_too_big(void **state)
+{
+	(void)state;
+	static const char req[] = "POST /mcp HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789";
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+
+	r->body_cap = 10;
+	run_whole(r, req);
+	assert_string_equal(r->log, "{POST /mcp v11 ka1 cl10 [Content-Length=10] body=0123456789}");
+	r->body_cap = 9;
+	run_whole(r, req);
+	assert_string_equal(r->log, "error=3");
+	check_every_split(r, req);
+	/* Any other negative value is a refusal. */
+	r->body_rc = -1;
+	run_whole(r, req);
+	assert_string_equal(r->log, "error=4");
+	free(r);
+}
+
+static void test_on_headers_refuses(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+
+	r->headers_rc = -1;
+	run_whole(r, "POST / HTTP/1.1\r\nContent-Length: 100000000\r\n\r\n");
+	assert_string_equal(r->log, "error=4");
+	assert_int_equal(r->body_calls, 0);
+	free(r);
+}
+
+/* on_headers returning 1: the response to a HEAD has no body, whatever its
+ * Content-Length says, and the next response follows at once. */
+static void test_head_response_skips_body(void **state)
+{
+	(void)state;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"
+	                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	r->headers_rc = 1;
+	assert_int_equal(run_whole(r, resp), 2);
+	assert_string_equal(r->log, "{200 v11 ka1 cl1234 [Content-Length=1234] body=}"
+	                            "{200 v11 ka1 cl-1 [Transfer-Encoding=chunked] body=}");
+	assert_int_equal(r->body_calls, 0);
+	assert_int_equal(r->last_consumed, strlen("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"));
+	check_every_split(r, resp);
+	free(r);
+}
+
+/* Regression (fixed in 87860bb): feeding again after DONE without
+ * http_parser_reset() used to return DONE with *consumed computed from
+ * llhttp_get_error_pos(), which still pointed into the previous buffer:
+ * garbage, usually far larger than len. Now DONE with nothing consumed. */
+static void test_regress_feed_after_done_without_reset(void **state)
+{
+	(void)state;
+	static const char first[] = "GET /a HTTP/1.1\r\n\r\n";
+	char second[64];
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	size_t used;
+
+	snprintf(second, sizeof(second), "GET /b HTTP/1.1\r\n\r\n");
+	enum http_parse_rc rc1 = http_parser_feed(p, first, strlen(first), &used);
+	enum http_parse_rc rc2 = http_parser_feed(p, second, strlen(second), &used);
+	/* Still the first message. */
+	int still_a = strcmp(http_msg_url(http_parser_msg(p)), "/a") == 0;
+	http_parser_free(p);
+	assert_int_equal(rc1, HTTP_PARSE_DONE);
+	assert_int_equal(rc2, HTTP_PARSE_DONE);
+	assert_true(used <= strlen(second));
+	assert_int_equal(used, 0);
+	assert_true(still_a);
+}
+
+/* Regression (fixed in 87860bb): the proxy never switches protocols
+ * (Upgrade and Connection are hop-by-hop and dropped; RFC 9110 §7.8 lets a
+ * server ignore Upgrade), so a request carrying "Upgrade:" (curl --http2 on
+ * http:// sends "Connection: Upgrade, HTTP2-Settings" + "Upgrade: h2c") is
+ * answered as plain HTTP/1.1. llhttp still treated it as an upgrade, so
+ * the next request on that keep-alive connection failed ("Pause on
+ * CONNECT/Upgrade", a 400), as did even an empty feed after the reset
+ * (found by fuzz_http_request). CONNECT likewise: the proxy never tunnels. */
+static void test_regress_upgrade_request_keeps_keep_alive(void **state)
+{
+	(void)state;
+	static const char reqs[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n"
+	                           "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+	                           "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+	                           "POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+	static const char one[] = "GET /mcp HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+	char upgrade_log[LOG_MAX], empty_feed_log[LOG_MAX];
+	size_t upgrade_n, connect_n, cut = strlen(one);
+
+	upgrade_n = run_whole(r, reqs);
+	memcpy(upgrade_log, r->log, r->len + 1);
+	connect_n = run_whole(r, "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n"
+	                         "GET /mcp HTTP/1.1\r\n\r\n");
+	/* An empty feed right after the message must not change anything. */
+	run_feed(r, one, strlen(one), &cut, 1);
+	memcpy(empty_feed_log, r->log, r->len + 1);
+	free(r);
+	assert_string_equal(upgrade_log, "{GET /mcp v11 ka1 cl-1 [Host=h]"
+	                                 "[Connection=Upgrade, HTTP2-Settings][Upgrade=h2c]"
+	                                 "[HTTP2-Settings=AAMAAABkAAQCAAAAAAIAAAAA] body=}"
+	                                 "{POST /mcp v11 ka1 cl2 [Content-Length=2] body={}}");
+	assert_int_equal(upgrade_n, 2);
+	assert_int_equal(connect_n, 2);
+	assert_string_equal(empty_feed_log,
+	                    "{GET /mcp v11 ka1 cl-1 [Connection=Upgrade][Upgrade=h2c] body=}");
+}
+
+/* ---- keep-alive and interim responses ------------------------------------ */
+
+static void test_keep_alive(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *msg;
+		int version, ka;
+	} cases[] = {
+		{"GET / HTTP/1.1\r\n\r\n", 11, 1},
+		{"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", 11, 0},
+		{"GET / HTTP/1.1\r\nConnection: CLOSE\r\n\r\n", 11, 0},
+		{"GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n", 11, 1},
+		{"GET / HTTP/1.0\r\n\r\n", 10, 0},
+		{"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 10, 1},
+		{"GET / HTTP/1.0\r\nConnection: close\r\n\r\n", 10, 0},
+	};
+	struct run r0 = {0};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+		size_t used;
+		assert_int_equal(http_parser_feed(p, cases[i].msg, strlen(cases[i].msg), &used),
+		                 HTTP_PARSE_DONE);
+		assert_int_equal(http_msg_version(http_parser_msg(p)), cases[i].version);
+		if (http_msg_keep_alive(http_parser_msg(p)) != cases[i].ka)
+			print_error("case %zu\n", i);
+		assert_int_equal(http_msg_keep_alive(http_parser_msg(p)), cases[i].ka);
+		http_parser_free(p);
+	}
+
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+	run_whole(r, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+	assert_string_equal(r->log, "{200 v10 ka0 cl0 [Content-Length=0] body=}");
+	run_whole(r, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+	assert_string_equal(r->log, "{200 v11 ka0 cl0 [Connection=close][Content-Length=0] body=}");
+	free(r);
+}
+
+static void test_interim_response(void **state)
+{
+	(void)state;
+	static const char resp[] = "HTTP/1.1 100 Continue\r\n\r\n"
+	                           "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+	                           "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	assert_int_equal(run_whole(r, resp), 3);
+	assert_string_equal(r->log, "{100 v11 ka1 cl-1  body=}"
+	                            "{103 v11 ka1 cl-1 [Link=</s.css>; rel=preload] body=}"
+	                            "{200 v11 ka1 cl2 [Content-Length=2] body=ok}");
+	assert_int_equal(r->last_consumed, strlen("HTTP/1.1 100 Continue\r\n\r\n"));
+	check_every_split(r, resp);
+	free(r);
+}
+
+static void test_no_body_statuses(void **state)
+{
+	(void)state;
+	struct run *r = run_new(HTTP_KIND_RESPONSE);
+
+	/* 204 and 304 end at their headers, even without Content-Length. */
+	assert_int_equal(run_whole(r, "HTTP/1.1 204 No Content\r\n\r\n"
+	                              "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n"),
+	                 2);
+	assert_string_equal(r->log, "{204 v11 ka1 cl-1  body=}{304 v11 ka1 cl-1 [ETag=\"x\"] body=}");
+	free(r);
+}
+
+static void test_started(void **state)
+{
+	(void)state;
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	size_t used;
+
+	assert_int_equal(http_parser_started(p), 0);
+	assert_int_equal(http_parser_feed(p, "", 0, &used), HTTP_PARSE_MORE);
+	assert_int_equal(http_parser_started(p), 0);
+	assert_int_equal(http_parser_feed(p, "P", 1, &used), HTTP_PARSE_MORE);
+	assert_int_equal(used, 1);
+	assert_int_equal(http_parser_started(p), 1);
+	assert_int_equal(http_parser_feed(p, "UT /x HTTP/1.1\r\n\r\n", 18, &used), HTTP_PARSE_DONE);
+	assert_string_equal(http_msg_method(http_parser_msg(p)), "PUT");
+	http_parser_reset(p);
+	assert_int_equal(http_parser_started(p), 0);
+	http_parser_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_request_simple),
+		cmocka_unit_test(test_null_callbacks),
+		cmocka_unit_test(test_response_simple),
+		cmocka_unit_test(test_kind_specific_fields_empty),
+		cmocka_unit_test(test_request_every_split),
+		cmocka_unit_test(test_pipelined_every_split),
+		cmocka_unit_test(test_response_every_split),
+		cmocka_unit_test(test_close_delimited_every_split),
+		cmocka_unit_test(test_header_lookup_case_insensitive),
+		cmocka_unit_test(test_header_value_whitespace_trimmed),
+		cmocka_unit_test(test_header_value_trim_lookup),
+		cmocka_unit_test(test_regress_trailer_fields_are_not_headers),
+		cmocka_unit_test(test_regress_trailers_keep_header_buffer),
+		cmocka_unit_test(test_pipelined_requests),
+		cmocka_unit_test(test_chunked_body_dechunked),
+		cmocka_unit_test(test_content_length),
+		cmocka_unit_test(test_ambiguous_length_rejected),
+		cmocka_unit_test(test_close_delimited_response),
+		cmocka_unit_test(test_finish_cases),
+		cmocka_unit_test(test_regress_finish_after_reset_is_more),
+		cmocka_unit_test(test_headers_too_big_boundary),
+		cmocka_unit_test(test_headers_too_big),
+		cmocka_unit_test(test_too_many_headers),
+		cmocka_unit_test(test_malformed_request_line),
+		cmocka_unit_test(test_malformed_status_line),
+		cmocka_unit_test(test_body_too_big),
+		cmocka_unit_test(test_on_headers_refuses),
+		cmocka_unit_test(test_head_response_skips_body),
+		cmocka_unit_test(test_keep_alive),
+		cmocka_unit_test(test_interim_response),
+		cmocka_unit_test(test_no_body_statuses),
+		cmocka_unit_test(test_started),
+		cmocka_unit_test(test_regress_feed_after_done_without_reset),
+		cmocka_unit_test(test_regress_upgrade_request_keeps_keep_alive),
+	};
+	return cmocka_run_group_tests_name("http_parse", tests, NULL, NULL);
+}

@@ -1,0 +1,1543 @@
+/* Unit tests for policy/ (policy.c, policy_load.c), through the public API,
+ * and for its glue proxy/hook_policy.c, driven through the message hook
+ * (inspect_message) the way the transports drive it.
+ *
+ * Policies and arguments are written with single quotes; J() turns them
+ * into double quotes. call() evaluates a tools/call of a listed tool with
+ * the given annotations; callx() gives full control.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "policy/policy.h"
+#include "proxy/config.h"
+#include "proxy/ctx.h"
+#include "proxy/hook_policy.h"
+#include "proxy/inspect.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/log.h"
+
+static json_t *J(const char *text)
+{
+	char *s = strdup(text);
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	json_error_t err;
+	json_t *v = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	if (v == NULL)
+		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
+	free(s);
+	return v;
+}
+
+static struct policy *P(const char *text)
+{
+	char err[4096];
+	json_t *conf = J(text);
+	struct policy *p = policy_load(conf, "$.policy", err, sizeof(err));
+	json_decref(conf);
+	if (!p)
+		fail_msg("policy did not load:\n%s", err);
+	return p;
+}
+
+/* Loads text expecting failure; returns the error text (static). */
+static const char *load_err(const char *text)
+{
+	static char err[4096];
+	json_t *conf = J(text);
+	struct policy *p = policy_load(conf, "$.policy", err, sizeof(err));
+	json_decref(conf);
+	if (p) {
+		policy_free(p);
+		fail_msg("policy loaded but should not have: %s", text);
+	}
+	return err;
+}
+
+static void assert_has(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("expected %s in:\n%s", needle, hay);
+}
+
+static size_t lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* A tools/call of a listed tool. ann: annotations JSON (NULL: none);
+ * args: arguments JSON (NULL: none). */
+static struct policy_decision callx(const struct policy *p, const char *tool, const char *ann,
+                                    const char *base, const char *args, const char *client,
+                                    const char *upstream)
+{
+	struct policy_hints h, b;
+	json_t *a = ann ? J(ann) : NULL, *bj = base ? J(base) : NULL, *av = args ? J(args) : NULL;
+	policy_hints_from_json(a, &h);
+	policy_hints_from_json(bj, &b);
+	struct policy_input in = {
+		.method = "tools/call",
+		.tool = tool,
+		.args = av,
+		.client = client,
+		.upstream = upstream,
+		.tool_known = 1,
+		.hints = &h,
+		.baseline = base ? &b : NULL,
+	};
+	struct policy_decision d;
+	policy_eval(p, &in, &d);
+	json_decref(a);
+	json_decref(bj);
+	json_decref(av);
+	return d;
+}
+
+static struct policy_decision call(const struct policy *p, const char *tool, const char *ann)
+{
+	return callx(p, tool, ann, NULL, NULL, NULL, NULL);
+}
+
+static struct policy_decision method(const struct policy *p, const char *m, const char *params,
+                                     const char *client)
+{
+	json_t *pv = params ? J(params) : NULL;
+	struct policy_input in = {.method = m, .args = pv, .client = client, .upstream = "up"};
+	struct policy_decision d;
+	policy_eval(p, &in, &d);
+	json_decref(pv);
+	return d;
+}
+
+#define assert_decision(d, act, rulename)                                                    \
+	do {                                                                                 \
+		struct policy_decision d_ = (d);                                             \
+		if (d_.action != (act) || !d_.rule || strcmp(d_.rule, (rulename)) != 0)      \
+			fail_msg("expected %s by %s, got %s by %s", policy_action_str(act),  \
+			         (rulename), policy_action_str(d_.action),                   \
+			         d_.rule ? d_.rule : "(none)");                              \
+	} while (0)
+
+/* ---- globs and pointers ------------------------------------------------------ */
+
+static void test_glob(void **state)
+{
+	(void)state;
+	assert_true(policy_glob("delete_file", "delete_file"));
+	assert_false(policy_glob("delete_file", "delete_files"));
+	assert_false(policy_glob("Delete_file", "delete_file"));  /* case-sensitive */
+	assert_true(policy_glob("delete_*", "delete_file"));
+	assert_true(policy_glob("delete_*", "delete_"));
+	assert_false(policy_glob("delete_*", "undelete_file"));
+	assert_true(policy_glob("*.admin.*", "db.admin.drop"));
+	assert_true(policy_glob("*.admin.*", "a.b.admin.c.d"));
+	assert_false(policy_glob("*.admin.*", "admin.drop"));
+	assert_true(policy_glob("*", ""));
+	assert_true(policy_glob("**a**", "banana"));
+	assert_true(policy_glob("*a*a*a", "banana"));
+	assert_false(policy_glob("*a*a*a*a", "banana"));
+	assert_true(policy_glob("get-?um", "get-sum"));
+	assert_false(policy_glob("get-?um", "get-um"));
+	assert_true(policy_glob("caf?", "caf\xc3\xa9"));          /* ? is one UTF-8 character */
+	assert_false(policy_glob("caf??", "caf\xc3\xa9"));
+	assert_true(policy_glob("a\\*b", "a*b"));                 /* escaped star is literal */
+	assert_false(policy_glob("a\\*b", "axxb"));
+	assert_true(policy_glob("a?c*", "abcdef"));
+	assert_false(policy_glob("", "x"));
+	assert_true(policy_glob("", ""));
+	/* A long mismatch stays fast (no exponential backtracking). */
+	char s[4001];
+	memset(s, 'a', 4000);
+	s[4000] = '\0';
+	assert_false(policy_glob("*a*a*a*a*a*a*a*b", s));
+}
+
+static void test_pointer(void **state)
+{
+	(void)state;
+	json_t *doc = J("{'sql':'select 1','a/b':1,'m~n':2,'rows':[{'id':7},{'id':8}],'':3}");
+	assert_ptr_equal(policy_pointer_get(doc, ""), doc);
+	assert_string_equal(json_string_value(policy_pointer_get(doc, "/sql")), "select 1");
+	assert_int_equal(json_integer_value(policy_pointer_get(doc, "/a~1b")), 1);
+	assert_int_equal(json_integer_value(policy_pointer_get(doc, "/m~0n")), 2);
+	assert_int_equal(json_integer_value(policy_pointer_get(doc, "/rows/1/id")), 8);
+	assert_int_equal(json_integer_value(policy_pointer_get(doc, "/")), 3);
+	assert_null(policy_pointer_get(doc, "/rows/2/id"));
+	assert_null(policy_pointer_get(doc, "/rows/01"));
+	assert_null(policy_pointer_get(doc, "/rows/-"));
+	assert_null(policy_pointer_get(doc, "/nope"));
+	assert_null(policy_pointer_get(doc, "/sql/x"));
+	assert_null(policy_pointer_get(doc, "sql"));
+	assert_null(policy_pointer_get(doc, "/a~2b"));
+	assert_null(policy_pointer_get(NULL, "/sql"));
+	json_decref(doc);
+}
+
+/* ---- annotations ---------------------------------------------------------------- */
+
+static void test_hint_defaults(void **state)
+{
+	(void)state;
+	struct policy_hints h, e;
+
+	policy_hints_effective(NULL, NULL, &e);  /* unannotated */
+	assert_int_equal(e.read_only, 0);
+	assert_int_equal(e.destructive, 1);
+	assert_int_equal(e.idempotent, 0);
+	assert_int_equal(e.open_world, 1);
+
+	json_t *a = J("{'readOnlyHint':true}");
+	policy_hints_from_json(a, &h);
+	json_decref(a);
+	assert_int_equal(h.read_only, 1);
+	assert_int_equal(h.destructive, -1);
+	policy_hints_effective(&h, NULL, &e);
+	assert_int_equal(e.read_only, 1);
+	assert_int_equal(e.destructive, 0);  /* meaningless on a read-only tool */
+	assert_int_equal(e.idempotent, 1);
+	assert_int_equal(e.open_world, 1);
+
+	a = J("{'readOnlyHint':'yes','destructiveHint':false,'openWorldHint':false}");
+	policy_hints_from_json(a, &h);
+	json_decref(a);
+	assert_int_equal(h.read_only, -1);  /* not a boolean: absent */
+	policy_hints_effective(&h, NULL, &e);
+	assert_int_equal(e.read_only, 0);
+	assert_int_equal(e.destructive, 0);
+	assert_int_equal(e.open_world, 0);
+
+	/* Rules see the defaults. */
+	struct policy *p = P("{'rules':[{'name':'d','match':{'annotations':{'destructiveHint':true}},"
+	                     "'action':'deny'},{'name':'ow','match':{'annotations':"
+	                     "{'openWorldHint':true}},'action':'log'}]}");
+	assert_decision(call(p, "anything", NULL), POLICY_DENY, "d");
+	assert_decision(call(p, "anything", "{}"), POLICY_DENY, "d");
+	assert_decision(call(p, "anything", "{'destructiveHint':false}"), POLICY_LOG, "ow");
+	assert_decision(call(p, "reader", "{'readOnlyHint':true}"), POLICY_LOG, "ow");
+	assert_decision(call(p, "reader", "{'readOnlyHint':true,'openWorldHint':false}"),
+	                POLICY_ALLOW, "default");
+	policy_free(p);
+}
+
+static void test_annotation_matchers(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'default':'deny','rules':["
+	                     "{'name':'ro','match':{'annotations':{'readOnlyHint':true}},'action':'allow'},"
+	                     "{'name':'idem','match':{'annotations':{'idempotentHint':true,"
+	                     "'destructiveHint':false}},'action':'log'}]}");
+	assert_decision(call(p, "t", "{'readOnlyHint':true}"), POLICY_ALLOW, "ro");
+	assert_decision(call(p, "t", "{'readOnlyHint':false}"), POLICY_DENY, "default");
+	assert_decision(call(p, "t", "{'idempotentHint':true}"), POLICY_DENY, "default");
+	assert_decision(call(p, "t", "{'idempotentHint':true,'destructiveHint':false}"), POLICY_LOG,
+	                "idem");
+	policy_free(p);
+}
+
+static void test_baseline_less_safe(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'default':'deny','rules':[{'name':'ro','match':{'annotations':"
+	                     "{'readOnlyHint':true}},'action':'allow'},{'name':'safe-write','match':"
+	                     "{'annotations':{'destructiveHint':false}},'action':'log'}]}");
+	/* Read-only now and in the baseline. */
+	assert_decision(callx(p, "t", "{'readOnlyHint':true}", "{'readOnlyHint':true}", NULL, NULL,
+	                      NULL), POLICY_ALLOW, "ro");
+	/* Claims read-only now but was not in the baseline: not read-only, and
+	 * destructive by the baseline's (default) claim. */
+	assert_decision(callx(p, "t", "{'readOnlyHint':true}", "{}", NULL, NULL, NULL),
+	                POLICY_DENY, "default");
+	assert_decision(callx(p, "t", "{'readOnlyHint':true}", "{'destructiveHint':false}", NULL, NULL,
+	                      NULL), POLICY_LOG, "safe-write");
+	/* Read-only in the baseline, writing now: weakened, judged by now. */
+	assert_decision(callx(p, "t", "{'readOnlyHint':false}", "{'readOnlyHint':true}", NULL, NULL,
+	                      NULL), POLICY_DENY, "default");
+	assert_decision(callx(p, "t", "{'readOnlyHint':false,'destructiveHint':false}",
+	                      "{'readOnlyHint':true}", NULL, NULL, NULL), POLICY_LOG, "safe-write");
+	/* Non-destructive in the baseline, destructive now. */
+	assert_decision(callx(p, "t", "{'destructiveHint':true}", "{'destructiveHint':false}", NULL,
+	                      NULL, NULL), POLICY_DENY, "default");
+
+	struct policy_hints cur = {1, -1, -1, 0}, base = {0, 0, 1, -1}, e;
+	policy_hints_effective(&cur, &base, &e);
+	assert_int_equal(e.read_only, 0);
+	assert_int_equal(e.destructive, 0);
+	assert_int_equal(e.idempotent, 1);
+	assert_int_equal(e.open_world, 1);  /* open-world by the baseline's default */
+	policy_free(p);
+}
+
+/* ---- name words ------------------------------------------------------------------ */
+
+static void test_name_words_builtin(void **state)
+{
+	(void)state;
+	char w[64];
+	static const struct {
+		const char *name, *word;
+	} yes[] = {
+		{"delete_file", "delete"}, {"deleteFile", "delete"}, {"DeleteFile", "delete"},
+		{"DELETE_USER", "delete"}, {"file.delete", "delete"}, {"file-remove", "remove"},
+		{"HTTPDelete", "delete"}, {"sendEmail", "send"}, {"payInvoice", "pay"},
+		{"bank_transfer_v2", "transfer"}, {"purgeCache", "purge"}, {"write2disk", "write"},
+		{"user.update", "update"}, {"createIssue", "create"}, {"db/drop", "drop"},
+		{"toggle-simulated-logging", "toggle"}, {"XMLWrite", "write"},
+		{"DEL3TE", "del"},  /* letters and digits are separate words */
+	};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!policy_change_word(NULL, yes[i].name, w, sizeof(w)))
+			fail_msg("%s should have a change word", yes[i].name);
+		assert_string_equal(w, yes[i].word);
+	}
+	static const char *const no[] = {
+		"get_file", "getUpdates", "list_deleted_items", "get_address", "undelete_preview",
+		"readSettings", "search", "echo", "get-sum", "getCommit", "get_post", "sender_info",
+		"", "model3d",
+	};
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (policy_change_word(NULL, no[i], w, sizeof(w)))
+			fail_msg("%s should have no change word (found %s)", no[i], w);
+	assert_false(policy_change_word(NULL, NULL, NULL, 0));
+
+	/* The built-in list is exported and has the documented words. */
+	const char *const *b = policy_builtin_words();
+	const char *must[] = {"delete", "remove", "drop", "send", "pay", "transfer", "purge",
+	                      "write", "update", "create"};
+	for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++) {
+		size_t j = 0;
+		while (b[j] && strcmp(b[j], must[i]) != 0)
+			j++;
+		assert_non_null(b[j]);
+	}
+}
+
+static void test_name_words_rules(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'rules':[{'name':'changes','match':{'name_words':true},"
+	                     "'action':'deny'}]}");
+	assert_decision(call(p, "deleteRepo", "{'readOnlyHint':true}"), POLICY_DENY, "changes");
+	assert_decision(call(p, "getRepo", NULL), POLICY_ALLOW, "default");
+	policy_free(p);
+
+	/* change_words replaces; entries are globs and case-insensitive. */
+	p = P("{'change_words':['Nuke','delet*'],'rules':[{'name':'c','match':{'name_words':true},"
+	      "'action':'deny'}]}");
+	assert_decision(call(p, "nukeEverything", NULL), POLICY_DENY, "c");
+	assert_decision(call(p, "deleting_rows", NULL), POLICY_DENY, "c");
+	assert_decision(call(p, "send_mail", NULL), POLICY_ALLOW, "default");
+	char w[16];
+	assert_true(policy_change_word(p, "NUKE_IT", w, sizeof(w)));
+	assert_string_equal(w, "nuke");
+	policy_free(p);
+
+	/* extra_change_words adds. */
+	p = P("{'extra_change_words':['order'],'rules':[{'name':'c','match':{'name_words':true},"
+	      "'action':'deny'}]}");
+	assert_decision(call(p, "placeOrder", NULL), POLICY_DENY, "c");
+	assert_decision(call(p, "send_mail", NULL), POLICY_DENY, "c");
+	policy_free(p);
+
+	/* name_words false, and a rule's own list. */
+	p = P("{'rules':[{'name':'own','match':{'name_words':['refund']},'action':'deny'},"
+	      "{'name':'clean','match':{'name_words':false},'action':'log'}]}");
+	assert_decision(call(p, "issueRefund", NULL), POLICY_DENY, "own");
+	assert_decision(call(p, "delete_all", NULL), POLICY_ALLOW, "default");
+	assert_decision(call(p, "get_all", NULL), POLICY_LOG, "clean");
+	policy_free(p);
+}
+
+/* ---- arguments ---------------------------------------------------------------------- */
+
+static void test_args(void **state)
+{
+	(void)state;
+	struct policy *p = P(
+		"{'rules':["
+		"{'name':'sql','match':{'tool':'run_query','args':[{'pointer':'/sql',"
+		"'matches':'(?i)^\\\\s*(drop|delete|update)'}]},'action':'deny'},"
+		"{'name':'env','match':{'args':[{'pointer':'/env','equals':'prod'}]},'action':'deny'},"
+		"{'name':'n','match':{'args':[{'pointer':'/limit','equals':1000}]},'action':'log'},"
+		"{'name':'force','match':{'args':[{'pointer':'/opts/force','exists':true}]},'action':'deny'},"
+		"{'name':'case','match':{'args':[{'pointer':'/q','matches':'^Secret$'}]},'action':'deny'},"
+		"{'name':'noid','match':{'tool':'fetch','args':[{'pointer':'/id','exists':false}]},"
+		"'action':'deny'}]}");
+	assert_decision(callx(p, "run_query", NULL, NULL, "{'sql':'  DROP TABLE users'}", NULL, NULL),
+	                POLICY_DENY, "sql");
+	assert_decision(callx(p, "run_query", NULL, NULL, "{'sql':'delete from t'}", NULL, NULL),
+	                POLICY_DENY, "sql");
+	assert_decision(callx(p, "run_query", NULL, NULL, "{'sql':'select * from drops'}", NULL, NULL),
+	                POLICY_ALLOW, "default");
+	assert_decision(callx(p, "run_query", NULL, NULL, "{}", NULL, NULL), POLICY_ALLOW, "default");
+	assert_decision(callx(p, "run_query", NULL, NULL, NULL, NULL, NULL), POLICY_ALLOW, "default");
+	/* A NUL in front does not hide the statement. */
+	assert_decision(callx(p, "run_query", NULL, NULL, "{'sql':'\\u0000drop table x'}", NULL, NULL),
+	                POLICY_DENY, "sql");
+	/* Non-strings are matched as JSON text. */
+	assert_decision(callx(p, "run_query", NULL, NULL, "{'sql':['drop table x']}", NULL, NULL),
+	                POLICY_ALLOW, "default");  /* anchored ^ sees '[' first */
+	/* equals */
+	assert_decision(callx(p, "deploy", NULL, NULL, "{'env':'prod'}", NULL, NULL), POLICY_DENY,
+	                "env");
+	assert_decision(callx(p, "deploy", NULL, NULL, "{'env':'production'}", NULL, NULL),
+	                POLICY_ALLOW, "default");
+	assert_decision(callx(p, "deploy", NULL, NULL, "{'env':['prod']}", NULL, NULL), POLICY_ALLOW,
+	                "default");
+	assert_decision(callx(p, "list", NULL, NULL, "{'limit':1000.0}", NULL, NULL), POLICY_LOG, "n");
+	assert_decision(callx(p, "list", NULL, NULL, "{'limit':'1000'}", NULL, NULL), POLICY_ALLOW,
+	                "default");
+	/* exists */
+	assert_decision(callx(p, "x", NULL, NULL, "{'opts':{'force':false}}", NULL, NULL), POLICY_DENY,
+	                "force");
+	assert_decision(callx(p, "x", NULL, NULL, "{'opts':{}}", NULL, NULL), POLICY_ALLOW, "default");
+	assert_decision(callx(p, "fetch", NULL, NULL, "{}", NULL, NULL), POLICY_DENY, "noid");
+	assert_decision(callx(p, "fetch", NULL, NULL, "{'id':1}", NULL, NULL), POLICY_ALLOW, "default");
+	/* Without (?i) a regex is case-sensitive. */
+	assert_decision(callx(p, "s", NULL, NULL, "{'q':'Secret'}", NULL, NULL), POLICY_DENY, "case");
+	assert_decision(callx(p, "s", NULL, NULL, "{'q':'secret'}", NULL, NULL), POLICY_ALLOW,
+	                "default");
+	policy_free(p);
+
+	/* Unanchored patterns match anywhere; non-strings as JSON text. */
+	p = P("{'rules':[{'name':'drop','match':{'args':[{'pointer':'','matches':'(?i)drop'}]},"
+	      "'action':'deny'}]}");
+	assert_decision(callx(p, "q", NULL, NULL, "{'sql':['x; DROP table']}", NULL, NULL), POLICY_DENY,
+	                "drop");
+	assert_decision(callx(p, "q", NULL, NULL, "{'n':1}", NULL, NULL), POLICY_ALLOW, "default");
+	policy_free(p);
+}
+
+/* ---- client, upstream, method ----------------------------------------------------------- */
+
+static void test_client_upstream_method(void **state)
+{
+	(void)state;
+	struct policy *p = P(
+		"{'default':'deny','rules':["
+		"{'name':'ci','match':{'client':['ci','ci-*'],'upstream':'staging'},'action':'allow'},"
+		"{'name':'agents-read','match':{'client':'agent-?','annotations':{'readOnlyHint':true}},"
+		"'action':'allow'},"
+		"{'name':'no-subscribe','match':{'method':'resources/subscribe'},'action':'deny'},"
+		"{'name':'sampling','match':{'method':['sampling/*'],'client':'agent-*'},'action':'deny'},"
+		"{'name':'prod-tools','match':{'method':'tools/call','upstream':'prod*'},'action':'log'}]}");
+	assert_decision(callx(p, "drop_db", NULL, NULL, NULL, "ci", "staging"), POLICY_ALLOW, "ci");
+	assert_decision(callx(p, "drop_db", NULL, NULL, NULL, "ci-nightly", "staging"), POLICY_ALLOW,
+	                "ci");
+	assert_decision(callx(p, "drop_db", NULL, NULL, NULL, "ci", "prod"), POLICY_LOG, "prod-tools");
+	assert_decision(callx(p, "drop_db", NULL, NULL, NULL, "agent-1", "staging"), POLICY_DENY,
+	                "default");
+	assert_decision(callx(p, "read", "{'readOnlyHint':true}", NULL, NULL, "agent-1", "staging"),
+	                POLICY_ALLOW, "agents-read");
+	assert_decision(callx(p, "read", "{'readOnlyHint':true}", NULL, NULL, "agent-12", "staging"),
+	                POLICY_DENY, "default");
+	/* No client name: client matchers never match. */
+	assert_decision(callx(p, "drop_db", NULL, NULL, NULL, NULL, "staging"), POLICY_DENY,
+	                "default");
+
+	/* Other methods: only rules naming them; otherwise allowed, no rule. */
+	assert_decision(method(p, "resources/subscribe", "{'uri':'x'}", NULL), POLICY_DENY,
+	                "no-subscribe");
+	assert_decision(method(p, "sampling/createMessage", NULL, "agent-7"), POLICY_DENY, "sampling");
+	struct policy_decision d = method(p, "sampling/createMessage", NULL, "ci");
+	assert_int_equal(d.action, POLICY_ALLOW);
+	assert_null(d.rule);
+	assert_int_equal(d.stat, -1);
+	d = method(p, "resources/read", NULL, NULL);
+	assert_int_equal(d.action, POLICY_ALLOW);
+	assert_null(d.rule);
+	d = method(p, NULL, NULL, NULL);
+	assert_null(d.rule);
+	policy_free(p);
+
+	/* Method rules look into params. */
+	p = P("{'rules':[{'name':'secret-res','match':{'method':'resources/read','args':"
+	      "[{'pointer':'/uri','matches':'^secret://'}]},'action':'deny'}]}");
+	assert_decision(method(p, "resources/read", "{'uri':'secret://k'}", NULL), POLICY_DENY,
+	                "secret-res");
+	assert_null(method(p, "resources/read", "{'uri':'file://k'}", NULL).rule);
+	policy_free(p);
+}
+
+/* ---- order, default, dry run, unknown ------------------------------------------------------ */
+
+static void test_order_and_default(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'default':'log','rules':["
+	                     "{'name':'first','match':{'tool':'a*'},'action':'allow'},"
+	                     "{'name':'second','match':{'tool':'ab*'},'action':'deny'},"
+	                     "{'name':'third','match':{'tool':['x','ab*']},'action':'hide'}]}");
+	assert_decision(call(p, "abc", NULL), POLICY_ALLOW, "first");
+	assert_decision(call(p, "x", NULL), POLICY_HIDE, "third");
+	struct policy_decision d = call(p, "zzz", NULL);
+	assert_decision(d, POLICY_LOG, "default");
+	assert_string_equal(d.tag, "default");
+	assert_int_equal(policy_default(p), POLICY_LOG);
+	assert_int_equal(policy_nrules(p), 3);
+	assert_true(policy_may_hide(p));
+	policy_free(p);
+
+	/* No rules at all: default is allow. */
+	p = P("{}");
+	assert_decision(call(p, "delete_everything", NULL), POLICY_ALLOW, "default");
+	assert_false(policy_may_hide(p));
+	assert_false(policy_dry_run(p));
+	policy_free(p);
+
+	/* An empty match and an absent one match every tools/call only. */
+	p = P("{'rules':[{'name':'all','action':'deny'}]}");
+	assert_decision(call(p, "anything", NULL), POLICY_DENY, "all");
+	assert_null(method(p, "prompts/get", NULL, NULL).rule);
+	policy_free(p);
+
+	p = P("{'default':'hide'}");
+	assert_true(policy_may_hide(p));
+	assert_decision(call(p, "t", NULL), POLICY_HIDE, "default");
+	policy_free(p);
+}
+
+static void test_dry_run(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'dry_run':true,'default':'deny','rules':["
+	                     "{'name':'ok','match':{'tool':'ok'},'action':'allow'},"
+	                     "{'name':'h','match':{'tool':'h'},'action':'hide'},"
+	                     "{'name':'l','match':{'tool':'l'},'action':'log'}]}");
+	assert_true(policy_dry_run(p));
+	struct policy_decision d = call(p, "x", NULL);
+	assert_int_equal(d.action, POLICY_LOG);
+	assert_int_equal(d.dry_run_would, POLICY_DENY);
+	assert_string_equal(d.rule, "default");
+	assert_string_equal(d.tag, "dry-run:default");
+	d = call(p, "h", NULL);
+	assert_int_equal(d.action, POLICY_LOG);
+	assert_int_equal(d.dry_run_would, POLICY_HIDE);
+	assert_string_equal(d.tag, "dry-run:h");
+	d = call(p, "ok", NULL);
+	assert_int_equal(d.action, POLICY_ALLOW);
+	assert_int_equal(d.dry_run_would, POLICY_NONE);
+	assert_null(d.tag);
+	d = call(p, "l", NULL);
+	assert_int_equal(d.action, POLICY_LOG);
+	assert_int_equal(d.dry_run_would, POLICY_NONE);
+	assert_string_equal(d.tag, "l");
+	policy_free(p);
+
+	/* A rule's own dry run. */
+	p = P("{'rules':[{'name':'try','match':{'tool':'a'},'action':'deny','dry_run':true},"
+	      "{'name':'real','match':{'tool':'b'},'action':'deny'}]}");
+	d = call(p, "a", NULL);
+	assert_int_equal(d.action, POLICY_LOG);
+	assert_int_equal(d.dry_run_would, POLICY_DENY);
+	d = call(p, "b", NULL);
+	assert_int_equal(d.action, POLICY_DENY);
+	assert_string_equal(d.tag, "policy:real");
+	policy_free(p);
+}
+
+static void test_unknown_tools(void **state)
+{
+	(void)state;
+	struct policy_input in = {.method = "tools/call", .tool = "ghost", .tool_known = 0};
+	struct policy_decision d;
+
+	/* Default: denied before any rule, even an allow-all one. */
+	struct policy *p = P("{'rules':[{'name':'all','action':'allow'}]}");
+	assert_int_equal(policy_unknown_tools(p), POLICY_UNKNOWN_DENY);
+	policy_eval(p, &in, &d);
+	assert_decision(d, POLICY_DENY, POLICY_RULE_UNKNOWN);
+	assert_string_equal(d.tag, "policy:unknown-tool");
+	assert_int_equal(d.stat, 2);
+	in.tool = NULL;  /* no name at all */
+	policy_eval(p, &in, &d);
+	assert_decision(d, POLICY_DENY, POLICY_RULE_UNKNOWN);
+	in.tool = "ghost";
+	policy_free(p);
+
+	/* "rules": judged as an unannotated tool. */
+	p = P("{'unknown_tools':'rules','rules':[{'name':'ro','match':{'annotations':"
+	      "{'readOnlyHint':true}},'action':'allow'},{'name':'d','match':{'annotations':"
+	      "{'destructiveHint':true}},'action':'deny'}]}");
+	policy_eval(p, &in, &d);
+	assert_decision(d, POLICY_DENY, "d");
+	policy_free(p);
+
+	/* Dry run covers it too. */
+	p = P("{'dry_run':true}");
+	policy_eval(p, &in, &d);
+	assert_int_equal(d.action, POLICY_LOG);
+	assert_int_equal(d.dry_run_would, POLICY_DENY);
+	assert_string_equal(d.rule, POLICY_RULE_UNKNOWN);
+	policy_free(p);
+}
+
+static void test_counts(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'default':'deny','rules':[{'name':'a','match':{'tool':'a'},"
+	                     "'action':'allow'},{'name':'h','match':{'tool':'h'},'action':'hide',"
+	                     "'dry_run':true}]}");
+	struct policy_decision d = call(p, "a", NULL);
+	policy_count(p, &d, 0);
+	policy_count(p, &d, 0);
+	d = call(p, "z", NULL);
+	policy_count(p, &d, 0);
+	d = call(p, "h", NULL);
+	policy_count(p, &d, 0);
+	policy_count(p, &d, 1);
+	struct policy_input in = {.method = "tools/call", .tool = "ghost"};
+	policy_eval(p, &in, &d);
+	policy_count(p, &d, 0);
+	d = method(p, "ping", NULL, NULL);
+	policy_count(p, &d, 0);  /* no rule: not counted */
+
+	assert_int_equal(policy_nstats(p), 4);
+	struct policy_rule_stats s;
+	assert_int_equal(policy_stats(p, 0, &s), 0);
+	assert_string_equal(s.rule, "a");
+	assert_int_equal(s.action, POLICY_ALLOW);
+	assert_int_equal(s.matched, 2);
+	assert_int_equal(s.allowed, 2);
+	assert_int_equal(policy_stats(p, 1, &s), 0);
+	assert_int_equal(s.matched, 1);
+	assert_int_equal(s.logged, 1);
+	assert_int_equal(s.dry_run, 1);
+	assert_int_equal(s.dry_run_hidden, 1);
+	assert_int_equal(s.hidden, 0);
+	assert_int_equal(policy_stats(p, 2, &s), 0);
+	assert_string_equal(s.rule, "default");
+	assert_int_equal(s.denied, 1);
+	assert_int_equal(policy_stats(p, 3, &s), 0);
+	assert_string_equal(s.rule, "unknown-tool");
+	assert_int_equal(s.denied, 1);
+	assert_int_equal(policy_stats(p, 4, &s), -1);
+	policy_free(p);
+}
+
+static void test_reasons(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'rules':[{'name':'m','match':{'tool':'a'},'action':'deny',"
+	                     "'message':'no a today'},{'name':'s','match':{'tool':'b*',"
+	                     "'annotations':{'destructiveHint':true},'client':'ci','args':"
+	                     "[{'pointer':'/x','exists':true}]},'action':'deny'}]}");
+	assert_string_equal(call(p, "a", NULL).reason, "no a today");
+	struct policy_decision d = callx(p, "bb", NULL, NULL, "{'x':1}", "ci", NULL);
+	assert_string_equal(d.rule, "s");
+	assert_has(d.reason, "tool b*");
+	assert_has(d.reason, "destructiveHint true");
+	assert_has(d.reason, "client ci");
+	assert_has(d.reason, "argument /x is present");
+	assert_has(call(p, "zz", NULL).reason, "default");
+	policy_free(p);
+}
+
+/* ---- loader --------------------------------------------------------------------------------- */
+
+static void test_loader_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *policy, *error;
+	} cases[] = {
+		{"[]", "$.policy: must be an object"},
+		{"{'defualt':'deny'}", "$.policy.defualt: unknown key"},
+		{"{'default':'block'}", "$.policy.default: must be one of \"allow\", \"deny\", \"hide\""},
+		{"{'dry_run':'yes'}", "$.policy.dry_run: must be true or false"},
+		{"{'unknown_tools':'allow'}", "$.policy.unknown_tools: must be \"deny\" or \"rules\""},
+		{"{'change_words':'delete'}", "$.policy.change_words: must be an array"},
+		{"{'extra_change_words':[1]}", "$.policy.extra_change_words[0]: must be a string"},
+		{"{'extra_change_words':['']}", "$.policy.extra_change_words[0]: must not be empty"},
+		{"{'rules':{}}", "$.policy.rules: must be an array of rules"},
+		{"{'rules':[7]}", "$.policy.rules[0]: must be an object"},
+		{"{'rules':[{'action':'deny'}]}", "$.policy.rules[0].name: required"},
+		{"{'rules':[{'name':'x'}]}", "$.policy.rules[0].action: required"},
+		{"{'rules':[{'name':'a b','action':'deny'}]}", "$.policy.rules[0].name: must be a string"},
+		{"{'rules':[{'name':'default','action':'deny'}]}", "$.policy.rules[0].name: \"default\" is reserved"},
+		{"{'rules':[{'name':'x','action':'deny'},{'name':'x','action':'allow'}]}",
+		 "$.policy.rules[1].name: \"x\" is also the name of rules[0]"},
+		{"{'rules':[{'name':'x','action':'deny','colour':1}]}", "$.policy.rules[0].colour: unknown key"},
+		{"{'rules':[{'name':'x','action':'deny','match':[]}]}", "$.policy.rules[0].match: must be an object"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'tool':7}}]}",
+		 "$.policy.rules[0].match.tool: must be a string or an array of strings"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'tool':[]}}]}",
+		 "$.policy.rules[0].match.tool: must not be an empty array"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'client':['a',3]}}]}",
+		 "$.policy.rules[0].match.client[1]: must be a string"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'toool':'a'}}]}",
+		 "$.policy.rules[0].match.toool: unknown key"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'annotations':{'readOnly':true}}}]}",
+		 "$.policy.rules[0].match.annotations.readOnly: unknown key"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'annotations':{'readOnlyHint':1}}}]}",
+		 "$.policy.rules[0].match.annotations.readOnlyHint: must be true or false"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'annotations':{}}}]}",
+		 "$.policy.rules[0].match.annotations: must name at least one hint"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'name_words':'yes'}}]}",
+		 "$.policy.rules[0].match.name_words: must be true, false, or an array of words"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':{}}}]}",
+		 "$.policy.rules[0].match.args: must be a non-empty array"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'equals':1}]}}]}",
+		 "$.policy.rules[0].match.args[0].pointer: required"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'sql','equals':1}]}}]}",
+		 "$.policy.rules[0].match.args[0].pointer: must be a JSON Pointer"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a~2','equals':1}]}}]}",
+		 "$.policy.rules[0].match.args[0].pointer: must be a JSON Pointer"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a'}]}}]}",
+		 "$.policy.rules[0].match.args[0]: needs exactly one of \"equals\", \"matches\", \"exists\""},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a','equals':1,'exists':true}]}}]}",
+		 "$.policy.rules[0].match.args[0]: needs exactly one of"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a','matches':'(unclosed'}]}}]}",
+		 "$.policy.rules[0].match.args[0].matches: invalid regular expression"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a','matches':'(a)\\\\1'}]}}]}",
+		 "$.policy.rules[0].match.args[0].matches: back-references (\\1) are not allowed"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a','matches':5}]}}]}",
+		 "$.policy.rules[0].match.args[0].matches: must be a string"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a','exists':'y'}]}}]}",
+		 "$.policy.rules[0].match.args[0].exists: must be true or false"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'args':[{'pointer':'/a','exists':true,'regex':'a'}]}}]}",
+		 "$.policy.rules[0].match.args[0].regex: unknown key"},
+		{"{'rules':[{'name':'x','action':'deny','match':{'tool':'a','method':'resources/read'}}]}",
+		 "$.policy.rules[0].match.method: must include tools/call"},
+		{"{'rules':[{'name':'x','action':'deny','message':'two\\nlines'}]}",
+		 "$.policy.rules[0].message: must be one line"},
+		{"{'rules':[{'name':'x','action':'deny','dry_run':1}]}",
+		 "$.policy.rules[0].dry_run: must be true or false"},
+		{"{'description':5}", "$.policy.description: must be a string"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_has(load_err(cases[i].policy), cases[i].error);
+
+	/* Every error at once, one per line, third rule located. */
+	const char *e = load_err("{'default':'nope','bogus':1,'rules':[{'name':'a','action':'deny'},"
+	                         "{'name':'b','action':'allow'},{'name':'c','action':'deny',"
+	                         "'match':{'tool':5,'upstream':[true]}}]}");
+	assert_has(e, "$.policy.default: must be one of");
+	assert_has(e, "$.policy.bogus: unknown key");
+	assert_has(e, "$.policy.rules[2].match.tool: must be a string or an array of strings");
+	assert_has(e, "$.policy.rules[2].match.upstream[0]: must be a string");
+	assert_int_equal(lines(e), 4);
+
+	/* A location prefix of the caller's choosing; a small buffer is cut
+	 * cleanly. */
+	char small[24];
+	json_t *conf = J("{'x':1}");
+	assert_null(policy_load(conf, "$", small, sizeof(small)));
+	assert_string_equal(small, "$.x: unknown key\n");
+	char tiny[8];
+	assert_null(policy_load(conf, "$.policy", tiny, sizeof(tiny)));
+	assert_int_equal(strlen(tiny), 7);
+	assert_null(policy_load(conf, NULL, NULL, 0));
+	json_decref(conf);
+}
+
+static void test_loader_limits(void **state)
+{
+	(void)state;
+	/* More rules than allowed. */
+	json_t *conf = json_object(), *rules = json_array();
+	for (int i = 0; i <= POLICY_MAX_RULES; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "r%d", i);
+		json_array_append_new(rules, json_pack("{s:s, s:s}", "name", name, "action", "deny"));
+	}
+	json_object_set_new(conf, "rules", rules);
+	char err[256];
+	assert_null(policy_load(conf, "$.policy", err, sizeof(err)));
+	assert_has(err, "$.policy.rules: more than 1000 rules");
+	/* Exactly the maximum loads. */
+	json_array_remove(rules, 0);
+	struct policy *p = policy_load(conf, "$.policy", err, sizeof(err));
+	assert_non_null(p);
+	assert_int_equal(policy_nrules(p), POLICY_MAX_RULES);
+	policy_free(p);
+	json_decref(conf);
+
+	/* An over-long pattern. */
+	char *big = malloc(POLICY_MAX_STRING + 2);
+	memset(big, 'a', POLICY_MAX_STRING + 1);
+	big[POLICY_MAX_STRING + 1] = '\0';
+	conf = json_pack("{s:[{s:s, s:s, s:{s:s}}]}", "rules", "name", "x", "action", "deny", "match",
+	                 "tool", big);
+	assert_null(policy_load(conf, "$.policy", err, sizeof(err)));
+	assert_has(err, "$.policy.rules[0].match.tool: longer than 1024 bytes");
+	json_decref(conf);
+	free(big);
+}
+
+static void test_loader_full_example(void **state)
+{
+	(void)state;
+	/* The quick example of conf/README-policy.md. */
+	struct policy *p = P(
+		"{'default':'allow','unknown_tools':'deny','dry_run':false,'extra_change_words':['order'],"
+		"'rules':["
+		"{'name':'ci-may-write','match':{'client':'ci','upstream':'staging'},'action':'allow'},"
+		"{'name':'no-raw-writes','match':{'tool':'run_query','args':[{'pointer':'/sql','matches':"
+		"'(?i)^\\\\s*(drop|delete|update|insert|alter|truncate)'}]},'action':'deny',"
+		"'message':'only SELECT queries through the proxy'},"
+		"{'name':'no-destructive','match':{'annotations':{'destructiveHint':true}},'action':'deny'},"
+		"{'name':'hide-admin','match':{'tool':['*.admin.*','admin_*']},'action':'hide'},"
+		"{'name':'watch-writes','match':{'name_words':true},'action':'log'},"
+		"{'name':'no-sampling','match':{'method':'sampling/createMessage','client':'agent-*'},"
+		"'action':'deny'}]}");
+	assert_decision(callx(p, "run_query", "{'destructiveHint':false}", NULL,
+	                      "{'sql':'Update t set x=1'}", "agent-1", "staging"),
+	                POLICY_DENY, "no-raw-writes");
+	assert_decision(callx(p, "run_query", "{'destructiveHint':false}", NULL,
+	                      "{'sql':'Update t set x=1'}", "ci", "staging"),
+	                POLICY_ALLOW, "ci-may-write");
+	assert_decision(callx(p, "run_query", "{'destructiveHint':false}", NULL, "{'sql':'select 1'}",
+	                      "agent-1", "staging"), POLICY_LOG, "watch-writes");
+	assert_decision(call(p, "db.admin.stats", "{'readOnlyHint':true}"), POLICY_HIDE, "hide-admin");
+	assert_decision(call(p, "placeOrder", "{'destructiveHint':false}"), POLICY_LOG,
+	                "watch-writes");
+	assert_decision(call(p, "wipe", NULL), POLICY_DENY, "no-destructive");
+	assert_decision(method(p, "sampling/createMessage", NULL, "agent-x"), POLICY_DENY,
+	                "no-sampling");
+	policy_free(p);
+}
+
+/* ---- the read-only preset ------------------------------------------------------------------------- */
+
+static struct policy *load_preset(void)
+{
+	static const char *const paths[] = {"conf/policy-read-only.json",
+	                                    "../conf/policy-read-only.json",
+	                                    "../../conf/policy-read-only.json"};
+	json_t *conf = NULL;
+	for (size_t i = 0; !conf && i < 3; i++)
+		conf = json_load_file(paths[i], 0, NULL);
+	if (!conf)
+		fail_msg("conf/policy-read-only.json not found (run from the repository root)");
+	char err[2048];
+	struct policy *p = policy_load(conf, "$.policy", err, sizeof(err));
+	json_decref(conf);
+	if (!p)
+		fail_msg("preset did not load:\n%s", err);
+	return p;
+}
+
+static void test_read_only_preset(void **state)
+{
+	(void)state;
+	struct policy *p = load_preset();
+	/* A listing with mixed annotations, as a server might send it. */
+	json_t *listing = J(
+		"{'tools':["
+		"{'name':'get_weather','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true}},"
+		"{'name':'searchDocs','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true,"
+		"'openWorldHint':true}},"
+		"{'name':'echo','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true,"
+		"'destructiveHint':false,'idempotentHint':true,'openWorldHint':false}},"
+		"{'name':'delete_file','inputSchema':{'type':'object'},'annotations':{'destructiveHint':true}},"
+		"{'name':'drop_table','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':false,"
+		"'destructiveHint':true}},"
+		"{'name':'append_log','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':false,"
+		"'destructiveHint':false}},"
+		"{'name':'mystery','inputSchema':{'type':'object'}},"
+		"{'name':'get_thing','inputSchema':{'type':'object'},'annotations':{'title':'x'}},"
+		"{'name':'deleteUser','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true}},"
+		"{'name':'sendInvoice','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true}},"
+		"{'name':'lying','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':'true'}}"
+		"]}");
+	static const struct {
+		const char *name;
+		enum policy_action want;
+		const char *rule;
+	} expect[] = {
+		{"get_weather", POLICY_ALLOW, "read-only"},
+		{"searchDocs", POLICY_ALLOW, "read-only"},
+		{"echo", POLICY_ALLOW, "read-only"},
+		{"delete_file", POLICY_DENY, "not-read-only"},   /* destructive */
+		{"drop_table", POLICY_DENY, "not-read-only"},
+		{"append_log", POLICY_DENY, "not-read-only"},    /* writes, not destructive */
+		{"mystery", POLICY_DENY, "not-read-only"},       /* unannotated */
+		{"get_thing", POLICY_DENY, "not-read-only"},     /* annotations without hints */
+		{"deleteUser", POLICY_DENY, "not-read-only"},    /* read-only claim, change word */
+		{"sendInvoice", POLICY_DENY, "not-read-only"},
+		{"lying", POLICY_DENY, "not-read-only"},         /* not a boolean */
+	};
+	const json_t *tools = json_object_get(listing, "tools");
+	assert_int_equal(json_array_size(tools), sizeof(expect) / sizeof(expect[0]));
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		const json_t *t = json_array_get(tools, i);
+		struct policy_hints h;
+		policy_hints_from_json(json_object_get(t, "annotations"), &h);
+		struct policy_input in = {
+			.method = "tools/call",
+			.tool = json_string_value(json_object_get(t, "name")),
+			.tool_known = 1,
+			.hints = &h,
+		};
+		struct policy_decision d;
+		policy_eval(p, &in, &d);
+		assert_string_equal(in.tool, expect[i].name);
+		if (d.action != expect[i].want || strcmp(d.rule, expect[i].rule) != 0)
+			fail_msg("%s: expected %s by %s, got %s by %s", expect[i].name,
+			         policy_action_str(expect[i].want), expect[i].rule,
+			         policy_action_str(d.action), d.rule);
+		if (d.action == POLICY_DENY)
+			assert_has(d.reason, "read-only");
+	}
+	/* Never listed: denied. Other methods: pass. */
+	struct policy_input ghost = {.method = "tools/call", .tool = "get_weather2"};
+	struct policy_decision d;
+	policy_eval(p, &ghost, &d);
+	assert_decision(d, POLICY_DENY, POLICY_RULE_UNKNOWN);
+	assert_null(method(p, "resources/read", "{'uri':'x'}", NULL).rule);
+	assert_null(method(p, "tools/list", NULL, NULL).rule);
+	assert_false(policy_may_hide(p));
+	assert_false(policy_dry_run(p));
+	json_decref(listing);
+	policy_free(p);
+}
+
+
+/* ---- the glue: proxy/hook_policy.c --------------------------------------------------------------- */
+
+/* A px_ctx with two upstreams ("staging", "prod") and an inspect chain. */
+struct rig {
+	struct px_ctx ctx;
+	struct px_config cfg;
+	struct px_upstream_conf up[2];
+};
+
+static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *baseline)
+{
+	char err[2048];
+	memset(r, 0, sizeof(*r));
+	log_setup(LOG_ERROR, 0);
+	r->up[0].name = (char *)"staging";
+	r->up[1].name = (char *)"prod";
+	if (baseline)
+		r->up[0].contract = json_pack("{s:s}", "baseline", baseline);
+	r->cfg.ups = r->up;
+	r->cfg.nups = 2;
+	r->cfg.policy = policy;
+	r->ctx.cfg = &r->cfg;
+	r->ctx.insp = inspect_new();
+	assert_non_null(r->ctx.insp);
+	if (hook_policy_setup(&r->ctx, err, sizeof(err)) < 0)
+		fail_msg("hook_policy_setup: %s", err);
+	assert_non_null(r->ctx.policy);
+}
+
+static void rig_stop(struct rig *r)
+{
+	hook_policy_free(r->ctx.policy);
+	inspect_free(r->ctx.insp);
+	json_decref(r->cfg.policy);
+	json_decref(r->up[0].contract);
+}
+
+static json_t *preset_json(void)
+{
+	static const char *const paths[] = {"conf/policy-read-only.json",
+	                                    "../conf/policy-read-only.json",
+	                                    "../../conf/policy-read-only.json"};
+	json_t *conf = NULL;
+	for (size_t i = 0; !conf && i < 3; i++)
+		conf = json_load_file(paths[i], 0, NULL);
+	if (!conf)
+		fail_msg("conf/policy-read-only.json not found (run from the repository root)");
+	return conf;
+}
+
+/* One HTTP exchange. */
+struct xch {
+	struct inspect_where w;
+};
+
+static void x_begin(struct xch *x, const char *upstream, const char *client)
+{
+	memset(x, 0, sizeof(*x));
+	x->w.conn_id = 1;
+	x->w.upstream = upstream;
+	x->w.client_name = client;
+}
+
+static void x_end(struct rig *r, struct xch *x)
+{
+	struct inspect_exchange e = {.where = &x->w};
+	inspect_exchange_done(r->ctx.insp, &e);
+	for (size_t i = 0; i < INSPECT_MAX_HOOKS; i++)
+		assert_null(x->w.hook_data[i]);
+}
+
+struct seen {
+	enum inspect_verdict v;
+	json_t *answer;      /* owned by the test: free with json_decref */
+	const char *reason;
+	int modified;
+};
+
+static struct seen deliver(struct rig *r, struct xch *x, enum inspect_dir dir, json_t *msg,
+                           const json_t *request)
+{
+	struct inspect_msg m = {
+		.dir = dir,
+		.kind = jrpc_classify(msg),
+		.msg = msg,
+		.where = &x->w,
+		.request = dir == INSPECT_FROM_CLIENT ? msg : request,
+	};
+	enum inspect_verdict v = inspect_message(r->ctx.insp, &m);
+	return (struct seen){v, m.answer, m.reason, m.modified};
+}
+
+/* A client tools/call; returns what the hook did. */
+static struct seen tcall(struct rig *r, struct xch *x, const char *tool, const char *args)
+{
+	json_t *msg = json_pack("{s:s, s:i, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id", 9, "method",
+	                        "tools/call", "params", "name", tool, "arguments",
+	                        args ? J(args) : json_object());
+	struct seen s = deliver(r, x, INSPECT_FROM_CLIENT, msg, NULL);
+	json_decref(msg);
+	return s;
+}
+
+/* A tools/list result for a request in the same exchange (request NULL:
+ * no request known). Returns the result message (owned), as modified. */
+static json_t *tlist(struct rig *r, struct xch *x, const char *result, const char *cursor,
+                     struct seen *out)
+{
+	json_t *req = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", 3, "method",
+	                        "tools/list", "params",
+	                        cursor ? json_pack("{s:s}", "cursor", cursor) : json_object());
+	json_t *msg = json_pack("{s:s, s:i, s:o}", "jsonrpc", "2.0", "id", 3, "result", J(result));
+	struct seen s = deliver(r, x, INSPECT_FROM_CLIENT, req, NULL);
+	assert_int_equal(s.v, INSPECT_FORWARD);
+	s = deliver(r, x, INSPECT_FROM_SERVER, msg, req);
+	json_decref(req);
+	if (out)
+		*out = s;
+	return msg;
+}
+
+static void list_tools(struct rig *r, const char *upstream, const char *result)
+{
+	struct xch x;
+	x_begin(&x, upstream, NULL);
+	json_decref(tlist(r, &x, result, NULL, NULL));
+	x_end(r, &x);
+}
+
+static void assert_refused(struct seen s, const char *rule, const char *action)
+{
+	assert_int_equal(s.v, INSPECT_ANSWER);
+	assert_non_null(s.answer);
+	const json_t *err = json_object_get(s.answer, "error");
+	assert_int_equal(json_integer_value(json_object_get(err, "code")), HOOK_POLICY_ERROR_CODE);
+	const json_t *data = json_object_get(err, "data");
+	assert_string_equal(json_string_value(json_object_get(data, "rule")), rule);
+	assert_string_equal(json_string_value(json_object_get(data, "action")), action);
+	assert_has(json_string_value(json_object_get(err, "message")), rule);
+	char tag[96];
+	snprintf(tag, sizeof(tag), "policy:%s", rule);
+	assert_string_equal(s.reason, tag);
+}
+
+static void assert_forwarded(struct seen s)
+{
+	if (s.v != INSPECT_FORWARD)
+		fail_msg("expected FORWARD, got %d (%s)", s.v, s.reason ? s.reason : "-");
+	assert_null(s.answer);
+}
+
+static const char *MIXED =
+	"{'tools':["
+	"{'name':'get_weather','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':true}},"
+	"{'name':'delete_file','inputSchema':{'type':'object'},'annotations':{'destructiveHint':true}},"
+	"{'name':'append_log','inputSchema':{'type':'object'},'annotations':{'readOnlyHint':false,"
+	"'destructiveHint':false}},"
+	"{'name':'mystery','inputSchema':{'type':'object'}}]}";
+
+static void test_glue_preset_calls(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	rig_start(&r, preset_json(), NULL);
+	assert_true(hook_policy_active(r.ctx.policy));
+
+	/* Before any listing, a call is refused as an unknown tool. */
+	x_begin(&x, "staging", NULL);
+	struct seen s = tcall(&r, &x, "get_weather", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	assert_null(json_object_get(json_object_get(json_object_get(s.answer, "error"), "data"),
+	                            "hints"));
+	assert_int_equal(json_integer_value(json_object_get(s.answer, "id")), 9);
+	json_decref(s.answer);
+	x_end(&r, &x);
+
+	list_tools(&r, "staging", MIXED);
+
+	x_begin(&x, "staging", "agent");
+	assert_forwarded(tcall(&r, &x, "get_weather", NULL));
+	s = tcall(&r, &x, "delete_file", "{'path':'/etc'}");
+	assert_refused(s, "not-read-only", "deny");
+	const json_t *data = json_object_get(json_object_get(s.answer, "error"), "data");
+	assert_string_equal(json_string_value(json_object_get(data, "tool")), "delete_file");
+	assert_string_equal(json_string_value(json_object_get(data, "method")), "tools/call");
+	assert_string_equal(json_string_value(json_object_get(data, "change_word")), "delete");
+	assert_true(json_is_false(json_object_get(json_object_get(data, "hints"), "readOnlyHint")));
+	assert_true(json_is_true(json_object_get(json_object_get(data, "hints"), "destructiveHint")));
+	json_decref(s.answer);
+	s = tcall(&r, &x, "mystery", NULL);  /* unannotated */
+	assert_refused(s, "not-read-only", "deny");
+	json_decref(s.answer);
+	s = tcall(&r, &x, "append_log", NULL);
+	assert_refused(s, "not-read-only", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+
+	/* Tool lists are per upstream: prod never listed get_weather. */
+	x_begin(&x, "prod", NULL);
+	s = tcall(&r, &x, "get_weather", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.ctx.policy, &st);
+	assert_int_equal(st.allowed, 1);
+	assert_int_equal(st.denied, 5);
+	assert_int_equal(st.unknown_tool, 2);
+	assert_int_equal(st.listings, 1);
+	const struct policy *p = hook_policy_current(r.ctx.policy);
+	struct policy_rule_stats rs;
+	assert_int_equal(policy_stats(p, 1, &rs), 0);
+	assert_string_equal(rs.rule, "not-read-only");
+	assert_int_equal(rs.denied, 3);
+
+	json_t *sj = hook_policy_stats_json(r.ctx.policy);
+	assert_non_null(sj);
+	assert_true(json_is_true(json_object_get(sj, "active")));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(sj, "totals"), "denied")),
+	                 5);
+	assert_int_equal(json_array_size(json_object_get(sj, "rules")), 4);
+	json_decref(sj);
+	rig_stop(&r);
+}
+
+static void test_glue_hide(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	struct seen s;
+	rig_start(&r, J("{'rules':[{'name':'hide-d','match':{'annotations':{'destructiveHint':true}},"
+	                "'action':'hide'},{'name':'ci-hide','match':{'client':'ci','tool':'get_*'},"
+	                "'action':'hide'}]}"), NULL);
+
+	x_begin(&x, "staging", NULL);
+	json_t *msg = tlist(&r, &x, "{'tools':[{'name':'get_weather','inputSchema':{},'annotations':"
+	                            "{'readOnlyHint':true}},{'name':'delete_file','inputSchema':{}},"
+	                            "{'name':'append_log','inputSchema':{},'annotations':"
+	                            "{'destructiveHint':false}}],'nextCursor':'opaque==','_meta':"
+	                            "{'k':1}}", NULL, &s);
+	assert_forwarded(s);
+	assert_true(s.modified);
+	assert_string_equal(s.reason, "policy:hide");
+	json_t *want = J("{'tools':[{'name':'get_weather','inputSchema':{},'annotations':"
+	                 "{'readOnlyHint':true}},{'name':'append_log','inputSchema':{},'annotations':"
+	                 "{'destructiveHint':false}}],'nextCursor':'opaque==','_meta':{'k':1}}");
+	assert_true(json_equal(json_object_get(msg, "result"), want));
+	json_decref(want);
+	json_decref(msg);
+
+	/* The next page, requested with its cursor: filtered too. */
+	msg = tlist(&r, &x, "{'tools':[{'name':'drop_table','inputSchema':{}}]}", "opaque==", &s);
+	assert_true(s.modified);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(msg, "result"), "tools")), 0);
+	json_decref(msg);
+
+	/* A hidden tool called anyway: refused, as "hide". */
+	s = tcall(&r, &x, "delete_file", NULL);
+	assert_refused(s, "hide-d", "hide");
+	assert_has(json_string_value(json_object_get(json_object_get(s.answer, "error"), "message")),
+	           "is hidden");
+	json_decref(s.answer);
+	assert_forwarded(tcall(&r, &x, "append_log", NULL));
+	x_end(&r, &x);
+
+	/* Per client: ci does not see get_* tools. */
+	x_begin(&x, "staging", "ci");
+	msg = tlist(&r, &x, "{'tools':[{'name':'get_weather','inputSchema':{},'annotations':"
+	                    "{'readOnlyHint':true}}]}", NULL, &s);
+	assert_true(s.modified);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(msg, "result"), "tools")), 0);
+	json_decref(msg);
+	x_end(&r, &x);
+
+	/* A listing on another stream (no request known) is recognised by
+	 * its shape; a "tools" member of another result is left alone. */
+	x_begin(&x, "staging", NULL);
+	msg = J("{'jsonrpc':'2.0','id':77,'result':{'tools':[{'name':'wipe','inputSchema':{}}]}}");
+	s = deliver(&r, &x, INSPECT_FROM_SERVER, msg, NULL);
+	assert_true(s.modified);
+	json_decref(msg);
+	json_t *req = J("{'jsonrpc':'2.0','id':78,'method':'prompts/list'}");
+	msg = J("{'jsonrpc':'2.0','id':78,'result':{'tools':[{'name':'wipe','inputSchema':{}}]}}");
+	deliver(&r, &x, INSPECT_FROM_CLIENT, req, NULL);
+	s = deliver(&r, &x, INSPECT_FROM_SERVER, msg, req);
+	assert_false(s.modified);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(msg, "result"), "tools")), 1);
+	json_decref(msg);
+	json_decref(req);
+	x_end(&r, &x);
+
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.ctx.policy, &st);
+	assert_int_equal(st.tools_hidden, 4);
+	struct policy_rule_stats rs;
+	policy_stats(hook_policy_current(r.ctx.policy), 0, &rs);
+	assert_int_equal(rs.hidden, 3);
+	assert_int_equal(rs.denied, 1);
+	rig_stop(&r);
+}
+
+static void test_glue_list_changed(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	struct seen s;
+	rig_start(&r, J("{}"), NULL);
+
+	x_begin(&x, "staging", NULL);
+	json_decref(tlist(&r, &x, "{'tools':[{'name':'a','inputSchema':{}},{'name':'b',"
+	                          "'inputSchema':{}}],'nextCursor':'2'}", NULL, NULL));
+	/* Pages accumulate. */
+	json_decref(tlist(&r, &x, "{'tools':[{'name':'c','inputSchema':{}}]}", "2", NULL));
+	assert_forwarded(tcall(&r, &x, "a", NULL));
+	assert_forwarded(tcall(&r, &x, "c", NULL));
+	x_end(&r, &x);
+
+	/* list_changed: stale, but kept until the next listing. */
+	x_begin(&x, "staging", NULL);
+	json_t *n = J("{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_forwarded(deliver(&r, &x, INSPECT_FROM_SERVER, n, NULL));
+	json_decref(n);
+	assert_forwarded(tcall(&r, &x, "a", NULL));
+	s = tcall(&r, &x, "d", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	/* The next listing replaces the old one. */
+	json_decref(tlist(&r, &x, "{'tools':[{'name':'c','inputSchema':{}},{'name':'d',"
+	                          "'inputSchema':{}}]}", NULL, NULL));
+	assert_forwarded(tcall(&r, &x, "d", NULL));
+	s = tcall(&r, &x, "a", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+	rig_stop(&r);
+}
+
+static void test_glue_reload(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x1, x2;
+	struct seen s;
+	char err[1024];
+	rig_start(&r, J("{'rules':[{'name':'no-t','match':{'tool':'t'},'action':'deny'}]}"), NULL);
+	list_tools(&r, "staging", "{'tools':[{'name':'t','inputSchema':{}},{'name':'u',"
+	                          "'inputSchema':{}}]}");
+
+	/* x1 starts under the first policy... */
+	x_begin(&x1, "staging", NULL);
+	assert_forwarded(tcall(&r, &x1, "u", NULL));
+
+	/* ...a reload allows everything... */
+	struct px_config next = r.cfg;
+	next.policy = J("{'default':'allow'}");
+	assert_int_equal(hook_policy_check(&next, err, sizeof(err)), 0);
+	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), 0);
+	json_decref(next.policy);
+
+	/* ...x1 finishes under the policy it started with; x2 gets the new. */
+	s = tcall(&r, &x1, "t", NULL);
+	assert_refused(s, "no-t", "deny");
+	json_decref(s.answer);
+	x_begin(&x2, "staging", NULL);
+	assert_forwarded(tcall(&r, &x2, "t", NULL));
+	x_end(&r, &x1);
+	x_end(&r, &x2);
+
+	/* A bad policy keeps the running one and says why, with locations. */
+	next.policy = J("{'rules':[{'name':7,'action':'deny'}],'dflt':1}");
+	assert_int_equal(hook_policy_check(&next, err, sizeof(err)), -1);
+	assert_has(err, "$.policy.dflt: unknown key");
+	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), -1);
+	json_decref(next.policy);
+	assert_has(err, "$.policy.rules[0].name: must be a string");
+	assert_has(err, "$.policy.dflt: unknown key");
+	x_begin(&x1, "staging", NULL);
+	assert_forwarded(tcall(&r, &x1, "t", NULL));
+	x_end(&r, &x1);
+
+	/* The tool lists survive reloads; a reload without a policy turns it
+	 * off. */
+	next.policy = NULL;
+	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), 0);
+	assert_false(hook_policy_active(r.ctx.policy));
+	assert_null(hook_policy_current(r.ctx.policy));
+	x_begin(&x1, "staging", NULL);
+	assert_forwarded(tcall(&r, &x1, "never-listed", NULL));
+	x_end(&r, &x1);
+
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.ctx.policy, &st);
+	assert_int_equal(st.reloads, 2);
+	assert_int_equal(st.reload_failures, 1);
+	json_t *sj = hook_policy_stats_json(r.ctx.policy);
+	assert_true(json_is_false(json_object_get(sj, "active")));
+	json_decref(sj);
+	rig_stop(&r);
+}
+
+static void test_glue_no_policy_then_reload(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	struct seen s;
+	char err[256];
+	rig_start(&r, NULL, NULL);
+	assert_false(hook_policy_active(r.ctx.policy));
+	list_tools(&r, "prod", "{'tools':[{'name':'a','inputSchema':{}}]}");
+	x_begin(&x, "prod", NULL);
+	assert_forwarded(tcall(&r, &x, "zz", NULL));
+	x_end(&r, &x);
+
+	struct px_config next = r.cfg;
+	next.policy = J("{}");
+	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), 0);
+	json_decref(next.policy);
+	x_begin(&x, "prod", NULL);
+	assert_forwarded(tcall(&r, &x, "a", NULL));  /* listed before the policy came */
+	s = tcall(&r, &x, "zz", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+	rig_stop(&r);
+}
+
+static void test_glue_dry_run_and_log(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	rig_start(&r, J("{'dry_run':true,'rules':[{'name':'d','match':{'tool':'t'},'action':'deny'},"
+	                "{'name':'l','match':{'tool':'u'},'action':'log'}]}"), NULL);
+	list_tools(&r, "staging", "{'tools':[{'name':'t','inputSchema':{}},{'name':'u',"
+	                          "'inputSchema':{}}]}");
+	x_begin(&x, "staging", NULL);
+	struct seen s = tcall(&r, &x, "t", NULL);
+	assert_forwarded(s);
+	assert_string_equal(s.reason, "dry-run:d");
+	s = tcall(&r, &x, "u", NULL);
+	assert_forwarded(s);
+	assert_string_equal(s.reason, "l");
+	s = tcall(&r, &x, "ghost", NULL);
+	assert_forwarded(s);
+	assert_string_equal(s.reason, "dry-run:unknown-tool");
+	x_end(&r, &x);
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.ctx.policy, &st);
+	assert_int_equal(st.logged, 3);
+	assert_int_equal(st.dry_run, 2);
+	assert_int_equal(st.denied, 0);
+	assert_int_equal(st.unknown_tool, 1);
+	rig_stop(&r);
+}
+
+static void test_glue_methods(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	struct seen s;
+	rig_start(&r, J("{'rules':["
+	                "{'name':'no-sub','match':{'method':'resources/subscribe'},'action':'deny'},"
+	                "{'name':'no-sampling','match':{'method':'sampling/*'},'action':'deny'},"
+	                "{'name':'no-cancel','match':{'method':'notifications/cancelled'},"
+	                "'action':'deny'}]}"), NULL);
+	x_begin(&x, "staging", NULL);
+	json_t *m = J("{'jsonrpc':'2.0','id':'s1','method':'resources/subscribe','params':{'uri':'x'}}");
+	s = deliver(&r, &x, INSPECT_FROM_CLIENT, m, NULL);
+	assert_refused(s, "no-sub", "deny");
+	const json_t *data = json_object_get(json_object_get(s.answer, "error"), "data");
+	assert_null(json_object_get(data, "tool"));
+	assert_string_equal(json_string_value(json_object_get(data, "method")), "resources/subscribe");
+	assert_string_equal(json_string_value(json_object_get(s.answer, "id")), "s1");
+	json_decref(s.answer);
+	json_decref(m);
+
+	/* A notification cannot be answered: dropped. */
+	m = J("{'jsonrpc':'2.0','method':'notifications/cancelled','params':{'requestId':1}}");
+	s = deliver(&r, &x, INSPECT_FROM_CLIENT, m, NULL);
+	assert_int_equal(s.v, INSPECT_DROP);
+	assert_null(s.answer);
+	assert_string_equal(s.reason, "policy:no-cancel");
+	json_decref(m);
+
+	/* A server request is dropped too (the hook cannot answer upstream). */
+	m = J("{'jsonrpc':'2.0','id':5,'method':'sampling/createMessage','params':{}}");
+	s = deliver(&r, &x, INSPECT_FROM_SERVER, m, NULL);
+	assert_int_equal(s.v, INSPECT_DROP);
+	assert_null(s.answer);
+	json_decref(m);
+
+	/* Everything else passes. */
+	m = J("{'jsonrpc':'2.0','id':6,'method':'resources/read','params':{'uri':'x'}}");
+	assert_forwarded(deliver(&r, &x, INSPECT_FROM_CLIENT, m, NULL));
+	json_decref(m);
+	m = J("{'jsonrpc':'2.0','method':'notifications/progress','params':{}}");
+	assert_forwarded(deliver(&r, &x, INSPECT_FROM_SERVER, m, NULL));
+	json_decref(m);
+	m = J("{'jsonrpc':'2.0','id':5,'result':{}}");
+	assert_forwarded(deliver(&r, &x, INSPECT_FROM_CLIENT, m, NULL));
+	json_decref(m);
+	x_end(&r, &x);
+	rig_stop(&r);
+}
+
+static void test_glue_baseline(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	struct seen s;
+	char path[] = "/tmp/test_policy_baselineXXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("{\"tools\":[{\"name\":\"reader\",\"inputSchema\":{},\"annotations\":{\"readOnlyHint\":"
+	      "false}},{\"name\":\"old_reader\",\"inputSchema\":{},\"annotations\":{\"readOnlyHint\":"
+	      "true}},{\"name\":\"still_reader\",\"inputSchema\":{},\"annotations\":"
+	      "{\"readOnlyHint\":true}}]}", f);
+	fclose(f);
+
+	rig_start(&r, preset_json(), path);
+	list_tools(&r, "staging", "{'tools':[{'name':'reader','inputSchema':{},'annotations':"
+	                          "{'readOnlyHint':true}},{'name':'still_reader','inputSchema':{},"
+	                          "'annotations':{'readOnlyHint':true}}]}");
+	x_begin(&x, "staging", NULL);
+	/* Claims read-only now, was not in the baseline: the less safe wins. */
+	s = tcall(&r, &x, "reader", NULL);
+	assert_refused(s, "not-read-only", "deny");
+	json_decref(s.answer);
+	assert_forwarded(tcall(&r, &x, "still_reader", NULL));
+	/* Only in the baseline: known, judged by it. */
+	assert_forwarded(tcall(&r, &x, "old_reader", NULL));
+	x_end(&r, &x);
+	rig_stop(&r);
+
+	/* A baseline that cannot be read stops the setup (and the check). */
+	unlink(path);
+	memset(&r, 0, sizeof(r));
+	r.up[0].name = (char *)"staging";
+	r.up[0].contract = json_pack("{s:s}", "baseline", path);
+	r.cfg.ups = r.up;
+	r.cfg.nups = 1;
+	r.cfg.policy = J("{}");
+	r.ctx.cfg = &r.cfg;
+	r.ctx.insp = inspect_new();
+	char err[512];
+	assert_int_equal(hook_policy_check(&r.cfg, err, sizeof(err)), -1);
+	assert_has(err, "policy: upstream staging: baseline");
+	assert_int_equal(hook_policy_setup(&r.ctx, err, sizeof(err)), -1);
+	assert_has(err, "policy: upstream staging: baseline");
+	assert_null(r.ctx.policy);
+	rig_stop(&r);
+}
+
+static void test_glue_cap(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	rig_start(&r, J("{}"), NULL);
+	json_t *tools = json_array();
+	for (int i = 0; i <= HOOK_POLICY_MAX_TOOLS; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "t%d", i);
+		json_array_append_new(tools, json_pack("{s:s, s:{}}", "name", name, "inputSchema"));
+	}
+	char *long_name = malloc(HOOK_POLICY_MAX_TOOL_NAME + 2);
+	memset(long_name, 'x', HOOK_POLICY_MAX_TOOL_NAME + 1);
+	long_name[HOOK_POLICY_MAX_TOOL_NAME + 1] = '\0';
+	json_array_insert_new(tools, 0, json_pack("{s:s, s:{}}", "name", long_name, "inputSchema"));
+	json_t *res = json_pack("{s:o}", "tools", tools);
+	char *text = json_dumps(res, JSON_COMPACT);
+	json_decref(res);
+	list_tools(&r, "staging", text);
+	free(text);
+
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.ctx.policy, &st);
+	assert_int_equal(st.tools_over_cap, 2);
+	x_begin(&x, "staging", NULL);
+	assert_forwarded(tcall(&r, &x, "t0", NULL));
+	assert_forwarded(tcall(&r, &x, "t9999", NULL));
+	struct seen s = tcall(&r, &x, "t10000", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	s = tcall(&r, &x, long_name, NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+	free(long_name);
+	rig_stop(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_glob),
+		cmocka_unit_test(test_pointer),
+		cmocka_unit_test(test_hint_defaults),
+		cmocka_unit_test(test_annotation_matchers),
+		cmocka_unit_test(test_baseline_less_safe),
+		cmocka_unit_test(test_name_words_builtin),
+		cmocka_unit_test(test_name_words_rules),
+		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_client_upstream_method),
+		cmocka_unit_test(test_order_and_default),
+		cmocka_unit_test(test_dry_run),
+		cmocka_unit_test(test_unknown_tools),
+		cmocka_unit_test(test_counts),
+		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_loader_errors),
+		cmocka_unit_test(test_loader_limits),
+		cmocka_unit_test(test_loader_full_example),
+		cmocka_unit_test(test_read_only_preset),
+		cmocka_unit_test(test_glue_preset_calls),
+		cmocka_unit_test(test_glue_hide),
+		cmocka_unit_test(test_glue_list_changed),
+		cmocka_unit_test(test_glue_reload),
+		cmocka_unit_test(test_glue_no_policy_then_reload),
+		cmocka_unit_test(test_glue_dry_run_and_log),
+		cmocka_unit_test(test_glue_methods),
+		cmocka_unit_test(test_glue_baseline),
+		cmocka_unit_test(test_glue_cap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

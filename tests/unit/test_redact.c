@@ -1,0 +1,293 @@
+/* Unit tests for admin/redact.c: secret keys at any depth, configured
+ * literal values, the cut marker, result previews. Inputs and expected
+ * outputs are JSON texts; "M" below stands for the mask "••••". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "admin/redact.h"
+
+#define M REDACT_MASK
+
+static json_t *parse(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, JSON_DECODE_ANY, &e);
+	if (!j)
+		fail_msg("bad test JSON %s: %s", text, e.text);
+	return j;
+}
+
+/* redact_json(in) serialised (keys in input order) must equal want. */
+static void expect_json(const struct redact *rd, const char *in, const char *want)
+{
+	json_t *j = parse(in);
+	json_t *c = redact_json(rd, j);
+	assert_non_null(c);
+	assert_ptr_not_equal(c, j);
+	char *got = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+	assert_string_equal(got, want);
+	free(got);
+	/* the input is never touched */
+	char *again = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_t *orig = parse(in);
+	char *orig_s = json_dumps(orig, JSON_COMPACT | JSON_ENCODE_ANY);
+	assert_string_equal(again, orig_s);
+	free(again);
+	free(orig_s);
+	json_decref(orig);
+	json_decref(c);
+	json_decref(j);
+}
+
+static void expect_preview(const struct redact *rd, const char *result, size_t max,
+                           const char *want, int want_cut)
+{
+	json_t *j = parse(result);
+	int cut = -1;
+	char *got = redact_result_preview(rd, j, max, &cut);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	assert_int_equal(cut, want_cut);
+	free(got);
+	json_decref(j);
+}
+
+static void test_default_keys_nested(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	expect_json(rd,
+	            "{\"user\":\"ann\",\"password\":\"hunter2\",\"nested\":{\"api_key\":123,"
+	            "\"list\":[{\"token\":{\"deep\":[1,2]}},{\"ok\":\"x\"},[{\"secret\":null}]]}}",
+	            "{\"user\":\"ann\",\"password\":\"" M "\",\"nested\":{\"api_key\":\"" M "\","
+	            "\"list\":[{\"token\":\"" M "\"},{\"ok\":\"x\"},[{\"secret\":\"" M "\"}]]}}");
+	redact_free(rd);
+}
+
+static void test_key_matching_rules(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	/* case-insensitive substring, '_' and '-' ignored */
+	assert_true(redact_key_is_secret(rd, "Authorization"));
+	assert_true(redact_key_is_secret(rd, "db_password"));
+	assert_true(redact_key_is_secret(rd, "PASSWORD_CONFIRM"));
+	assert_true(redact_key_is_secret(rd, "apiKey"));
+	assert_true(redact_key_is_secret(rd, "X-Api-Key"));
+	assert_true(redact_key_is_secret(rd, "access_token"));
+	assert_true(redact_key_is_secret(rd, "clientSecret"));
+	assert_false(redact_key_is_secret(rd, "pass"));
+	assert_false(redact_key_is_secret(rd, "message"));
+	assert_false(redact_key_is_secret(rd, "api"));
+	assert_false(redact_key_is_secret(rd, ""));
+	assert_false(redact_key_is_secret(rd, NULL));
+	/* a very long key still works */
+	char longkey[1000];
+	memset(longkey, 'a', sizeof(longkey));
+	memcpy(longkey + 900, "Secret", 6);
+	longkey[sizeof(longkey) - 1] = '\0';
+	assert_true(redact_key_is_secret(rd, longkey));
+	redact_free(rd);
+}
+
+static void test_configured_keys_replace_defaults(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	redact_clear_keys(rd);
+	assert_int_equal(redact_add_key(rd, "ssn"), 0);
+	assert_int_equal(redact_add_key(rd, ""), -1);
+	assert_int_equal(redact_add_key(rd, "-_"), -1);
+	expect_json(rd, "{\"max_tokens\":100,\"SSN\":\"123\",\"user_ssn_x\":[1]}",
+	            "{\"max_tokens\":100,\"SSN\":\"" M "\",\"user_ssn_x\":\"" M "\"}");
+	redact_free(rd);
+}
+
+static void test_configured_values(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	assert_int_equal(redact_add_value(rd, "s3cr3t"), 0);
+	assert_int_equal(redact_add_value(rd, "zz"), -1); /* too short */
+	assert_int_equal(redact_add_value(rd, NULL), -1);
+	expect_json(rd,
+	            "{\"q\":\"the s3cr3t and s3cr3ts3cr3t\",\"a\":[\"s3cr3t\",\"no\"],"
+	            "\"k-s3cr3t\":1,\"n\":5}",
+	            "{\"q\":\"the " M " and " M M "\",\"a\":[\"" M "\",\"no\"],\"k-" M "\":1,"
+	            "\"n\":5}");
+	char *t = redact_text(rd, "url?key=s3cr3t&x=1");
+	assert_string_equal(t, "url?key=" M "&x=1");
+	free(t);
+	t = redact_text(rd, "nothing here");
+	assert_string_equal(t, "nothing here");
+	free(t);
+	redact_free(rd);
+}
+
+static void test_scalars_and_depth(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	expect_json(rd, "42", "42");
+	expect_json(rd, "\"text\"", "\"text\"");
+	expect_json(rd, "[true,false,null,1.5]", "[true,false,null,1.5]");
+	/* nesting past REDACT_MAX_DEPTH is replaced, never recursed into */
+	char deep[4 * REDACT_MAX_DEPTH + 16] = "";
+	for (int i = 0; i < REDACT_MAX_DEPTH + 2; i++)
+		strcat(deep, "[");
+	for (int i = 0; i < REDACT_MAX_DEPTH + 2; i++)
+		strcat(deep, "]");
+	json_t *j = parse(deep);
+	json_t *c = redact_json(rd, j);
+	char *s = json_dumps(c, JSON_COMPACT);
+	assert_non_null(strstr(s, "\"\xe2\x80\xa6\""));
+	free(s);
+	json_decref(c);
+	json_decref(j);
+	assert_null(redact_json(rd, NULL));
+	redact_free(rd);
+}
+
+static void test_cut(void **state)
+{
+	(void)state;
+	int cut = -1;
+	char *s = redact_cut("abcdef", 6, &cut);
+	assert_string_equal(s, "abcdef");
+	assert_int_equal(cut, 0);
+	free(s);
+	s = redact_cut("abcdefgh", 3, &cut);
+	assert_string_equal(s, "abc\xe2\x80\xa6[cut: 3 of 8 chars]");
+	assert_int_equal(cut, 1);
+	free(s);
+	/* characters, not bytes: é is two bytes, 😀 four; never split */
+	s = redact_cut("\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80x", 3, &cut);
+	assert_string_equal(s, "\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80\xe2\x80\xa6[cut: 3 of 4 chars]");
+	free(s);
+	s = redact_cut("\xc3\xa9\xc3\xa9", 2, NULL);
+	assert_string_equal(s, "\xc3\xa9\xc3\xa9");
+	free(s);
+	s = redact_cut("", 0, &cut);
+	assert_string_equal(s, "");
+	assert_int_equal(cut, 0);
+	free(s);
+}
+
+static void test_json_text_cut_at_1000(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	json_t *args = json_object();
+	char *big = malloc(3001);
+	memset(big, 'y', 3000);
+	big[3000] = '\0';
+	json_object_set_new(args, "text", json_string(big));
+	json_object_set_new(args, "password", json_string("pw"));
+	int cut = 0;
+	char *s = redact_json_text(rd, args, REDACT_ARGS_CHARS, &cut);
+	assert_int_equal(cut, 1);
+	/* {"text":" (9) + 3000 + ","password":"••••"} (20) characters in all */
+	assert_non_null(strstr(s, "\xe2\x80\xa6[cut: 1000 of 3029 chars]"));
+	assert_int_equal(strncmp(s, "{\"text\":\"yyyy", 13), 0);
+	assert_null(strstr(s, "pw\""));
+	free(s);
+	s = redact_json_text(rd, json_object_get(args, "password"), 10, &cut);
+	assert_string_equal(s, "\"pw\"");
+	assert_int_equal(cut, 0);
+	free(s);
+	free(big);
+	json_decref(args);
+	redact_free(rd);
+}
+
+static void test_preview_tool_result(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	redact_add_value(rd, "topsecret");
+	expect_preview(rd,
+	               "{\"content\":[{\"type\":\"text\",\"text\":\"Echo: hi\"},"
+	               "{\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/png\"},"
+	               "{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///a?k=topsecret\"}},"
+	               "{\"type\":\"resource_link\",\"uri\":\"demo://x\",\"name\":\"x\"}],"
+	               "\"isError\":false}",
+	               REDACT_PREVIEW_CHARS,
+	               "Echo: hi\n[image image/png]\n[resource file:///a?k=" M "]\n[resource_link demo://x]",
+	               0);
+	/* a text that is JSON is redacted as JSON */
+	expect_preview(rd,
+	               "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"token\\\": \\\"abc\\\", \\\"n\\\": 1}\"}]}",
+	               REDACT_PREVIEW_CHARS, "{\"token\":\"" M "\",\"n\":1}", 0);
+	/* no content: structuredContent */
+	expect_preview(rd, "{\"content\":[],\"structuredContent\":{\"temp\":21,\"api_key\":\"k\"}}",
+	               REDACT_PREVIEW_CHARS, "{\"temp\":21,\"api_key\":\"" M "\"}", 0);
+	/* not a tool result: its compact JSON */
+	expect_preview(rd, "{\"resources\":[{\"uri\":\"a\"}]}", REDACT_PREVIEW_CHARS,
+	               "{\"resources\":[{\"uri\":\"a\"}]}", 0);
+	expect_preview(rd, "{}", REDACT_PREVIEW_CHARS, "{}", 0);
+	redact_free(rd);
+}
+
+static void test_preview_cut_at_800(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	json_t *r = json_object(), *content = json_array();
+	char *big = malloc(5001);
+	memset(big, 'z', 5000);
+	big[5000] = '\0';
+	json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", big));
+	json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", "tail"));
+	json_object_set_new(r, "content", content);
+	int cut = 0;
+	char *s = redact_result_preview(rd, r, REDACT_PREVIEW_CHARS, &cut);
+	assert_int_equal(cut, 1);
+	/* 5000 + "\n" + "tail" = 5005 characters offered */
+	char want_tail[64];
+	snprintf(want_tail, sizeof(want_tail), "\xe2\x80\xa6[cut: 800 of 5005 chars]");
+	assert_int_equal(strlen(s), 800 + strlen(want_tail));
+	assert_string_equal(s + 800, want_tail);
+	free(s);
+	free(big);
+	json_decref(r);
+	redact_free(rd);
+}
+
+static void test_limits(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	char v[32];
+	int added = 0;
+	for (int i = 0; i < REDACT_MAX_PATTERNS + 5; i++) {
+		snprintf(v, sizeof(v), "value%03d", i);
+		added += redact_add_value(rd, v) == 0;
+	}
+	assert_int_equal(added, REDACT_MAX_PATTERNS);
+	redact_free(rd);
+	redact_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_keys_nested),
+		cmocka_unit_test(test_key_matching_rules),
+		cmocka_unit_test(test_configured_keys_replace_defaults),
+		cmocka_unit_test(test_configured_values),
+		cmocka_unit_test(test_scalars_and_depth),
+		cmocka_unit_test(test_cut),
+		cmocka_unit_test(test_json_text_cut_at_1000),
+		cmocka_unit_test(test_preview_tool_result),
+		cmocka_unit_test(test_preview_cut_at_800),
+		cmocka_unit_test(test_limits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,408 @@
+/* Unit tests for proxy/toolcache.c, through the public API only: the cache
+ * is attached to a real message hook (inspect_new) and fed the messages
+ * the proxy would hand it, so the observer path is the one under test.
+ *
+ * JSON is written with ' for " (J()).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "proxy/ctx.h"
+#include "proxy/inspect.h"
+#include "proxy/jsonrpc.h"
+#include "proxy/toolcache.h"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static json_t *J(const char *text)
+{
+	char *s = strdup(text);
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	json_error_t err;
+	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
+	if (v == NULL)
+		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
+	free(s);
+	return v;
+}
+
+struct fx {
+	struct inspect *in;
+	struct toolcache *tc;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	f->in = inspect_new();
+	f->tc = toolcache_new(0);
+	assert_non_null(f->in);
+	assert_non_null(f->tc);
+	assert_int_equal(toolcache_attach(f->tc, f->in), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	inspect_free(f->in);
+	toolcache_free(f->tc);
+	free(f);
+	return 0;
+}
+
+/* Hands one message to the hook as the adapter does, then drops it (the
+ * cache must keep what it needs by reference). request may be NULL. */
+static void feed(struct inspect *in, const char *upstream, enum inspect_dir dir,
+                 const char *request, const char *msg)
+{
+	struct inspect_where where = {.upstream = upstream};
+	json_t *req = request ? J(request) : NULL;
+	json_t *m = J(msg);
+	struct inspect_msg im = {
+		.dir = dir,
+		.kind = jrpc_classify(m),
+		.msg = m,
+		.request = dir == INSPECT_FROM_CLIENT ? m : req,
+		.where = &where,
+	};
+	assert_int_equal(inspect_message(in, &im), INSPECT_FORWARD);
+	json_decref(im.answer);
+	json_decref(m);
+	json_decref(req);
+}
+
+#define LIST_REQ      "{'jsonrpc':'2.0','id':1,'method':'tools/list','params':{}}"
+#define LIST_REQ_AT(c) "{'jsonrpc':'2.0','id':2,'method':'tools/list','params':{'cursor':'" c "'}}"
+
+static const char *tool_json(char *buf, size_t cap, const char *name, const char *header)
+{
+	snprintf(buf, cap,
+	         "{'name':'%s','inputSchema':{'type':'object','properties':{'r':{'type':'string',"
+	         "'x-mcp-header':'%s'}}}}", name, header);
+	return buf;
+}
+
+/* A tools/list result page with the named tools (comma-separated) and an
+ * optional nextCursor. */
+static void page(struct inspect *in, const char *upstream, const char *request, const char *names,
+                 const char *next)
+{
+	char text[16384], tb[256];
+	size_t o = (size_t)snprintf(text, sizeof(text),
+	                            "{'jsonrpc':'2.0','id':1,'result':{'resultType':'complete',"
+	                            "'ttlMs':0,'cacheScope':'private','tools':[");
+	char list[1024];
+	snprintf(list, sizeof(list), "%s", names);
+	int first = 1;
+	for (char *save, *n = strtok_r(list, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%s", first ? "" : ",",
+		                      tool_json(tb, sizeof(tb), n, n));
+		first = 0;
+	}
+	if (next)
+		snprintf(text + o, sizeof(text) - o, "],'nextCursor':'%s'}}", next);
+	else
+		snprintf(text + o, sizeof(text) - o, "]}}");
+	feed(in, upstream, INSPECT_FROM_SERVER, request, text);
+}
+
+static const char *header_of(const json_t *tool)
+{
+	return json_string_value(json_object_get(
+		json_object_get(json_object_get(json_object_get(tool, "inputSchema"), "properties"), "r"),
+		"x-mcp-header"));
+}
+
+static struct toolcache_stats stats(const struct toolcache *tc, const char *upstream)
+{
+	struct toolcache_stats s;
+	assert_int_equal(toolcache_stats(tc, upstream, &s), 0);
+	return s;
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_single_page(void **state)
+{
+	struct fx *f = *state;
+	assert_null(toolcache_get(f->tc, "up", "a"));
+	page(f->in, "up", LIST_REQ, "a,b", NULL);
+	const json_t *a = toolcache_get(f->tc, "up", "a");
+	assert_non_null(a);
+	assert_string_equal(json_string_value(json_object_get(a, "name")), "a");
+	assert_string_equal(header_of(a), "a");
+	assert_non_null(toolcache_get(f->tc, "up", "b"));
+	assert_null(toolcache_get(f->tc, "up", "c"));
+	assert_null(toolcache_get(f->tc, "other", "a"));
+	struct toolcache_stats s = stats(f->tc, "up");
+	assert_int_equal(s.tools, 2);
+	assert_int_equal(s.listings, 1);
+	assert_int_equal(s.pages, 1);
+	assert_false(s.listing);
+	assert_false(s.stale);
+	assert_int_equal(toolcache_stats(f->tc, "other", &s), -1);
+}
+
+static void test_pages_accumulate(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a,b", "p2");
+	/* A client may call a tool from page 1 before fetching page 2. */
+	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_true(stats(f->tc, "up").listing);
+	page(f->in, "up", LIST_REQ_AT("p2"), "c", "p3");
+	page(f->in, "up", LIST_REQ_AT("p3"), "d", NULL);
+	for (const char *n = "abcd"; *n; n++) {
+		char name[2] = {*n, 0};
+		assert_non_null(toolcache_get(f->tc, "up", name));
+	}
+	struct toolcache_stats s = stats(f->tc, "up");
+	assert_int_equal(s.tools, 4);
+	assert_int_equal(s.pages, 3);
+	assert_int_equal(s.listings, 1);
+	assert_false(s.listing);
+}
+
+static void test_new_listing_replaces(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a,b", NULL);
+	/* While the next listing pages in, the old tools stay findable. */
+	page(f->in, "up", LIST_REQ, "b,c", "p2");
+	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_non_null(toolcache_get(f->tc, "up", "c"));
+	assert_int_equal(stats(f->tc, "up").tools, 3);
+	page(f->in, "up", LIST_REQ_AT("p2"), "d", NULL);
+	/* Now the new listing is the list: a is gone. */
+	assert_null(toolcache_get(f->tc, "up", "a"));
+	assert_non_null(toolcache_get(f->tc, "up", "b"));
+	assert_non_null(toolcache_get(f->tc, "up", "d"));
+	assert_int_equal(stats(f->tc, "up").tools, 3);
+	assert_int_equal(stats(f->tc, "up").listings, 2);
+}
+
+static void test_definition_updates(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a','inputSchema':{'type':'object',"
+	     "'properties':{'r':{'type':'string','x-mcp-header':'Renamed'}}}}]}}");
+	assert_string_equal(header_of(toolcache_get(f->tc, "up", "a")), "Renamed");
+}
+
+static void test_continuation_without_start_merges(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	/* mcpwarden restarted mid-listing, or missed page 1: the page is
+	 * added to what is known, nothing is removed. */
+	page(f->in, "up", LIST_REQ_AT("p2"), "b", NULL);
+	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_non_null(toolcache_get(f->tc, "up", "b"));
+	assert_int_equal(stats(f->tc, "up").listings, 1);
+	/* Also on an upstream never listed before. */
+	page(f->in, "fresh", LIST_REQ_AT("p9"), "z", NULL);
+	assert_non_null(toolcache_get(f->tc, "fresh", "z"));
+}
+
+static void test_list_changed_marks_stale(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed','params':{'_meta':"
+	     "{'io.modelcontextprotocol/subscriptionId':'listen:1'}}}");
+	assert_true(stats(f->tc, "up").stale);
+	/* Stale, but still the best knowledge. */
+	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	/* Another upstream's notification is not this one's. */
+	assert_int_equal(toolcache_stats(f->tc, "other", &(struct toolcache_stats){0}), -1);
+	feed(f->in, "other", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_int_equal(toolcache_stats(f->tc, "other", &(struct toolcache_stats){0}), -1);
+	/* A half-done listing does not make it fresh; a whole one does. */
+	page(f->in, "up", LIST_REQ, "a,b", "p2");
+	assert_true(stats(f->tc, "up").stale);
+	page(f->in, "up", LIST_REQ_AT("p2"), "c", NULL);
+	assert_false(stats(f->tc, "up").stale);
+}
+
+static void test_ignored_messages(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	/* An error answer to tools/list. */
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'error':{'code':-32603,'message':'x'}}");
+	/* A result answering something else. */
+	feed(f->in, "up", INSPECT_FROM_SERVER,
+	     "{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'x'}}",
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'evil','inputSchema':{}}]}}");
+	/* A result whose request is unknown (not in this exchange). */
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'evil','inputSchema':{}}]}}");
+	/* Not a complete result. */
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'result':{'resultType':'input_required','tools':[{'name':'evil'}]}}");
+	/* The client's direction: a client cannot teach the cache. */
+	feed(f->in, "up", INSPECT_FROM_CLIENT, NULL,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'evil','inputSchema':{}}]}}");
+	/* No upstream (a 404 path). */
+	feed(f->in, NULL, INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'evil','inputSchema':{}}]}}");
+	/* Malformed pages. */
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':{'evil':{}}}}");
+	assert_null(toolcache_get(f->tc, "up", "evil"));
+	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_int_equal(stats(f->tc, "up").listings, 1);
+	/* Members that are not tools are skipped, the rest kept. */
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[42,{'name':''},{'name':7},{'title':'x'},"
+	     "{'name':'ok','inputSchema':{'type':'object'}}]}}");
+	assert_int_equal(stats(f->tc, "up").tools, 1);
+	assert_non_null(toolcache_get(f->tc, "up", "ok"));
+	/* An explicit null cursor starts a listing like an absent one. */
+	feed(f->in, "up", INSPECT_FROM_SERVER,
+	     "{'jsonrpc':'2.0','id':1,'method':'tools/list','params':{'cursor':null}}",
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'n'}]}}");
+	assert_null(toolcache_get(f->tc, "up", "ok"));
+	assert_non_null(toolcache_get(f->tc, "up", "n"));
+}
+
+static void test_references_kept(void **state)
+{
+	struct fx *f = *state;
+	json_t *req = J(LIST_REQ);
+	json_t *m = J("{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a'}]}}");
+	json_t *tool = json_array_get(json_object_get(json_object_get(m, "result"), "tools"), 0);
+	struct inspect_where where = {.upstream = "up"};
+	struct inspect_msg im = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = m,
+	                         .request = req, .where = &where};
+	inspect_message(f->in, &im);
+	/* Kept by reference, not copied. */
+	assert_ptr_equal(toolcache_get(f->tc, "up", "a"), tool);
+	json_decref(m);
+	json_decref(req);
+	/* Still valid after the message is gone (valgrind watches). */
+	assert_string_equal(json_string_value(json_object_get(toolcache_get(f->tc, "up", "a"), "name")),
+	                    "a");
+}
+
+static void test_cap_tools(void **state)
+{
+	(void)state;
+	struct inspect *in = inspect_new();
+	struct toolcache *tc = toolcache_new(3);
+	assert_int_equal(toolcache_attach(tc, in), 0);
+	page(in, "up", LIST_REQ, "a,b", "p2");
+	page(in, "up", LIST_REQ_AT("p2"), "c,d,e", NULL);
+	struct toolcache_stats s = stats(tc, "up");
+	assert_int_equal(s.tools, 3);
+	assert_int_equal(s.dropped, 2);
+	assert_non_null(toolcache_get(tc, "up", "c"));
+	assert_null(toolcache_get(tc, "up", "d"));
+	assert_null(toolcache_get(tc, "up", "e"));
+	/* At the cap, known names still update. */
+	page(in, "up", LIST_REQ, "a,b,c,x", NULL);
+	assert_int_equal(stats(tc, "up").tools, 3);
+	assert_null(toolcache_get(tc, "up", "x"));
+	assert_int_equal(stats(tc, "up").dropped, 3);
+	/* A continuation at the cap adds nothing. */
+	page(in, "up", LIST_REQ_AT("p9"), "y", NULL);
+	assert_null(toolcache_get(tc, "up", "y"));
+	inspect_free(in);
+	toolcache_free(tc);
+}
+
+static void test_cap_upstreams(void **state)
+{
+	struct fx *f = *state;
+	char name[32];
+	for (int i = 0; i < TOOLCACHE_MAX_UPSTREAMS; i++) {
+		snprintf(name, sizeof(name), "up%d", i);
+		page(f->in, name, LIST_REQ, "a", NULL);
+	}
+	page(f->in, "one-too-many", LIST_REQ, "a", NULL);
+	assert_null(toolcache_get(f->tc, "one-too-many", "a"));
+	assert_non_null(toolcache_get(f->tc, "up0", "a"));
+	snprintf(name, sizeof(name), "up%d", TOOLCACHE_MAX_UPSTREAMS - 1);
+	assert_non_null(toolcache_get(f->tc, name, "a"));
+}
+
+static void test_null_arguments(void **state)
+{
+	(void)state;
+	struct toolcache_stats s;
+	assert_null(toolcache_get(NULL, "up", "a"));
+	struct toolcache *tc = toolcache_new(0);
+	assert_null(toolcache_get(tc, NULL, "a"));
+	assert_null(toolcache_get(tc, "up", NULL));
+	assert_int_equal(toolcache_stats(NULL, "up", &s), -1);
+	assert_int_equal(toolcache_stats(tc, NULL, &s), -1);
+	toolcache_free(tc);
+	toolcache_free(NULL);
+}
+
+static enum inspect_verdict noop(void *arg, struct inspect_msg *m)
+{
+	(void)arg;
+	(void)m;
+	return INSPECT_FORWARD;
+}
+
+static void test_setup_on_ctx(void **state)
+{
+	(void)state;
+	struct px_ctx ctx = {0};
+	ctx.insp = inspect_new();
+	struct toolcache *tc = toolcache_setup(&ctx, 0);
+	assert_non_null(tc);
+	page(ctx.insp, "up", LIST_REQ, "a", NULL);
+	assert_non_null(toolcache_get(tc, "up", "a"));
+	inspect_free(ctx.insp);
+	toolcache_free(tc);
+
+	/* No hook slot left: NULL, nothing leaked. */
+	ctx.insp = inspect_new();
+	for (int i = 0; i < INSPECT_MAX_HOOKS; i++)
+		assert_true(inspect_add(ctx.insp, "filler", noop, NULL, NULL) >= 0);
+	assert_null(toolcache_setup(&ctx, 0));
+	inspect_free(ctx.insp);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_single_page),
+		T(test_pages_accumulate),
+		T(test_new_listing_replaces),
+		T(test_definition_updates),
+		T(test_continuation_without_start_merges),
+		T(test_list_changed_marks_stale),
+		T(test_ignored_messages),
+		T(test_references_kept),
+		cmocka_unit_test(test_cap_tools),
+		T(test_cap_upstreams),
+		cmocka_unit_test(test_null_arguments),
+		cmocka_unit_test(test_setup_on_ctx),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
