@@ -33,7 +33,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -68,6 +67,7 @@ extern const char admin_page_end[];
 #define ADMIN_PROBE_EVERY_US 1000000u  /* /readyz probes at most this often */
 #define ADMIN_PROBE_MAX_MS   2000u
 #define ADMIN_KEEPALIVE_MS   15000u    /* when timeouts.sse_keepalive_ms is 0 */
+#define ADMIN_CONN_IDS       1024      /* admin connections told apart */
 
 enum ax_kind { AX_DONE, AX_STREAM, AX_READY };
 
@@ -108,7 +108,7 @@ struct admin {
 	size_t token_len;
 	FILE *log;                    /* owned unless stdout */
 	int log_is_stdout, log_failed;
-	size_t max_streams, nstreams, busy;
+	size_t max_streams, nstreams;
 	struct admin_x *streams;      /* borrowed list: exchanges owned by conn */
 	struct admin_x *ready_waiters;
 	struct event *keepalive;      /* owned */
@@ -118,6 +118,11 @@ struct admin {
 	uint64_t probed_at;
 	json_t *contract;             /* owned: {"upstream": {"time", "report"}} */
 	double start_time;
+	/* Ids of the connections that made admin requests, sorted, so that
+	 * /metrics can tell client connections from admin ones (conn does
+	 * not say which listener a connection came from). */
+	unsigned long long conn_ids[ADMIN_CONN_IDS];
+	size_t nconn_ids;
 };
 
 static uint64_t mono_us(void)
@@ -548,8 +553,9 @@ static void reply_error(struct admin_x *ax, int status, const char *fmt, ...)
 		else if (extra)
 			evbuffer_add_printf(extra, "Allow: GET, HEAD\r\n");
 	}
-	json_t *body = json_object();
-	json_object_set_new(body, "error", json_string(msg));
+	json_t *body = json_object(), *text = json_string(msg);
+	/* msg may quote a client's bytes that are not UTF-8 */
+	json_object_set_new(body, "error", text ? text : json_string("bad request"));
 	reply_json(ax, status, body, extra);
 }
 
@@ -643,6 +649,8 @@ static int query_filter(struct admin_x *ax, const struct query *q, struct ring_f
 		reply_error(ax, 400, "since: must be a record sequence number");
 		return -1;
 	}
+	if (outcome && !*outcome)
+		outcome = NULL;
 	if (outcome) {
 		size_t i = 0;
 		while (outcome_names[i] && strcmp(outcome_names[i], outcome) != 0)
@@ -653,9 +661,13 @@ static int query_filter(struct admin_x *ax, const struct query *q, struct ring_f
 			return -1;
 		}
 	}
-	f->method = query_get(q, "method");
-	f->tool = query_get(q, "tool");
-	f->session = query_get(q, "session");
+	/* An empty value ("tool=", as a form sends it) filters nothing. */
+	const char *const names[] = {"method", "tool", "session"};
+	const char **dst[] = {&f->method, &f->tool, &f->session};
+	for (size_t i = 0; i < 3; i++) {
+		const char *v = query_get(q, names[i]);
+		*dst[i] = v && *v ? v : NULL;
+	}
 	f->outcome = outcome;
 	return 0;
 }
@@ -792,6 +804,74 @@ static void ep_contract(struct admin_x *ax)
 	reply_json(ax, 200, body, NULL);
 }
 
+/* ---- admin connections ------------------------------------------------------- */
+
+static size_t conn_id_pos(const struct admin *adm, unsigned long long id)
+{
+	size_t lo = 0, hi = adm->nconn_ids;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (adm->conn_ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int conn_is_admin(const struct admin *adm, unsigned long long id)
+{
+	size_t i = conn_id_pos(adm, id);
+	return i < adm->nconn_ids && adm->conn_ids[i] == id;
+}
+
+/* Forgets the ids of connections that are gone. */
+static void conn_ids_prune(struct admin *adm)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < adm->nconn_ids; i++) {
+		int open = 0;
+		for (struct conn *c = adm->ctx->conns; c && !open; c = conn_next(c))
+			open = conn_id(c) == adm->conn_ids[i];
+		if (open)
+			adm->conn_ids[keep++] = adm->conn_ids[i];
+	}
+	adm->nconn_ids = keep;
+}
+
+static void conn_ids_add(struct admin *adm, unsigned long long id)
+{
+	size_t i = conn_id_pos(adm, id);
+	if (i < adm->nconn_ids && adm->conn_ids[i] == id)
+		return;
+	if (adm->nconn_ids == ADMIN_CONN_IDS) {
+		conn_ids_prune(adm);
+		if (adm->nconn_ids == ADMIN_CONN_IDS) {
+			/* More admin connections than that: the oldest id goes (its
+			 * connection then counts as a client one). */
+			memmove(adm->conn_ids, adm->conn_ids + 1,
+			        (adm->nconn_ids - 1) * sizeof(adm->conn_ids[0]));
+			adm->nconn_ids--;
+		}
+		i = conn_id_pos(adm, id);
+	}
+	memmove(adm->conn_ids + i + 1, adm->conn_ids + i,
+	        (adm->nconn_ids - i) * sizeof(adm->conn_ids[0]));
+	adm->conn_ids[i] = id;
+	adm->nconn_ids++;
+}
+
+/* Open connections on the MCP listener: every connection but the ones
+ * known to have made admin requests (one that connected to the admin
+ * listener and has sent nothing yet still counts, briefly). */
+static uint64_t client_connections(struct admin *adm)
+{
+	uint64_t n = 0;
+	for (struct conn *c = adm->ctx->conns; c; c = conn_next(c))
+		n += !conn_is_admin(adm, conn_id(c));
+	return n;
+}
+
 static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
                           struct metrics_upstream *ups)
 {
@@ -799,10 +879,7 @@ static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
 	struct inspect_stats is;
 
 	inspect_get_stats(ctx->insp, &is);
-	/* conn does not tell which listener a connection came from: the busy
-	 * admin connections (this scrape among them) are taken out, idle
-	 * keep-alive admin connections are not. */
-	s->client_connections = ctx->nconns > adm->busy ? ctx->nconns - adm->busy : 0;
+	s->client_connections = client_connections(adm);
 	s->connections_total = ctx->stats.connections;
 	s->http_requests_total = ctx->stats.requests;
 	for (size_t i = 0; i < 6; i++)
@@ -1269,7 +1346,7 @@ static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
 	ax->magic = ADMIN_X_MAGIC;
 	ax->adm = adm;
 	ax->c = c;
-	adm->busy++;
+	conn_ids_add(adm, conn_id(c));
 
 	const char *method = http_msg_method(req);
 	const char *url = http_msg_url(req);
@@ -1357,7 +1434,6 @@ static void admin_xfree(struct exchange *ex, const char *client_error)
 	} else if (ax->kind == AX_READY) {
 		list_remove(&adm->ready_waiters, ax);
 	}
-	adm->busy--;
 	ax->magic = 0;
 	free(ax);
 }

@@ -460,7 +460,7 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	static const char *const classes[] = {"", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
 	scalar(o, "mcpwarden_client_connections", "gauge",
-	       "Client connections open now (MCP listener; busy admin connections excluded).",
+	       "Client connections open now on the MCP listener (admin connections excluded).",
 	       s->client_connections);
 	scalar(o, "mcpwarden_connections_accepted_total", "counter",
 	       "Connections accepted since start, both listeners.", s->connections_total);

@@ -1184,7 +1184,7 @@ static int maybe_redirect(struct chk *c, struct hreq *h)
  * re-initialized). `what` names the step. `resend` restarts it. */
 static int outcome(struct chk *c, struct hreq *h, const char *what, void (*resend)(struct chk *))
 {
-	if (h->finished < 0 && !(h->stream && c->post_target)) {
+	if (h->finished < 0) {
 		fail(c, "%s: %s (%s)", what, h->error, c->url.url_safe);
 		return 1;
 	}
@@ -1296,11 +1296,9 @@ static const json_t *rpc_reply(const struct chk *c)
 static void fail_rpc_error(struct chk *c, const char *what, const json_t *reply)
 {
 	const json_t *e = json_object_get(reply, "error");
+	const char *msg = json_string_value(json_object_get(e, "message"));
 	fail(c, "%s failed: JSON-RPC error %lld: %.300s", what,
-	     (long long)json_integer_value(json_object_get(e, "code")),
-	     json_string_value(json_object_get(e, "message")) ? json_string_value(
-	                                                              json_object_get(e, "message"))
-	                                                      : "(no message)");
+	     (long long)json_integer_value(json_object_get(e, "code")), msg ? msg : "(no message)");
 }
 
 static int is_modern_version(const char *v)
@@ -1633,7 +1631,7 @@ static int step_ready(const struct chk *c)
 	if (c->st == ST_SSE_OPEN)
 		return c->post_target || c->stream->finished;
 	if (!c->h)
-		return 1;
+		return 1; /* advance() fails the step */
 	if (c->tr == TR_SSE && c->st != ST_DELETE) {
 		if (c->stream && c->stream->finished && !c->legacy_reply && c->pending_id)
 			return 1; /* the stream is gone: the reply never comes */
@@ -1662,6 +1660,10 @@ static void advance(struct chk *c)
 	if (!step_ready(c))
 		return;
 	event_del(c->timer);
+	if (c->st != ST_SSE_OPEN && !c->h) {
+		fail(c, "internal error: no request in flight for %s", c->waiting_for);
+		return;
+	}
 	if (c->tr == TR_SSE && c->st != ST_SSE_OPEN && c->st != ST_DELETE && c->stream &&
 	    c->stream->finished && !c->legacy_reply && c->pending_id) {
 		fail(c, "the SSE stream closed (%s) while waiting for the %s reply",

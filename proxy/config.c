@@ -175,6 +175,8 @@ static struct px_config *config_defaults(void)
 	cfg->timeouts.request_ms = TIMEOUT_REQUEST_MS;
 	cfg->timeouts.client_idle_ms = TIMEOUT_CLIENT_IDLE_MS;
 	cfg->timeouts.upstream_idle_ms = TIMEOUT_UPSTREAM_IDLE_MS;
+	cfg->timeouts.header_ms = TIMEOUT_HEADER_MS;
+	cfg->timeouts.body_ms = TIMEOUT_BODY_MS;
 	cfg->timeouts.sse_keepalive_ms = TIMEOUT_SSE_KEEPALIVE_MS;
 	cfg->timeouts.drain_ms = TIMEOUT_DRAIN_MS;
 	cfg->timeouts.session_idle_ms = TIMEOUT_SESSION_IDLE_MS;
@@ -182,6 +184,8 @@ static struct px_config *config_defaults(void)
 	cfg->limits.max_header_bytes = LIMIT_MAX_HEADER_BYTES;
 	cfg->limits.max_sse_event_bytes = LIMIT_MAX_SSE_EVENT_BYTES;
 	cfg->limits.max_connections = LIMIT_MAX_CONNECTIONS;
+	cfg->limits.max_connections_per_client = LIMIT_MAX_CONNECTIONS_PER_CLIENT;
+	cfg->limits.max_json_depth = LIMIT_MAX_JSON_DEPTH;
 	cfg->limits.max_batch = LIMIT_MAX_BATCH;
 	cfg->limits.max_output_bytes = LIMIT_MAX_OUTPUT_BYTES;
 	cfg->limits.max_sessions = LIMIT_MAX_SESSIONS;
@@ -428,6 +432,7 @@ static void get_uint(struct errs *e, const char *where, json_t *obj, const char 
 static const struct key_spec timeout_keys[] = {
 	{"connect_ms", JSON_INTEGER},    {"request_ms", JSON_INTEGER},
 	{"client_idle_ms", JSON_INTEGER}, {"upstream_idle_ms", JSON_INTEGER},
+	{"header_ms", JSON_INTEGER}, {"body_ms", JSON_INTEGER},
 	{"sse_keepalive_ms", JSON_INTEGER}, {"drain_ms", JSON_INTEGER},
 	{"session_idle_ms", JSON_INTEGER},
 	{NULL, 0},
@@ -436,6 +441,7 @@ static const struct key_spec timeout_keys[] = {
 static const struct key_spec limit_keys[] = {
 	{"max_body_bytes", JSON_INTEGER},   {"max_header_bytes", JSON_INTEGER},
 	{"max_sse_event_bytes", JSON_INTEGER}, {"max_connections", JSON_INTEGER},
+	{"max_connections_per_client", JSON_INTEGER}, {"max_json_depth", JSON_INTEGER},
 	{"max_batch", JSON_INTEGER},        {"max_output_bytes", JSON_INTEGER},
 	{"max_sessions", JSON_INTEGER},     {"max_session_pending", JSON_INTEGER},
 	{"max_session_queue", JSON_INTEGER},
@@ -478,6 +484,8 @@ static void load_timeouts(struct errs *e, const char *where, json_t *t, struct p
 	get_uint(e, where, t, "request_ms", MAX_MS, &cfg->timeouts.request_ms, sizeof(unsigned));
 	get_uint(e, where, t, "client_idle_ms", MAX_MS, &cfg->timeouts.client_idle_ms, sizeof(unsigned));
 	get_uint(e, where, t, "upstream_idle_ms", MAX_MS, &cfg->timeouts.upstream_idle_ms, sizeof(unsigned));
+	get_uint(e, where, t, "header_ms", MAX_MS, &cfg->timeouts.header_ms, sizeof(unsigned));
+	get_uint(e, where, t, "body_ms", MAX_MS, &cfg->timeouts.body_ms, sizeof(unsigned));
 	get_uint(e, where, t, "sse_keepalive_ms", MAX_MS, &cfg->timeouts.sse_keepalive_ms, sizeof(unsigned));
 	get_uint(e, where, t, "drain_ms", MAX_MS, &cfg->timeouts.drain_ms, sizeof(unsigned));
 	get_uint(e, where, t, "session_idle_ms", MAX_MS, &cfg->timeouts.session_idle_ms, sizeof(unsigned));
@@ -491,6 +499,9 @@ static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
 	get_uint(e, w, l, "max_header_bytes", 1ull << 20, &cfg->limits.max_header_bytes, sizeof(size_t));
 	get_uint(e, w, l, "max_sse_event_bytes", 1ull << 30, &cfg->limits.max_sse_event_bytes, sizeof(size_t));
 	get_uint(e, w, l, "max_connections", 1000000, &cfg->limits.max_connections, sizeof(size_t));
+	get_uint(e, w, l, "max_connections_per_client", 1000000,
+	         &cfg->limits.max_connections_per_client, sizeof(size_t));
+	get_uint(e, w, l, "max_json_depth", 2000, &cfg->limits.max_json_depth, sizeof(size_t));
 	get_uint(e, w, l, "max_batch", 100000, &cfg->limits.max_batch, sizeof(size_t));
 	get_uint(e, w, l, "max_output_bytes", 1ull << 30, &cfg->limits.max_output_bytes, sizeof(size_t));
 	get_uint(e, w, l, "max_sessions", 1000000, &cfg->limits.max_sessions, sizeof(size_t));

@@ -74,12 +74,14 @@ struct px_config {
 	size_t nups;
 	struct {
 		unsigned connect_ms, request_ms, client_idle_ms, upstream_idle_ms;
+		unsigned header_ms, body_ms;
 		unsigned sse_keepalive_ms, drain_ms;
 		unsigned session_idle_ms;     /* translated sessions (session.h) */
 	} timeouts;
 	struct {
 		size_t max_body_bytes, max_header_bytes, max_sse_event_bytes;
 		size_t max_connections, max_batch, max_output_bytes;
+		size_t max_connections_per_client, max_json_depth;
 		size_t max_sessions, max_session_pending, max_session_queue;
 	} limits;
 	enum log_level log_level;

@@ -28,6 +28,7 @@
 #include "proxy/http_resp.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
+#include "proxy/peers.h"
 #include "proxy/transport.h"
 
 #define CONN_MAGIC 0x636f6e6eu /* "conn" */
@@ -45,6 +46,7 @@ struct conn {
 	struct px_ctx *ctx;             /* borrowed */
 	struct bufferevent *bev;        /* owned */
 	struct event *step;             /* owned: deferred next step */
+	struct event *deadline;         /* owned: header/body deadline (slowloris) */
 	struct http_parser *parser;     /* owned */
 	struct evbuffer *body;          /* owned: request body being read */
 	struct exchange *ex;            /* owned through ops->free */
@@ -53,6 +55,8 @@ struct conn {
 	enum conn_state state;
 	unsigned long long id;
 	char peer[64];
+	char ip[48];                    /* peer address without port */
+	int counted;                    /* counted in ctx->peers */
 	int reject_status;              /* set by a parser callback that refused */
 	int req_version, req_head, close_after;
 	int replied, chunked, reply_done, reply_status, output_full;
@@ -92,6 +96,10 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	ctx->nconns--;
+	if (c->counted)
+		peers_remove(ctx->peers, c->ip);
+	if (c->deadline)
+		event_free(c->deadline);
 	if (c->bev)
 		bufferevent_free(c->bev);
 	if (c->step)
@@ -119,6 +127,18 @@ static void conn_close_after_flush(struct conn *c)
 
 /* ---- request parsing ----------------------------------------------------- */
 
+/* A request must arrive within a deadline however its bytes trickle in:
+ * the idle timeout alone restarts with every byte (slowloris). */
+static void arm_deadline(struct conn *c, unsigned ms)
+{
+	if (!ms) {
+		event_del(c->deadline);
+		return;
+	}
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	event_add(c->deadline, &tv);
+}
+
 static int on_req_headers(void *arg, const struct http_msg *m)
 {
 	struct conn *c = arg;
@@ -126,6 +146,7 @@ static int on_req_headers(void *arg, const struct http_msg *m)
 	int64_t cl = http_msg_content_length(m);
 
 	c->start_us = now_us();
+	arm_deadline(c, cfg->timeouts.body_ms);
 	if (cl > 0 && (uint64_t)cl > cfg->limits.max_body_bytes) {
 		c->reject_status = 413;
 		return -1;
@@ -169,6 +190,7 @@ static void dispatch(struct conn *c)
 
 	c->ctx->stats.requests++;
 	c->state = CONN_BUSY;
+	event_del(c->deadline);
 	c->req_version = http_msg_version(m);
 	c->req_head = strcmp(http_msg_method(m), "HEAD") == 0;
 	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining;
@@ -196,8 +218,13 @@ static void parse_input(struct conn *c)
 		enum http_parse_rc rc = http_parser_feed(c->parser, vec.iov_base, vec.iov_len, &used);
 		evbuffer_drain(in, used);
 		c->bytes_in += used;
-		if (http_parser_started(c->parser))
+		if (c->state == CONN_IDLE && http_parser_started(c->parser)) {
 			c->state = CONN_READING;
+			/* Unless the whole head came at once (the body deadline
+			 * is then armed already), the head has its own. */
+			if (!http_msg_method(http_parser_msg(c->parser))[0])
+				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
+		}
 		if (rc == HTTP_PARSE_ERROR) {
 			enum http_parse_err e = http_parser_error(c->parser);
 			if (c->reject_status == 413 || e == HTTP_ERR_BODY_TOO_BIG)
@@ -216,6 +243,15 @@ static void parse_input(struct conn *c)
 }
 
 /* ---- callbacks ------------------------------------------------------------ */
+
+static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+	(void)what;
+	if (c->state == CONN_READING)
+		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
+}
 
 static void step_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -327,11 +363,13 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 		inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
 		port = ntohs(in4->sin_port);
 		snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port);
+		snprintf(c->ip, sizeof(c->ip), "%s", ip);
 	} else if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
 		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
 		port = ntohs(in6->sin6_port);
 		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", ip, port);
+		snprintf(c->ip, sizeof(c->ip), "%s", ip);
 	}
 	if (tls) {
 		SSL *ssl = SSL_new(tls);
@@ -349,6 +387,7 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 		                                BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	}
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
+	c->deadline = evtimer_new(ctx->base, deadline_cb, c);
 	c->parser = http_parser_new(HTTP_KIND_REQUEST, ctx->cfg->limits.max_header_bytes,
 	                            &req_cbs, c);
 	c->body = evbuffer_new();
@@ -358,7 +397,7 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 	ctx->conns = c;
 	ctx->nconns++;
 	ctx->stats.connections++;
-	if (!c->bev || !c->step || !c->parser || !c->body) {
+	if (!c->bev || !c->step || !c->deadline || !c->parser || !c->body) {
 		if (!c->bev)
 			evutil_closesocket(fd);
 		conn_free(c);
@@ -368,6 +407,16 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
 	set_timeouts(c, 1);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	size_t n = peers_add(ctx->peers, c->ip);
+	c->counted = n > 0;
+	size_t cap = ctx->cfg->limits.max_connections_per_client;
+	if (cap && n > cap) {
+		/* Over this address's share: a clear answer, then close. */
+		log_msg(LOG_WARN, "%s: %zu connections from this address (limit %zu): refused", c->ip, n,
+		        cap);
+		reject(c, 503, JRPC_INVALID_REQUEST, "too many connections from this address");
+		return NULL;
+	}
 	return c;
 }
 

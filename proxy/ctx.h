@@ -17,6 +17,8 @@ struct admin;
 struct hook_policy;
 struct hook_contract;
 struct sessid;
+struct toolcache;
+struct peers;
 struct session_table;
 
 struct px_stats {
@@ -38,6 +40,8 @@ struct px_ctx {
 	struct event *drain_timer;    /* owned */
 	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
 	struct sessid *sessions;      /* owned: session ids seen issued / ended */
+	struct toolcache *toolcache;  /* owned: tools as each upstream last listed them */
+	struct peers *peers;          /* owned: open connections per client address */
 	/* SIGHUP re-reads the configuration from the same command line. */
 	int argc;
 	char **argv;                  /* borrowed: main's */

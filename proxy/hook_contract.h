@@ -34,8 +34,11 @@
  * and HOOK_CONTRACT_MAX_BYTES bytes of kept pages (serialised size), the
  * least recently used listing evicted first; one report per upstream.
  *
- * Not here: the proxy's own tools/list requests (it sends none), policy on
- * tools/call, metrics exposition (hook_contract_get_stats gives counters).
+ * Not here: a tools/list response that reaches the hook without its
+ * request (m->request NULL: replayed on a resumed GET stream, or a legacy
+ * transport that did not correlate it) is not checked; the proxy's own
+ * tools/list requests (it sends none); policy on tools/call; metrics
+ * exposition (hook_contract_get_stats gives counters).
  */
 #ifndef MCPWARDEN_HOOK_CONTRACT_H
 #define MCPWARDEN_HOOK_CONTRACT_H

@@ -276,10 +276,12 @@ static void emit(struct hook_record *hr, json_t *rec)
 		if (strcmp(get_str(rec, "from"), "client") == 0) {
 			const json_t *lat = json_object_get(rec, "latency_us");
 			int timed = strcmp(get_str(rec, "kind"), "request") == 0 && json_is_integer(lat);
-			metrics_call(hr->m, keys.method, keys.tool, keys.outcome,
-			             timed ? (int64_t)json_integer_value(lat) : -1);
+			/* A client's response to a server request of unknown method
+			 * still gets a readable label. */
+			metrics_call(hr->m, keys.method ? keys.method : "(response)", keys.tool,
+			             keys.outcome, timed ? (int64_t)json_integer_value(lat) : -1);
 		} else {
-			metrics_server_message(hr->m, keys.method);
+			metrics_server_message(hr->m, keys.method ? keys.method : "(response)");
 		}
 	}
 	if (hr->sink)

@@ -45,7 +45,10 @@ struct inspect_where {
 	/* Mcp-Session-Id the upstream's reply carried (set on initialize), or
 	 * NULL; known from the reply's head on, i.e. for server messages. */
 	const char *reply_session_id;
-	const char *protocol;     /* MCP-Protocol-Version header, or NULL */
+	/* The protocol version the request names: its 2026-07-28 _meta
+	 * envelope, else its MCP-Protocol-Version header; NULL when neither. */
+	const char *protocol;
+	const char *era;          /* "stateful" or "2026" (proxy/mirror.h) */
 	const char *http_method;  /* of the HTTP request carrying the exchange */
 	const char *client_transport;   /* "streamable_http", "sse" */
 	const char *upstream_transport; /* "streamable_http", "sse" */

@@ -52,6 +52,10 @@ json_t *jrpc_id(const json_t *msg);
 /* params.name of a tools/call request, or NULL. */
 const char *jrpc_tool_name(const json_t *msg);
 
+/* Whether v nests deeper than max (arrays and objects count one level
+ * each). Recursion stops at max, so the stack stays bounded. */
+int jrpc_too_deep(const json_t *v, size_t max);
+
 /* Two ids are the same id (string or integer). */
 int jrpc_id_equal(const json_t *a, const json_t *b);
 

@@ -18,6 +18,11 @@
 #define LIMIT_MAX_SSE_EVENT_BYTES   (8u * 1024 * 1024)
 /* limits.max_connections: open client connections; accept pauses past it. */
 #define LIMIT_MAX_CONNECTIONS       10000
+/* limits.max_connections_per_client: open connections from one client
+ * address; past it the new connection gets 503 and is closed. */
+#define LIMIT_MAX_CONNECTIONS_PER_CLIENT 1000
+/* limits.max_json_depth: nesting of a client's JSON body (400 past it). */
+#define LIMIT_MAX_JSON_DEPTH        64
 /* limits.max_batch: messages in one 2025-03-26 JSON-RPC batch. */
 #define LIMIT_MAX_BATCH             100
 /* limits.max_output_bytes: bytes queued to a slow client before we stop
@@ -44,6 +49,11 @@
 /* timeouts.request_ms: from sending a request upstream to its response
  * headers, and for a non-streamed reply to its last byte; 504 past it. */
 #define TIMEOUT_REQUEST_MS          60000
+/* timeouts.header_ms: from a request's first byte to the end of its
+ * headers, however the bytes trickle in (slowloris); 408 past it. */
+#define TIMEOUT_HEADER_MS           10000
+/* timeouts.body_ms: from the end of the headers to the end of the body. */
+#define TIMEOUT_BODY_MS             60000
 /* timeouts.client_idle_ms: a client connection with no request in flight,
  * or a client sending its request that slowly. */
 #define TIMEOUT_CLIENT_IDLE_MS      60000

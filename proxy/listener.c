@@ -97,6 +97,14 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
 	return l;
 }
 
+void px_conn_closed(struct px_ctx *ctx)
+{
+	if (ctx->lst)
+		listener_update(ctx->lst);
+	if (ctx->draining && ctx->nconns == 0)
+		event_base_loopexit(ctx->base, NULL);
+}
+
 void listener_set_tls(struct listener *l, struct ssl_ctx_st **tls)
 {
 	l->tls = tls;

@@ -24,8 +24,10 @@
 #include "proxy/listener.h"
 #include "proxy/limits.h"
 #include "proxy/log.h"
+#include "proxy/peers.h"
 #include "proxy/sessid.h"
 #include "proxy/tls.h"
+#include "proxy/toolcache.h"
 #include "proxy/session.h"
 #include "proxy/transport.h"
 #include "proxy/transport_sse.h"
@@ -33,13 +35,6 @@
 
 #define MCPWARDEN_VERSION "0.1.0"
 
-void px_conn_closed(struct px_ctx *ctx)
-{
-	if (ctx->lst)
-		listener_update(ctx->lst);
-	if (ctx->draining && ctx->nconns == 0)
-		event_base_loopexit(ctx->base, NULL);
-}
 
 static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -156,7 +151,9 @@ static void ctx_teardown(struct px_ctx *ctx)
 	hook_policy_free(ctx->policy);
 	admin_free(ctx->admin);
 	inspect_free(ctx->insp);
+	toolcache_free(ctx->toolcache);
 	sessid_free(ctx->sessions);
+	peers_free(ctx->peers);
 	tls_ctx_free(ctx->tls_server);
 	if (ctx->drain_timer)
 		event_free(ctx->drain_timer);
@@ -176,8 +173,9 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	ctx->base = event_base_new();
 	ctx->insp = inspect_new();
 	ctx->sessions = sessid_new(LIMIT_SESSION_IDS);
+	ctx->peers = peers_new();
 	ctx->ups = calloc(cfg->nups, sizeof(*ctx->ups));
-	if (!ctx->base || !ctx->insp || !ctx->ups || !ctx->sessions) {
+	if (!ctx->base || !ctx->insp || !ctx->ups || !ctx->sessions || !ctx->peers) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
@@ -202,14 +200,19 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 			return -1;
 		}
 	}
-	/* Hook order: policy decides first (a denied call goes no further),
-	 * then the contract checker; the recorder observes everything. */
-	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
-		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
+	ctx->toolcache = toolcache_setup(ctx, 0);
+	if (!ctx->toolcache)
 		return -1;
-	}
+	/* Hook order: the contract checker first, so it judges the list the
+	 * upstream really sent (before policy hides tools from it); policy
+	 * next, deciding every call (the checker passes client messages
+	 * through); observers (toolcache, recorder) see everything last. */
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
+		return -1;
+	}
+	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
+		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
 		return -1;
 	}
 	if (admin_setup(ctx, err, sizeof(err)) < 0) {

@@ -729,6 +729,48 @@ static void face_message(void *arg, json_t *msg, const char *raw, size_t raw_len
 	session_upstream_message(arg, msg, raw, raw_len);
 }
 
+/* Whether an upstream's refusal of initialize says it only speaks the
+ * stateless era (2026-07-28 and later: no initialize, no sessions), which
+ * no legacy HTTP+SSE client can use: UnsupportedProtocolVersion whose
+ * data.supported lists only such versions. */
+static int stateless_only(const json_t *reply)
+{
+	const json_t *err = json_object_get(reply, "error");
+	const json_t *sup = json_object_get(json_object_get(err, "data"), "supported");
+	size_t n = json_array_size(sup);
+
+	if (json_integer_value(json_object_get(err, "code")) != -32022 || n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *v = json_string_value(json_array_get(sup, i));
+		if (!v || strcmp(v, "2026-07-28") < 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* The error a legacy client gets for such an upstream: the mismatch named,
+ * the upstream's versions kept. */
+static void answer_era_mismatch(struct session *s, struct pending *p, int status,
+                                const json_t *reply)
+{
+	const struct px_upstream_conf *uc = up_conf(s);
+	const json_t *data = json_object_get(json_object_get(reply, "error"), "data");
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "upstream %s speaks only the stateless MCP era (2026-07-28 and "
+	         "later, without initialize or sessions); a legacy HTTP+SSE client cannot use it "
+	         "through mcpwarden until bridging between eras is built",
+	         uc ? uc->url_safe : "?");
+	json_t *d = json_pack("{s:s,s:O?,s:O?}", "reason", "protocol era mismatch", "supported",
+	                      json_object_get(data, "supported"), "requested",
+	                      json_object_get(data, "requested"));
+	json_t *err = jrpc_error_new(p->id, -32022, msg, d);
+	if (err)
+		deliver(s, p->target, err, NULL, 0, p->request, 1, status);
+	json_decref(err);
+}
+
 static void face_failed(void *arg, const json_t *msg, int status, const char *detail,
                         const json_t *reply)
 {
@@ -744,7 +786,13 @@ static void face_failed(void *arg, const json_t *msg, int status, const char *de
 	struct pending *p = take_pending(s, jrpc_id(msg));
 	if (!p)
 		return;
-	if (p->target && reply && jrpc_classify(reply) == JRPC_ERROR &&
+	const char *m = request_method(p);
+	int init = m && strcmp(m, "initialize") == 0;
+	if (p->target && init && s->face == SESSION_FACE_SSE && reply && stateless_only(reply)) {
+		log_msg(LOG_WARN, "session %.8s…: the upstream speaks only the stateless era: a "
+		        "legacy client cannot use it", s->id);
+		answer_era_mismatch(s, p, status, reply);
+	} else if (p->target && reply && jrpc_classify(reply) == JRPC_ERROR &&
 	    jrpc_id_equal(jrpc_id(reply), p->id)) {
 		/* The upstream's own error for it: the client gets that. */
 		json_t *copy = json_deep_copy(reply);
@@ -754,8 +802,6 @@ static void face_failed(void *arg, const json_t *msg, int status, const char *de
 	} else {
 		answer_error(s, p, status ? status : 502, detail);
 	}
-	const char *m = request_method(p);
-	int init = m && strcmp(m, "initialize") == 0;
 	pending_free(p);
 	if (init)
 		session_end(s, detail);

@@ -36,9 +36,11 @@
 #include "proxy/inspect.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
+#include "proxy/mirror.h"
 #include "proxy/origin.h"
 #include "proxy/sessid.h"
 #include "proxy/sse.h"
+#include "proxy/toolcache.h"
 #include "proxy/transport.h"
 #include "proxy/transport_sse.h"
 #include "proxy/upstream.h"
@@ -263,7 +265,38 @@ static void reply_error(struct exchange *ex, int status, int code, const char *m
 	ex->mode = RESP_LOCAL;
 	if (status < 500 && ex->end == INSPECT_END_OK)
 		ex->end = INSPECT_END_REJECTED;
-	conn_reply_error(ex->c, status, reply_id(ex), code, message, data);
+	/* Errors of our own take the codes of the request's era. */
+	json_t *err = mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), reply_id(ex),
+	                                 status, code, message, data);
+	if (!err) {
+		conn_abort(ex->c, "out of memory");
+		return;
+	}
+	conn_reply_json(ex->c, status, err);
+	json_decref(err);
+}
+
+/* 2026-07-28: headers mirroring the body must agree with it, checked
+ * before anything trusts them. Returns 0, or -1 after answering 400. */
+static int check_mirrored_headers(struct exchange *ex)
+{
+	struct mirror_result r;
+	const char *tool = json_is_object(ex->body) ? jrpc_tool_name(ex->body) : NULL;
+	const json_t *def = tool ? toolcache_get(ex->ctx->toolcache, ex->uc->name, tool) : NULL;
+
+	if (mirror_check(ex->req, ex->body, def, &r) == 0)
+		return 0;
+	json_t *resp = mirror_error_response(ex->body, &r);
+	ex->mode = RESP_LOCAL;
+	ex->end = INSPECT_END_REJECTED;
+	ex->error = "mirrored headers disagree with the body";
+	if (resp)
+		conn_reply_json(ex->c, r.status, resp);
+	else
+		conn_abort(ex->c, "out of memory");
+	json_decref(resp);
+	mirror_result_fini(&r);
+	return -1;
 }
 
 static void upstream_failed(struct exchange *ex, int status, const char *detail)
@@ -821,6 +854,11 @@ static int parse_post(struct exchange *ex, struct evbuffer *body)
 		reply_error(ex, 400, JRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
 		return -1;
 	}
+	size_t depth = ex->ctx->cfg->limits.max_json_depth;
+	if (depth && jrpc_too_deep(ex->body, depth)) {
+		reply_error(ex, 400, JRPC_INVALID_REQUEST, "JSON nested too deeply", NULL);
+		return -1;
+	}
 	if (jrpc_validate_body(ex->body, ex->ctx->cfg->limits.max_batch, &why) < 0) {
 		reply_error(ex, 400, JRPC_INVALID_REQUEST, why, NULL);
 		return -1;
@@ -956,8 +994,14 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		goto done;
 	const char *method = http_msg_method(req);
 	ex->is_stream = ex->is_mcp && strcmp(method, "GET") == 0;
-	if (ex->is_mcp && strcmp(method, "POST") == 0 && parse_post(ex, body) < 0)
+	if (ex->is_mcp && strcmp(method, "POST") == 0 &&
+	    (parse_post(ex, body) < 0 || check_mirrored_headers(ex) < 0))
 		goto done;
+	/* The hooks learn the era from the body, not from headers alone. */
+	const char *version = NULL;
+	ex->where.era = mirror_era_str(mirror_era_of(req, ex->body, &version));
+	if (version)
+		ex->where.protocol = version;
 	if (session_ended(ex))
 		goto done;
 	forward(ex, &rt, body);

@@ -246,6 +246,8 @@ static int write_event(struct transport_sse_ex *x, const json_t *msg, const char
 	}
 	x->last_write_us = mono_us();
 	int rc = conn_reply_body_buffer(x->c, x->scratch);
+	if (rc < 0) /* the client is going: nothing may pile up meanwhile */
+		evbuffer_drain(x->scratch, evbuffer_get_length(x->scratch));
 	flow_check(x);
 	return rc;
 }
@@ -880,7 +882,11 @@ void transport_sse_shutdown(struct transport_sse_ex *x)
 {
 	check(x);
 	/* Streams end now so clients reconnect elsewhere; POSTs finish. */
-	if ((x->kind == SX_SSE_STREAM || x->kind == SX_STREAM) && !x->ended) {
+	if (x->head_pending) {
+		x->head_pending = 0;
+		x->ended = 1;
+		reply_error(x, 503, NULL, JRPC_UPSTREAM_ERROR, "mcpwarden is shutting down");
+	} else if ((x->kind == SX_SSE_STREAM || x->kind == SX_STREAM) && !x->ended) {
 		x->ended = 1;
 		conn_reply_end(x->c);
 	}

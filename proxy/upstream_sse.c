@@ -84,7 +84,6 @@ struct op {
 struct upstream_sse {
 	unsigned magic;
 	struct px_ctx *ctx;                     /* borrowed */
-	const struct px_upstream_conf *uc;      /* borrowed */
 	struct upstream *u;                     /* borrowed */
 	const struct upstream_sse_cbs *cbs;
 	void *arg;
@@ -110,6 +109,13 @@ struct upstream_sse {
 };
 
 /* ---- helpers ------------------------------------------------------------------ */
+
+/* The upstream's configuration: always the running one (SIGHUP swaps it,
+ * keeping the upstream's identity), so never cached here. */
+static const struct px_upstream_conf *uconf(const struct upstream_sse *f)
+{
+	return upstream_conf(f->u);
+}
 
 /* TODO(lead): transport_http.c has the same test as a static is_media();
  * one exported http_msg_media_is() in http_parse would serve both. */
@@ -286,7 +292,7 @@ static struct evbuffer *build_request(struct upstream_sse *f, const char *method
                                       const char *target, const char *accept,
                                       const char *last_event_id, const char *body, size_t len)
 {
-	const struct px_upstream_conf *uc = f->uc;
+	const struct px_upstream_conf *uc = uconf(f);
 	struct evbuffer *out = evbuffer_new();
 	int has_auth = 0;
 
@@ -379,7 +385,7 @@ static void op_finish(struct op *op)
 
 static void start_stream(struct upstream_sse *f, const char *last_event_id)
 {
-	const char *target = f->uc->target;
+	const char *target = uconf(f)->target;
 	struct evbuffer *rq = build_request(f, "GET", target, "text/event-stream", last_event_id,
 	                                    NULL, 0);
 	struct op *op = op_start(f, OP_STREAM, rq);
@@ -393,7 +399,7 @@ static void start_stream(struct upstream_sse *f, const char *last_event_id)
 
 static void start_post(struct upstream_sse *f, struct outmsg *q)
 {
-	const char *target = f->tr == PX_TRANSPORT_SSE ? f->endpoint : f->uc->target;
+	const char *target = f->tr == PX_TRANSPORT_SSE ? f->endpoint : uconf(f)->target;
 	struct evbuffer *rq = build_request(f, "POST", target, "application/json, text/event-stream",
 	                                    NULL, q->raw, q->len);
 	struct op *op = op_start(f, OP_POST, rq);
@@ -417,7 +423,7 @@ static int start_resume(struct upstream_sse *f, struct op *cut)
 {
 	if (cut->resumes >= RESUME_MAX || !cut->last_id[0] || f->closing)
 		return -1;
-	struct evbuffer *rq = build_request(f, "GET", f->uc->target, "text/event-stream",
+	struct evbuffer *rq = build_request(f, "GET", uconf(f)->target, "text/event-stream",
 	                                    cut->last_id, NULL, 0);
 	struct op *op = op_start(f, OP_RESUME, rq);
 	if (!op)
@@ -426,7 +432,7 @@ static int start_resume(struct upstream_sse *f, struct op *cut)
 	op->is_request = 1;
 	op->resumes = cut->resumes + 1;
 	memcpy(op->last_id, cut->last_id, sizeof(op->last_id));
-	log_msg(LOG_DEBUG, "upstream %s: reply cut before its response: resuming it", f->uc->name);
+	log_msg(LOG_DEBUG, "upstream %s: reply cut before its response: resuming it", uconf(f)->name);
 	return 0;
 }
 
@@ -456,7 +462,7 @@ static void pump(struct upstream_sse *f)
 static void switch_to_sse(struct upstream_sse *f, struct op *refused)
 {
 	log_msg(LOG_INFO, "upstream %s (%s): Streamable HTTP refused (HTTP %d): trying the legacy "
-	        "HTTP+SSE transport", f->uc->name, f->uc->url_safe, refused->status);
+	        "HTTP+SSE transport", uconf(f)->name, uconf(f)->url_safe, refused->status);
 	f->tr = PX_TRANSPORT_SSE;
 	f->fallback = 0;
 	f->posting = 0;
@@ -475,7 +481,7 @@ static void switch_to_sse(struct upstream_sse *f, struct op *refused)
 static void switch_to_streamable(struct upstream_sse *f, int status)
 {
 	log_msg(LOG_INFO, "upstream %s (%s): legacy SSE stream refused (HTTP %d): trying Streamable "
-	        "HTTP", f->uc->name, f->uc->url_safe, status);
+	        "HTTP", uconf(f)->name, uconf(f)->url_safe, status);
 	f->tr = PX_TRANSPORT_STREAMABLE;
 	f->fallback = 0;
 	kick(f);
@@ -498,7 +504,7 @@ static void emit(struct op *op, json_t *msg, const char *raw, size_t raw_len)
 
 	if (k == JRPC_INVALID) {
 		log_msg(LOG_WARN, "upstream %s sent something that is not JSON-RPC: dropped",
-		        f->uc->name);
+		        uconf(f)->name);
 		return;
 	}
 	if (op->sent && op->is_request && (k == JRPC_RESULT || k == JRPC_ERROR) &&
@@ -528,7 +534,7 @@ static void emit_json(struct op *op, const char *bytes, size_t len)
 			emit(op, json_array_get(v, i), NULL, 0);
 	} else {
 		log_msg(LOG_WARN, "upstream %s: a reply that is not JSON-RPC was dropped",
-		        op->f->uc->name);
+		        uconf(op->f)->name);
 	}
 	json_decref(v);
 }
@@ -554,9 +560,9 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 	    op->kind == OP_STREAM && f->tr == PX_TRANSPORT_SSE) {
 		const char *why;
 		char ep[sizeof(f->endpoint)];
-		if (upstream_sse_resolve_endpoint(f->uc, ev->data ? ev->data : "", ev->data_len, ep,
+		if (upstream_sse_resolve_endpoint(uconf(f), ev->data ? ev->data : "", ev->data_len, ep,
 		                                  sizeof(ep), &why) < 0) {
-			log_msg(LOG_WARN, "upstream %s (%s): %s", f->uc->name, f->uc->url_safe, why);
+			log_msg(LOG_WARN, "upstream %s (%s): %s", uconf(f)->name, uconf(f)->url_safe, why);
 			report_closed(f, why);
 			return 1;
 		}
@@ -570,7 +576,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return f->closing ? 1 : 0;
 	}
 	if (ev->event && !(ev->event_len == 7 && memcmp(ev->event, "message", 7) == 0)) {
-		log_msg(LOG_DEBUG, "upstream %s: SSE event \"%.*s\" ignored", f->uc->name,
+		log_msg(LOG_DEBUG, "upstream %s: SSE event \"%.*s\" ignored", uconf(f)->name,
 		        (int)(ev->event_len < 40 ? ev->event_len : 40), ev->event);
 		return 0;
 	}
@@ -666,15 +672,15 @@ static int stream_head(struct op *op, int status, const char *ct)
 			switch_to_streamable(f, status);
 			return refuse(op);
 		}
-		log_msg(LOG_WARN, "upstream %s (%s): legacy SSE GET answered HTTP %d%s", f->uc->name,
-		        f->uc->url_safe, status, sse ? "" : " without an event stream");
+		log_msg(LOG_WARN, "upstream %s (%s): legacy SSE GET answered HTTP %d%s", uconf(f)->name,
+		        uconf(f)->url_safe, status, sse ? "" : " without an event stream");
 		report_closed(f, status >= 500 ? "the upstream failed its SSE stream (HTTP 5xx)"
 		                               : "the upstream refused the legacy SSE stream");
 		return refuse(op);
 	}
 	/* The Streamable standalone stream: optional (405 = none offered). */
 	if (!sse) {
-		log_msg(LOG_DEBUG, "upstream %s: standalone GET stream answered %d", f->uc->name, status);
+		log_msg(LOG_DEBUG, "upstream %s: standalone GET stream answered %d", uconf(f)->name, status);
 		f->get_failures = GET_RETRIES;
 		return refuse(op);
 	}
@@ -729,7 +735,7 @@ static int op_on_body(void *arg, const char *data, size_t len)
 	case BODY_SSE: {
 		int rc = sse_reader_feed(op->sse, data, len, on_sse_event, op);
 		if (rc == SSE_ERR_TOO_BIG) {
-			log_msg(LOG_WARN, "upstream %s: an SSE event is over the size limit", f->uc->name);
+			log_msg(LOG_WARN, "upstream %s: an SSE event is over the size limit", uconf(f)->name);
 			if (op->kind == OP_STREAM && f->tr == PX_TRANSPORT_SSE)
 				report_closed(f, "an SSE event from the upstream is over the size limit");
 			else if (op->sent && op->is_request && !op->answered) {
@@ -860,8 +866,8 @@ static void op_on_error(void *arg, enum upstream_err err, const char *detail)
 		return;
 	case OP_STREAM:
 		if (f->tr == PX_TRANSPORT_SSE) {
-			log_msg(LOG_WARN, "upstream %s (%s): legacy SSE stream: %s", f->uc->name,
-			        f->uc->url_safe, detail);
+			log_msg(LOG_WARN, "upstream %s (%s): legacy SSE stream: %s", uconf(f)->name,
+			        uconf(f)->url_safe, detail);
 			report_closed(f, f->endpoint[0] ? "the upstream's SSE stream broke"
 			                                : "no endpoint from the upstream's SSE stream");
 		} else if (op->body == BODY_SSE) {
@@ -906,7 +912,7 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 			 * is how a legacy upstream learns the session is over. */
 			free_ops(f, 1);
 			if (f->tr == PX_TRANSPORT_STREAMABLE && f->session_id[0]) {
-				struct evbuffer *rq = build_request(f, "DELETE", f->uc->target, NULL, NULL,
+				struct evbuffer *rq = build_request(f, "DELETE", uconf(f)->target, NULL, NULL,
 				                                    NULL, 0);
 				op_start(f, OP_DELETE, rq);
 			}
@@ -929,7 +935,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (f->closing || f->stream)
 		return;
-	log_msg(LOG_DEBUG, "upstream %s: re-opening the standalone GET stream", f->uc->name);
+	log_msg(LOG_DEBUG, "upstream %s: re-opening the standalone GET stream", uconf(f)->name);
 	start_stream(f, f->get_last_id[0] ? f->get_last_id : NULL);
 }
 
@@ -944,7 +950,6 @@ struct upstream_sse *upstream_sse_new(struct px_ctx *ctx, size_t up, enum px_tra
 		return NULL;
 	f->magic = UPSSE_MAGIC;
 	f->ctx = ctx;
-	f->uc = &ctx->cfg->ups[up];
 	f->u = ctx->ups[up];
 	f->cbs = cbs;
 	f->arg = arg;

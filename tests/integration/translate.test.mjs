@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { freePort } from './lib/ports.mjs';
 import { startEverything, startWarden, stopAll, stop } from './lib/procs.mjs';
 import { writeConfig } from './lib/conf.mjs';
-import { postJson, request, openStream } from './lib/http.mjs';
+import { postJson, request, openStream, openRaw, rawRequestBytes } from './lib/http.mjs';
 import { withTimeout, waitFor, sleep } from './lib/util.mjs';
 import { startAdminWarden, adminGet, metricValue } from './lib/admin-util.mjs';
 import {
@@ -31,6 +31,16 @@ const T = { timeout: 60000 };
 // progress of a call as "unknown token" even talking to the server
 // directly: not a transport error.
 const realErrors = (s) => s.errors.filter((e) => !/unknown token|aborted|AbortError/i.test(String(e?.message ?? e)));
+
+// Stops a warden and checks it went cleanly: exit 0 after SIGTERM, and
+// no sanitizer report (MCPWARDEN_BIN=build/asan/mcpwarden) of leaks or
+// memory errors.
+async function stopClean(w) {
+  const st = await stop(w.proc);
+  assert.doesNotMatch(w.proc.stderr, /AddressSanitizer|LeakSanitizer|runtime error:/,
+    `sanitizer report:\n${w.proc.stderr.slice(-6000)}`);
+  assert.equal(st?.code, 0, `mcpwarden exit ${JSON.stringify(st)}\n${w.proc.stderr.slice(-3000)}`);
+}
 
 function text(result) {
   return result?.content?.[0]?.text ?? '';
@@ -62,6 +72,8 @@ describe('transport translation: four combinations, one session script', () => {
   }, { timeout: 90000 });
 
   after(async () => {
+    await stopClean(wSse);
+    await stopClean(wSt);
     await stopAll();
   });
 
@@ -90,7 +102,7 @@ describe('transport translation: four combinations, one session script', () => {
       assert.equal(text(got.echo), 'Echo: über ✓ translate');
       assert.match(text(got.sum), /42/);
       assert.match(text(got.sampling), new RegExp(SAMPLING_REPLY.content.text));
-      assert.match(text(got.elicitation), /Ada Lovelace/);
+      assert.match(JSON.stringify(got.elicitation), /Ada Lovelace/);
       assert.match(JSON.stringify(got.roots), new RegExp(ROOTS[0].uri.replace(/\//g, '\\/')));
       assert.deepEqual(got.serverRequests, ['elicitation/create', 'roots/list', 'sampling/createMessage']);
       // Progress: as many as directly, with the same values, streamed as
@@ -143,8 +155,10 @@ describe('transport translation: four combinations, one session script', () => {
       assert.equal(bad.json().error.code, -32700);
       const get = await request(l.endpoint);
       assert.equal(get.status, 405);
-      const post = await request(`${wSse.base}/sse`, { method: 'POST', body: '{}' });
+      // A Streamable client probing the legacy URL gets a fallback status.
+      const post = await postJson(`${wSse.base}/sse`, INIT(1));
       assert.equal(post.status, 405);
+      assert.match(post.headers.allow, /GET/);
     } finally {
       l.st.abort();
     }
@@ -216,7 +230,7 @@ describe('probe: auto falls back to legacy SSE when Streamable HTTP is refused',
     w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', `${se.url}/`]);
   }, T);
 
-  after(async () => { await stopAll(); });
+  after(async () => { await stopClean(w); await stopAll(); });
 
   test('a Streamable client gets through; the result is cached and logged', T, async () => {
     const s = await connectSdk('streamable', w.url, { name: 'probe-1' });
@@ -288,7 +302,7 @@ describe('the message hook sees every message once, on every path', () => {
         after = await scrape(w);
         assert.deepEqual([after.c - before.c, after.s - before.s], [1, 1], 'streamable client');
       } finally {
-        await stop(w.proc);
+        await stopClean(w);
       }
     });
   }
@@ -312,8 +326,11 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     const [a, b] = await withTimeout(Promise.all(pending), 5000, 'answers after the upstream died');
     for (const r of [a, b]) {
       assert.ok(r.err, `expected an error, got ${JSON.stringify(r.ok)}`);
-      assert.equal(r.err.code, -32000, String(r.err));
-      assert.match(r.err.message, /upstream .*(SSE stream|closed)/i);
+      // Streamable: HTTP 502 with the JSON-RPC error as its body (as when
+      // transport_http's upstream fails); legacy: the error on the stream.
+      assert.ok(r.err.code === -32000 || r.err.code === 502, String(r.err));
+      assert.match(r.err.message, /-32000|upstream/);
+      assert.match(r.err.message, /SSE stream/);
     }
     assert.ok(Date.now() - t0 < 3000, 'answers were slow');
     const sid = st.transport.sessionId;
@@ -322,7 +339,7 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     await st.close();
     await legacy.close();
     assert.match(w.proc.stderr, /ended: the upstream (closed|broke)|SSE stream broke|closed its SSE stream/);
-    await stop(w.proc);
+    await stopClean(w);
   });
 
   test('a legacy client that vanishes ends its session and the upstream\'s', T, async () => {
@@ -341,7 +358,7 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     await waitFor(() => /Client Disconnected/.test(se.proc.stderr), { timeout: 3000, what: 'upstream SSE connection closed' });
     const r = await postJson(l.endpoint, { jsonrpc: '2.0', id: 3, method: 'ping' });
     assert.equal(r.status, 404);
-    await stop(w.proc);
+    await stopClean(w);
     await stop(se.proc);
   });
 
@@ -352,17 +369,19 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     const init = await postJson(w.url, INIT(1));
     const hdr = { 'mcp-session-id': init.headers['mcp-session-id'], 'mcp-protocol-version': '2025-06-18' };
     await postJson(w.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
-    const call = await openStream(w.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...hdr },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } } }),
-    });
-    call.abort();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 2 } } });
+    const c = await openRaw(p);
+    await c.write(rawRequestBytes('POST /mcp HTTP/1.1', [
+      ['Host', `127.0.0.1:${p}`], ['Content-Type', 'application/json'],
+      ['Accept', 'application/json, text/event-stream'], ['Mcp-Session-Id', hdr['mcp-session-id']],
+      ['Content-Length', String(Buffer.byteLength(body))]], body));
+    await sleep(300);
+    c.close();
     await waitFor(() => /a response nobody waits for was dropped/.test(w.proc.stderr), { timeout: 4000, what: 'late response dropped' });
     const ping = await postJson(w.url, { jsonrpc: '2.0', id: 8, method: 'ping' }, { headers: hdr });
     assert.equal(ping.status, 200);
     assert.equal(ping.json().id, 8);
-    await stop(w.proc);
+    await stopClean(w);
     await stop(se.proc);
   });
 
@@ -391,7 +410,7 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     const pong = await l.waitMessage((m) => m.id === 'still');
     assert.deepEqual(pong.result, {});
     l.st.abort();
-    await stop(w.proc);
+    await stopClean(w);
     await stop(se.proc);
   });
 
@@ -405,6 +424,33 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     const s = await connectSdk('streamable', w.url).then(() => null, (e) => e);
     assert.ok(s, 'connecting through a dead upstream should fail');
     assert.equal(s.code, 502);
-    await stop(w.proc);
+    await stopClean(w);
+  });
+});
+
+describe('protocol eras: a legacy client in front of a stateless-only (2026-07-28) upstream', () => {
+  let peer, w;
+
+  before(async () => {
+    const { startStatelessServer } = await import('./peers/stateless-server.mjs');
+    peer = await startStatelessServer({ legacy: 'reject' });
+    const p = await freePort();
+    w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', peer.url]);
+  }, T);
+
+  after(async () => {
+    await stopClean(w);
+    await peer?.close();
+    await stopAll();
+  });
+
+  test('initialize fails with an error naming the mismatch; the session ends', T, async () => {
+    const err = await connectSdk('sse', `${w.base}/sse`, { name: 'legacy-vs-2026' }).then(() => null, (e) => e);
+    assert.ok(err, 'a legacy client should not connect to a 2026-only upstream');
+    assert.equal(err.code, -32022, String(err));
+    assert.match(err.message, /speaks only the stateless MCP era \(2026-07-28/);
+    assert.match(err.message, /legacy HTTP\+SSE client/);
+    assert.deepEqual(err.data?.supported, ['2026-07-28']);
+    await waitFor(() => /session [0-9a-f]{8}… ended/.test(w.proc.stderr), { timeout: 3000, what: 'session end' });
   });
 });

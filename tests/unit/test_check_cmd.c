@@ -350,7 +350,8 @@ static void *canned_server(void *arg)
 			body = "";
 		else if (strstr(req, "server/discover")) {
 			status = 400;
-			body = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":\"no session\"}}";
+			body = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,"
+			       "\"message\":\"no session\"}}";
 		} else if (strstr(req, "\"initialize\""))
 			body = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"protocolVersion\":\"2025-06-18\","
 			       "\"capabilities\":{},\"serverInfo\":{\"name\":\"c\",\"version\":\"0\"}}}";

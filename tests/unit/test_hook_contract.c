@@ -731,7 +731,8 @@ static void test_config_errors(void **state)
 	expect_setup_error("{'mode':'block'}",
 	                   "$.upstreams[0].contract.mode: must be report, filter or fail");
 	expect_setup_error("{'mode':3}", "$.upstreams[0].contract.mode: must be report");
-	expect_setup_error("{'spec_only':'yes'}", "$.upstreams[0].contract.spec_only: must be true or false");
+	expect_setup_error("{'spec_only':'yes'}",
+	                   "$.upstreams[0].contract.spec_only: must be true or false");
 	expect_setup_error("{'basline':'x'}", "$.upstreams[0].contract.basline: unknown key");
 	expect_setup_error("{'baseline':''}", "$.upstreams[0].contract.baseline: must be a file name");
 	expect_setup_error("{'baseline':'/nonexistent/base.json'}",
