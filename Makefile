@@ -33,7 +33,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test unit fuzz fuzz-run integration asan bench clean
+.PHONY: all deps run test unit fuzz fuzz-run integration asan valgrind bench clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -78,16 +78,28 @@ fuzz: $(FUZZ_BIN)
 	@set -e; for f in $(FUZZ_BIN); do n=$${f##*/fuzz_}; \
 	  echo "== $$f (corpus tests/fuzz/corpus/$$n)"; $$f tests/fuzz/corpus/$$n; done
 
-# libFuzzer proper: make fuzz-run FUZZ=sse SECONDS=60
-FUZZ    ?= sse
+# libFuzzer proper (clang): every target, or FUZZ=sse, for SECONDS each.
+# New inputs go to build/libfuzzer/corpus-<target>, never into the repo;
+# a crash leaves its input in build/libfuzzer/ and fails the run.
+#   make fuzz-run SECONDS=60 [FUZZ=http_request]
+FUZZ    ?= $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
 SECONDS ?= 30
+FZ      := build/libfuzzer
 fuzz-run:
-	$(MAKE) BUILD=build/libfuzzer CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined" $(LIB) build/libfuzzer/llhttp/api.o build/libfuzzer/llhttp/http.o build/libfuzzer/llhttp/llhttp.o
-	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -I. -I$(LLHTTP_INC) \
-	  $(shell pkg-config --cflags $(PKGS)) -o build/libfuzzer/fuzz_$(FUZZ) tests/fuzz/fuzz_$(FUZZ).c \
-	  build/libfuzzer/libmcpwarden.a build/libfuzzer/llhttp/*.o $(LDLIBS)
-	mkdir -p build/libfuzzer/corpus-$(FUZZ)
-	build/libfuzzer/fuzz_$(FUZZ) -max_total_time=$(SECONDS) build/libfuzzer/corpus-$(FUZZ) tests/fuzz/corpus/$(FUZZ)
+	$(MAKE) BUILD=$(FZ) CC=clang OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined" \
+	  $(FZ)/libmcpwarden.a $(FZ)/llhttp/api.o $(FZ)/llhttp/http.o $(FZ)/llhttp/llhttp.o
+	@set -e; for t in $(FUZZ); do \
+	  clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -I. -I$(LLHTTP_INC) \
+	    $$(pkg-config --cflags $(PKGS)) -o $(FZ)/fuzz_$$t tests/fuzz/fuzz_$$t.c \
+	    $(FZ)/libmcpwarden.a $(FZ)/llhttp/*.o $(LDLIBS); \
+	  mkdir -p $(FZ)/corpus-$$t; \
+	  dict=; case $$t in http_*) dict=-dict=tests/fuzz/http.dict;; esac; \
+	  echo "== fuzz_$$t for $(SECONDS) s"; \
+	  rc=0; (cd $(FZ) && ./fuzz_$$t $$dict -max_total_time=$(SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 corpus-$$t ../../tests/fuzz/corpus/$$t >fuzz_$$t.log 2>&1) || rc=$$?; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss|DONE" $(FZ)/fuzz_$$t.log | tail -3; \
+	  if [ $$rc != 0 ]; then tail -40 $(FZ)/fuzz_$$t.log; exit $$rc; fi; \
+	done
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -96,13 +108,30 @@ node_modules/.package-lock.json: package.json package-lock.json
 integration: $(BIN) node_modules/.package-lock.json
 	MCPWARDEN_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 tests/integration/
 
-test: $(BIN) unit fuzz integration
+# Everything CI runs: plain build and tests, the same under ASan+UBSan,
+# the unit tests under valgrind, and each fuzz target for a short while.
+test: $(BIN) unit fuzz integration asan valgrind
+	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
+FUZZ_TEST_SECONDS ?= 10
 
 # Unit tests, corpus replays and the integration suite under ASan+UBSan
 # (the sanitized binary is build/asan/mcpwarden; ./mcpwarden is untouched).
+# Reports go to build/asan/logs; any file there fails the run, so a leak
+# reported when a proxy under test exits cannot go unnoticed.
 ASAN_OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_LOGS := $(abspath build/asan/logs)
 asan:
-	$(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" unit fuzz integration
+	@rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
+	ASAN_OPTIONS=log_path=$(ASAN_LOGS)/asan:detect_leaks=1 UBSAN_OPTIONS=log_path=$(ASAN_LOGS)/ubsan:print_stacktrace=1 \
+	  $(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" unit fuzz integration
+	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then echo "sanitizer reports:"; head -50 $(ASAN_LOGS)/*; exit 1; fi
+	@echo "asan: no sanitizer reports"
+
+# The C unit tests under valgrind's memcheck: any error or leak fails.
+valgrind: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== valgrind $$t"; \
+	  valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+	    --error-exitcode=1 $$t >/dev/null; done; echo "valgrind: clean"
 
 bench: $(BIN)
 	tests/bench/run.sh

@@ -274,7 +274,9 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close_after_flush(c);
 		return;
 	}
-	/* Keep-alive: on to the next request, which may already be buffered. */
+	/* Keep-alive: on to the next request, which may already be buffered.
+	 * Byte counts are per exchange. */
+	c->bytes_in = c->bytes_out = 0;
 	http_parser_reset(c->parser);
 	c->state = CONN_IDLE;
 	c->reject_status = 0;

@@ -138,6 +138,7 @@ static void reply_error(struct transport_sse_ex *x, int status, const json_t *id
                         const char *message)
 {
 	x->kind = SX_LOCAL;
+	x->ended = 1;
 	if (status < 500)
 		set_outcome(x, INSPECT_END_REJECTED, NULL);
 	conn_reply_error(x->c, status, id, code, message, NULL);
@@ -628,12 +629,10 @@ static int accepts_sse(const struct http_msg *req)
 /* A POST that waits: its reply comes from deliveries, or now. */
 static void post_wait_or_reply(struct transport_sse_ex *x)
 {
-	if (x->waiting > 0) {
-		x->kind = SX_POST;
+	if (x->waiting > 0)
 		return;
-	}
-	x->kind = SX_LOCAL;
 	finish_post(x);
+	x->kind = SX_LOCAL;
 }
 
 static struct session *open_streamable(struct transport_sse_ex *x, int streamable_failed)
@@ -657,8 +656,6 @@ static struct session *open_streamable(struct transport_sse_ex *x, int streamabl
 
 static void streamable_post(struct transport_sse_ex *x, json_t *body, struct evbuffer *raw)
 {
-	struct session *s;
-
 	x->accepts_sse = accepts_sse(x->req);
 	x->batch = json_is_array(body);
 	if (!http_msg_header(x->req, "mcp-session-id")) {
@@ -668,13 +665,15 @@ static void streamable_post(struct transport_sse_ex *x, json_t *body, struct evb
 			            "Bad Request: No valid session ID provided");
 			return;
 		}
-		if (!(s = open_streamable(x, 0)))
+		if (!open_streamable(x, 0))
 			return;
-	} else if (!(s = streamable_session(x))) {
-		return;
 	} else {
+		struct session *s = streamable_session(x);
+		if (!s)
+			return;
 		bind_session(x, s);
 	}
+	x->kind = SX_POST; /* from here on, deliveries and withdrawals count */
 	client_messages(x, body, raw, x);
 	post_wait_or_reply(x);
 }
@@ -858,14 +857,13 @@ struct transport_sse_ex *transport_sse_adopt(struct conn *c, const struct http_m
 	if (!s)
 		return x;
 	/* The hooks saw it in transport_http already: straight to the session. */
+	x->kind = SX_POST;
 	x->waiting = 1;
 	if (session_client_message(s, body, NULL, 0, x, &why) < 0) {
 		x->waiting = 0;
 		reply_error(x, 502, jrpc_id(body), JRPC_UPSTREAM_ERROR, why);
 		session_end(s, why);
-		return x;
 	}
-	x->kind = SX_POST;
 	return x;
 }
 

@@ -454,3 +454,48 @@ describe('protocol eras: a legacy client in front of a stateless-only (2026-07-2
     await waitFor(() => /session [0-9a-f]{8}… ended/.test(w.proc.stderr), { timeout: 3000, what: 'session end' });
   });
 });
+
+describe('policy applies the same on all four paths', () => {
+  let seSse, seSt, wSse, wSt;
+
+  before(async () => {
+    [seSse, seSt] = await Promise.all([startEverythingSse(await freePort()), startEverything(await freePort())]);
+    const policy = {
+      default: 'allow',
+      rules: [{ name: 'no-sums', match: { tool: 'get-sum' }, action: 'deny', message: 'no sums through the proxy' }],
+    };
+    const start = async (url) => {
+      const p = await freePort();
+      const conf = writeConfig({ listen: `127.0.0.1:${p}`, upstreams: [{ name: 'up', url }], policy });
+      return startWarden(p, ['-c', conf]);
+    };
+    [wSse, wSt] = await Promise.all([start(seSse.url), start(seSt.url)]);
+  }, T);
+
+  after(async () => {
+    await stopClean(wSse);
+    await stopClean(wSt);
+    await stopAll();
+  });
+
+  test('a denied tool is denied alike, an allowed one works, on every path', T, async () => {
+    const outcomes = [];
+    for (const [kind, w, path] of [['sse', wSse, '/sse'], ['streamable', wSse, '/mcp'],
+      ['sse', wSt, '/sse'], ['streamable', wSt, '/mcp']]) {
+      const s = await connectSdk(kind, `${w.base}${path}`, { name: `policy-${kind}` });
+      try {
+        await withTimeout(s.client.listTools(), CALL_MS, 'tools/list');
+        const denied = await withTimeout(s.client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })
+          .then((r) => ({ result: r }), (e) => ({ code: e.code, message: e.message })), CALL_MS, 'get-sum');
+        const ok = await withTimeout(s.client.callTool({ name: 'echo', arguments: { message: 'allowed' } }), CALL_MS, 'echo');
+        assert.equal(text(ok), 'Echo: allowed');
+        outcomes.push(denied);
+      } finally {
+        await s.close();
+      }
+    }
+    assert.match(JSON.stringify(outcomes[0]), /no sums through the proxy/);
+    assert.doesNotMatch(JSON.stringify(outcomes[0]), /"text":"The sum/);
+    for (const o of outcomes.slice(1)) assert.deepEqual(o, outcomes[0]);
+  });
+});
