@@ -93,7 +93,7 @@ fuzz-run:
 	    $$(pkg-config --cflags $(PKGS)) -o $(FZ)/fuzz_$$t tests/fuzz/fuzz_$$t.c \
 	    $(FZ)/libmcpwarden.a $(FZ)/llhttp/*.o $(LDLIBS); \
 	  mkdir -p $(FZ)/corpus-$$t; \
-	  dict=; case $$t in http_*) dict=-dict=tests/fuzz/http.dict;; esac; \
+	  dict=; case $$t in http_*) dict=-dict=$(abspath tests/fuzz/http.dict);; esac; \
 	  echo "== fuzz_$$t for $(SECONDS) s"; \
 	  rc=0; (cd $(FZ) && ./fuzz_$$t $$dict -max_total_time=$(SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -print_final_stats=1 corpus-$$t ../../tests/fuzz/corpus/$$t >fuzz_$$t.log 2>&1) || rc=$$?; \

@@ -1257,11 +1257,13 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		if (str_differs(a->name, b->name) || str_differs(a->path, b->path) ||
 		    str_differs(a->host, b->host) || str_differs(a->port, b->port) ||
 		    str_differs(a->target, b->target) || a->tls != b->tls ||
-		    a->transport != b->transport || str_differs(a->tls_ca_file, b->tls_ca_file) ||
+		    a->transport != b->transport || str_differs(a->sse_path, b->sse_path) ||
+		    str_differs(a->messages_path, b->messages_path) ||
+		    str_differs(a->tls_ca_file, b->tls_ca_file) ||
 		    str_differs(a->tls_cert_file, b->tls_cert_file) ||
 		    a->tls_insecure_skip_verify != b->tls_insecure_skip_verify ||
 		    json_differs(a->contract, b->contract))
-			return "an upstream's name, path, URL, transport, TLS or contract settings";
+			return "an upstream's name, paths, URL, transport, TLS or contract settings";
 	}
 	return NULL;
 }

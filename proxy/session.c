@@ -43,6 +43,7 @@ struct pending {
 	json_t *token;          /* owned copy of params._meta.progressToken, or NULL */
 	json_t *request;        /* owned reference */
 	void *target;           /* borrowed: the client exchange waiting, NULL once it left */
+	int accepted;           /* the upstream took it (ops->accepted was called) */
 	uint64_t deadline_us;   /* answer by then (0: no deadline) */
 	struct pending *next;
 };
@@ -600,6 +601,19 @@ void session_upstream_message(struct session *s, json_t *msg, const char *raw, s
 	to_stream(s, msg, raw, raw_len, k == JRPC_REQUEST);
 }
 
+void session_upstream_accepted(struct session *s, const json_t *msg)
+{
+	if (s->state == SESSION_ENDED)
+		return;
+	struct pending *p = find_pending(s, jrpc_id(msg), NULL);
+	/* Only the request the upstream took: a response that came first
+	 * (legacy: it may overtake the 202) took its pending entry already. */
+	if (p && p->target && !p->accepted) {
+		p->accepted = 1;
+		s->t->ops->accepted(p->target);
+	}
+}
+
 /* ---- sessions --------------------------------------------------------------- */
 
 struct session *session_new(struct session_table *t, size_t up, enum session_face face,
@@ -729,6 +743,11 @@ static void face_message(void *arg, json_t *msg, const char *raw, size_t raw_len
 	session_upstream_message(arg, msg, raw, raw_len);
 }
 
+static void face_accepted(void *arg, const json_t *msg)
+{
+	session_upstream_accepted(arg, msg);
+}
+
 /* Whether an upstream's refusal of initialize says it only speaks the
  * stateless era (2026-07-28 and later: no initialize, no sessions), which
  * no legacy HTTP+SSE client can use: UnsupportedProtocolVersion whose
@@ -820,7 +839,7 @@ static void face_finished(void *arg)
 }
 
 static const struct upstream_sse_cbs face_cbs = {
-	face_ready, face_message, face_failed, face_closed, face_finished,
+	face_ready, face_message, face_accepted, face_failed, face_closed, face_finished,
 };
 
 int session_connect(struct session *s, const char *authorization, int streamable_failed)

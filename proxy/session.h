@@ -21,7 +21,10 @@
  *     GET, or the Streamable GET), held in a bounded queue until one is
  *     open; a server request may instead ride an in-flight POST that can
  *     stream, so that a client without a GET stream still sees it;
- *   - each message goes to exactly one place.
+ *   - each message goes to exactly one place;
+ *   - the exchange a request waits at hears when the upstream took it
+ *     (ops->accepted), so a reply that streams starts then, not with its
+ *     first message.
  *
  * Every client request that went upstream gets exactly one answer: its
  * response, or an error the proxy makes when the upstream fails, when the
@@ -98,6 +101,10 @@ struct session_client_ops {
 	void (*end_stream)(void *target, const char *why);
 	/* The upstream face is ready (SESSION_OPEN): target is the stream. */
 	void (*opened)(void *target);
+	/* The upstream took a request target waits for: a reply that streams
+	 * may start now, as a pass-through reply starts with the upstream's
+	 * head (target is a POST, or the legacy stream). */
+	void (*accepted)(void *target);
 };
 
 struct session_limits {
@@ -193,6 +200,9 @@ int session_client_message(struct session *s, json_t *msg, const char *raw, size
 /* A message from the upstream: routed as described above. raw (may be
  * NULL) is its bytes, borrowed. */
 void session_upstream_message(struct session *s, json_t *msg, const char *raw, size_t raw_len);
+/* The upstream took the client request msg (borrowed): the exchange that
+ * waits for its response is told (ops->accepted), once per request. */
+void session_upstream_accepted(struct session *s, const json_t *msg);
 
 /* Ends the session: answers every pending request with an error naming
  * why (static string), drops what was queued for the stream, ends the

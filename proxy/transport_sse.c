@@ -8,9 +8,14 @@
  *   SX_LOCAL       answered at once (202, errors, DELETE)
  *   SX_SSE_STREAM  a legacy GET: the session's stream; everything the server
  *                  sends, responses included, becomes `event: message`
- *   SX_POST        a Streamable POST waiting for `waiting` responses: JSON
- *                  once all came, or an SSE reply from the first server
- *                  message routed to it on
+ *   SX_POST        a Streamable POST waiting for `waiting` responses. When
+ *                  the client accepts text/event-stream: an SSE reply, its
+ *                  head written as soon as the upstream took a request (as
+ *                  a pass-through reply starts with the upstream's head)
+ *                  and each message flushed as it comes. When it accepts
+ *                  only JSON: one JSON reply once all responses came.
+ *                  Either way, a proxy-made error before anything was
+ *                  written keeps its HTTP status, as JSON
  *   SX_STREAM      a Streamable GET: the session's stream
  *
  * Every message a client sends is inspected here before it goes to the
@@ -63,7 +68,7 @@ struct transport_sse_ex {
 	struct transport_sse_link link;
 	int accepts_sse;                /* SX_POST: the client takes text/event-stream */
 	int batch;                      /* SX_POST: the body was an array */
-	int sse_mode;                   /* SX_POST: the reply became an SSE stream */
+	int sse_mode;                   /* SX_POST: the reply is an SSE stream (head written) */
 	int waiting;                    /* SX_POST: responses still due */
 	int reply_status;               /* SX_POST: status for an error-only JSON reply */
 	json_t *replies;                /* owned: SX_POST responses collected */
@@ -308,9 +313,13 @@ static int post_to_sse(struct transport_sse_ex *x)
 }
 
 static int post_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw, size_t len,
-                        int status, int is_response)
+                        int status, int is_response, int local)
 {
-	if (!x->sse_mode && !is_response && post_to_sse(x) < 0)
+	/* A server message needs the stream. So does any message from the
+	 * upstream when the client takes SSE: a legacy upstream's response
+	 * may overtake the 202 that would have started it (ops_accepted). */
+	int to_sse = !is_response || (x->accepts_sse && !local);
+	if (!x->sse_mode && to_sse && post_to_sse(x) < 0)
 		return -1;
 	if (is_response)
 		x->waiting--;
@@ -378,7 +387,7 @@ static int ops_deliver(void *target, const struct session_out *m)
 	}
 	int rc;
 	if (x->kind == SX_POST)
-		rc = post_deliver(x, msg, raw, len, m->status, is_response);
+		rc = post_deliver(x, msg, raw, len, m->status, is_response, m->local);
 	else
 		rc = write_event(x, msg, raw, len);
 	json_decref(own);
@@ -429,8 +438,20 @@ static void ops_opened(void *target)
 		conn_abort(x->c, "out of memory");
 }
 
+/* The upstream took a request of this POST: a client that accepts SSE gets
+ * its reply head now, as SDK servers send it at once, so that it learns the
+ * request is under way and keep-alives flow during a long call. */
+static void ops_accepted(void *target)
+{
+	struct transport_sse_ex *x = check(target);
+	if (x->kind != SX_POST || !x->accepts_sse || x->sse_mode || x->ended)
+		return;
+	if (post_to_sse(x) < 0)
+		conn_abort(x->c, "out of memory");
+}
+
 static const struct session_client_ops client_ops = {
-	ops_deliver, ops_can_stream, ops_withdrawn, ops_end_stream, ops_opened,
+	ops_deliver, ops_can_stream, ops_withdrawn, ops_end_stream, ops_opened, ops_accepted,
 };
 
 struct session_table *transport_sse_sessions_new(struct px_ctx *ctx)

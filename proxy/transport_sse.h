@@ -18,10 +18,12 @@
  *     POST  initialize without a session  a new session: the upstream's SSE
  *                                          stream is opened, its endpoint
  *                                          learnt, initialize posted there
- *     POST  with the session id            responses come back on this POST,
- *                                          as JSON, or as SSE when the client
- *                                          accepts it and server messages for
- *                                          the request come first
+ *     POST  with the session id            responses come back on this POST:
+ *                                          an SSE stream when the client
+ *                                          accepts text/event-stream (started
+ *                                          once the upstream took the request,
+ *                                          events flushed as they come), JSON
+ *                                          when it accepts only JSON
  *     GET   with the session id            the stream for server messages
  *     DELETE                               ends the session (and upstream)
  *     unknown or expired session id        404

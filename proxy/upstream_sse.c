@@ -616,6 +616,11 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 	if (f->tr == PX_TRANSPORT_SSE) {
 		f->posting = 0;
 		kick(f);
+		if (ok && op->is_request) {
+			f->cbs->on_accepted(f->arg, op->sent);
+			if (f->closing)
+				return refuse(op);
+		}
 		return start_body(op, ok ? BODY_IGNORE : BODY_ERROR);
 	}
 	if (f->fallback && !f->ready && upstream_sse_probe_refused(status, ct) && op->out &&
@@ -640,6 +645,8 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 	if (!ok)
 		return start_body(op, BODY_ERROR);
 	set_ready(f);
+	if (!f->closing && op->is_request)
+		f->cbs->on_accepted(f->arg, op->sent);
 	if (f->closing)
 		return refuse(op);
 	if (status == 202 || status == 204)

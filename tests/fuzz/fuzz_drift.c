@@ -32,7 +32,7 @@
  * time. Until drift.c bounds it, inputs whose type walk exceeds
  * GUARD_TYPE_NODES (counted by types_cost() below, which mirrors that
  * walk) are skipped so the fuzzer keeps looking for other bugs; build with
- * -DFUZZ_DRIFT_NO_GUARD to reproduce the bug (corpus file
+ * -DFUZZ_STRICT to reproduce the bug (corpus file
  * timeout-types-of-fanout).
  *
  * Built with libFuzzer (make fuzz-run FUZZ=drift) or with
@@ -243,7 +243,9 @@ static void check_report(const struct drift_report *r, const json_t *old_tools,
 		CHECK((ot && names_tool(ot, c->tool)) || (nt && names_tool(nt, c->tool)));
 		if (c->breaking) {
 			breaking++;
-			CHECK(drift_tool_broke(r, c->tool));
+			/* a sample: drift_tool_broke is linear in the changes */
+			if (breaking <= 64 || i + 1 == n)
+				CHECK(drift_tool_broke(r, c->tool));
 		}
 	}
 	CHECK(drift_report_nbreaking(r) >= breaking);
@@ -329,7 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (old_tools == NULL || new_tools == NULL)
 		goto out;
 
-#ifndef FUZZ_DRIFT_NO_GUARD
+#ifndef FUZZ_STRICT
 	if (list_too_costly(old_tools) || list_too_costly(new_tools)) {
 		json_decref(old_doc);
 		json_decref(new_doc);

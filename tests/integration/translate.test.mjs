@@ -14,9 +14,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from './lib/ports.mjs';
-import { startEverything, startWarden, stopAll, stop } from './lib/procs.mjs';
+import { startEverything, startWarden, stopAll, stop, runWarden } from './lib/procs.mjs';
 import { writeConfig } from './lib/conf.mjs';
-import { postJson, request, openStream, openRaw, rawRequestBytes } from './lib/http.mjs';
+import { postJson, request, openStream, openRaw, rawRequestBytes, SseParser } from './lib/http.mjs';
 import { withTimeout, waitFor, sleep } from './lib/util.mjs';
 import { startAdminWarden, adminGet, metricValue } from './lib/admin-util.mjs';
 import {
@@ -44,6 +44,20 @@ async function stopClean(w) {
 
 function text(result) {
   return result?.content?.[0]?.text ?? '';
+}
+
+// The JSON-RPC messages of a buffered translated POST reply. A client that
+// accepts text/event-stream (postJson's default) gets an SSE stream, as
+// from SDK servers; one that accepts only JSON gets JSON.
+function replyMessages(r) {
+  if (/^application\/json/.test(r.headers['content-type'] ?? '')) {
+    const v = r.json();
+    return Array.isArray(v) ? v : [v];
+  }
+  assert.match(r.headers['content-type'] ?? '', /^text\/event-stream/, `status ${r.status}: ${r.text}`);
+  const p = new SseParser();
+  p.feed(r.text);
+  return p.events.filter((e) => e.event === 'message' && e.data).map((e) => JSON.parse(e.data));
 }
 
 describe('transport translation: four combinations, one session script', () => {
@@ -169,7 +183,8 @@ describe('transport translation: four combinations, one session script', () => {
     assert.equal(init.status, 200, init.text);
     const sid = init.headers['mcp-session-id'];
     assert.match(sid ?? '', /^[0-9a-f]{32}$/);
-    assert.equal(init.json().id, 1);
+    assert.match(init.headers['content-type'], /^text\/event-stream/);
+    assert.deepEqual(replyMessages(init).map((m) => m.id), [1]);
     const hdr = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' };
     assert.equal((await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr })).status, 202);
 
@@ -181,7 +196,14 @@ describe('transport translation: four combinations, one session script', () => {
 
     const ping = await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', id: 'p', method: 'ping' }, { headers: hdr });
     assert.equal(ping.status, 200);
-    assert.deepEqual(ping.json(), { jsonrpc: '2.0', id: 'p', result: {} });
+    assert.match(ping.headers['content-type'], /^text\/event-stream/);
+    assert.deepEqual(replyMessages(ping), [{ jsonrpc: '2.0', id: 'p', result: {} }]);
+    // A client that accepts only JSON gets JSON.
+    const pj = await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', id: 'pj', method: 'ping' },
+      { headers: { ...hdr, accept: 'application/json' } });
+    assert.equal(pj.status, 200);
+    assert.match(pj.headers['content-type'], /^application\/json/);
+    assert.deepEqual(pj.json(), { jsonrpc: '2.0', id: 'pj', result: {} });
 
     const g1 = await openStream(`${wSse.base}/mcp`, { headers: { accept: 'text/event-stream', ...hdr } });
     assert.equal(g1.status, 200);
@@ -195,6 +217,33 @@ describe('transport translation: four combinations, one session script', () => {
     assert.equal(after.status, 404, 'a deleted session is 404 (the client starts over)');
     // The upstream's session ended with ours: its SSE connection closed.
     await waitFor(() => /Client Disconnected/.test(seSse.proc.stderr), { timeout: 3000, what: 'upstream session closed' });
+  });
+
+  test('streamable → sse: a POST accepting SSE gets its head once the upstream took the request, then its events', T, async () => {
+    const init = await postJson(`${wSse.base}/mcp`, INIT(1));
+    const hdr = { 'mcp-session-id': init.headers['mcp-session-id'], 'mcp-protocol-version': '2025-06-18' };
+    await postJson(`${wSse.base}/mcp`, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
+    // A 2 s call without a progress token: no message before its result.
+    const st = await openStream(`${wSse.base}/mcp`, {
+      method: 'POST',
+      headers: { ...hdr, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call',
+        params: { name: 'trigger-long-running-operation', arguments: { duration: 2, steps: 2 } } }),
+    });
+    try {
+      assert.equal(st.status, 200);
+      assert.match(st.headers['content-type'], /^text\/event-stream/);
+      assert.equal(st.headers['mcp-session-id'], hdr['mcp-session-id']);
+      const end = await withTimeout(st.ended, 8000, 'the slow call\'s reply');
+      assert.equal(end.how, 'end');
+      assert.ok(end.t - st.tHead >= 1000, `the head came ${end.t - st.tHead} ms before the result: not at once`);
+      const msgs = st.sse.events.filter((e) => e.data).map((e) => JSON.parse(e.data));
+      assert.deepEqual(msgs.map((m) => m.id), ['slow']);
+      assert.match(text(msgs[0].result), /completed/i);
+    } finally {
+      st.abort();
+    }
+    await request(`${wSse.base}/mcp`, { method: 'DELETE', headers: hdr });
   });
 
   test('DELETE with requests in flight: each gets exactly one answer, an error naming why', T, async () => {
@@ -380,7 +429,7 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     await waitFor(() => /a response nobody waits for was dropped/.test(w.proc.stderr), { timeout: 4000, what: 'late response dropped' });
     const ping = await postJson(w.url, { jsonrpc: '2.0', id: 8, method: 'ping' }, { headers: hdr });
     assert.equal(ping.status, 200);
-    assert.equal(ping.json().id, 8);
+    assert.deepEqual(replyMessages(ping).map((m) => m.id), [8]);
     await stopClean(w);
     await stop(se.proc);
   });
@@ -497,5 +546,68 @@ describe('policy applies the same on all four paths', () => {
     assert.match(JSON.stringify(outcomes[0]), /no sums through the proxy/);
     assert.doesNotMatch(JSON.stringify(outcomes[0]), /"text":"The sum/);
     for (const o of outcomes.slice(1)) assert.deepEqual(o, outcomes[0]);
+  });
+});
+
+describe('configuration: transport and legacy paths', () => {
+  after(async () => { await stopAll(); });
+
+  const check = async (conf) => runWarden(['--check-config', '-c', writeConfig(conf)]);
+
+  test('bad transport, clashing legacy paths: errors naming the key', T, async () => {
+    let r = await check({ upstreams: [{ url: 'http://127.0.0.1:1/mcp', transport: 'websocket' }] });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /\$\.upstreams\[0\]\.transport: must be auto, streamable_http or sse/);
+    r = await check({ upstreams: [
+      { name: 'a', path: '/a/mcp', url: 'http://127.0.0.1:1/mcp' },
+      { name: 'b', path: '/b/mcp', url: 'http://127.0.0.1:2/mcp', sse_path: '/a/mcp' }] });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /\$\.upstreams\[1\]\.sse_path: "\/a\/mcp" is already in use/);
+    r = await check({ upstreams: [
+      { name: 'a', path: '/a/mcp', url: 'http://127.0.0.1:1/mcp', messages_path: '/post' },
+      { name: 'b', path: '/b/mcp', url: 'http://127.0.0.1:2/mcp', messages_path: '/post' }] });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /messages_path: "\/post" is already in use/);
+    // An explicit path wins over another upstream's derived default.
+    r = await check({ upstreams: [
+      { name: 'a', path: '/a/mcp', url: 'http://127.0.0.1:1/mcp' },
+      { name: 'b', path: '/b/mcp', url: 'http://127.0.0.1:2/mcp', sse_path: '/a/sse' }] });
+    assert.equal(r.code, 0, r.stderr);
+    r = await runWarden(['--check-config', '--upstream', 'http://127.0.0.1:1/mcp', '--upstream-transport', 'tcp']);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /--upstream-transport: must be auto, streamable_http or sse/);
+    // A derived default that clashes with a path in use is simply off.
+    r = await check({ upstreams: [
+      { name: 'a', path: '/mcp', url: 'http://127.0.0.1:1/mcp' },
+      { name: 'b', path: '/sse', url: 'http://127.0.0.1:2/mcp', transport: 'sse' }] });
+    assert.equal(r.code, 0, r.stderr);
+  });
+
+  test('legacy paths are configurable, "" turns the legacy face off', T, async () => {
+    const se = await startEverythingSse(await freePort());
+    const p = await freePort();
+    const conf = writeConfig({
+      listen: `127.0.0.1:${p}`,
+      upstreams: [
+        { name: 'a', path: '/a/mcp', url: se.url, sse_path: '/legacy/events', messages_path: '/legacy/post' },
+        { name: 'b', path: '/b/mcp', url: se.url, sse_path: '', messages_path: '' },
+      ],
+    });
+    const w = await startWarden(p, ['-c', conf]);
+    assert.match(w.proc.stderr, /upstream a: \/a\/mcp -> .* legacy SSE clients: \/legacy\/events/);
+    const l = await legacyStream(`${w.base}/legacy/events`);
+    try {
+      assert.match(l.st.sse.events[0].data, /^\/legacy\/post\?sessionId=[0-9a-f]{32}$/);
+      await l.post(INIT(5));
+      const r = await l.waitMessage((m) => m.id === 5);
+      assert.ok(r.result.serverInfo);
+    } finally {
+      l.st.abort();
+    }
+    for (const path of ['/b/sse', '/b/messages', '/sse']) {
+      const r = await request(`${w.base}${path}`, { headers: { accept: 'text/event-stream' } });
+      assert.equal(r.status, 404, path);
+    }
+    await stopClean(w);
   });
 });

@@ -32,6 +32,7 @@ struct target {
 	int withdrawn;
 	int ended;
 	int opened;
+	int accepted;
 	const char *end_why;
 };
 
@@ -80,8 +81,13 @@ static void fake_opened(void *target)
 	((struct target *)target)->opened++;
 }
 
+static void fake_accepted(void *target)
+{
+	((struct target *)target)->accepted++;
+}
+
 static const struct session_client_ops fake_ops = {
-	fake_deliver, fake_can_stream, fake_withdrawn, fake_end_stream, fake_opened,
+	fake_deliver, fake_can_stream, fake_withdrawn, fake_end_stream, fake_opened, fake_accepted,
 };
 
 static const struct session_limits default_limits = {
@@ -278,6 +284,45 @@ static void test_response_goes_to_its_waiter(void **state)
 	assert_ptr_equal(deliveries[1].to, &post1);
 	assert_int_equal(delivered_id(1), 1);
 	assert_true(deliveries[0].has_request && deliveries[0].has_raw && !deliveries[0].local);
+}
+
+/* The upstream took a request: its waiter hears it once, before its
+ * response (the POST's SSE reply starts then); a notification, a request
+ * already answered, or one whose waiter left tells nobody. */
+static void test_accepted_tells_the_waiter(void **state)
+{
+	struct session_table *t = *state;
+	struct session *s = new_session(t, SESSION_FACE_STREAMABLE);
+	struct target post1 = {.name = "post1"}, post2 = {.name = "post2"}, gone = {.name = "gone"};
+	json_t *r1 = msg("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+	json_t *r2 = msg("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+	json_t *r3 = msg("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+	json_t *n = msg("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	const char *why;
+
+	assert_int_equal(session_client_message(s, r1, NULL, 0, &post1, &why), 0);
+	assert_int_equal(session_client_message(s, r2, NULL, 0, &post2, &why), 0);
+	assert_int_equal(session_client_message(s, r3, NULL, 0, &gone, &why), 0);
+	assert_int_equal(session_client_message(s, n, NULL, 0, NULL, &why), 0);
+	session_detach(s, &gone);
+
+	session_upstream_accepted(s, r1);
+	session_upstream_accepted(s, r1);
+	assert_int_equal(post1.accepted, 1);
+	assert_int_equal(post2.accepted, 0);
+	/* A legacy response may overtake its 202: then there is nothing to say. */
+	upstream_send(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+	session_upstream_accepted(s, r2);
+	assert_int_equal(post2.accepted, 0);
+	session_upstream_accepted(s, r3);
+	session_upstream_accepted(s, n);
+	assert_int_equal(gone.accepted, 0);
+	assert_int_equal(ndeliveries, 1);
+	assert_ptr_equal(deliveries[0].to, &post2);
+	json_decref(r1);
+	json_decref(r2);
+	json_decref(r3);
+	json_decref(n);
 }
 
 static void test_string_and_integer_ids_differ(void **state)
@@ -761,6 +806,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_table_is_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ended_session_frees_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_response_goes_to_its_waiter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accepted_tells_the_waiter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_string_and_integer_ids_differ, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_response_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
