@@ -43,6 +43,7 @@
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/ctx.h"
+#include "proxy/errs.h"
 #include "proxy/hook_record.h"
 #include "proxy/http_parse.h"
 #include "proxy/inspect.h"
@@ -141,31 +142,6 @@ static uint64_t real_us(void)
 
 /* ---- configuration ------------------------------------------------------- */
 
-struct errs {
-	char *buf;
-	size_t len, used;
-	int count;
-};
-
-__attribute__((format(printf, 2, 3))) static void err_add(struct errs *e, const char *fmt, ...)
-{
-	va_list ap;
-	e->count++;
-	if (!e->buf || e->used + 1 >= e->len)
-		return;
-	va_start(ap, fmt);
-	int n = vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	e->used += (size_t)n;
-	if (e->used + 1 >= e->len) {
-		e->used = e->len - 1;
-		return;
-	}
-	e->buf[e->used++] = '\n';
-	e->buf[e->used] = '\0';
-}
 
 struct admin_conf {
 	int off, listen_default;
@@ -253,7 +229,7 @@ static void get_size(struct errs *e, const json_t *conf, const char *key, size_t
 		return;
 	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)min ||
 	    json_integer_value(v) > (json_int_t)max) {
-		err_add(e, "$.admin.%s: must be a whole number from %zu to %zu", key, min, max);
+		errs_add(e, "$.admin.%s: must be a whole number from %zu to %zu", key, min, max);
 		return;
 	}
 	*out = (size_t)json_integer_value(v);
@@ -272,14 +248,14 @@ static void read_token_file(struct errs *e, const char *path, struct admin_conf 
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
-		err_add(e, "$.admin.token_file: %s: %s", path, strerror(errno));
+		errs_add(e, "$.admin.token_file: %s: %s", path, strerror(errno));
 		return;
 	}
 	size_t n = fread(ac->tokbuf, 1, sizeof(ac->tokbuf) - 1, f);
 	int more = fgetc(f) != EOF;
 	fclose(f);
 	if (more) {
-		err_add(e, "$.admin.token_file: %s: longer than %d bytes", path, ADMIN_TOKEN_MAX);
+		errs_add(e, "$.admin.token_file: %s: longer than %d bytes", path, ADMIN_TOKEN_MAX);
 		return;
 	}
 	while (n > 0 && isspace((unsigned char)ac->tokbuf[n - 1]))
@@ -295,16 +271,16 @@ static void check_string_list(struct errs *e, const json_t *conf, const char *ke
 	if (!a)
 		return;
 	if (!json_is_array(a)) {
-		err_add(e, "$.admin.%s: must be an array of strings", key);
+		errs_add(e, "$.admin.%s: must be an array of strings", key);
 		return;
 	}
 	if (json_array_size(a) > REDACT_MAX_PATTERNS)
-		err_add(e, "$.admin.%s: at most %d entries", key, REDACT_MAX_PATTERNS);
+		errs_add(e, "$.admin.%s: at most %d entries", key, REDACT_MAX_PATTERNS);
 	for (size_t i = 0; i < json_array_size(a); i++) {
 		const json_t *s = json_array_get(a, i);
 		if (!json_is_string(s) || json_string_length(s) < min_len ||
 		    strlen(json_string_value(s)) != json_string_length(s))
-			err_add(e, "$.admin.%s[%zu]: must be a string of at least %zu characters", key,
+			errs_add(e, "$.admin.%s[%zu]: must be a string of at least %zu characters", key,
 			        i, min_len);
 	}
 	*out = a;
@@ -330,7 +306,7 @@ static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac
 		while (admin_keys[i] && strcmp(admin_keys[i], k) != 0)
 			i++;
 		if (!admin_keys[i])
-			err_add(e, "$.admin.%s: unknown key", k);
+			errs_add(e, "$.admin.%s: unknown key", k);
 	}
 	const json_t *listen = json_object_get(conf, "listen");
 	if (listen) {
@@ -340,30 +316,30 @@ static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac
 			ac->off = 1;
 		else if (!s || split_listen(s, ac->host, sizeof(ac->host), ac->port,
 		                            sizeof(ac->port)) < 0)
-			err_add(e, "$.admin.listen: must be \"HOST:PORT\", \"[IPV6]:PORT\", \":PORT\" or "
+			errs_add(e, "$.admin.listen: must be \"HOST:PORT\", \"[IPV6]:PORT\", \":PORT\" or "
 			           "\"off\"");
 	}
 	const json_t *tok = json_object_get(conf, "token");
 	const json_t *tokf = json_object_get(conf, "token_file");
 	if (tok && tokf)
-		err_add(e, "$.admin.token_file: give token or token_file, not both");
+		errs_add(e, "$.admin.token_file: give token or token_file, not both");
 	if (tok) {
 		if (!json_is_string(tok) || json_string_length(tok) == 0)
-			err_add(e, "$.admin.token: must be a non-empty string");
+			errs_add(e, "$.admin.token: must be a non-empty string");
 		else
 			ac->token = json_string_value(tok);
 	} else if (tokf) {
 		if (!json_is_string(tokf) || json_string_length(tokf) == 0)
-			err_add(e, "$.admin.token_file: must be a file path");
+			errs_add(e, "$.admin.token_file: must be a file path");
 		else
 			read_token_file(e, json_string_value(tokf), ac);
 	}
 	if (ac->token) {
 		const char *where = tok ? "token" : "token_file";
 		if (!*ac->token)
-			err_add(e, "$.admin.%s: the token is empty", where);
+			errs_add(e, "$.admin.%s: the token is empty", where);
 		else if (strlen(ac->token) > ADMIN_TOKEN_MAX || !token_chars_ok(ac->token))
-			err_add(e, "$.admin.%s: the token must be at most %d characters of A-Z a-z 0-9 "
+			errs_add(e, "$.admin.%s: the token must be at most %d characters of A-Z a-z 0-9 "
 			           "- . _ ~ + / =", where, ADMIN_TOKEN_MAX);
 	}
 	get_size(e, conf, "ring_size", 1, RING_MAX_SIZE, &ac->ring_size);
@@ -372,7 +348,7 @@ static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac
 	const json_t *lc = json_object_get(conf, "log_calls");
 	if (lc) {
 		if (!json_is_string(lc) || json_string_length(lc) == 0)
-			err_add(e, "$.admin.log_calls: must be \"stdout\" or a file path");
+			errs_add(e, "$.admin.log_calls: must be \"stdout\" or a file path");
 		else
 			ac->log_calls = json_string_value(lc);
 	}
@@ -381,9 +357,9 @@ static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac
 	if (!ac->off && !ac->token && e->count == 0) {
 		int lo = host_is_loopback(ac->host, ac->port);
 		if (lo < 0)
-			err_add(e, "$.admin.listen: %s does not resolve", ac->host);
+			errs_add(e, "$.admin.listen: %s does not resolve", ac->host);
 		else if (!lo)
-			err_add(e, "$.admin.listen: %s is not a loopback address: set admin.token to "
+			errs_add(e, "$.admin.listen: %s is not a loopback address: set admin.token to "
 			           "expose the admin endpoint", ac->host);
 	}
 }
@@ -1524,11 +1500,11 @@ static int build_redact(struct admin *adm, const struct admin_conf *ac, struct e
 		redact_clear_keys(adm->rd);
 		for (size_t i = 0; i < json_array_size(ac->redact_keys); i++)
 			if (redact_add_key(adm->rd, json_string_value(json_array_get(ac->redact_keys, i))) < 0)
-				err_add(e, "$.admin.redact_keys[%zu]: cannot be used", i);
+				errs_add(e, "$.admin.redact_keys[%zu]: cannot be used", i);
 	}
 	for (size_t i = 0; ac->redact_values && i < json_array_size(ac->redact_values); i++)
 		if (redact_add_value(adm->rd, json_string_value(json_array_get(ac->redact_values, i))) < 0)
-			err_add(e, "$.admin.redact_values[%zu]: cannot be used", i);
+			errs_add(e, "$.admin.redact_values[%zu]: cannot be used", i);
 	redact_upstream_urls(adm->rd, adm->ctx->cfg);
 	return e->count ? -1 : 0;
 }
@@ -1544,7 +1520,7 @@ static int open_log(struct admin *adm, const char *target, struct errs *e)
 	}
 	adm->log = fopen(target, "ae");
 	if (!adm->log) {
-		err_add(e, "$.admin.log_calls: %s: %s", target, strerror(errno));
+		errs_add(e, "$.admin.log_calls: %s: %s", target, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1594,7 +1570,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		char lerr[512];
 		adm->lst = listener_new(ctx, ac.host, ac.port, &admin_ops, lerr, sizeof(lerr));
 		if (!adm->lst && !ac.listen_default) {
-			err_add(&e, "$.admin.listen: %s", lerr);
+			errs_add(&e, "$.admin.listen: %s", lerr);
 			goto fail;
 		}
 		if (!adm->lst)
@@ -1618,7 +1594,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	/* Last: once registered, the observer is called for every message. */
 	adm->rec = hook_record_new(ctx->insp, adm->rd, adm->m, on_record, adm);
 	if (!adm->rec) {
-		err_add(&e, "admin: cannot register the call recorder (too many hooks?)");
+		errs_add(&e, "admin: cannot register the call recorder (too many hooks?)");
 		goto fail;
 	}
 	ctx->admin = adm;
@@ -1630,7 +1606,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	explicit_bzero(ac.tokbuf, sizeof(ac.tokbuf));
 	return 0;
 oom:
-	err_add(&e, "admin: out of memory");
+	errs_add(&e, "admin: out of memory");
 fail:
 	explicit_bzero(ac.tokbuf, sizeof(ac.tokbuf));
 	admin_free(adm);

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "checks/sbuf.h"
+
 /* ---- codes ---------------------------------------------------------------- */
 
 enum rule { R_SPEC, R_USABILITY, R_WARNING };
@@ -100,85 +102,6 @@ const char *contract_code_rule(const char *code)
 static json_t *mut(const json_t *j)
 {
 	return (json_t *)(uintptr_t)j;
-}
-
-/* Growing string with a sticky out-of-memory flag: callers check once. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_putn(b, s, strlen(s));
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	sb_putn(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Append "/" and one RFC 6901 reference token: "~" -> "~0", "/" -> "~1". */
-static void sb_token(struct sbuf *b, const char *tok)
-{
-	sb_putn(b, "/", 1);
-	for (const char *s = tok; *s; s++) {
-		if (*s == '~')
-			sb_putn(b, "~0", 2);
-		else if (*s == '/')
-			sb_putn(b, "~1", 2);
-		else
-			sb_putn(b, s, 1);
-	}
-}
-
-static void sb_index(struct sbuf *b, size_t i)
-{
-	sb_printf(b, "/%zu", i);
-}
-
-static void sb_cut(struct sbuf *b, size_t len)
-{
-	if (b->p != NULL && len <= b->len) {
-		b->len = len;
-		b->p[len] = '\0';
-	}
-}
-
-static const char *sb_str(const struct sbuf *b)
-{
-	return b->p ? b->p : "";
 }
 
 /* Quote untrusted text for a one-line message: at most `max` bytes, cut on
@@ -393,7 +316,7 @@ static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	add_finding(c->r, code, c->rec, c->page, (long)c->index, 0, sb_str(&c->ptr), "%s", msg);
+	add_finding(c->r, code, c->rec, c->page, (long)c->index, 0, sbuf_str(&c->ptr), "%s", msg);
 }
 
 const json_t *contract_resolve_ref(const json_t *root, const char *ref)
@@ -570,19 +493,19 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				            : ok && is_type_name(json_array_get(type, i));
 		}
 		if (!ok) {
-			sb_puts(&c->ptr, "/type");
+			sbuf_puts(&c->ptr, "/type");
 			if (json_is_string(type))
 				tool_finding(c, bad_schema, "%s type is \"%s\", not \"object\"", what,
 				             quote(q, sizeof q, json_string_value(type), QMAX));
 			else
 				tool_finding(c, bad_schema, "%s type is not the string \"object\"", what);
-			sb_cut(&c->ptr, base);
+			sbuf_cut(&c->ptr, base);
 		}
 	}
 
 	const json_t *props = json_object_get(s, "properties");
 	if (props != NULL) {
-		sb_puts(&c->ptr, "/properties");
+		sbuf_puts(&c->ptr, "/properties");
 		if (!json_is_object(props)) {
 			tool_finding(c, bad_props, "%s properties is not an object", what);
 		} else {
@@ -592,7 +515,7 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 			     it = json_object_iter_next(mut(props), it), n++) {
 				const char *key = json_object_iter_key(it);
 				const json_t *p = json_object_iter_value(it);
-				sb_token(&c->ptr, key);
+				sbuf_token(&c->ptr, key);
 				quote(q, sizeof q, key, QMAX);
 				if (!json_is_object(p) && !json_is_boolean(p)) {
 					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what, q);
@@ -606,32 +529,32 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 						tool_finding(c, C_PARAM_UNDESCRIBED,
 						             "parameter \"%s\" has no description", q);
 				}
-				sb_cut(&c->ptr, pbase);
+				sbuf_cut(&c->ptr, pbase);
 			}
 		}
-		sb_cut(&c->ptr, base);
+		sbuf_cut(&c->ptr, base);
 	}
 
 	const json_t *req = json_object_get(s, "required");
 	if (req != NULL) {
-		sb_puts(&c->ptr, "/required");
+		sbuf_puts(&c->ptr, "/required");
 		if (!json_is_array(req)) {
 			tool_finding(c, bad_req, "%s required is not an array", what);
 		} else {
 			size_t rbase = c->ptr.len;
 			for (size_t i = 0; i < json_array_size(req) && i < CONTRACT_MAX_PROPS; i++) {
 				const json_t *e = json_array_get(req, i);
-				sb_index(&c->ptr, i);
+				sbuf_index(&c->ptr, i);
 				if (!json_is_string(e))
 					tool_finding(c, bad_req, "%s required[%zu] is not a string", what, i);
 				else if (input && !declares(c, s, s, json_string_value(e), 0))
 					tool_finding(c, C_REQUIRED_UNKNOWN,
 					             "required parameter \"%s\" is not in properties",
 					             quote(q, sizeof q, json_string_value(e), QMAX));
-				sb_cut(&c->ptr, rbase);
+				sbuf_cut(&c->ptr, rbase);
 			}
 		}
-		sb_cut(&c->ptr, base);
+		sbuf_cut(&c->ptr, base);
 	}
 }
 
@@ -697,7 +620,7 @@ static void xh_check(struct ctx *c, const json_t *p, const json_t *h, int is_roo
 {
 	char q[QBUF];
 	size_t base = c->ptr.len;
-	sb_puts(&c->ptr, "/x-mcp-header");
+	sbuf_puts(&c->ptr, "/x-mcp-header");
 	const char *why;
 	if (!on_chain) {
 		tool_finding(c, C_X_MCP_HEADER_INVALID,
@@ -726,7 +649,7 @@ static void xh_check(struct ctx *c, const json_t *p, const json_t *h, int is_roo
 		else if (c->nheaders < CONTRACT_MAX_PROPS)
 			c->headers[c->nheaders++] = name;
 	}
-	sb_cut(&c->ptr, base);
+	sbuf_cut(&c->ptr, base);
 }
 
 /* Walk every subschema of an inputSchema looking for x-mcp-header.
@@ -755,10 +678,10 @@ static void xh_walk(struct ctx *c, const json_t *s, int is_root, int on_chain, s
 		size_t n = 0;
 		for (void *it = json_object_iter(mut(v)); it && n < CONTRACT_MAX_PROPS;
 		     it = json_object_iter_next(mut(v), it), n++) {
-			sb_puts(&c->ptr, "/properties");
-			sb_token(&c->ptr, json_object_iter_key(it));
+			sbuf_puts(&c->ptr, "/properties");
+			sbuf_token(&c->ptr, json_object_iter_key(it));
 			xh_walk(c, json_object_iter_value(it), 0, is_root || on_chain, depth + 1);
-			sb_cut(&c->ptr, base);
+			sbuf_cut(&c->ptr, base);
 		}
 	}
 	for (size_t k = 0; k < sizeof maps / sizeof *maps; k++) {
@@ -768,27 +691,27 @@ static void xh_walk(struct ctx *c, const json_t *s, int is_root, int on_chain, s
 		size_t n = 0;
 		for (void *it = json_object_iter(mut(v)); it && n < CONTRACT_MAX_PROPS;
 		     it = json_object_iter_next(mut(v), it), n++) {
-			sb_token(&c->ptr, maps[k]);
-			sb_token(&c->ptr, json_object_iter_key(it));
+			sbuf_token(&c->ptr, maps[k]);
+			sbuf_token(&c->ptr, json_object_iter_key(it));
 			xh_walk(c, json_object_iter_value(it), 0, 0, depth + 1);
-			sb_cut(&c->ptr, base);
+			sbuf_cut(&c->ptr, base);
 		}
 	}
 	for (size_t k = 0; k < sizeof singles / sizeof *singles; k++) {
 		v = json_object_get(s, singles[k]);
 		if (!json_is_object(v))
 			continue;
-		sb_token(&c->ptr, singles[k]);
+		sbuf_token(&c->ptr, singles[k]);
 		xh_walk(c, v, 0, 0, depth + 1);
-		sb_cut(&c->ptr, base);
+		sbuf_cut(&c->ptr, base);
 	}
 	for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
 		v = json_object_get(s, arrays[k]);
 		for (size_t i = 0; json_is_array(v) && i < json_array_size(v) && i < CONTRACT_MAX_PROPS; i++) {
-			sb_token(&c->ptr, arrays[k]);
-			sb_index(&c->ptr, i);
+			sbuf_token(&c->ptr, arrays[k]);
+			sbuf_index(&c->ptr, i);
 			xh_walk(c, json_array_get(v, i), 0, 0, depth + 1);
-			sb_cut(&c->ptr, base);
+			sbuf_cut(&c->ptr, base);
 		}
 	}
 }
@@ -855,7 +778,7 @@ static void check_tool(struct ctx *c, const json_t *tool)
 			return;
 		}
 	}
-	sb_puts(&c->ptr, "/name");
+	sbuf_puts(&c->ptr, "/name");
 	if (r->t[c->rec].name == NULL) {
 		tool_finding(c, C_NAME_MISSING, "tools[%zu] has no name (absent, not a string, or empty)",
 		             c->index);
@@ -869,24 +792,24 @@ static void check_tool(struct ctx *c, const json_t *tool)
 		if (first != NULL) {
 			const struct tool_rec *f = &r->t[json_integer_value(first)];
 			add_finding(r, C_DUPLICATE_NAME, c->rec, c->page, (long)c->index, 1,
-			            sb_str(&c->ptr), "name \"%s\" already used by tools[%zu] of page %zu",
+			            sbuf_str(&c->ptr), "name \"%s\" already used by tools[%zu] of page %zu",
 			            q, f->index, f->page);
 		} else if (json_object_set_new(c->seen, n, json_integer(c->rec)) < 0) {
 			r->oom = 1;
 		}
 	}
-	sb_cut(&c->ptr, base);
+	sbuf_cut(&c->ptr, base);
 
 	const json_t *desc = json_object_get(tool, "description");
-	sb_puts(&c->ptr, "/description");
+	sbuf_puts(&c->ptr, "/description");
 	if (!is_nonblank_string(desc))
 		tool_finding(c, C_DESCRIPTION_MISSING, "description is absent, not a string, or blank");
 	else if (trimmed_chars(json_string_value(desc)) < 12)
 		tool_finding(c, C_DESCRIPTION_SHORT, "description is under 12 characters");
-	sb_cut(&c->ptr, base);
+	sbuf_cut(&c->ptr, base);
 
 	const json_t *in = json_object_get(tool, "inputSchema");
-	sb_puts(&c->ptr, "/inputSchema");
+	sbuf_puts(&c->ptr, "/inputSchema");
 	if (in == NULL)
 		tool_finding(c, C_INPUT_SCHEMA_MISSING, "inputSchema is absent");
 	else
@@ -896,13 +819,13 @@ static void check_tool(struct ctx *c, const json_t *tool)
 		c->budget = CONTRACT_MAX_NODES;
 		xh_walk(c, in, 1, 0, 0);
 	}
-	sb_cut(&c->ptr, base);
+	sbuf_cut(&c->ptr, base);
 
 	const json_t *out = json_object_get(tool, "outputSchema");
 	if (out != NULL) {
-		sb_puts(&c->ptr, "/outputSchema");
+		sbuf_puts(&c->ptr, "/outputSchema");
 		check_schema(c, out, 0);
-		sb_cut(&c->ptr, base);
+		sbuf_cut(&c->ptr, base);
 	}
 }
 
@@ -918,9 +841,9 @@ static void page_finding(struct ctx *c, enum code code, const char *member, cons
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (member != NULL)
-		sb_token(&c->ptr, member);
-	add_finding(c->r, code, -1, c->page, -1, 1, sb_str(&c->ptr), "%s", msg);
-	sb_cut(&c->ptr, base);
+		sbuf_token(&c->ptr, member);
+	add_finding(c->r, code, -1, c->page, -1, 1, sbuf_str(&c->ptr), "%s", msg);
+	sbuf_cut(&c->ptr, base);
 }
 
 static int ttl_ok(const json_t *v)
@@ -995,10 +918,10 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 		const json_t *page = pages[p];
 		const json_t *tools;
 		c.page = p;
-		sb_cut(&c.ptr, 0);
-		sb_puts(&c.ptr, ""); /* a valid empty string even before any token */
+		sbuf_cut(&c.ptr, 0);
+		sbuf_puts(&c.ptr, ""); /* a valid empty string even before any token */
 		if (multi)
-			sb_index(&c.ptr, p);
+			sbuf_index(&c.ptr, p);
 		r->page_first[p] = r->nt;
 		r->npages = p + 1;
 		if (json_is_array(page)) {
@@ -1030,10 +953,10 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 				continue;
 			}
 			c.index = i;
-			sb_puts(&c.ptr, "/tools");
-			sb_index(&c.ptr, i);
+			sbuf_puts(&c.ptr, "/tools");
+			sbuf_index(&c.ptr, i);
 			check_tool(&c, json_array_get(tools, i));
-			sb_cut(&c.ptr, pbase);
+			sbuf_cut(&c.ptr, pbase);
 		}
 		r->page_count[p] = r->nt - r->page_first[p];
 	}
@@ -1046,8 +969,8 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 				continue;
 			char qb[QBUF];
 			c.page = p;
-			sb_cut(&c.ptr, 0);
-			sb_index(&c.ptr, p);
+			sbuf_cut(&c.ptr, 0);
+			sbuf_index(&c.ptr, p);
 			page_finding(&c, C_CURSOR_LOOP, "nextCursor",
 			             "nextCursor \"%s\" repeats the one of page %zu",
 			             quote(qb, sizeof qb, cursors[p], QMAX), q);
@@ -1058,10 +981,10 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 		r->truncated = 1;
 	if (total == 0 && !invalid && !r->truncated) {
 		c.page = 0;
-		sb_cut(&c.ptr, 0);
-		sb_puts(&c.ptr, "");
+		sbuf_cut(&c.ptr, 0);
+		sbuf_puts(&c.ptr, "");
 		if (multi)
-			sb_index(&c.ptr, 0);
+			sbuf_index(&c.ptr, 0);
 		page_finding(&c, C_NO_TOOLS, "tools", "the server lists no tools");
 	}
 
@@ -1200,21 +1123,21 @@ fail:
 static void text_finding(struct sbuf *b, const struct finding *f)
 {
 	char q[256];
-	/* Piece by piece: sb_printf cuts at 512 bytes, a long pointer plus a
+	/* Piece by piece: sbuf_printf cuts at 512 bytes, a long pointer plus a
 	 * message could reach that. */
-	sb_printf(b, "    %-7s %s [%s] at ", f->pub.problem ? "problem" : "warning",
+	sbuf_printf(b, "    %-7s %s [%s] at ", f->pub.problem ? "problem" : "warning",
 	          f->pub.code, f->pub.spec ? "spec" : "usability");
-	sb_puts(b, quote(q, sizeof q, f->pub.pointer, sizeof q - 4));
-	sb_puts(b, ": ");
-	sb_puts(b, f->pub.message);
-	sb_puts(b, "\n");
+	sbuf_puts(b, quote(q, sizeof q, f->pub.pointer, sizeof q - 4));
+	sbuf_puts(b, ": ");
+	sbuf_puts(b, f->pub.message);
+	sbuf_puts(b, "\n");
 }
 
 char *contract_report_text(const struct contract_report *r)
 {
 	struct sbuf b = {0};
 	char q[QBUF];
-	sb_printf(&b, "contract: %s, %zu tools, %zu without problems, score %.2f, "
+	sbuf_printf(&b, "contract: %s, %zu tools, %zu without problems, score %.2f, "
 	              "%zu problems, %zu warnings\n",
 	          contract_report_passed(r) ? "PASSED" : "FAILED", r->nt,
 	          r->nt - contract_report_nfailed(r), contract_report_score(r), r->nproblems,
@@ -1227,10 +1150,10 @@ char *contract_report_text(const struct contract_report *r)
 				continue;
 			if (!header) {
 				if (r->t[i].name)
-					sb_printf(&b, "  tool \"%s\":\n",
+					sbuf_printf(&b, "  tool \"%s\":\n",
 					          quote(q, sizeof q, r->t[i].name, QMAX));
 				else
-					sb_printf(&b, "  tools[%zu] of page %zu (no name):\n",
+					sbuf_printf(&b, "  tools[%zu] of page %zu (no name):\n",
 					          r->t[i].index, r->t[i].page);
 				header = 1;
 			}
@@ -1242,15 +1165,15 @@ char *contract_report_text(const struct contract_report *r)
 		if (!r->f[k].pub.list_level)
 			continue;
 		if (!header) {
-			sb_puts(&b, "  listing:\n");
+			sbuf_puts(&b, "  listing:\n");
 			header = 1;
 		}
 		text_finding(&b, &r->f[k]);
 	}
 	if (r->dropped)
-		sb_printf(&b, "  (%zu more findings not kept)\n", r->dropped);
+		sbuf_printf(&b, "  (%zu more findings not kept)\n", r->dropped);
 	if (r->truncated)
-		sb_puts(&b, "  listing cut: not every page was checked, the listing may "
+		sbuf_puts(&b, "  listing cut: not every page was checked, the listing may "
 		            "hold more tools\n");
 	if (b.oom) {
 		free(b.p);

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks/sbuf.h"
+
 enum code {
 	D_TOOL_REMOVED,
 	D_PARAM_REMOVED,
@@ -76,72 +78,6 @@ const char *drift_code_kind(const char *code)
 static json_t *mut(const json_t *j)
 {
 	return (json_t *)(uintptr_t)j;
-}
-
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_putn(b, s, strlen(s));
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n >= 0)
-		sb_putn(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* "/" plus one RFC 6901 token: "~" -> "~0", "/" -> "~1". */
-static void sb_token(struct sbuf *b, const char *tok)
-{
-	sb_putn(b, "/", 1);
-	for (const char *s = tok; *s; s++) {
-		if (*s == '~')
-			sb_putn(b, "~0", 2);
-		else if (*s == '/')
-			sb_putn(b, "~1", 2);
-		else
-			sb_putn(b, s, 1);
-	}
-}
-
-static void sb_cut(struct sbuf *b, size_t len)
-{
-	if (b->p != NULL && len <= b->len) {
-		b->len = len;
-		b->p[len] = '\0';
-	}
 }
 
 /* Untrusted text for a one-line message: at most max bytes cut on a UTF-8
@@ -394,29 +330,29 @@ static void diff_enum(struct ctx *x, const json_t *os, const json_t *ns, const c
 	if (!json_is_array(ne))
 		return; /* no enum now: it accepts more, nothing breaks */
 	if (!json_is_array(oe)) {
-		sb_puts(&x->nptr, "/enum");
+		sbuf_puts(&x->nptr, "/enum");
 		add_change(x, D_PARAM_TYPE_CHANGED, &x->nptr, "%s is now restricted to %zu enum values",
 		           what, json_array_size(ne));
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 		return;
 	}
 	for (size_t i = 0; i < json_array_size(oe) && i < DRIFT_MAX_ENUM; i++) {
 		const json_t *val = json_array_get(oe, i);
 		if (in_values(ne, val))
 			continue;
-		sb_printf(&x->optr, "/enum/%zu", i);
+		sbuf_printf(&x->optr, "/enum/%zu", i);
 		add_change(x, D_ENUM_VALUE_REMOVED, &x->optr, "%s no longer accepts %s", what,
 		           value_str(v, sizeof v, val));
-		sb_cut(&x->optr, ob);
+		sbuf_cut(&x->optr, ob);
 	}
 	for (size_t i = 0; i < json_array_size(ne) && i < DRIFT_MAX_ENUM; i++) {
 		const json_t *val = json_array_get(ne, i);
 		if (in_values(oe, val))
 			continue;
-		sb_printf(&x->nptr, "/enum/%zu", i);
+		sbuf_printf(&x->nptr, "/enum/%zu", i);
 		add_change(x, D_ENUM_VALUE_ADDED, &x->nptr, "%s now accepts %s", what,
 		           value_str(v, sizeof v, val));
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 }
 
@@ -433,9 +369,9 @@ static void diff_param(struct ctx *x, const json_t *oroot, const json_t *nroot, 
 		types_str(a, sizeof a, ot);
 		types_str(b, sizeof b, nt);
 		if (obj_member(np, "type") != NULL)
-			sb_puts(&x->nptr, "/type");
+			sbuf_puts(&x->nptr, "/type");
 		add_change(x, D_PARAM_TYPE_CHANGED, &x->nptr, "%s type changed from %s to %s", what, a, b);
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 
 	diff_enum(x, op, np, what);
@@ -443,19 +379,19 @@ static void diff_param(struct ctx *x, const json_t *oroot, const json_t *nroot, 
 	if (json_is_object(oi) && json_is_object(ni)) {
 		char items[QBUF + 32];
 		snprintf(items, sizeof items, "items of %s", what);
-		sb_puts(&x->optr, "/items");
-		sb_puts(&x->nptr, "/items");
+		sbuf_puts(&x->optr, "/items");
+		sbuf_puts(&x->nptr, "/items");
 		diff_enum(x, oi, ni, items);
-		sb_cut(&x->optr, ob);
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->optr, ob);
+		sbuf_cut(&x->nptr, nb);
 	}
 
 	const json_t *od = obj_member(op, "description"), *nd = obj_member(np, "description");
 	if (!(od == NULL && nd == NULL) && !(od != NULL && nd != NULL && json_equal(od, nd))) {
-		sb_puts(&x->nptr, "/description");
+		sbuf_puts(&x->nptr, "/description");
 		add_change(x, D_DESCRIPTION_CHANGED, &x->nptr, "description of %s %s", what,
 		           od == NULL ? "added" : nd == NULL ? "removed" : "changed");
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 }
 
@@ -480,11 +416,11 @@ static void diff_input(struct ctx *x, const json_t *oin, const json_t *nin)
 		const char *key = json_object_iter_key(it);
 		if (obj_member(nprops, key) != NULL)
 			continue;
-		sb_puts(&x->optr, "/inputSchema/properties");
-		sb_token(&x->optr, key);
+		sbuf_puts(&x->optr, "/inputSchema/properties");
+		sbuf_token(&x->optr, key);
 		add_change(x, D_PARAM_REMOVED, &x->optr, "parameter \"%s\" removed",
 		           quote(q, sizeof q, key, QMAX));
-		sb_cut(&x->optr, ob);
+		sbuf_cut(&x->optr, ob);
 	}
 
 	for (size_t i = 0; json_is_array(nreq) && i < json_array_size(nreq) && i < DRIFT_MAX_PROPS; i++) {
@@ -492,12 +428,12 @@ static void diff_input(struct ctx *x, const json_t *oin, const json_t *nin)
 		if (!json_is_string(e) || in_strings(oreq, json_string_value(e)))
 			continue;
 		const char *name = json_string_value(e);
-		sb_printf(&x->nptr, "/inputSchema/required/%zu", i);
+		sbuf_printf(&x->nptr, "/inputSchema/required/%zu", i);
 		add_change(x, D_PARAM_NOW_REQUIRED, &x->nptr,
 		           obj_member(oprops, name) != NULL ? "optional parameter \"%s\" is now required"
 		                                            : "new required parameter \"%s\"",
 		           quote(q, sizeof q, name, QMAX));
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 
 	n = 0;
@@ -506,18 +442,18 @@ static void diff_input(struct ctx *x, const json_t *oin, const json_t *nin)
 		const char *key = json_object_iter_key(it);
 		const json_t *op = obj_member(oprops, key);
 		quote(q, sizeof q, key, QMAX);
-		sb_puts(&x->nptr, "/inputSchema/properties");
-		sb_token(&x->nptr, key);
+		sbuf_puts(&x->nptr, "/inputSchema/properties");
+		sbuf_token(&x->nptr, key);
 		if (op == NULL) {
 			if (!in_strings(nreq, key))
 				add_change(x, D_PARAM_ADDED, &x->nptr, "optional parameter \"%s\" added", q);
 		} else {
-			sb_puts(&x->optr, "/inputSchema/properties");
-			sb_token(&x->optr, key);
+			sbuf_puts(&x->optr, "/inputSchema/properties");
+			sbuf_token(&x->optr, key);
 			diff_param(x, oin, nin, op, json_object_iter_value(it), q);
-			sb_cut(&x->optr, ob);
+			sbuf_cut(&x->optr, ob);
 		}
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 }
 
@@ -528,18 +464,18 @@ static void diff_output(struct ctx *x, const json_t *oout, const json_t *nout)
 	if (!json_is_object(oout))
 		return; /* a new outputSchema only promises more */
 	if (!json_is_object(nout)) {
-		sb_puts(&x->optr, "/outputSchema");
+		sbuf_puts(&x->optr, "/outputSchema");
 		add_change(x, D_OUTPUT_TYPE_CHANGED, &x->optr, "outputSchema removed");
-		sb_cut(&x->optr, ob);
+		sbuf_cut(&x->optr, ob);
 		return;
 	}
 	unsigned ot = types_of(oout, oout, 0), nt = types_of(nout, nout, 0);
 	if ((nt & ot) != nt) {
 		types_str(a, sizeof a, ot);
 		types_str(b, sizeof b, nt);
-		sb_puts(&x->nptr, obj_member(nout, "type") ? "/outputSchema/type" : "/outputSchema");
+		sbuf_puts(&x->nptr, obj_member(nout, "type") ? "/outputSchema/type" : "/outputSchema");
 		add_change(x, D_OUTPUT_TYPE_CHANGED, &x->nptr, "output type changed from %s to %s", a, b);
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 
 	const json_t *oprops = obj_member(oout, "properties");
@@ -551,10 +487,10 @@ static void diff_output(struct ctx *x, const json_t *oout, const json_t *nout)
 		const json_t *np = obj_member(nprops, key);
 		quote(q, sizeof q, key, QMAX);
 		if (np == NULL) {
-			sb_puts(&x->optr, "/outputSchema/properties");
-			sb_token(&x->optr, key);
+			sbuf_puts(&x->optr, "/outputSchema/properties");
+			sbuf_token(&x->optr, key);
 			add_change(x, D_OUTPUT_PROPERTY_REMOVED, &x->optr, "output property \"%s\" removed", q);
-			sb_cut(&x->optr, ob);
+			sbuf_cut(&x->optr, ob);
 			continue;
 		}
 		ot = types_of(oout, json_object_iter_value(it), 0);
@@ -562,13 +498,13 @@ static void diff_output(struct ctx *x, const json_t *oout, const json_t *nout)
 		if ((nt & ot) != nt) {
 			types_str(a, sizeof a, ot);
 			types_str(b, sizeof b, nt);
-			sb_puts(&x->nptr, "/outputSchema/properties");
-			sb_token(&x->nptr, key);
+			sbuf_puts(&x->nptr, "/outputSchema/properties");
+			sbuf_token(&x->nptr, key);
 			if (obj_member(np, "type") != NULL)
-				sb_puts(&x->nptr, "/type");
+				sbuf_puts(&x->nptr, "/type");
 			add_change(x, D_OUTPUT_TYPE_CHANGED, &x->nptr,
 			           "output property \"%s\" type changed from %s to %s", q, a, b);
-			sb_cut(&x->nptr, nb);
+			sbuf_cut(&x->nptr, nb);
 		}
 	}
 
@@ -580,11 +516,11 @@ static void diff_output(struct ctx *x, const json_t *oout, const json_t *nout)
 		if (!json_is_string(e) || in_strings(nreq, json_string_value(e)) ||
 		    obj_member(nprops, json_string_value(e)) == NULL)
 			continue; /* still required, or gone and reported above */
-		sb_printf(&x->optr, "/outputSchema/required/%zu", i);
+		sbuf_printf(&x->optr, "/outputSchema/required/%zu", i);
 		add_change(x, D_OUTPUT_PROPERTY_REMOVED, &x->optr,
 		           "output property \"%s\" is no longer required",
 		           quote(q, sizeof q, json_string_value(e), QMAX));
-		sb_cut(&x->optr, ob);
+		sbuf_cut(&x->optr, ob);
 	}
 }
 
@@ -629,23 +565,23 @@ static void diff_annotations(struct ctx *x, const json_t *oa, const json_t *na)
 	int od = danger(oa), nd = danger(na);
 	if (nd > od) {
 		if (od == 0) {
-			sb_puts(&x->nptr, "/annotations/readOnlyHint");
+			sbuf_puts(&x->nptr, "/annotations/readOnlyHint");
 			add_change(x, D_HINT_WEAKENED, &x->nptr, "tool is no longer read-only%s",
 			           nd == 2 ? " and may be destructive" : "");
 		} else {
-			sb_puts(&x->nptr, "/annotations/destructiveHint");
+			sbuf_puts(&x->nptr, "/annotations/destructiveHint");
 			add_change(x, D_HINT_WEAKENED, &x->nptr, "tool is now destructive");
 		}
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 		return;
 	}
 	json_t *on = normalized_annotations(oa), *nn = normalized_annotations(na);
 	if (on == NULL || nn == NULL) {
 		x->r->oom = 1;
 	} else if (!json_equal(on, nn)) {
-		sb_puts(&x->nptr, "/annotations");
+		sbuf_puts(&x->nptr, "/annotations");
 		add_change(x, D_ANNOTATIONS_CHANGED, &x->nptr, "annotations changed");
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 	json_decref(on);
 	json_decref(nn);
@@ -657,10 +593,10 @@ static void diff_tool(struct ctx *x, const json_t *ot, const json_t *nt)
 	const json_t *od = json_object_get(ot, "description");
 	const json_t *nd = json_object_get(nt, "description");
 	if (!(od == NULL && nd == NULL) && !(od != NULL && nd != NULL && json_equal(od, nd))) {
-		sb_puts(&x->nptr, "/description");
+		sbuf_puts(&x->nptr, "/description");
 		add_change(x, D_DESCRIPTION_CHANGED, &x->nptr, "tool description %s",
 		           od == NULL ? "added" : nd == NULL ? "removed" : "changed");
-		sb_cut(&x->nptr, nb);
+		sbuf_cut(&x->nptr, nb);
 	}
 	diff_annotations(x, json_object_get(ot, "annotations"), json_object_get(nt, "annotations"));
 	diff_input(x, json_object_get(ot, "inputSchema"), json_object_get(nt, "inputSchema"));
@@ -717,8 +653,8 @@ struct drift_report *drift_diff(const json_t *old_tools, const json_t *new_tools
 		if (json_object_get(nidx, name) != NULL)
 			continue;
 		x.tool = name;
-		sb_cut(&x.optr, 0);
-		sb_printf(&x.optr, "/tools/%lld", (long long)json_integer_value(json_object_iter_value(it)));
+		sbuf_cut(&x.optr, 0);
+		sbuf_printf(&x.optr, "/tools/%lld", (long long)json_integer_value(json_object_iter_value(it)));
 		add_change(&x, D_TOOL_REMOVED, &x.optr, "tool \"%s\" removed",
 		           quote(q, sizeof q, name, QMAX));
 	}
@@ -727,15 +663,15 @@ struct drift_report *drift_diff(const json_t *old_tools, const json_t *new_tools
 		json_int_t ni = json_integer_value(json_object_iter_value(it));
 		const json_t *oi = json_object_get(oidx, name);
 		x.tool = name;
-		sb_cut(&x.nptr, 0);
-		sb_printf(&x.nptr, "/tools/%lld", (long long)ni);
+		sbuf_cut(&x.nptr, 0);
+		sbuf_printf(&x.nptr, "/tools/%lld", (long long)ni);
 		if (oi == NULL) {
 			add_change(&x, D_TOOL_ADDED, &x.nptr, "tool \"%s\" added",
 			           quote(q, sizeof q, name, QMAX));
 			continue;
 		}
-		sb_cut(&x.optr, 0);
-		sb_printf(&x.optr, "/tools/%lld", (long long)json_integer_value(oi));
+		sbuf_cut(&x.optr, 0);
+		sbuf_printf(&x.optr, "/tools/%lld", (long long)json_integer_value(oi));
 		diff_tool(&x, json_array_get(old_tools, (size_t)json_integer_value(oi)),
 		          json_array_get(new_tools, (size_t)ni));
 	}
@@ -813,21 +749,21 @@ char *drift_report_text(const struct drift_report *r)
 {
 	struct sbuf b = {0};
 	char q[QBUF], p[256];
-	sb_printf(&b, "drift: %zu changes, %zu breaking\n", r->n + r->dropped, r->nbreaking);
+	sbuf_printf(&b, "drift: %zu changes, %zu breaking\n", r->n + r->dropped, r->nbreaking);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct drift_change *c = &r->c[i].pub;
-		/* Piece by piece: sb_printf cuts at 512 bytes. */
-		sb_printf(&b, "  %-8s %s tool \"%s\" at ", c->kind, c->code,
+		/* Piece by piece: sbuf_printf cuts at 512 bytes. */
+		sbuf_printf(&b, "  %-8s %s tool \"%s\" at ", c->kind, c->code,
 		          quote(q, sizeof q, c->tool, QMAX));
-		sb_puts(&b, quote(p, sizeof p, c->pointer, sizeof p - 4));
-		sb_puts(&b, ": ");
-		sb_puts(&b, c->message);
-		sb_puts(&b, "\n");
+		sbuf_puts(&b, quote(p, sizeof p, c->pointer, sizeof p - 4));
+		sbuf_puts(&b, ": ");
+		sbuf_puts(&b, c->message);
+		sbuf_puts(&b, "\n");
 	}
 	if (r->dropped)
-		sb_printf(&b, "  (%zu more changes not kept)\n", r->dropped);
+		sbuf_printf(&b, "  (%zu more changes not kept)\n", r->dropped);
 	if (r->truncated)
-		sb_printf(&b, "  list cut: only the first %d tools of each list were compared\n",
+		sbuf_printf(&b, "  list cut: only the first %d tools of each list were compared\n",
 		          DRIFT_MAX_TOOLS);
 	if (b.oom) {
 		free(b.p);

@@ -20,36 +20,9 @@
 
 #include <jansson.h>
 
+#include "proxy/errs.h"
 #include "proxy/http_resp.h"
 #include "proxy/limits.h"
-
-struct errs {
-	char *buf;
-	size_t len, used;
-	int count;
-};
-
-static void err_add(struct errs *e, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void err_add(struct errs *e, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->count++;
-	if (!e->buf || e->used + 1 >= e->len)
-		return;
-	va_start(ap, fmt);
-	int n = vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	e->used += (size_t)n < e->len - e->used ? (size_t)n : e->len - e->used - 1;
-	if (e->used + 1 < e->len) {
-		e->buf[e->used++] = '\n';
-		e->buf[e->used] = '\0';
-	}
-}
 
 const char *config_usage(void)
 {
@@ -396,11 +369,11 @@ static int check_keys(struct errs *e, const char *where, json_t *obj,
 		while (s->name && strcmp(s->name, key) != 0)
 			s++;
 		if (!s->name) {
-			err_add(e, "%s.%s: unknown key", where, key);
+			errs_add(e, "%s.%s: unknown key", where, key);
 			bad++;
 		} else if (json_typeof(val) != s->type &&
 		           !(s->type == JSON_TRUE && json_is_boolean(val))) {
-			err_add(e, "%s.%s: must be %s", where, key,
+			errs_add(e, "%s.%s: must be %s", where, key,
 			        s->type == JSON_STRING    ? "a string"
 			        : s->type == JSON_INTEGER ? "a non-negative integer"
 			        : s->type == JSON_OBJECT  ? "an object"
@@ -420,7 +393,7 @@ static void get_uint(struct errs *e, const char *where, json_t *obj, const char 
 		return; /* type errors were reported by check_keys */
 	json_int_t n = json_integer_value(v);
 	if (n < 0 || (unsigned long long)n > max) {
-		err_add(e, "%s.%s: must be from 0 to %llu", where, key, max);
+		errs_add(e, "%s.%s: must be from 0 to %llu", where, key, max);
 		return;
 	}
 	if (out_size == sizeof(unsigned))
@@ -515,14 +488,14 @@ static void load_log(struct errs *e, json_t *l, struct px_config *cfg)
 	const char *lv = json_string_value(json_object_get(l, "level"));
 	const char *fmt = json_string_value(json_object_get(l, "format"));
 	if (lv && log_level_parse(lv, &cfg->log_level) < 0)
-		err_add(e, "$.log.level: must be debug, info, warn or error");
+		errs_add(e, "$.log.level: must be debug, info, warn or error");
 	if (fmt) {
 		if (strcmp(fmt, "json") == 0)
 			cfg->log_json = 1;
 		else if (strcmp(fmt, "text") == 0)
 			cfg->log_json = 0;
 		else
-			err_add(e, "$.log.format: must be text or json");
+			errs_add(e, "$.log.format: must be text or json");
 	}
 }
 
@@ -554,7 +527,7 @@ static char *expand_env(struct errs *e, const char *where, const char *v)
 			snprintf(name, sizeof(name), "%.*s", (int)(end - v - 2), v + 2);
 			val = getenv(name);
 			if (!val) {
-				err_add(e, "%s: environment variable %s is not set", where, name);
+				errs_add(e, "%s: environment variable %s is not set", where, name);
 				val = "";
 			}
 			vl = strlen(val);
@@ -608,7 +581,7 @@ static void load_headers(struct errs *e, const char *where, json_t *hj,
 		for (k = key; *k && token_char((unsigned char)*k); k++)
 			;
 		if (!*key || *k) {
-			err_add(e, "%s: not a valid header name", w);
+			errs_add(e, "%s: not a valid header name", w);
 			continue;
 		}
 		/* Framing and hop-by-hop fields are the proxy's to set: a
@@ -616,16 +589,16 @@ static void load_headers(struct errs *e, const char *where, json_t *hj,
 		 * conflicting framing upstream. */
 		if (http_hop_by_hop(key, strlen(key), NULL) || strcasecmp(key, "host") == 0 ||
 		    strcasecmp(key, "content-length") == 0 || strcasecmp(key, "expect") == 0) {
-			err_add(e, "%s: set by the proxy, cannot be configured", w);
+			errs_add(e, "%s: set by the proxy, cannot be configured", w);
 			continue;
 		}
 		if (!json_is_string(val)) {
-			err_add(e, "%s: must be a string", w);
+			errs_add(e, "%s: must be a string", w);
 			continue;
 		}
 		char *v = expand_env(e, w, json_string_value(val));
 		if (!v || !header_value_ok(v)) {
-			err_add(e, "%s: the value holds control characters", w);
+			errs_add(e, "%s: the value holds control characters", w);
 			free(v);
 			continue;
 		}
@@ -650,7 +623,7 @@ static void load_clients(struct errs *e, json_t *arr, struct px_config *cfg)
 		json_t *cj = json_array_get(arr, i);
 		snprintf(w, sizeof(w), "$.clients[%zu]", i);
 		if (!json_is_object(cj)) {
-			err_add(e, "%s: must be an object", w);
+			errs_add(e, "%s: must be an object", w);
 			continue;
 		}
 		check_keys(e, w, cj, client_keys);
@@ -658,19 +631,19 @@ static void load_clients(struct errs *e, json_t *arr, struct px_config *cfg)
 		const char *tok = json_string_value(json_object_get(cj, "token"));
 		const char *env = json_string_value(json_object_get(cj, "token_env"));
 		if (!name || !*name) {
-			err_add(e, "%s.name: required", w);
+			errs_add(e, "%s.name: required", w);
 			continue;
 		}
 		if (!!tok == !!env) {
-			err_add(e, "%s: give exactly one of token and token_env", w);
+			errs_add(e, "%s: give exactly one of token and token_env", w);
 			continue;
 		}
 		if (env && !(tok = getenv(env))) {
-			err_add(e, "%s.token_env: environment variable %s is not set", w, env);
+			errs_add(e, "%s.token_env: environment variable %s is not set", w, env);
 			continue;
 		}
 		if (strlen(tok) < 16) {
-			err_add(e, "%s: the token must be at least 16 characters", w);
+			errs_add(e, "%s: the token must be at least 16 characters", w);
 			continue;
 		}
 		cfg->tokens[cfg->ntokens].name = strdup(name);
@@ -745,7 +718,7 @@ static int legacy_paths(struct errs *e, struct px_config *cfg)
 			}
 			if (path_taken(cfg, *slot, slot)) {
 				if (!derived)
-					err_add(e, "$.upstreams[%zu].%s: \"%s\" is already in use", i,
+					errs_add(e, "$.upstreams[%zu].%s: \"%s\" is already in use", i,
 					        k ? "messages_path" : "sse_path", *slot);
 				free(*slot);
 				*slot = NULL;
@@ -763,7 +736,7 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 
 	snprintf(where, sizeof(where), "$.upstreams[%zu]", i);
 	if (!json_is_object(uj)) {
-		err_add(e, "%s: must be an object", where);
+		errs_add(e, "%s: must be an object", where);
 		return;
 	}
 	check_keys(e, where, uj, upstream_keys);
@@ -788,9 +761,9 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 		get_uint(e, w2, t, "request_ms", MAX_MS, &u->request_timeout_ms, sizeof(unsigned));
 	}
 	if (!url) {
-		err_add(e, "%s.url: required", where);
+		errs_add(e, "%s.url: required", where);
 	} else if (config_parse_url(u, url, &why) < 0) {
-		err_add(e, "%s.url: %s", where, why);
+		errs_add(e, "%s.url: %s", where, why);
 	}
 	json_t *tj = json_object_get(uj, "tls");
 	if (json_is_object(tj)) {
@@ -805,24 +778,24 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 		u->tls_key_file = key ? strdup(key) : NULL;
 		u->tls_insecure_skip_verify = json_is_true(json_object_get(tj, "insecure_skip_verify"));
 		if (!!cert != !!key)
-			err_add(e, "%s: cert_file and key_file go together", w2);
+			errs_add(e, "%s: cert_file and key_file go together", w2);
 		if (url && !u->tls)
-			err_add(e, "%s: set for an http:// upstream (use https://)", w2);
+			errs_add(e, "%s: set for an http:// upstream (use https://)", w2);
 	}
 	path = path ? path : "/mcp";
 	if (!path_ok(path))
-		err_add(e, "%s.path: must start with / and hold no spaces, '?' or '#'", where);
+		errs_add(e, "%s.path: must start with / and hold no spaces, '?' or '#'", where);
 	u->path = strdup(path);
 	const char *tr = json_string_value(json_object_get(uj, "transport"));
 	if (tr && config_transport_parse(tr, &u->transport) < 0)
-		err_add(e, "%s.transport: must be auto, streamable_http or sse", where);
+		errs_add(e, "%s.transport: must be auto, streamable_http or sse", where);
 	/* Legacy paths as given ("" turns that face off); the rest are
 	 * derived from `path` once every upstream is known. */
 	const char *lp[2] = {json_string_value(json_object_get(uj, "sse_path")),
 	                     json_string_value(json_object_get(uj, "messages_path"))};
 	for (int k = 0; k < 2; k++) {
 		if (lp[k] && *lp[k] && !path_ok(lp[k]))
-			err_add(e, "%s.%s: must start with / and hold no spaces, '?' or '#'", where,
+			errs_add(e, "%s.%s: must start with / and hold no spaces, '?' or '#'", where,
 			        k ? "messages_path" : "sse_path");
 		if (lp[k])
 			*(k ? &u->messages_path : &u->sse_path) = strdup(lp[k]);
@@ -832,9 +805,9 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 	u->name = strdup(name && *name ? name : defname);
 	for (size_t j = 0; j < i; j++) {
 		if (cfg->ups[j].path && strcmp(cfg->ups[j].path, u->path) == 0)
-			err_add(e, "%s.path: \"%s\" is already used by $.upstreams[%zu]", where, u->path, j);
+			errs_add(e, "%s.path: \"%s\" is already used by $.upstreams[%zu]", where, u->path, j);
 		if (cfg->ups[j].name && strcmp(cfg->ups[j].name, u->name) == 0)
-			err_add(e, "%s.name: \"%s\" is already used by $.upstreams[%zu]", where, u->name, j);
+			errs_add(e, "%s.name: \"%s\" is already used by $.upstreams[%zu]", where, u->name, j);
 	}
 }
 
@@ -848,7 +821,7 @@ static void load_strings(struct errs *e, const char *where, json_t *arr, char **
 	for (size_t i = 0; i < len; i++) {
 		const char *s = json_string_value(json_array_get(arr, i));
 		if (!s || !*s || strpbrk(s, " \t\r\n")) {
-			err_add(e, "%s[%zu]: must be a non-empty string without spaces", where, i);
+			errs_add(e, "%s[%zu]: must be a non-empty string without spaces", where, i);
 			continue;
 		}
 		(*out)[(*n)++] = strdup(s);
@@ -858,13 +831,13 @@ static void load_strings(struct errs *e, const char *where, json_t *arr, char **
 static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 {
 	if (!json_is_object(root)) {
-		err_add(e, "$: the config must be a JSON object");
+		errs_add(e, "$: the config must be a JSON object");
 		return;
 	}
 	check_keys(e, "$", root, top_keys);
 	const char *listen = json_string_value(json_object_get(root, "listen"));
 	if (listen && parse_listen(cfg, listen) < 0)
-		err_add(e, "$.listen: must be HOST:PORT");
+		errs_add(e, "$.listen: must be HOST:PORT");
 	json_t *t = json_object_get(root, "timeouts");
 	if (json_is_object(t))
 		load_timeouts(e, "$.timeouts", t, cfg);
@@ -880,7 +853,7 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 		const char *cert = json_string_value(json_object_get(sec, "cert_file"));
 		const char *key = json_string_value(json_object_get(sec, "key_file"));
 		if (!cert || !key)
-			err_add(e, "$.tls: cert_file and key_file are both required");
+			errs_add(e, "$.tls: cert_file and key_file are both required");
 		cfg->tls_cert_file = cert ? strdup(cert) : NULL;
 		cfg->tls_key_file = key ? strdup(key) : NULL;
 	}
@@ -900,10 +873,10 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	if (json_is_array(ups)) {
 		size_t n = json_array_size(ups);
 		if (n == 0)
-			err_add(e, "$.upstreams: must list at least one upstream");
+			errs_add(e, "$.upstreams: must list at least one upstream");
 		cfg->ups = calloc(n ? n : 1, sizeof(*cfg->ups));
 		if (!cfg->ups) {
-			err_add(e, "out of memory");
+			errs_add(e, "out of memory");
 			return;
 		}
 		cfg->nups = n;
@@ -918,9 +891,9 @@ static int load_file_into(struct errs *e, const char *path, struct px_config *cf
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		if (jerr.line > 0)
-			err_add(e, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+			errs_add(e, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
 		else
-			err_add(e, "%s: %s", path, jerr.text);
+			errs_add(e, "%s: %s", path, jerr.text);
 		return -1;
 	}
 	int before = e->count;
@@ -939,12 +912,12 @@ struct px_config *config_load_file(const char *path, char *errbuf, size_t errlen
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
 	if (!cfg) {
-		err_add(&e, "out of memory");
+		errs_add(&e, "out of memory");
 		return NULL;
 	}
 	if (load_file_into(&e, path, cfg) < 0 || cfg->nups == 0 || legacy_paths(&e, cfg) < 0) {
 		if (e.count == 0)
-			err_add(&e, "%s: $.upstreams: required", path);
+			errs_add(&e, "%s: $.upstreams: required", path);
 		config_free(cfg);
 		return NULL;
 	}
@@ -969,7 +942,7 @@ static const char *flag_value(int argc, char **argv, int *i, const char *arg,
 	if (strncmp(arg, name, n) == 0 && arg[n] == '=')
 		return arg + n + 1;
 	if (*i + 1 >= argc) {
-		err_add(e, "%s: needs a value", name);
+		errs_add(e, "%s: needs a value", name);
 		return NULL;
 	}
 	return argv[++*i];
@@ -1033,7 +1006,7 @@ static void parse_argv(int argc, char **argv, struct cli *cli, enum config_actio
 			if (is_flag(a, valued[k].name))
 				break;
 		if (k == sizeof(valued) / sizeof(valued[0])) {
-			err_add(e, "%s: unknown option (see --help)", argv[i]);
+			errs_add(e, "%s: unknown option (see --help)", argv[i]);
 			continue;
 		}
 		const char *v = flag_value(argc, argv, &i, argv[i], valued[k].name, e);
@@ -1049,7 +1022,7 @@ static void cli_uint(struct errs *e, const char *flag, const char *v,
 	if (!v)
 		return;
 	if (parse_uint(v, max, &n) < 0) {
-		err_add(e, "%s: must be a whole number from 0 to %llu", flag, max);
+		errs_add(e, "%s: must be a whole number from 0 to %llu", flag, max);
 		return;
 	}
 	if (size == sizeof(unsigned))
@@ -1063,7 +1036,7 @@ static json_t *load_json_file(struct errs *e, const char *flag, const char *path
 	json_error_t jerr;
 	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j)
-		err_add(e, "%s %s:%d:%d: %s", flag, path, jerr.line, jerr.column, jerr.text);
+		errs_add(e, "%s %s:%d:%d: %s", flag, path, jerr.line, jerr.column, jerr.text);
 	return j;
 }
 
@@ -1074,7 +1047,7 @@ static void apply_cli_modules(struct errs *e, const struct cli *cli, struct px_c
 	if (cli->policy) {
 		json_t *p = load_json_file(e, "--policy", cli->policy);
 		if (p && !json_is_object(p)) {
-			err_add(e, "--policy %s: must hold a JSON object", cli->policy);
+			errs_add(e, "--policy %s: must hold a JSON object", cli->policy);
 			json_decref(p);
 			p = NULL;
 		}
@@ -1090,7 +1063,7 @@ static void apply_cli_modules(struct errs *e, const struct cli *cli, struct px_c
 	}
 	if (cli->contract || cli->baseline || cli->spec_only) {
 		if (cfg->nups != 1) {
-			err_add(e, "--contract/--baseline/--spec-only: need exactly one upstream "
+			errs_add(e, "--contract/--baseline/--spec-only: need exactly one upstream "
 			           "(use \"contract\" per upstream in the config file)");
 			return;
 		}
@@ -1111,30 +1084,30 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 	const char *why;
 
 	if (cli->listen && parse_listen(cfg, cli->listen) < 0)
-		err_add(e, "--listen: must be HOST:PORT");
+		errs_add(e, "--listen: must be HOST:PORT");
 	cli_uint(e, "--connect-timeout", cli->connect_ms, MAX_MS, &cfg->timeouts.connect_ms, sizeof(unsigned));
 	cli_uint(e, "--request-timeout", cli->request_ms, MAX_MS, &cfg->timeouts.request_ms, sizeof(unsigned));
 	cli_uint(e, "--idle-timeout", cli->idle_ms, MAX_MS, &cfg->timeouts.client_idle_ms, sizeof(unsigned));
 	cli_uint(e, "--sse-keepalive", cli->keepalive_ms, MAX_MS, &cfg->timeouts.sse_keepalive_ms, sizeof(unsigned));
 	cli_uint(e, "--max-body", cli->max_body, 1ull << 30, &cfg->limits.max_body_bytes, sizeof(size_t));
 	if (cli->log_level && log_level_parse(cli->log_level, &cfg->log_level) < 0)
-		err_add(e, "--log-level: must be debug, info, warn or error");
+		errs_add(e, "--log-level: must be debug, info, warn or error");
 	if (cli->log_format) {
 		if (strcmp(cli->log_format, "json") == 0)
 			cfg->log_json = 1;
 		else if (strcmp(cli->log_format, "text") == 0)
 			cfg->log_json = 0;
 		else
-			err_add(e, "--log-format: must be text or json");
+			errs_add(e, "--log-format: must be text or json");
 	}
 	if (cli->upstream) {
 		if (cfg->nups) {
-			err_add(e, "--upstream: the config file already defines upstreams");
+			errs_add(e, "--upstream: the config file already defines upstreams");
 			return;
 		}
 		cfg->ups = calloc(1, sizeof(*cfg->ups));
 		if (!cfg->ups) {
-			err_add(e, "out of memory");
+			errs_add(e, "out of memory");
 			return;
 		}
 		cfg->nups = 1;
@@ -1144,15 +1117,15 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 		u->request_timeout_ms = cfg->timeouts.request_ms;
 		u->path = strdup(cli->path ? cli->path : "/mcp");
 		if (!path_ok(u->path))
-			err_add(e, "--path: must start with / and hold no spaces, '?' or '#'");
+			errs_add(e, "--path: must start with / and hold no spaces, '?' or '#'");
 		if (config_parse_url(u, cli->upstream, &why) < 0)
-			err_add(e, "--upstream: %s", why);
+			errs_add(e, "--upstream: %s", why);
 	} else if (cli->path) {
-		err_add(e, "--path: goes with --upstream");
+		errs_add(e, "--path: goes with --upstream");
 	}
 	if (cli->tls_cert || cli->tls_key) {
 		if (!cli->tls_cert || !cli->tls_key) {
-			err_add(e, "--tls-cert and --tls-key go together");
+			errs_add(e, "--tls-cert and --tls-key go together");
 		} else {
 			free(cfg->tls_cert_file);
 			free(cfg->tls_key_file);
@@ -1163,7 +1136,7 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 	if (cli->upstream_transport) {
 		enum px_transport t;
 		if (config_transport_parse(cli->upstream_transport, &t) < 0)
-			err_add(e, "--upstream-transport: must be auto, streamable_http or sse");
+			errs_add(e, "--upstream-transport: must be auto, streamable_http or sse");
 		for (size_t i = 0; i < cfg->nups; i++)
 			cfg->ups[i].transport = t;
 	}
@@ -1212,7 +1185,7 @@ struct px_config *config_from_argv(int argc, char **argv, enum config_action *ac
 		return config_defaults();
 	cfg = config_defaults();
 	if (!cfg) {
-		err_add(&e, "out of memory");
+		errs_add(&e, "out of memory");
 		return NULL;
 	}
 	if (cli.file)
@@ -1220,7 +1193,7 @@ struct px_config *config_from_argv(int argc, char **argv, enum config_action *ac
 	if (e.count == 0)
 		apply_cli(&e, &cli, cfg);
 	if (e.count == 0 && cfg->nups == 0)
-		err_add(&e, "no upstream: give --upstream URL or a config file with \"upstreams\"");
+		errs_add(&e, "no upstream: give --upstream URL or a config file with \"upstreams\"");
 	if (e.count == 0)
 		legacy_paths(&e, cfg);
 	if (e.count) {

@@ -1,0 +1,32 @@
+/* sbuf: a growing string with a sticky out-of-memory flag, for building
+ * JSON Pointers and text reports in checks/. Callers append freely and
+ * check `oom` once at the end.
+ *
+ * The struct is embedded by its users (it is three fields and a flag), so
+ * it is not opaque. Start from `struct sbuf b = {0}`; free(b.p) when done.
+ */
+#ifndef MCPWARDEN_SBUF_H
+#define MCPWARDEN_SBUF_H
+
+#include <stddef.h>
+
+struct sbuf {
+	char *p;        /* owned, NUL-terminated when not NULL */
+	size_t len, cap;
+	int oom;        /* an allocation failed: content is incomplete */
+};
+
+void sbuf_putn(struct sbuf *b, const char *s, size_t n);
+void sbuf_puts(struct sbuf *b, const char *s);
+/* printf-style; one call appends at most 511 bytes. */
+void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "/" and one RFC 6901 reference token ("~" -> "~0", "/" -> "~1"). */
+void sbuf_token(struct sbuf *b, const char *tok);
+/* "/" and an array index. */
+void sbuf_index(struct sbuf *b, size_t i);
+/* Back to the first len bytes (len <= current length). */
+void sbuf_cut(struct sbuf *b, size_t len);
+/* The content, "" when empty. Borrowed. */
+const char *sbuf_str(const struct sbuf *b);
+
+#endif
