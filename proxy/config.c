@@ -234,6 +234,23 @@ static char *basic_auth_of(const char *userinfo, size_t n)
 	return out;
 }
 
+/* A DNS name or IPv4 address (letters, digits, '-', '.', '_'; at most 253
+ * bytes), or, in brackets, an IPv6 address. */
+static int host_ok(const char *h, int bracketed)
+{
+	if (bracketed) {
+		struct in6_addr a6;
+		return inet_pton(AF_INET6, h, &a6) == 1;
+	}
+	size_t n = strlen(h);
+	if (n > 253)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)h[i]) && !strchr("-._", h[i]))
+			return 0;
+	return 1;
+}
+
 int config_parse_url(struct px_upstream_conf *u, const char *url, const char **why)
 {
 	const char *p, *auth_end, *host_start, *host_end, *path;
@@ -249,8 +266,20 @@ int config_parse_url(struct px_upstream_conf *u, const char *url, const char **w
 		*why = "the URL must start with http:// or https://";
 		return -1;
 	}
+	/* The URL ends up in a request line and a Host header: spaces and
+	 * control bytes there would let it inject headers. */
+	for (const char *c = url; *c; c++) {
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f) {
+			*why = "the URL holds spaces, control or non-ASCII characters "
+			       "(percent-encode them)";
+			return -1;
+		}
+	}
 	path = p + strcspn(p, "/?#");
-	auth_end = memchr(p, '@', (size_t)(path - p));
+	/* The userinfo ends at the last '@' of the authority: a password may
+	 * hold '@', and cutting at the first would show the rest of it as the
+	 * host in every log line. */
+	auth_end = memrchr(p, '@', (size_t)(path - p));
 	host_start = auth_end ? auth_end + 1 : p;
 	if (auth_end) {
 		/* userinfo is percent-encoded; decode it for the Basic header. */
@@ -297,6 +326,10 @@ int config_parse_url(struct px_upstream_conf *u, const char *url, const char **w
 	}
 	if (!u->host || !*u->host) {
 		*why = "the URL has no host";
+		return -1;
+	}
+	if (!host_ok(u->host, *host_start == '[')) {
+		*why = "the URL's host is not a valid name or address";
 		return -1;
 	}
 	unsigned long long pv = u->tls ? 443 : 80;
@@ -524,7 +557,19 @@ static char *expand_env(struct errs *e, const char *where, const char *v)
 		const char *end;
 		if (v[0] == '$' && v[1] == '{' && (end = strchr(v + 2, '}'))) {
 			char name[128];
-			snprintf(name, sizeof(name), "%.*s", (int)(end - v - 2), v + 2);
+			size_t nl = (size_t)(end - v - 2);
+			int ok = nl > 0 && nl < sizeof(name) && !isdigit((unsigned char)v[2]);
+			for (size_t i = 0; ok && i < nl; i++)
+				ok = isalnum((unsigned char)v[2 + i]) || v[2 + i] == '_';
+			if (!ok) {
+				/* Never look up a cut or odd name: it could pick up
+				 * another variable. */
+				errs_add(e, "%s: ${…} must name an environment variable "
+				            "([A-Za-z_][A-Za-z0-9_]*, up to 127 characters)", where);
+				free(out);
+				return NULL;
+			}
+			snprintf(name, sizeof(name), "%.*s", (int)nl, v + 2);
 			val = getenv(name);
 			if (!val) {
 				errs_add(e, "%s: environment variable %s is not set", where, name);
@@ -597,7 +642,9 @@ static void load_headers(struct errs *e, const char *where, json_t *hj,
 			continue;
 		}
 		char *v = expand_env(e, w, json_string_value(val));
-		if (!v || !header_value_ok(v)) {
+		if (!v)
+			continue; /* said why, or out of memory */
+		if (!header_value_ok(v)) {
 			errs_add(e, "%s: the value holds control characters", w);
 			free(v);
 			continue;

@@ -1186,6 +1186,63 @@ static void test_regress_argv_keeps_per_upstream_zero_timeout(void **state)
 	assert_int_equal(got_connect, 0);
 }
 
+/* Found by fuzz_config: the userinfo ends at the LAST '@', so a password
+ * holding '@' never shows up as part of the host (url_safe is logged). */
+static void test_regress_url_at_in_password(void **state)
+{
+	(void)state;
+	struct px_upstream_conf u;
+	const char *why;
+	assert_int_equal(parse(&u, "http://user:p@ss@127.0.0.1:9/mcp", &why), 0);
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_null(strstr(u.url_safe, "ss"));
+	assert_non_null(u.basic_auth);
+	ups_fini(&u);
+}
+
+/* Found by fuzz_config: spaces and control bytes in a URL would reach the
+ * request line and inject headers into every upstream request. */
+static void test_regress_url_control_chars(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"http://127.0.0.1:3001/mcp HTTP/1.1\r\nX-Injected: 1",
+		"http://exa mple/", "http://host/\x7f", "http://h\xc3\xa9/",
+		"http://bad!host/", "http://[zz::1]/",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct px_upstream_conf u;
+		const char *why;
+		int rc = parse(&u, bad[i], &why);
+		ups_fini(&u);
+		assert_int_equal(rc, -1);
+	}
+	char host[300];
+	memset(host, 'a', sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	char url[400];
+	snprintf(url, sizeof(url), "http://%s/", host);
+	struct px_upstream_conf u;
+	const char *why;
+	int rc = parse(&u, url, &why);
+	ups_fini(&u);
+	assert_int_equal(rc, -1); /* over 253 bytes */
+}
+
+/* ${NAME} must be a plain variable name: a cut or odd one could pick up
+ * another variable. */
+static void test_env_names_checked(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct px_config *cfg = load_text(
+		"{\"upstreams\": [{\"url\": \"http://h/\", \"headers\": "
+		"{\"X-A\": \"${1BAD}\", \"X-B\": \"${}\"}}]}", err, sizeof(err));
+	assert_null(cfg);
+	assert_non_null(strstr(err, "$.upstreams[0].headers.X-A: ${…} must name"));
+	assert_non_null(strstr(err, "$.upstreams[0].headers.X-B: ${…} must name"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1196,6 +1253,9 @@ int main(void)
 		cmocka_unit_test(test_url_target),
 		cmocka_unit_test(test_url_errors),
 		cmocka_unit_test(test_regress_url_junk_after_ipv6),
+		cmocka_unit_test(test_regress_url_at_in_password),
+		cmocka_unit_test(test_regress_url_control_chars),
+		cmocka_unit_test(test_env_names_checked),
 		cmocka_unit_test(test_load_good_file),
 		cmocka_unit_test(test_load_minimal_defaults),
 		cmocka_unit_test(test_load_unknown_keys),
