@@ -32,7 +32,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -69,6 +72,7 @@ extern const char admin_page_end[];
 #define ADMIN_PROBE_MAX_MS   2000u
 #define ADMIN_KEEPALIVE_MS   15000u    /* when timeouts.sse_keepalive_ms is 0 */
 #define ADMIN_CONN_IDS       1024      /* admin connections told apart */
+#define ADMIN_LOG_RETRY_US   1000000u  /* a failing call log is tried again this often */
 
 enum ax_kind { AX_DONE, AX_STREAM, AX_READY };
 
@@ -109,6 +113,9 @@ struct admin {
 	size_t token_len;
 	FILE *log;                    /* owned unless stdout */
 	int log_is_stdout, log_failed;
+	uint64_t log_retry_us;        /* log_failed: next write attempt (mono_us) */
+	uint64_t log_lost;            /* records not written since it failed */
+	off_t log_good;               /* end of the last whole line, -1 unknown */
 	size_t max_streams, nstreams;
 	struct admin_x *streams;      /* borrowed list: exchanges owned by conn */
 	struct admin_x *ready_waiters;
@@ -1245,6 +1252,53 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the recorder's sink ---------------------------------------------------- */
 
+/* One record's line in the call log (s[len] is its NUL, briefly the
+ * newline). The ring and /calls keep every record whatever happens here;
+ * the log is a copy for shippers. When a write fails (disk full), that is
+ * logged once, the lines of the records that follow are counted as lost
+ * and writing is tried again once a second; the first line that goes
+ * through again is logged with the count. A line cut short by the failure
+ * is truncated away where the log is a regular file, so a shipper never
+ * reads half a record glued to the next one. */
+static void log_line(struct admin *adm, char *s, size_t len)
+{
+	uint64_t now = mono_us();
+	if (adm->log_failed && now < adm->log_retry_us) {
+		adm->log_lost++;
+		return;
+	}
+	clearerr(adm->log);
+	s[len] = '\n';
+	int ok = fwrite(s, 1, len + 1, adm->log) == len + 1 && fflush(adm->log) == 0;
+	int err = errno;
+	s[len] = '\0';
+	if (ok) {
+		if (adm->log_failed)
+			log_msg(LOG_WARN, "admin: the call log is written again; %llu records were not "
+			                  "written to it (they are on /calls while the ring keeps them)",
+			        (unsigned long long)adm->log_lost);
+		adm->log_failed = 0;
+		adm->log_lost = 0;
+		/* Flushed, so the descriptor's offset (O_APPEND: the end) is
+		 * where whole lines end; stdio's own idea may be stale after a
+		 * truncation. */
+		if (adm->log_good >= 0)
+			adm->log_good = lseek(fileno(adm->log), 0, SEEK_CUR);
+		return;
+	}
+	/* stdio dropped what it could not write; the file may end in part of
+	 * this line. Not a regular file (stdout, a pipe): nothing to undo. */
+	if (adm->log_good >= 0 && ftruncate(fileno(adm->log), adm->log_good) < 0)
+		adm->log_good = -1;
+	adm->log_lost++;
+	adm->log_retry_us = now + ADMIN_LOG_RETRY_US;
+	if (!adm->log_failed)
+		log_msg(LOG_ERROR, "admin: writing the call log failed (%s): records still reach "
+		                   "/calls; the log is tried again every second",
+		        strerror(err));
+	adm->log_failed = 1;
+}
+
 static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
 {
 	struct admin *adm = arg;
@@ -1260,15 +1314,8 @@ static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
 		free(s);
 		return;
 	}
-	if (adm->log && !adm->log_failed) {
-		s[len] = '\n';
-		if (fwrite(s, 1, len + 1, adm->log) != len + 1 || fflush(adm->log) != 0) {
-			adm->log_failed = 1;
-			log_msg(LOG_ERROR, "admin: writing the call log failed (%s): no more lines",
-			        strerror(errno));
-		}
-		s[len] = '\0';
-	}
+	if (adm->log)
+		log_line(adm, s, len);
 	for (struct admin_x *ax = adm->streams; ax; ax = ax->next)
 		if (ax->behind || ring_keys_match(keys, &ax->filter))
 			stream_record(ax, seq, s, len);
@@ -1416,6 +1463,7 @@ static void admin_xfree(struct exchange *ex, const char *client_error)
 
 static const struct transport_ops admin_ops = {
 	.name = "admin",
+	.low_priority = 1,
 	.start = admin_start,
 	.drained = admin_drained,
 	.shutdown = admin_shutdown,
@@ -1516,6 +1564,7 @@ static int open_log(struct admin *adm, const char *target, struct errs *e)
 	if (strcmp(target, "stdout") == 0) {
 		adm->log = stdout;
 		adm->log_is_stdout = 1;
+		adm->log_good = -1; /* never truncate what others may write to */
 		return 0;
 	}
 	adm->log = fopen(target, "ae");
@@ -1523,6 +1572,9 @@ static int open_log(struct admin *adm, const char *target, struct errs *e)
 		errs_add(e, "$.admin.log_calls: %s: %s", target, strerror(errno));
 		return -1;
 	}
+	/* Where whole lines end (-1: not a regular file, nothing to undo). */
+	struct stat st;
+	adm->log_good = fstat(fileno(adm->log), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
 	return 0;
 }
 

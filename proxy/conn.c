@@ -56,6 +56,12 @@ struct conn {
 	unsigned long long id;
 	char peer[64];
 	char ip[48];                    /* peer address without port */
+	/* Key in ctx->peers: the adapter's name and the address. Each listener
+	 * (client, admin) gives an address its own share of
+	 * limits.max_connections_per_client, so a flood of admin connections
+	 * from 127.0.0.1 cannot lock MCP clients on 127.0.0.1 out, and the
+	 * reverse; each share is still capped. */
+	char share[96];
 	int counted;                    /* counted in ctx->peers */
 	int reject_status;              /* set by a parser callback that refused */
 	int req_version, req_head, close_after;
@@ -97,7 +103,7 @@ static void conn_free(struct conn *c)
 		c->next->prev = c->prev;
 	ctx->nconns--;
 	if (c->counted)
-		peers_remove(ctx->peers, c->ip);
+		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
 		event_free(c->deadline);
 	if (c->bev)
@@ -406,10 +412,16 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 		return NULL;
 	}
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
+	if (ops->low_priority) {
+		bufferevent_priority_set(c->bev, PX_PRIO_LOW);
+		event_priority_set(c->step, PX_PRIO_LOW);
+		event_priority_set(c->deadline, PX_PRIO_LOW);
+	}
 	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
 	set_timeouts(c, 1);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	size_t n = peers_add(ctx->peers, c->ip);
+	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
+	size_t n = peers_add(ctx->peers, c->share);
 	c->counted = n > 0;
 	size_t cap = ctx->cfg->limits.max_connections_per_client;
 	if (cap && n > cap) {

@@ -58,6 +58,13 @@ struct px_ctx {
 	struct hook_contract *contract;   /* owned: proxy/hook_contract.c */
 };
 
+/* Event priorities (event_base_priority_init): everything runs at the
+ * default; the admin endpoint's connections run below it, so a flood of
+ * admin requests waits for MCP traffic instead of slowing it. */
+#define PX_PRIO_COUNT   3
+#define PX_PRIO_DEFAULT 1
+#define PX_PRIO_LOW     2
+
 /* Called by conn when a connection ends: lets listener resume accepting
  * and main finish a drain. */
 void px_conn_closed(struct px_ctx *ctx);

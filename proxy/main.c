@@ -171,6 +171,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 
 	ctx->cfg = cfg;
 	ctx->base = event_base_new();
+	if (ctx->base && event_base_priority_init(ctx->base, PX_PRIO_COUNT) < 0) {
+		log_msg(LOG_ERROR, "cannot set up event priorities");
+		return -1;
+	}
 	ctx->insp = inspect_new();
 	ctx->sessions = sessid_new(LIMIT_SESSION_IDS);
 	ctx->peers = peers_new();

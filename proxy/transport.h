@@ -17,6 +17,8 @@ struct exchange;
 
 struct transport_ops {
 	const char *name;
+	/* Served after everything else when the loop is busy (admin). */
+	int low_priority;
 	/* The request is complete: req is valid until the exchange ends, body
 	 * is stolen. Returns the exchange (owned by conn until it calls
 	 * ->free), even when the adapter answered at once (so the answer is

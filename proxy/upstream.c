@@ -65,6 +65,7 @@ struct upstream_req {
 	int head_only;
 	int got_bytes;                  /* a response byte arrived */
 	int retried;
+	int replayable;                 /* idempotent method: may be sent twice */
 	int finished;                   /* on_done or on_error was called */
 	int complete;                   /* the response ended cleanly */
 	int in_info;                    /* parsing a 1xx interim response */
@@ -181,15 +182,35 @@ static void pool_put(struct upconn *uc)
 	u->nidle++;
 }
 
+/* A server may close an idle connection at any moment (it restarted, its
+ * keep-alive ran out), and the close may still sit unread in the socket
+ * when a request wants the connection: look before reusing it. EOF or an
+ * error means it is gone; so do unsolicited bytes on plain HTTP (over TLS
+ * they may be a post-handshake message, which OpenSSL consumes). */
+static int upconn_alive(struct upconn *uc)
+{
+	char b;
+	if (evbuffer_get_length(bufferevent_get_input(uc->bev)) > 0)
+		return 0;
+	ssize_t n = recv(bufferevent_getfd(uc->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0)
+		return uc->up->tls != NULL;
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 static struct upconn *pool_get(struct upstream *u)
 {
-	struct upconn *uc = u->idle;
-	if (!uc)
-		return NULL;
-	u->idle = uc->next;
-	u->nidle--;
-	uc->next = NULL;
-	bufferevent_set_timeouts(uc->bev, NULL, NULL);
+	struct upconn *uc;
+	while ((uc = u->idle) != NULL) {
+		u->idle = uc->next;
+		u->nidle--;
+		uc->next = NULL;
+		if (upconn_alive(uc))
+			break;
+		upconn_free(uc);
+	}
+	if (uc)
+		bufferevent_set_timeouts(uc->bev, NULL, NULL);
 	return uc;
 }
 
@@ -245,8 +266,12 @@ static int req_start_fresh(struct upstream_req *r)
 static void req_retry_or_fail(struct upstream_req *r, enum upstream_err err, const char *detail)
 {
 	/* Only a reused connection that produced no byte may have been closed
-	 * by the server while idle; anything else is a real failure. */
-	if (!r->got_bytes && !r->retried && r->uc && r->uc->uses > 1) {
+	 * by the server while idle; anything else is a real failure. Even
+	 * then the server may instead have died while working on it: only an
+	 * idempotent request may be sent again. A POST (every tools/call) is
+	 * never replayed, so a call the upstream may have run is not run
+	 * twice; pool_get() keeps the idle-close race to a sliver for it. */
+	if (r->replayable && !r->got_bytes && !r->retried && r->uc && r->uc->uses > 1) {
 		r->retried = 1;
 		upconn_free(r->uc);
 		r->uc = NULL;
@@ -490,6 +515,22 @@ size_t upstream_idle_count(const struct upstream *u)
 	return u->nidle;
 }
 
+/* RFC 9110 §9.2.2: the methods a client may repeat without changing the
+ * outcome. The request line is at the start of the buffer. */
+static int request_replayable(struct evbuffer *request)
+{
+	static const char *const idempotent[] = {"GET ", "HEAD ", "OPTIONS ", "DELETE ", "PUT ",
+	                                         NULL};
+	char line[8];
+	ev_ssize_t n = evbuffer_copyout(request, line, sizeof(line));
+	for (size_t i = 0; n > 0 && idempotent[i]; i++) {
+		size_t len = strlen(idempotent[i]);
+		if ((size_t)n >= len && memcmp(line, idempotent[i], len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *request,
                                       int head_only, const struct upstream_req_cbs *cbs,
                                       void *arg)
@@ -504,6 +545,7 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
 	r->cbs = cbs;
 	r->arg = arg;
 	r->head_only = head_only;
+	r->replayable = request_replayable(request);
 	r->timer = evtimer_new(u->ctx->base, req_timer_cb, r);
 	r->kick = event_new(u->ctx->base, -1, 0, req_kick_cb, r);
 	if (!r->timer || !r->kick) {

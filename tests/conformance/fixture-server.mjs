@@ -28,11 +28,14 @@
 // check `Origin`. That is deliberate: a proxy in front rewrites `Host` to the
 // upstream's, so the dns-rebinding-protection scenario passes through a proxy
 // only if the proxy checks Host/Origin on its own listener. Pass
-// --check-origin to add the SDK's localhost Origin guard as well.
+// --check-origin to add the SDK's localhost Origin guard as well, or
+// --no-host-check to drop the Host guard: a server with no DNS-rebinding
+// protection at all, which fails the scenario directly (and passes it
+// through mcpwarden: tests/integration/faults.test.mjs).
 //
 // Usage:
 //   node tests/conformance/fixture-server.mjs [--host 127.0.0.1] [--port 0] [--check-origin]
-//        [--unknown-session-400] [--quiet] [--stdin-guard]
+//        [--no-host-check] [--unknown-session-400] [--quiet] [--stdin-guard]
 // Prints one line `listening http://HOST:PORT/mcp` on stdout once it accepts
 // connections; exits on SIGTERM/SIGINT, and with --stdin-guard also when its
 // stdin closes (so a parent that dies cannot leave it behind).
@@ -59,17 +62,18 @@ import {
 // ---- command line ----------------------------------------------------------
 
 function parseArgs(argv) {
-  const opts = { host: '127.0.0.1', port: Number(process.env.PORT ?? 0), checkOrigin: false, quiet: false, stdinGuard: false };
+  const opts = { host: '127.0.0.1', port: Number(process.env.PORT ?? 0), checkHost: true, checkOrigin: false, quiet: false, stdinGuard: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--host') opts.host = argv[++i];
     else if (a === '--port') opts.port = Number(argv[++i]);
     else if (a === '--check-origin') opts.checkOrigin = true;
+    else if (a === '--no-host-check') opts.checkHost = false;
     else if (a === '--quiet') opts.quiet = true;
     else if (a === '--stdin-guard') opts.stdinGuard = true;
     else if (a === '--unknown-session-400') opts.unknownSession400 = true;
     else if (a === '-h' || a === '--help') {
-      process.stdout.write('usage: fixture-server.mjs [--host H] [--port P] [--check-origin] [--unknown-session-400] [--quiet] [--stdin-guard]\n');
+      process.stdout.write('usage: fixture-server.mjs [--host H] [--port P] [--check-origin] [--no-host-check] [--unknown-session-400] [--quiet] [--stdin-guard]\n');
       process.exit(0);
     } else {
       process.stderr.write(`fixture-server: unknown argument ${a}\n`);
@@ -752,7 +756,7 @@ const httpServer = http.createServer((req, res) => {
     res.end('not found\n');
     return;
   }
-  if (!checkHost(req, res)) return;
+  if (OPTS.checkHost && !checkHost(req, res)) return;
   if (OPTS.checkOrigin && !checkOrigin(req, res)) return;
   // Send the headers of an SSE reply at once: Node holds them until the
   // first body byte, and a standalone GET stream may stay silent for long.

@@ -34,6 +34,7 @@
 // Usage:
 //   node tests/conformance/run.mjs [--suite 2025|2026] [--only direct|mcpwarden|chain]
 //                                  [--scenario NAME] [--keep] [--out DIR]
+//                                  [--fixture-arg ARG]...   (e.g. --fixture-arg --no-host-check)
 // Environment:
 //   MCPWARDEN_BIN        the proxy binary (default ./mcpwarden)
 //   MCPWARDEN_ARGS       extra arguments for mcpwarden (space separated)
@@ -64,8 +65,10 @@ export const REPO_ROOT = path.resolve(HERE, '../..');
 export const IMPROVEMENTS = {
   // mcpwarden checks Host/Origin on its own listener and answers 403 before
   // touching the upstream, so a server without DNS-rebinding protection
-  // behind it passes the scenario. (Our fixture has the protection itself,
-  // so with it this exception is not expected to trigger.)
+  // behind it passes the scenario. Our fixture has the protection itself,
+  // so in the full comparison this exception is not expected to trigger;
+  // with `--fixture-arg --no-host-check` (fixtureArgs) it must:
+  // tests/integration/faults.test.mjs runs exactly that.
   'dns-rebinding-protection': 'mcpwarden rejects foreign Host/Origin itself (403)',
 };
 
@@ -148,8 +151,8 @@ function canConnect(port) {
   });
 }
 
-async function startFixture(node, name) {
-  const h = spawnChild(node, [path.join(HERE, 'fixture-server.mjs'), '--port', '0', '--quiet', '--stdin-guard'], { stdin: 'pipe' });
+async function startFixture(node, name, fixtureArgs = []) {
+  const h = spawnChild(node, [path.join(HERE, 'fixture-server.mjs'), '--port', '0', '--quiet', '--stdin-guard', ...fixtureArgs], { stdin: 'pipe' });
   h.name = name;
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
@@ -347,6 +350,7 @@ export async function runComparison({
   keep = false,
   outDir = undefined,
   wardenConfig = undefined, // mcpwarden config object (see wardenArgs)
+  fixtureArgs = [], // extra fixture-server.mjs flags, on every path
   log = (s) => process.stdout.write(`${s}\n`),
 } = {}) {
   const node = process.env.CONFORMANCE_NODE
@@ -374,7 +378,7 @@ export async function runComparison({
     // Started side by side; every start is waited for (allSettled), so a
     // failed one leaves no process behind that `finally` would miss.
     const started = await Promise.allSettled(paths.map(async (p) => {
-      const fx = await startFixture(node, `fixture-${p}`);
+      const fx = await startFixture(node, `fixture-${p}`, fixtureArgs);
       procs.push(fx.proc);
       const t = { url: fx.url, fixture: fx, wardens: [] };
       if (p === 'mcpwarden') {
@@ -479,10 +483,11 @@ function parseArgs(argv) {
       if (o.only === 'proxy') o.only = 'mcpwarden';
       if (!['direct', 'mcpwarden', 'chain'].includes(o.only)) throw new Error('--only must be direct, mcpwarden or chain');
     } else if (a === '--scenario') o.scenario = argv[++i];
+    else if (a === '--fixture-arg') (o.fixtureArgs ??= []).push(argv[++i]);
     else if (a === '--keep') o.keep = true;
     else if (a === '--out') o.outDir = argv[++i];
     else if (a === '-h' || a === '--help') {
-      process.stdout.write('usage: run.mjs [--suite 2025|2026] [--only direct|mcpwarden|chain] [--scenario NAME] [--keep] [--out DIR]\n');
+      process.stdout.write('usage: run.mjs [--suite 2025|2026] [--only direct|mcpwarden|chain] [--scenario NAME] [--keep] [--out DIR] [--fixture-arg ARG]...\n');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
