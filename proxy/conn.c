@@ -102,6 +102,8 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	ctx->nconns--;
+	if (c->ops->low_priority)
+		ctx->nconns_low--;
 	if (c->counted)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
@@ -404,6 +406,8 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 		ctx->conns->prev = c;
 	ctx->conns = c;
 	ctx->nconns++;
+	if (ops->low_priority)
+		ctx->nconns_low++;
 	ctx->stats.connections++;
 	if (!c->bev || !c->step || !c->deadline || !c->parser || !c->body) {
 		if (!c->bev)

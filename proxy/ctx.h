@@ -35,6 +35,9 @@ struct px_ctx {
 	struct listener *lst;         /* owned; NULL once draining */
 	struct conn *conns;           /* borrowed list head: every open client conn */
 	size_t nconns;
+	/* Of nconns, those of low-priority listeners (admin): each listener
+	 * caps its own kind, so neither can fill the other's slots. */
+	size_t nconns_low;
 	unsigned long long next_conn_id;
 	int draining;
 	struct event *drain_timer;    /* owned */

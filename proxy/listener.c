@@ -16,6 +16,7 @@
 #include "proxy/conn.h"
 #include "proxy/ctx.h"
 #include "proxy/log.h"
+#include "proxy/transport.h"
 
 struct listener {
 	struct px_ctx *ctx;           /* borrowed */
@@ -120,11 +121,14 @@ void listener_free(struct listener *l)
 
 void listener_update(struct listener *l)
 {
-	int full = l->ctx->nconns >= l->ctx->cfg->limits.max_connections;
+	const struct px_ctx *ctx = l->ctx;
+	size_t open = l->ops->low_priority ? ctx->nconns_low : ctx->nconns - ctx->nconns_low;
+	int full = open >= ctx->cfg->limits.max_connections;
 	if (full && !l->paused) {
 		evconnlistener_disable(l->evl);
 		l->paused = 1;
-		log_msg(LOG_WARN, "%zu connections open: not accepting more for now", l->ctx->nconns);
+		log_msg(LOG_WARN, "%zu %s connections open: not accepting more for now", open,
+		        l->ops->name);
 	} else if (!full && l->paused) {
 		evconnlistener_enable(l->evl);
 		l->paused = 0;
