@@ -376,10 +376,41 @@ static int visit(struct ctx *c, size_t depth)
 	return 1;
 }
 
-/* Does schema s (inside root) declare property `name`? Unknown cases
- * answer yes: required-unknown must never fire on a schema we cannot read. */
+/* Reading a string again costs budget too: hashing a required name at
+ * every subschema visited, resolving a $ref or scanning a blank
+ * description each time a walk comes back to it, cost 1 s per MB of the
+ * string (a 4 MB required name: 4 s) while visits stayed within budget.
+ * One unit pays for BUDGET_BYTES bytes, about the work of one visit. A
+ * name or a description read at the root of a walk is free: that happens
+ * once per required name or property, linear in the input. */
+#define BUDGET_BYTES 64
+
+/* Pays for reading n more bytes; 0, with nothing spent, when the budget
+ * cannot: the caller then answers as for an exhausted budget. */
+static int spend(struct ctx *c, size_t n)
+{
+	size_t units = n / BUDGET_BYTES;
+	if (units > c->budget)
+		return 0;
+	c->budget -= units;
+	return 1;
+}
+
+/* The local $ref target of ref (a string) inside root, paid for. NULL
+ * when it leads nowhere or the budget cannot pay: either way the walk
+ * cannot read it. */
+static const json_t *resolve_paid(struct ctx *c, const json_t *root, const json_t *ref)
+{
+	if (!spend(c, json_string_length(ref)))
+		return NULL;
+	return contract_resolve_ref(root, json_string_value(ref));
+}
+
+/* Does schema s (inside root) declare property `name` (nlen bytes)?
+ * Unknown cases answer yes: required-unknown must never fire on a schema
+ * we cannot read. */
 static int declares(struct ctx *c, const json_t *root, const json_t *s, const char *name,
-                    size_t depth)
+                    size_t nlen, size_t depth)
 {
 	static const char *const arrays[] = {"allOf", "anyOf", "oneOf"};
 	static const char *const singles[] = {"then", "else"};
@@ -388,32 +419,36 @@ static int declares(struct ctx *c, const json_t *root, const json_t *s, const ch
 	if (!json_is_object(s))
 		return 0;
 	const json_t *v = json_object_get(s, "properties");
-	if (json_is_object(v) && json_object_get(v, name) != NULL)
-		return 1;
+	if (json_is_object(v)) {
+		if (depth > 0 && !spend(c, nlen))
+			return 1;
+		if (json_object_getn(v, name, nlen) != NULL)
+			return 1;
+	}
 	v = json_object_get(s, "patternProperties");
 	if (json_is_object(v) && json_object_size(v) > 0)
 		return 1; /* ECMA-262 patterns: not evaluated here */
 	for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
 		v = json_object_get(s, arrays[k]);
 		for (size_t i = 0; json_is_array(v) && i < json_array_size(v) && i < CONTRACT_MAX_PROPS; i++)
-			if (declares(c, root, json_array_get(v, i), name, depth + 1))
+			if (declares(c, root, json_array_get(v, i), name, nlen, depth + 1))
 				return 1;
 	}
 	for (size_t k = 0; k < sizeof singles / sizeof *singles; k++) {
 		v = json_object_get(s, singles[k]);
-		if (v != NULL && declares(c, root, v, name, depth + 1))
+		if (v != NULL && declares(c, root, v, name, nlen, depth + 1))
 			return 1;
 	}
 	v = json_object_get(s, "dependentSchemas");
 	if (json_is_object(v)) {
 		for (void *it = json_object_iter(mut(v)); it; it = json_object_iter_next(mut(v), it))
-			if (declares(c, root, json_object_iter_value(it), name, depth + 1))
+			if (declares(c, root, json_object_iter_value(it), name, nlen, depth + 1))
 				return 1;
 	}
 	v = json_object_get(s, "$ref");
 	if (json_is_string(v)) {
-		const json_t *t = contract_resolve_ref(root, json_string_value(v));
-		return t == NULL || declares(c, root, t, name, depth + 1);
+		const json_t *t = resolve_paid(c, root, v);
+		return t == NULL || declares(c, root, t, name, nlen, depth + 1);
 	}
 	return 0;
 }
@@ -426,11 +461,22 @@ static int described(struct ctx *c, const json_t *root, const json_t *s, size_t 
 		return 1;
 	if (!json_is_object(s))
 		return 0;
-	if (is_nonblank_string(json_object_get(s, "description")))
-		return 1;
-	const json_t *v = json_object_get(s, "$ref");
+	const json_t *v = json_object_get(s, "description");
 	if (json_is_string(v)) {
-		const json_t *t = contract_resolve_ref(root, json_string_value(v));
+		const char *d = json_string_value(v);
+		size_t blanks = strspn(d, " \t\r\n\f\v");
+		if (d[blanks] != '\0')
+			return 1;
+		/* All blank: paid for after the scan, since its length is only
+		 * known then; an overdraft ends the walk. */
+		if (depth > 0 && !spend(c, blanks)) {
+			c->budget = 0;
+			return 1;
+		}
+	}
+	v = json_object_get(s, "$ref");
+	if (json_is_string(v)) {
+		const json_t *t = resolve_paid(c, root, v);
 		if (t == NULL || described(c, root, t, depth + 1))
 			return 1;
 	}
@@ -547,7 +593,8 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				sbuf_index(&c->ptr, i);
 				if (!json_is_string(e))
 					tool_finding(c, bad_req, "%s required[%zu] is not a string", what, i);
-				else if (input && !declares(c, s, s, json_string_value(e), 0))
+				else if (input && !declares(c, s, s, json_string_value(e),
+				                            json_string_length(e), 0))
 					tool_finding(c, C_REQUIRED_UNKNOWN,
 					             "required parameter \"%s\" is not in properties",
 					             quote(q, sizeof q, json_string_value(e), QMAX));

@@ -1249,6 +1249,116 @@ static void test_bounds(void **state)
 	json_decref(page);
 }
 
+/* A string of n copies of c (owned). */
+static char *filled(char c, size_t n)
+{
+	char *s = malloc(n + 1);
+	assert_non_null(s);
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* {"anyOf": [{"$ref": ref} x n]} (or allOf), new reference. */
+static json_t *refs(const char *key, const char *ref, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:s}", "$ref", ref));
+	return json_pack("{s:o}", key, a);
+}
+
+/* Checks a page with one tool whose inputSchema is in (stolen). */
+static struct contract_report *check_schema_of(json_t *in)
+{
+	json_t *page = json_pack("{s:[{s:s,s:s,s:o}]}", "tools", "name", "t", "description",
+	                         "A perfectly fine tool", "inputSchema", in);
+	assert_non_null(page);
+	const json_t *cp[1] = {page};
+	struct contract_report *r = contract_check(cp, 1, NULL);
+	assert_non_null(r);
+	json_decref(page);
+	return r;
+}
+
+/* Regression (tests/fuzz/README.md, "Large inputs"): a long string read
+ * again at every subschema a walk visits costs budget by its length. A
+ * 4 MB required name hashed at up to CONTRACT_MAX_NODES subschemas took
+ * 4 s, long $ref strings resolved again and again 0.4 s per 4 MB, a 1 MB
+ * blank description reached 4096 times 7 s. Answers stay those of an
+ * exhausted budget (declared, described): never a false finding. */
+static void test_long_strings_revisited(void **state)
+{
+	(void)state;
+	char *big = filled('n', 4 << 20);
+
+	/* allOf of 64 $refs to d, d an anyOf of 64 $refs to e, both with
+	 * properties: 4096 subschemas, each asked about the 4 MB name. */
+	json_t *d = refs("anyOf", "#/$defs/e", 64);
+	json_object_set_new(d, "properties", json_pack("{s:{}}", "y"));
+	json_t *in = refs("allOf", "#/$defs/d", 64);
+	json_object_set_new(in, "type", json_string("object"));
+	json_object_set_new(in, "required", json_pack("[s]", big));
+	json_object_set_new(in, "$defs", json_pack("{s:o,s:{s:{s:{}}}}", "d", d, "e", "properties",
+	                                           "y"));
+	struct contract_report *r = check_schema_of(in);
+	expect_none(r, "required-unknown"); /* could not be read to the end */
+	contract_report_free(r);
+
+	/* Declared at the root, or nowhere in a plain schema: both still seen
+	 * (the root is read once per name, whatever its length). */
+	r = check_schema_of(json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties",
+	                              big, "type", "string", "description", "d", "required", big));
+	expect_clean(r);
+	contract_report_free(r);
+	r = check_schema_of(json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties",
+	                              "x", "type", "string", "description", "d", "required", big));
+	expect(r, "required-unknown", "/tools/0/inputSchema/required/0", 1);
+	contract_report_free(r);
+	/* 64 KB, declared in a $ref target or nowhere: the budget pays. */
+	big[64 << 10] = '\0';
+	r = check_schema_of(json_pack("{s:s,s:[{s:s}],s:{s:{s:{s:{s:s}}}},s:[s]}", "type", "object",
+	                              "allOf", "$ref", "#/$defs/d", "$defs", "d", "properties", big,
+	                              "type", "string", "required", big));
+	expect_none(r, "required-unknown");
+	contract_report_free(r);
+	r = check_schema_of(json_pack("{s:s,s:[{s:s}],s:{s:{s:{s:{s:s}}}},s:[s]}", "type", "object",
+	                              "allOf", "$ref", "#/$defs/d", "$defs", "d", "properties", "y",
+	                              "type", "string", "required", big));
+	expect(r, "required-unknown", "/tools/0/inputSchema/required/0", 1);
+	contract_report_free(r);
+
+	/* Long $ref strings: p -> A, A an anyOf of 64 $refs to B, B an anyOf
+	 * of 64 $refs of 64 KB to C. */
+	char *ref = malloc((64 << 10) + 16);
+	assert_non_null(ref);
+	snprintf(ref, (64 << 10) + 16, "#/$defs/%s", big);
+	json_t *defs = json_pack("{s:o,s:o,s:{s:s}}", "A", refs("anyOf", "#/$defs/B", 64), "B",
+	                         refs("anyOf", ref, 64), big, "type", "string");
+	r = check_schema_of(json_pack("{s:s,s:o,s:{s:{s:s}}}", "type", "object", "$defs", defs,
+	                              "properties", "p", "$ref", "#/$defs/A"));
+	expect_none(r, "param-undescribed"); /* could not be read to the end */
+	contract_report_free(r);
+
+	/* A blank description of 1 MB reached through 64 x 64 $refs. */
+	char *blank = filled(' ', 1 << 20);
+	defs = json_pack("{s:o,s:o,s:{s:s}}", "A", refs("anyOf", "#/$defs/B", 64), "B",
+	                 refs("anyOf", "#/$defs/C", 64), "C", "description", blank);
+	r = check_schema_of(json_pack("{s:s,s:o,s:{s:{s:s}}}", "type", "object", "$defs", defs,
+	                              "properties", "p", "$ref", "#/$defs/A"));
+	expect_none(r, "param-undescribed");
+	contract_report_free(r);
+	/* On the property itself it is read once, and is blank. */
+	r = check_schema_of(json_pack("{s:s,s:{s:{s:s,s:s}}}", "type", "object", "properties", "p",
+	                              "type", "string", "description", blank));
+	expect(r, "param-undescribed", "/tools/0/inputSchema/properties/p", 0);
+	contract_report_free(r);
+
+	free(blank);
+	free(ref);
+	free(big);
+}
+
 static void test_bad_arguments(void **state)
 {
 	(void)state;
@@ -1314,6 +1424,7 @@ int main(void)
 		cmocka_unit_test(test_text_report),
 		cmocka_unit_test(test_messages_are_one_bounded_line),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_long_strings_revisited),
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_resolve_ref),
 	};

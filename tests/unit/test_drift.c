@@ -604,6 +604,173 @@ static void test_tool_broke_and_filter(void **state)
 	json_decref(before);
 }
 
+/* Regression: filter mode must hide a tool whose breaking change came past
+ * DRIFT_MAX_CHANGES (the change is dropped, the tool still broke), and a
+ * page of 50,000 entries is filtered in one pass (drift_tool_broke used
+ * to scan every change for every entry: 500,000 entries took 8 s). */
+static void test_tool_broke_past_cap_and_big_page(void **state)
+{
+	(void)state;
+	/* 17 tools gain DRIFT_MAX_PROPS optional parameters each (4352
+	 * notices), then t loses its parameter. */
+	json_t *o = json_array(), *n = json_array();
+	for (int i = 0; i < 17; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "a%d", i);
+		json_t *props = json_object();
+		for (int k = 0; k < DRIFT_MAX_PROPS; k++) {
+			char pn[32];
+			snprintf(pn, sizeof pn, "p%d", k);
+			json_object_set_new(props, pn, json_pack("{s:s}", "type", "string"));
+		}
+		json_array_append_new(o, json_pack("{s:s,s:{s:s}}", "name", name, "inputSchema", "type",
+		                                   "object"));
+		json_array_append_new(n, json_pack("{s:s,s:{s:s,s:o}}", "name", name, "inputSchema",
+		                                   "type", "object", "properties", props));
+	}
+	json_array_append_new(o, J(TOOL("t", "{'type':'string'}", "")));
+	json_array_append_new(n, J("{'name':'t','description':'A perfectly fine tool for tests',"
+	                           "'inputSchema':{'type':'object'}}"));
+	struct drift_report *r = drift_diff(o, n);
+	assert_non_null(r);
+	assert_int_equal(drift_report_nchanges(r), DRIFT_MAX_CHANGES);
+	assert_int_equal(count(r, "param-removed"), 0);
+	assert_int_equal(drift_report_nbreaking(r), 1); /* param-removed, dropped */
+	assert_true(drift_tool_broke(r, "t"));
+	assert_false(drift_tool_broke(r, "a0"));
+
+	/* The page: every tool of the new list, then 50,000 more entries. */
+	json_t *page = json_pack("{s:O,s:s}", "tools", n, "nextCursor", "c");
+	json_t *tools = json_object_get(page, "tools");
+	for (int i = 0; i < 50000; i++)
+		json_array_append_new(tools, json_pack("{s:s}", "name", "x"));
+	json_t *out = drift_filter(page, r);
+	assert_non_null(out);
+	json_t *kept = json_object_get(out, "tools");
+	assert_int_equal(json_array_size(kept), json_array_size(tools) - 1);
+	assert_int_equal(json_array_size(tools), 18 + 50000);
+	for (size_t i = 0; i < json_array_size(kept); i++)
+		assert_string_not_equal(json_string_value(json_object_get(json_array_get(kept, i), "name")),
+		                        "t");
+	assert_string_equal(json_string_value(json_object_get(out, "nextCursor")), "c");
+	json_decref(out);
+	json_decref(page);
+	drift_report_free(r);
+	json_decref(o);
+	json_decref(n);
+}
+
+/* One tool whose parameter p is schema s, with $defs. Steals s and defs. */
+static json_t *tool_with(json_t *p, json_t *defs)
+{
+	return json_pack("[{s:s,s:s,s:{s:s,s:o,s:{s:o}}}]", "name", "t", "description",
+	                 "A perfectly fine tool for tests", "inputSchema", "type", "object", "$defs",
+	                 defs ? defs : json_object(), "properties", "p", p);
+}
+
+/* {"anyOf": [{"$ref": ref} x n]}, new reference. */
+static json_t *fanout(const char *ref, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:s}", "$ref", ref));
+	return json_pack("{s:o}", "anyOf", a);
+}
+
+/* $defs d1..d<levels-1>, each an anyOf of 64 $refs to the next, and the
+ * last d<levels> = leaf. */
+static json_t *fanout_defs(int levels, json_t *leaf)
+{
+	json_t *defs = json_object();
+	for (int i = 1; i < levels; i++) {
+		char name[16], ref[32];
+		snprintf(name, sizeof name, "d%d", i);
+		snprintf(ref, sizeof ref, "#/$defs/d%d", i + 1);
+		json_object_set_new(defs, name, fanout(ref, 64));
+	}
+	char name[16];
+	snprintf(name, sizeof name, "d%d", levels);
+	json_object_set_new(defs, name, leaf);
+	return defs;
+}
+
+/* Regression timeout-types-of-fanout (tests/fuzz/corpus/drift): the types
+ * of a parameter are read through anyOf/oneOf/$ref without walking the
+ * same subschema twice, with the same answers as the walk bounded by
+ * DRIFT_MAX_DEPTH: 64 $refs to itself took 21 s (exponential), and the
+ * four levels of 64 $refs below would take 64^4 steps. */
+static void test_types_fanout(void **state)
+{
+	(void)state;
+
+	/* A cycle: p's types cannot be read (any). */
+	json_t *cyc = tool_with(fanout("#/properties/p", 64), NULL);
+	json_t *str = tool_with(json_pack("{s:s}", "type", "string"), NULL);
+	struct drift_report *r = drift_diff(cyc, cyc);
+	expect_only(r, 0);
+	drift_report_free(r);
+	r = drift_diff(cyc, str);
+	const struct drift_change *c = expect(r, "param-type-changed", "/tools/0/inputSchema/properties/p/type");
+	assert_non_null(strstr(c->message, "from any to string"));
+	drift_report_free(r);
+	r = drift_diff(str, cyc); /* widening to any: fine */
+	expect_only(r, 0);
+	drift_report_free(r);
+
+	/* Four levels of 64 $refs down to an integer, at DRIFT_MAX_DEPTH. */
+	json_t *dag = tool_with(fanout("#/$defs/d1", 64),
+	                        fanout_defs(4, json_pack("{s:s}", "type", "integer")));
+	json_t *integer = tool_with(json_pack("{s:s}", "type", "integer"), NULL);
+	r = drift_diff(dag, dag);
+	expect_only(r, 0);
+	drift_report_free(r);
+	r = drift_diff(integer, dag);
+	expect_only(r, 0);
+	drift_report_free(r);
+	r = drift_diff(dag, str);
+	c = expect(r, "param-type-changed", "/tools/0/inputSchema/properties/p/type");
+	assert_non_null(strstr(c->message, "from integer to string"));
+	drift_report_free(r);
+	r = drift_diff(dag, integer); /* the same type spelled out */
+	expect_only(r, 0);
+	drift_report_free(r);
+
+	/* One level more is deeper than DRIFT_MAX_DEPTH: any, as before. */
+	json_t *deep = tool_with(fanout("#/$defs/d1", 64),
+	                         fanout_defs(5, json_pack("{s:s}", "type", "integer")));
+	r = drift_diff(deep, integer);
+	c = expect(r, "param-type-changed", "/tools/0/inputSchema/properties/p/type");
+	assert_non_null(strstr(c->message, "from any to integer"));
+	drift_report_free(r);
+	/* The same subschemas reached at two depths in one diff: from p they
+	 * read as integer, from q, two levels further down, as any. */
+	json_t *both = tool_with(fanout("#/$defs/d1", 64),
+	                         fanout_defs(4, json_pack("{s:s}", "type", "integer")));
+	json_t *props = json_object_get(json_object_get(json_array_get(both, 0), "inputSchema"),
+	                                "properties");
+	json_object_set_new(props, "q", json_pack("{s:[{s:s}]}", "oneOf", "$ref", "#/properties/p"));
+	json_t *both2 = json_deep_copy(both);
+	props = json_object_get(json_object_get(json_array_get(both2, 0), "inputSchema"),
+	                        "properties");
+	json_object_set_new(props, "q", json_pack("{s:s}", "type", "string"));
+	r = drift_diff(both, both2);
+	c = expect(r, "param-type-changed", "/tools/0/inputSchema/properties/q/type");
+	assert_non_null(strstr(c->message, "from any to string"));
+	expect_only(r, 1);
+	drift_report_free(r);
+	r = drift_diff(both2, both); /* q widened to any, p unchanged */
+	expect_only(r, 0);
+	drift_report_free(r);
+
+	json_decref(cyc);
+	json_decref(str);
+	json_decref(dag);
+	json_decref(integer);
+	json_decref(deep);
+	json_decref(both);
+	json_decref(both2);
+}
+
 static void test_code_kinds(void **state)
 {
 	(void)state;
@@ -692,6 +859,8 @@ int main(void)
 		cmocka_unit_test(test_json_report),
 		cmocka_unit_test(test_text_report),
 		cmocka_unit_test(test_tool_broke_and_filter),
+		cmocka_unit_test(test_tool_broke_past_cap_and_big_page),
+		cmocka_unit_test(test_types_fanout),
 		cmocka_unit_test(test_code_kinds),
 		cmocka_unit_test(test_odd_input),
 		cmocka_unit_test(test_bounds),

@@ -422,6 +422,164 @@ static void test_args(void **state)
 	policy_free(p);
 }
 
+/* ---- regular expression limits ---------------------------------------------------------- */
+
+/* A policy with one rule {"pointer":"/q","matches":rx}. Returns it, or
+ * NULL with the error in err. */
+static struct policy *rx_policy(const char *rx, char *err, size_t errlen)
+{
+	json_t *conf = json_pack("{s:[{s:s,s:s,s:{s:[{s:s,s:s}]}}]}", "rules", "name", "rx",
+	                         "action", "deny", "match", "args", "pointer", "/q", "matches", rx);
+	assert_non_null(conf);
+	err[0] = '\0';
+	struct policy *p = policy_load(conf, "$.policy", err, errlen);
+	json_decref(conf);
+	return p;
+}
+
+/* s repeated n times (static buffer). */
+static const char *times(const char *s, size_t n)
+{
+	static char buf[POLICY_MAX_REGEX + 1];
+	size_t len = strlen(s);
+	assert_true(n * len <= POLICY_MAX_REGEX);
+	for (size_t i = 0; i < n; i++)
+		memcpy(buf + i * len, s, len);
+	buf[n * len] = '\0';
+	return buf;
+}
+
+/* Regressions timeout-regex-nested-repeat, timeout-regex-wide-repeat and
+ * timeout-regex-stacked-plus (tests/fuzz/corpus/policy): glibc's regcomp
+ * took 16 s and 8 GB, 6 s, 20 s and 6 GB on them. They, and the other
+ * shapes glibc compiles in seconds, are refused before regcomp with an
+ * error at the pattern (conf/README-policy.md, "Regular expressions"). */
+static void test_regex_blowups_refused(void **state)
+{
+	(void)state;
+	char pat[POLICY_MAX_REGEX + 1];
+	static const struct {
+		const char *rx;
+		const char *error;
+	} cases[] = {
+		{"(a{1,1000}){1,1000}", "repetition \"{1,1000}\" at offset 2: a bound above 255"},
+		{"a{1,32767}", "repetition \"{1,32767}\" at offset 1: a bound above 255"},
+		{"a{256}", "repetition \"{256}\" at offset 1: a bound above 255"},
+		{"x{,99999999999999999999}", "a bound above 255"},
+		{"(?i)ab{300,}", "repetition \"{300,}\" at offset 6: a bound above 255"},
+		{"(a|b)++++++++++++++++++++++", "repetition \"+\" at offset 6 follows another one"},
+		{"a**", "repetition \"*\" at offset 2 follows another one"},
+		{"a+?", "repetition \"?\" at offset 2 follows another one"},
+		{"a{2}{3}", "repetition \"{3}\" at offset 4 follows another one"},
+		{"(a*)*", "repetition \"*\" at offset 4 repeats something that matches the empty"},
+		{"(a|)+", "repetition \"+\" at offset 4 repeats something that matches the empty"},
+		{"()*", "matches the empty string"},
+		{"(^)*", "matches the empty string"},
+		{"(a?){2,}", "matches the empty string"},
+		{"(a{1,255}){1,39}", "more than 10000 nodes once repetitions are unrolled"},
+		{"((((((((((((((a)+)+)+)+)+)+)+)+)+)+)+)+)+)+", "more than 10000 nodes"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[512];
+		struct policy *p = rx_policy(cases[i].rx, err, sizeof err);
+		if (p != NULL) {
+			policy_free(p);
+			fail_msg("loaded %s", cases[i].rx);
+		}
+		assert_has(err, "$.policy.rules[0].match.args[0].matches: ");
+		assert_has(err, cases[i].error);
+		assert_int_equal(lines(err), 1);
+	}
+
+	/* Longer ones: 20 "(a*|()+)" took 16 s, 30 "(()){0,100}" over 5 s,
+	 * 64 "\B" 12 s and 2 GB, 16 "(x?){0,15}\b" 7 s and 1.2 GB, 64 copies
+	 * of 16 "\b" and an "a" 3 s. */
+	static const struct {
+		const char *piece;
+		size_t n;
+		const char *error;
+	} reps[] = {
+		{"(a*|()+)", 20, "matches the empty string"},
+		{"(()){0,100}", 30, "a chain of more than 1000 nodes"},
+		{"(x?){0,100}", 4, "a chain of more than 1000 nodes"},
+		{"\\B", 64, "more than 16 anchors and word boundaries"},
+		{"(\\b|\\B)", 9, "more than 16 anchors and word boundaries"},
+		{"(x?){0,15}\\b", 16, "(64 with an anchor or word boundary)"},
+		{"\\b\\b\\b\\b\\b\\b\\b\\b\\b\\b\\b\\b\\b\\b\\b\\ba", 64, "more than 16 anchors"},
+		{"(", 2000, "a chain of more than 1000 nodes"},
+	};
+	for (size_t i = 0; i < sizeof(reps) / sizeof(reps[0]); i++) {
+		char err[512];
+		strcpy(pat, times(reps[i].piece, reps[i].n));
+		if (strcmp(reps[i].piece, "(") == 0)
+			strcat(pat, times(")", reps[i].n));
+		struct policy *p = rx_policy(pat, err, sizeof err);
+		if (p != NULL) {
+			policy_free(p);
+			fail_msg("loaded %zu x %s", reps[i].n, reps[i].piece);
+		}
+		assert_has(err, "$.policy.rules[0].match.args[0].matches: ");
+		assert_has(err, reps[i].error);
+	}
+}
+
+/* The limits leave ordinary patterns alone, including the largest counts
+ * allowed, and the ones loaded still match. */
+static void test_regex_limits_keep_realistic(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *rx, *hit, *miss;
+	} cases[] = {
+		{"(?i)^\\s*(drop|delete|update|insert|alter|truncate)", " DROP table t", "select"},
+		{"\\b(drop|delete)\\b", "x; drop it", "dropped"},
+		{"(^|[;,])\\s*(rm|del)\\b", "a, rm -rf", "farm"},
+		{"^https?://(www\\.)?example\\.com/.*$", "https://example.com/a", "http://evil.com/"},
+		{"^[a-z]{0,255}@[a-z]{0,255}\\.[a-z]{2,63}$", "me@example.org", "me@@x.org"},
+		{"^.{0,255}x{0,255}$", "abcxx", NULL},
+		{"a{1,255}", "a", "b"},
+		{"^a{255}$", NULL, "aa"},
+		{"(ab){1,255}c?", "ababc", "ba"},
+		{"(\\s*,\\s*\\w+)*;", ", a , b;", NULL},
+		{"(\\b\\w+\\b\\s*){1,8}", "one two", NULL},
+		{"^(\\bone\\b|\\btwo\\b|\\bthree\\b|\\bfour\\b|\\bfive\\b|\\bsix\\b|\\bseven\\b)$", "six",
+		 "sixty"},
+		{"^/(home|tmp)/[^/]+(/[^/]+)*$", "/tmp/a/b", "/etc/passwd"},
+		{"[[:alpha:]]+[^]x]\\w{2,3}(a|b)+", "ab-cdeab", NULL},
+		{"(a?){2,5}", "", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[512], args[600];
+		struct policy *p = rx_policy(cases[i].rx, err, sizeof err);
+		if (p == NULL)
+			fail_msg("%s refused: %s", cases[i].rx, err);
+		if (cases[i].hit) {
+			snprintf(args, sizeof args, "{'q':'%s'}", cases[i].hit);
+			assert_decision(callx(p, "t", NULL, NULL, args, NULL, NULL), POLICY_DENY, "rx");
+		}
+		if (cases[i].miss) {
+			snprintf(args, sizeof args, "{'q':'%s'}", cases[i].miss);
+			assert_decision(callx(p, "t", NULL, NULL, args, NULL, NULL), POLICY_ALLOW,
+			                "default");
+		}
+		policy_free(p);
+	}
+	/* Up to the limits: 16 anchors, 10000 nodes, chains of 1000. */
+	static const struct {
+		const char *piece;
+		size_t n;
+	} reps[] = {
+		{"\\b", 16}, {"(a{255}){19}", 1}, {"(()){0,100}", 3}, {"\\b(x?){0,15}a", 16},
+	};
+	for (size_t i = 0; i < sizeof(reps) / sizeof(reps[0]); i++) {
+		char err[512];
+		struct policy *p = rx_policy(times(reps[i].piece, reps[i].n), err, sizeof err);
+		if (p == NULL)
+			fail_msg("%zu x %s refused: %s", reps[i].n, reps[i].piece, err);
+		policy_free(p);
+	}
+}
+
 /* ---- client, upstream, method ----------------------------------------------------------- */
 
 static void test_client_upstream_method(void **state)
@@ -1519,6 +1677,8 @@ int main(void)
 		cmocka_unit_test(test_name_words_builtin),
 		cmocka_unit_test(test_name_words_rules),
 		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_regex_blowups_refused),
+		cmocka_unit_test(test_regex_limits_keep_realistic),
 		cmocka_unit_test(test_client_upstream_method),
 		cmocka_unit_test(test_order_and_default),
 		cmocka_unit_test(test_dry_run),
