@@ -104,33 +104,6 @@ static json_t *mut(const json_t *j)
 	return (json_t *)(uintptr_t)j;
 }
 
-/* Quote untrusted text for a one-line message: at most `max` bytes, cut on
- * a UTF-8 boundary so the message stays valid for json_string(), control
- * characters replaced by '?'. */
-static const char *quote(char *buf, size_t size, const char *s, size_t max)
-{
-	size_t n = strlen(s);
-	int cut = 0;
-	if (max > size - 4)
-		max = size - 4;
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-		cut = 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		buf[i] = (ch < 0x20 || ch == 0x7F) ? '?' : (char)ch;
-	}
-	if (cut) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 #define QMAX 64
 #define QBUF (QMAX + 8)
 
@@ -542,7 +515,7 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 			sbuf_puts(&c->ptr, "/type");
 			if (json_is_string(type))
 				tool_finding(c, bad_schema, "%s type is \"%s\", not \"object\"", what,
-				             quote(q, sizeof q, json_string_value(type), QMAX));
+				             sbuf_quote(q, sizeof q, json_string_value(type), QMAX));
 			else
 				tool_finding(c, bad_schema, "%s type is not the string \"object\"", what);
 			sbuf_cut(&c->ptr, base);
@@ -562,7 +535,7 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				const char *key = json_object_iter_key(it);
 				const json_t *p = json_object_iter_value(it);
 				sbuf_token(&c->ptr, key);
-				quote(q, sizeof q, key, QMAX);
+				sbuf_quote(q, sizeof q, key, QMAX);
 				if (!json_is_object(p) && !json_is_boolean(p)) {
 					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what, q);
 				} else if (input && !json_is_false(p)) {
@@ -597,7 +570,7 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				                            json_string_length(e), 0))
 					tool_finding(c, C_REQUIRED_UNKNOWN,
 					             "required parameter \"%s\" is not in properties",
-					             quote(q, sizeof q, json_string_value(e), QMAX));
+					             sbuf_quote(q, sizeof q, json_string_value(e), QMAX));
 				sbuf_cut(&c->ptr, rbase);
 			}
 		}
@@ -679,10 +652,10 @@ static void xh_check(struct ctx *c, const json_t *p, const json_t *h, int is_roo
 		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header is empty");
 	} else if (!is_token(json_string_value(h), json_string_length(h))) {
 		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header \"%s\" is not an HTTP token",
-		             quote(q, sizeof q, json_string_value(h), QMAX));
+		             sbuf_quote(q, sizeof q, json_string_value(h), QMAX));
 	} else if ((why = not_primitive(p)) != NULL) {
 		tool_finding(c, C_X_MCP_HEADER_INVALID, "x-mcp-header \"%s\" on %s",
-		             quote(q, sizeof q, json_string_value(h), QMAX), why);
+		             sbuf_quote(q, sizeof q, json_string_value(h), QMAX), why);
 	} else {
 		const char *name = json_string_value(h);
 		size_t i;
@@ -692,7 +665,7 @@ static void xh_check(struct ctx *c, const json_t *p, const json_t *h, int is_roo
 		if (i < c->nheaders)
 			tool_finding(c, C_X_MCP_HEADER_INVALID,
 			             "x-mcp-header \"%s\" repeats an earlier header ignoring case",
-			             quote(q, sizeof q, name, QMAX));
+			             sbuf_quote(q, sizeof q, name, QMAX));
 		else if (c->nheaders < CONTRACT_MAX_PROPS)
 			c->headers[c->nheaders++] = name;
 	}
@@ -831,7 +804,7 @@ static void check_tool(struct ctx *c, const json_t *tool)
 		             c->index);
 	} else {
 		const char *n = r->t[c->rec].name;
-		quote(q, sizeof q, n, QMAX);
+		sbuf_quote(q, sizeof q, n, QMAX);
 		if (!name_format_ok(name))
 			tool_finding(c, C_NAME_FORMAT,
 			             "name \"%s\" is not 1-128 characters of letters, digits, _ - .", q);
@@ -1020,7 +993,7 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 			sbuf_index(&c.ptr, p);
 			page_finding(&c, C_CURSOR_LOOP, "nextCursor",
 			             "nextCursor \"%s\" repeats the one of page %zu",
-			             quote(qb, sizeof qb, cursors[p], QMAX), q);
+			             sbuf_quote(qb, sizeof qb, cursors[p], QMAX), q);
 			break;
 		}
 	}
@@ -1174,7 +1147,7 @@ static void text_finding(struct sbuf *b, const struct finding *f)
 	 * message could reach that. */
 	sbuf_printf(b, "    %-7s %s [%s] at ", f->pub.problem ? "problem" : "warning",
 	          f->pub.code, f->pub.spec ? "spec" : "usability");
-	sbuf_puts(b, quote(q, sizeof q, f->pub.pointer, sizeof q - 4));
+	sbuf_puts(b, sbuf_quote(q, sizeof q, f->pub.pointer, sizeof q - 4));
 	sbuf_puts(b, ": ");
 	sbuf_puts(b, f->pub.message);
 	sbuf_puts(b, "\n");
@@ -1198,7 +1171,7 @@ char *contract_report_text(const struct contract_report *r)
 			if (!header) {
 				if (r->t[i].name)
 					sbuf_printf(&b, "  tool \"%s\":\n",
-					          quote(q, sizeof q, r->t[i].name, QMAX));
+					          sbuf_quote(q, sizeof q, r->t[i].name, QMAX));
 				else
 					sbuf_printf(&b, "  tools[%zu] of page %zu (no name):\n",
 					          r->t[i].index, r->t[i].page);

@@ -80,32 +80,6 @@ static json_t *mut(const json_t *j)
 	return (json_t *)(uintptr_t)j;
 }
 
-/* Untrusted text for a one-line message: at most max bytes cut on a UTF-8
- * boundary (json_string() needs valid UTF-8), control characters -> '?'. */
-static const char *quote(char *buf, size_t size, const char *s, size_t max)
-{
-	size_t n = strlen(s);
-	int cut = 0;
-	if (max > size - 4)
-		max = size - 4;
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-		cut = 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		buf[i] = (ch < 0x20 || ch == 0x7F) ? '?' : (char)ch;
-	}
-	if (cut) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 #define QMAX 64
 #define QBUF (QMAX + 8)
 
@@ -493,7 +467,7 @@ static const char *value_str(char *buf, size_t size, const json_t *v)
 	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 	if (s == NULL)
 		return "?";
-	quote(buf, size, s, QMAX);
+	sbuf_quote(buf, size, s, QMAX);
 	free(s);
 	return buf;
 }
@@ -597,7 +571,7 @@ static void diff_input(struct ctx *x, const json_t *oin, const json_t *nin)
 		sbuf_puts(&x->optr, "/inputSchema/properties");
 		sbuf_token(&x->optr, key);
 		add_change(x, D_PARAM_REMOVED, &x->optr, "parameter \"%s\" removed",
-		           quote(q, sizeof q, key, QMAX));
+		           sbuf_quote(q, sizeof q, key, QMAX));
 		sbuf_cut(&x->optr, ob);
 	}
 
@@ -610,7 +584,7 @@ static void diff_input(struct ctx *x, const json_t *oin, const json_t *nin)
 		add_change(x, D_PARAM_NOW_REQUIRED, &x->nptr,
 		           obj_member(oprops, name) != NULL ? "optional parameter \"%s\" is now required"
 		                                            : "new required parameter \"%s\"",
-		           quote(q, sizeof q, name, QMAX));
+		           sbuf_quote(q, sizeof q, name, QMAX));
 		sbuf_cut(&x->nptr, nb);
 	}
 
@@ -619,7 +593,7 @@ static void diff_input(struct ctx *x, const json_t *oin, const json_t *nin)
 	     it = json_object_iter_next(mut(nprops), it), n++) {
 		const char *key = json_object_iter_key(it);
 		const json_t *op = obj_member(oprops, key);
-		quote(q, sizeof q, key, QMAX);
+		sbuf_quote(q, sizeof q, key, QMAX);
 		sbuf_puts(&x->nptr, "/inputSchema/properties");
 		sbuf_token(&x->nptr, key);
 		if (op == NULL) {
@@ -663,7 +637,7 @@ static void diff_output(struct ctx *x, const json_t *oout, const json_t *nout)
 	     it && n < DRIFT_MAX_PROPS; it = json_object_iter_next(mut(oprops), it), n++) {
 		const char *key = json_object_iter_key(it);
 		const json_t *np = obj_member(nprops, key);
-		quote(q, sizeof q, key, QMAX);
+		sbuf_quote(q, sizeof q, key, QMAX);
 		if (np == NULL) {
 			sbuf_puts(&x->optr, "/outputSchema/properties");
 			sbuf_token(&x->optr, key);
@@ -697,7 +671,7 @@ static void diff_output(struct ctx *x, const json_t *oout, const json_t *nout)
 		sbuf_printf(&x->optr, "/outputSchema/required/%zu", i);
 		add_change(x, D_OUTPUT_PROPERTY_REMOVED, &x->optr,
 		           "output property \"%s\" is no longer required",
-		           quote(q, sizeof q, json_string_value(e), QMAX));
+		           sbuf_quote(q, sizeof q, json_string_value(e), QMAX));
 		sbuf_cut(&x->optr, ob);
 	}
 }
@@ -835,7 +809,7 @@ struct drift_report *drift_diff(const json_t *old_tools, const json_t *new_tools
 		sbuf_cut(&x.optr, 0);
 		sbuf_printf(&x.optr, "/tools/%lld", (long long)json_integer_value(json_object_iter_value(it)));
 		add_change(&x, D_TOOL_REMOVED, &x.optr, "tool \"%s\" removed",
-		           quote(q, sizeof q, name, QMAX));
+		           sbuf_quote(q, sizeof q, name, QMAX));
 	}
 	for (void *it = json_object_iter(nidx); it && !r->oom; it = json_object_iter_next(nidx, it)) {
 		const char *name = json_object_iter_key(it);
@@ -846,7 +820,7 @@ struct drift_report *drift_diff(const json_t *old_tools, const json_t *new_tools
 		sbuf_printf(&x.nptr, "/tools/%lld", (long long)ni);
 		if (oi == NULL) {
 			add_change(&x, D_TOOL_ADDED, &x.nptr, "tool \"%s\" added",
-			           quote(q, sizeof q, name, QMAX));
+			           sbuf_quote(q, sizeof q, name, QMAX));
 			continue;
 		}
 		sbuf_cut(&x.optr, 0);
@@ -935,8 +909,8 @@ char *drift_report_text(const struct drift_report *r)
 		const struct drift_change *c = &r->c[i].pub;
 		/* Piece by piece: sbuf_printf cuts at 512 bytes. */
 		sbuf_printf(&b, "  %-8s %s tool \"%s\" at ", c->kind, c->code,
-		          quote(q, sizeof q, c->tool, QMAX));
-		sbuf_puts(&b, quote(p, sizeof p, c->pointer, sizeof p - 4));
+		          sbuf_quote(q, sizeof q, c->tool, QMAX));
+		sbuf_puts(&b, sbuf_quote(p, sizeof p, c->pointer, sizeof p - 4));
 		sbuf_puts(&b, ": ");
 		sbuf_puts(&b, c->message);
 		sbuf_puts(&b, "\n");

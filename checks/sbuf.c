@@ -74,3 +74,28 @@ const char *sbuf_str(const struct sbuf *b)
 {
 	return b->p ? b->p : "";
 }
+
+const char *sbuf_quote(char *buf, size_t size, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	int cut = 0;
+
+	if (max > size - 4)
+		max = size - 4;
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+		cut = 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		buf[i] = (ch < 0x20 || ch == 0x7F) ? '?' : (char)ch;
+	}
+	if (cut) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}

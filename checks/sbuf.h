@@ -26,6 +26,11 @@ void sbuf_token(struct sbuf *b, const char *tok);
 void sbuf_index(struct sbuf *b, size_t i);
 /* Back to the first len bytes (len <= current length). */
 void sbuf_cut(struct sbuf *b, size_t len);
+/* Untrusted text for a one-line message, into buf (size bytes): at most
+ * max bytes, cut on a UTF-8 boundary (json_string() needs valid UTF-8)
+ * and marked "...", control characters replaced by '?'. Returns buf. */
+const char *sbuf_quote(char *buf, size_t size, const char *s, size_t max);
+
 /* The content, "" when empty. Borrowed. */
 const char *sbuf_str(const struct sbuf *b);
 
