@@ -16,7 +16,7 @@ OPT       ?= -O2 -g
 CFLAGS    ?=
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -MMD -MP \
              -I. -I$(LLHTTP_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 
 # Every module but main goes into one archive shared by the binary, the unit
 # tests and the fuzz drivers.

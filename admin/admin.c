@@ -28,6 +28,7 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -49,6 +50,7 @@
 #include "proxy/errs.h"
 #include "proxy/hook_record.h"
 #include "proxy/http_parse.h"
+#include "proxy/inbox.h"
 #include "proxy/inspect.h"
 #include "proxy/listener.h"
 #include "proxy/log.h"
@@ -71,7 +73,6 @@ extern const char admin_page_end[];
 #define ADMIN_PROBE_EVERY_US 1000000u  /* /readyz probes at most this often */
 #define ADMIN_PROBE_MAX_MS   2000u
 #define ADMIN_KEEPALIVE_MS   15000u    /* when timeouts.sse_keepalive_ms is 0 */
-#define ADMIN_CONN_IDS       1024      /* admin connections told apart */
 #define ADMIN_LOG_RETRY_US   1000000u  /* a failing call log is tried again this often */
 
 enum ax_kind { AX_DONE, AX_STREAM, AX_READY };
@@ -126,11 +127,18 @@ struct admin {
 	uint64_t probed_at;
 	json_t *contract;             /* owned: {"upstream": {"time", "report"}} */
 	double start_time;
-	/* Ids of the connections that made admin requests, sorted, so that
-	 * /metrics can tell client connections from admin ones (conn does
-	 * not say which listener a connection came from). */
-	unsigned long long conn_ids[ADMIN_CONN_IDS];
-	size_t nconn_ids;
+	/* Guards what every worker's recorder writes and this thread reads:
+	 * ring, metrics, the recorder's in-flight table, contract reports,
+	 * the call log. The recorder's hooks run holding it
+	 * (inspect_set_lock); the endpoints hold it only to copy out. */
+	pthread_mutex_t lock;
+	int locked;                   /* lock initialised */
+	/* New records for the /calls/stream readers, which live on this
+	 * (worker 0's) loop: a record made on any worker wakes them once. */
+	struct event *notify;         /* owned */
+	int notify_pending;           /* atomic: a wakeup is on its way */
+	int streams_open;             /* atomic copy of nstreams for other threads */
+	pthread_t thread;             /* worker 0's, where streams live */
 };
 
 static uint64_t mono_us(void)
@@ -697,7 +705,12 @@ static void ep_calls(struct admin_x *ax, const char *qs)
 	}
 	f.limit = (size_t)limit;
 	struct ring_item *items;
+	pthread_mutex_lock(&adm->lock);
 	size_t n = ring_read(adm->ring, &f, &items);
+	size_t records = ring_count(adm->ring);
+	unsigned long long oldest = ring_oldest_seq(adm->ring), newest = ring_newest_seq(adm->ring);
+	unsigned long long dropped = ring_dropped(adm->ring);
+	pthread_mutex_unlock(&adm->lock);
 	if (n == (size_t)-1) {
 		reply_error(ax, 500, "out of memory");
 		return;
@@ -718,10 +731,7 @@ static void ep_calls(struct admin_x *ax, const char *qs)
 	evbuffer_add_printf(body,
 	                    "],\"count\":%zu,\"ring\":{\"size\":%zu,\"records\":%zu,"
 	                    "\"oldest_seq\":%llu,\"newest_seq\":%llu,\"dropped\":%llu}}\n",
-	                    n, ring_size(adm->ring), ring_count(adm->ring),
-	                    (unsigned long long)ring_oldest_seq(adm->ring),
-	                    (unsigned long long)ring_newest_seq(adm->ring),
-	                    (unsigned long long)ring_dropped(adm->ring));
+	                    n, ring_size(adm->ring), records, oldest, newest, dropped);
 	struct evbuffer *h = common_headers("application/json");
 	if (!h) {
 		evbuffer_free(body);
@@ -748,11 +758,13 @@ static void ep_inflight(struct admin_x *ax, const char *qs)
 		reply_error(ax, 400, "limit: must be a whole number from 1 to %d", ADMIN_INFLIGHT_MAX);
 		return;
 	}
+	pthread_mutex_lock(&ax->adm->lock);
 	json_t *list = hook_record_inflight(ax->adm->rec, (size_t)limit);
+	size_t count = hook_record_inflight_count(ax->adm->rec);
+	pthread_mutex_unlock(&ax->adm->lock);
 	json_t *body = json_object();
 	if (body && list) {
-		json_object_set_new(body, "count",
-		                    json_integer((json_int_t)hook_record_inflight_count(ax->adm->rec)));
+		json_object_set_new(body, "count", json_integer((json_int_t)count));
 		json_object_set_new(body, "inflight", list);
 		list = NULL;
 	}
@@ -772,7 +784,9 @@ static void ep_contract(struct admin_x *ax)
 		reply_error(ax, 500, "out of memory");
 		return;
 	}
-	/* Every configured upstream, in order, with null until a report came. */
+	/* Every configured upstream, in order, with null until a report came.
+	 * Entries are replaced, never changed: a reference outlives the lock. */
+	pthread_mutex_lock(&adm->lock);
 	for (size_t i = 0; i < cfg->nups; i++) {
 		const json_t *e = json_object_get(adm->contract, cfg->ups[i].name);
 		json_t *o = json_object();
@@ -783,100 +797,51 @@ static void ep_contract(struct admin_x *ax)
 		                    json_incref(e ? json_object_get(e, "report") : json_null()));
 		json_array_append_new(ups, o);
 	}
+	pthread_mutex_unlock(&adm->lock);
 	json_object_set_new(body, "upstreams", ups);
 	reply_json(ax, 200, body, NULL);
 }
 
 /* ---- admin connections ------------------------------------------------------- */
 
-static size_t conn_id_pos(const struct admin *adm, unsigned long long id)
-{
-	size_t lo = 0, hi = adm->nconn_ids;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (adm->conn_ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int conn_is_admin(const struct admin *adm, unsigned long long id)
-{
-	size_t i = conn_id_pos(adm, id);
-	return i < adm->nconn_ids && adm->conn_ids[i] == id;
-}
-
-/* Forgets the ids of connections that are gone. */
-static void conn_ids_prune(struct admin *adm)
-{
-	size_t keep = 0;
-	for (size_t i = 0; i < adm->nconn_ids; i++) {
-		int open = 0;
-		for (struct conn *c = adm->ctx->conns; c && !open; c = conn_next(c))
-			open = conn_id(c) == adm->conn_ids[i];
-		if (open)
-			adm->conn_ids[keep++] = adm->conn_ids[i];
-	}
-	adm->nconn_ids = keep;
-}
-
-static void conn_ids_add(struct admin *adm, unsigned long long id)
-{
-	size_t i = conn_id_pos(adm, id);
-	if (i < adm->nconn_ids && adm->conn_ids[i] == id)
-		return;
-	if (adm->nconn_ids == ADMIN_CONN_IDS) {
-		conn_ids_prune(adm);
-		if (adm->nconn_ids == ADMIN_CONN_IDS) {
-			/* More admin connections than that: the oldest id goes (its
-			 * connection then counts as a client one). */
-			memmove(adm->conn_ids, adm->conn_ids + 1,
-			        (adm->nconn_ids - 1) * sizeof(adm->conn_ids[0]));
-			adm->nconn_ids--;
-		}
-		i = conn_id_pos(adm, id);
-	}
-	memmove(adm->conn_ids + i + 1, adm->conn_ids + i,
-	        (adm->nconn_ids - i) * sizeof(adm->conn_ids[0]));
-	adm->conn_ids[i] = id;
-	adm->nconn_ids++;
-}
-
-/* Open connections on the MCP listener: every connection but the ones
- * known to have made admin requests (one that connected to the admin
- * listener and has sent nothing yet still counts, briefly). */
+/* Open connections on the MCP listener, every worker's: each connection
+ * knows its listener, so admin connections are not among them. */
 static uint64_t client_connections(struct admin *adm)
 {
-	uint64_t n = 0;
-	for (struct conn *c = adm->ctx->conns; c; c = conn_next(c))
-		n += !conn_is_admin(adm, conn_id(c));
-	return n;
+	return __atomic_load_n(&adm->ctx->shared->client_conns, __ATOMIC_RELAXED);
 }
 
 static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
-                          struct metrics_upstream *ups)
+                          struct metrics_upstream *ups, struct metrics_worker *workers)
 {
 	struct px_ctx *ctx = adm->ctx;
-	struct inspect_stats is;
 
-	inspect_get_stats(ctx->insp, &is);
 	s->client_connections = client_connections(adm);
-	s->connections_total = ctx->stats.connections;
-	s->http_requests_total = ctx->stats.requests;
-	for (size_t i = 0; i < 6; i++)
-		s->http_responses[i] = ctx->stats.responses_by_class[i];
-	s->upstream_errors = ctx->stats.upstream_errors;
-	s->upstream_timeouts = ctx->stats.timeouts;
-	s->requests_too_large = ctx->stats.too_large;
-	s->bad_requests = ctx->stats.bad_requests;
-	s->aborted = ctx->stats.aborted;
-	s->messages_from_client = is.messages[INSPECT_FROM_CLIENT];
-	s->messages_from_server = is.messages[INSPECT_FROM_SERVER];
-	s->hook_dropped = is.dropped;
-	s->hook_answered = is.answered;
-	s->hook_modified = is.modified;
+	/* Every worker's counters, summed: one view of the process. */
+	for (size_t w = 0; w < ctx->nworkers; w++) {
+		const struct px_ctx *wc = ctx->workers[w];
+		struct inspect_stats is;
+		inspect_get_stats(wc->insp, &is);
+		s->connections_total += px_stat_get(&wc->stats.connections);
+		s->http_requests_total += px_stat_get(&wc->stats.requests);
+		for (size_t i = 0; i < 6; i++)
+			s->http_responses[i] += px_stat_get(&wc->stats.responses_by_class[i]);
+		s->upstream_errors += px_stat_get(&wc->stats.upstream_errors);
+		s->upstream_timeouts += px_stat_get(&wc->stats.timeouts);
+		s->requests_too_large += px_stat_get(&wc->stats.too_large);
+		s->bad_requests += px_stat_get(&wc->stats.bad_requests);
+		s->aborted += px_stat_get(&wc->stats.aborted);
+		s->messages_from_client += is.messages[INSPECT_FROM_CLIENT];
+		s->messages_from_server += is.messages[INSPECT_FROM_SERVER];
+		s->hook_dropped += is.dropped;
+		s->hook_answered += is.answered;
+		s->hook_modified += is.modified;
+		workers[w].connections_total = px_stat_get(&wc->stats.connections);
+		workers[w].requests_total = px_stat_get(&wc->stats.requests);
+		workers[w].handoffs_total = px_stat_get(&wc->stats.handoffs);
+	}
+	s->workers = workers;
+	s->nworkers = ctx->nworkers;
 	s->ring_capacity = ring_size(adm->ring);
 	s->ring_records = ring_count(adm->ring);
 	s->ring_dropped = ring_dropped(adm->ring);
@@ -887,7 +852,9 @@ static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
 	s->start_time_seconds = adm->start_time;
 	for (size_t i = 0; i < ctx->nups; i++) {
 		ups[i].name = ctx->cfg->ups[i].name;
-		ups[i].idle_connections = upstream_idle_count(ctx->ups[i]);
+		/* Another worker's pool count, read as it changes: a gauge. */
+		for (size_t w = 0; w < ctx->nworkers; w++)
+			ups[i].idle_connections += upstream_idle_count(ctx->workers[w]->ups[i]);
 		ups[i].reachable = i < adm->nprobes ? adm->probes[i].up : -1;
 	}
 	s->ups = ups;
@@ -899,15 +866,21 @@ static void ep_metrics(struct admin_x *ax)
 	struct admin *adm = ax->adm;
 	struct metrics_snapshot s = {0};
 	struct metrics_upstream *ups = calloc(adm->ctx->nups ? adm->ctx->nups : 1, sizeof(*ups));
+	struct metrics_worker *workers = calloc(adm->ctx->nworkers, sizeof(*workers));
 	size_t len;
 
-	if (!ups) {
+	if (!ups || !workers) {
+		free(ups);
+		free(workers);
 		reply_error(ax, 500, "out of memory");
 		return;
 	}
-	fill_snapshot(adm, &s, ups);
+	pthread_mutex_lock(&adm->lock);
+	fill_snapshot(adm, &s, ups, workers);
 	char *text = metrics_render(adm->m, &s, &len);
+	pthread_mutex_unlock(&adm->lock);
 	free(ups);
+	free(workers);
 	if (!text) {
 		reply_error(ax, 500, "out of memory");
 		return;
@@ -1126,7 +1099,9 @@ static void stream_pump(struct admin_x *ax)
 	struct admin *adm = ax->adm;
 
 	while (ax->behind && !ax->dead && !conn_output_full(ax->c)) {
+		pthread_mutex_lock(&adm->lock);
 		uint64_t oldest = ring_oldest_seq(adm->ring);
+		pthread_mutex_unlock(&adm->lock);
 		if (oldest && ax->next_seq < oldest) {
 			char gap[128];
 			int n = snprintf(gap, sizeof(gap),
@@ -1141,7 +1116,10 @@ static void stream_pump(struct admin_x *ax)
 		f.oldest_first = 1;
 		f.limit = STREAM_PUMP_BATCH;
 		struct ring_item *items;
+		pthread_mutex_lock(&adm->lock);
 		size_t n = ring_read(adm->ring, &f, &items);
+		uint64_t newest = ring_newest_seq(adm->ring);
+		pthread_mutex_unlock(&adm->lock);
 		if (n == (size_t)-1)
 			return; /* out of memory: try again on the next drain or record */
 		size_t i = 0;
@@ -1150,31 +1128,10 @@ static void stream_pump(struct admin_x *ax)
 		ring_items_free(items, n);
 		if (i == n && n < STREAM_PUMP_BATCH) {
 			/* Nothing more matches: current from the next record on. */
-			ax->next_seq = ring_newest_seq(adm->ring) + 1;
+			ax->next_seq = newest + 1;
 			ax->behind = 0;
 		}
 	}
-}
-
-/* A new record for a live stream. */
-static void stream_record(struct admin_x *ax, uint64_t seq, const char *json, size_t len)
-{
-	if (ax->dead)
-		return;
-	if (!ax->behind && conn_output_full(ax->c)) {
-		/* The reader is slow: stop queueing (memory stays bounded by
-		 * limits.max_output_bytes) and catch up from the ring once it has
-		 * read. A reader that stops reading altogether is cut by conn's
-		 * write timeout (timeouts.client_idle_ms). */
-		ax->behind = 1;
-		ax->next_seq = seq;
-		return;
-	}
-	if (ax->behind) {
-		stream_pump(ax);
-		return;
-	}
-	stream_event(ax, seq, json, len);
 }
 
 static void ep_stream(struct admin_x *ax, const struct http_msg *req, const char *qs)
@@ -1191,8 +1148,11 @@ static void ep_stream(struct admin_x *ax, const struct http_msg *req, const char
 		reply_error(ax, 400, "Last-Event-ID: must be a record sequence number");
 		return;
 	}
-	if (!query_get(&q, "since") && !(last && *last))
+	if (!query_get(&q, "since") && !(last && *last)) {
+		pthread_mutex_lock(&adm->lock);
 		f.since = ring_newest_seq(adm->ring); /* only what happens from now on */
+		pthread_mutex_unlock(&adm->lock);
+	}
 	if (adm->ctx->draining) {
 		reply_error(ax, 503, "mcpwarden is shutting down");
 		return;
@@ -1229,6 +1189,7 @@ static void ep_stream(struct admin_x *ax, const struct http_msg *req, const char
 	ax->kind = AX_STREAM;
 	list_push(&adm->streams, ax);
 	adm->nstreams++;
+	__atomic_store_n(&adm->streams_open, (int)adm->nstreams, __ATOMIC_RELAXED);
 	/* Catch up from the ring (oldest first), then live. */
 	ax->next_seq = f.since + 1;
 	ax->behind = 1;
@@ -1299,6 +1260,27 @@ static void log_line(struct admin *adm, char *s, size_t len)
 	adm->log_failed = 1;
 }
 
+/* On worker 0's loop: new records for the /calls/stream readers. */
+static void notify_run(void *arg)
+{
+	struct admin *adm = arg;
+	/* Cleared first: a record made while we pump wakes us again. */
+	__atomic_store_n(&adm->notify_pending, 0, __ATOMIC_RELEASE);
+	for (struct admin_x *ax = adm->streams; ax; ax = ax->next) {
+		if (ax->dead)
+			continue;
+		ax->behind = 1;
+		stream_pump(ax);
+	}
+}
+
+static void notify_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	notify_run(arg);
+}
+
 static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
 {
 	struct admin *adm = arg;
@@ -1316,10 +1298,16 @@ static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
 	}
 	if (adm->log)
 		log_line(adm, s, len);
-	for (struct admin_x *ax = adm->streams; ax; ax = ax->next)
-		if (ax->behind || ring_keys_match(keys, &ax->filter))
-			stream_record(ax, seq, s, len);
 	free(s);
+	/* Runs on whichever worker saw the call, holding adm->lock: the
+	 * readers are told to look at the ring from their own loop. */
+	if (__atomic_load_n(&adm->streams_open, __ATOMIC_RELAXED) &&
+	    !__atomic_exchange_n(&adm->notify_pending, 1, __ATOMIC_ACQ_REL)) {
+		if (pthread_equal(pthread_self(), adm->thread))
+			event_active(adm->notify, 0, 0);
+		else if (inbox_post(adm->ctx->inbox, notify_run, NULL, adm) < 0)
+			__atomic_store_n(&adm->notify_pending, 0, __ATOMIC_RELEASE);
+	}
 }
 
 /* ---- the adapter ---------------------------------------------------------- */
@@ -1369,7 +1357,6 @@ static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
 	ax->magic = ADMIN_X_MAGIC;
 	ax->adm = adm;
 	ax->c = c;
-	conn_ids_add(adm, conn_id(c));
 
 	const char *method = http_msg_method(req);
 	const char *url = http_msg_url(req);
@@ -1454,6 +1441,7 @@ static void admin_xfree(struct exchange *ex, const char *client_error)
 	if (ax->kind == AX_STREAM) {
 		list_remove(&adm->streams, ax);
 		adm->nstreams--;
+		__atomic_store_n(&adm->streams_open, (int)adm->nstreams, __ATOMIC_RELAXED);
 	} else if (ax->kind == AX_READY) {
 		list_remove(&adm->ready_waiters, ax);
 	}
@@ -1493,9 +1481,11 @@ void admin_set_contract(struct admin *adm, const char *upstream, const json_t *r
 		return;
 	hook_record_time(real_us(), when, sizeof(when));
 	json_t *e = json_pack("{s:s,s:o}", "time", when, "report", copy);
+	pthread_mutex_lock(&adm->lock);
 	if (e)
 		json_object_set_new(adm->contract, upstream, e);
 	metrics_set_contract(adm->m, upstream, report);
+	pthread_mutex_unlock(&adm->lock);
 }
 
 const char *admin_address(const struct admin *adm)
@@ -1536,6 +1526,10 @@ void admin_free(struct admin *adm)
 		free(adm->token);
 	}
 	json_decref(adm->contract);
+	if (adm->notify)
+		event_free(adm->notify);
+	if (adm->locked)
+		pthread_mutex_destroy(&adm->lock);
 	free(adm);
 }
 
@@ -1597,12 +1591,18 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	if (!adm)
 		goto oom;
 	adm->ctx = ctx;
+	adm->thread = pthread_self();
+	if (pthread_mutex_init(&adm->lock, NULL) != 0)
+		goto oom;
+	adm->locked = 1;
 	adm->max_streams = ac.max_streams;
 	adm->start_time = (double)real_us() / 1e6;
 	adm->ring = ring_new(ac.ring_size);
 	adm->m = metrics_new(ac.max_labels);
 	adm->contract = json_object();
-	if (!adm->ring || !adm->m || !adm->contract)
+	adm->notify = event_new(ctx->base, -1, 0, notify_cb, adm);
+	if (!adm->ring || !adm->m || !adm->contract || !adm->notify ||
+	    event_priority_set(adm->notify, PX_PRIO_LOW) < 0)
 		goto oom;
 	if (ac.token) {
 		adm->token = strdup(ac.token);
@@ -1620,7 +1620,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		/* Until ctx->admin is set nothing can reach the adapter: the
 		 * listener only accepts once the loop runs. */
 		char lerr[512];
-		adm->lst = listener_new(ctx, ac.host, ac.port, &admin_ops, lerr, sizeof(lerr));
+		adm->lst = listener_new(ctx, ac.host, ac.port, &admin_ops, 0, lerr, sizeof(lerr));
 		if (!adm->lst && !ac.listen_default) {
 			errs_add(&e, "$.admin.listen: %s", lerr);
 			goto fail;
@@ -1644,11 +1644,14 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 			goto oom;
 	}
 	/* Last: once registered, the observer is called for every message. */
+	size_t first = inspect_count(ctx->insp);
 	adm->rec = hook_record_new(ctx->insp, adm->rd, adm->m, on_record, adm);
 	if (!adm->rec) {
 		errs_add(&e, "admin: cannot register the call recorder (too many hooks?)");
 		goto fail;
 	}
+	for (size_t i = first; i < inspect_count(ctx->insp); i++)
+		inspect_set_lock(ctx->insp, (int)i, &adm->lock);
 	ctx->admin = adm;
 	if (adm->lst)
 		log_msg(LOG_INFO, "admin endpoint on http://%s/%s", listener_address(adm->lst),

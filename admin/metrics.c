@@ -495,6 +495,31 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	           s->hook_answered);
 	sample_u64(o, "mcpwarden_hook_verdicts_total", "verdict", "modify", NULL, NULL,
 	           s->hook_modified);
+	family(o, "mcpwarden_worker_connections_total", "counter",
+	       "Client connections each worker (event loop thread) accepted or took over.");
+	for (size_t i = 0; i < s->nworkers; i++) {
+		char w[24];
+		snprintf(w, sizeof(w), "%zu", i);
+		sample_u64(o, "mcpwarden_worker_connections_total", "worker", w, NULL, NULL,
+		           s->workers[i].connections_total);
+	}
+	family(o, "mcpwarden_worker_requests_total", "counter",
+	       "HTTP requests each worker read.");
+	for (size_t i = 0; i < s->nworkers; i++) {
+		char w[24];
+		snprintf(w, sizeof(w), "%zu", i);
+		sample_u64(o, "mcpwarden_worker_requests_total", "worker", w, NULL, NULL,
+		           s->workers[i].requests_total);
+	}
+	family(o, "mcpwarden_worker_handoffs_total", "counter",
+	       "Requests a worker passed, with their connection, to the worker holding the "
+	       "translated session they name.");
+	for (size_t i = 0; i < s->nworkers; i++) {
+		char w[24];
+		snprintf(w, sizeof(w), "%zu", i);
+		sample_u64(o, "mcpwarden_worker_handoffs_total", "worker", w, NULL, NULL,
+		           s->workers[i].handoffs_total);
+	}
 	family(o, "mcpwarden_upstream_idle_connections", "gauge",
 	       "Idle keep-alive connections pooled per upstream.");
 	for (size_t i = 0; i < s->nups; i++)

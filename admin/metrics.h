@@ -69,6 +69,11 @@ struct metrics_upstream {
 	int reachable;            /* 1 up, 0 down, -1 not probed yet */
 };
 
+/* One worker (event loop thread): how the load spreads over them. */
+struct metrics_worker {
+	uint64_t connections_total, requests_total, handoffs_total;
+};
+
 struct metrics_snapshot {
 	uint64_t client_connections;     /* open now */
 	uint64_t connections_total;      /* accepted since start */
@@ -82,6 +87,8 @@ struct metrics_snapshot {
 	double start_time_seconds;       /* Unix time the process started */
 	const struct metrics_upstream *ups;
 	size_t nups;
+	const struct metrics_worker *workers;
+	size_t nworkers;
 };
 
 /* Renders every family as Prometheus text into a new NUL-terminated

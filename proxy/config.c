@@ -45,6 +45,7 @@ const char *config_usage(void)
 	       "      --idle-timeout MS     idle client connection (default 60000)\n"
 	       "      --sse-keepalive MS    comment line on quiet SSE streams (default 15000)\n"
 	       "      --max-body BYTES      client request body (default 8388608)\n"
+	       "      --workers N           event loops, one thread each (default: one per core)\n"
 	       "      --tls-cert FILE --tls-key FILE   TLS on the client listener\n"
 	       "      --policy FILE         tool policy (conf/README-policy.md)\n"
 	       "      --contract MODE       report|filter|fail (the one upstream)\n"
@@ -483,7 +484,8 @@ static const struct key_spec top_keys[] = {
 	{"listen", JSON_STRING}, {"upstreams", JSON_ARRAY}, {"timeouts", JSON_OBJECT},
 	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {"policy", JSON_OBJECT},
 	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {"allowed_hosts", JSON_ARRAY},
-	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {NULL, 0},
+	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {"workers", JSON_INTEGER},
+	{NULL, 0},
 };
 
 static const struct key_spec log_keys[] = {
@@ -903,6 +905,7 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	json_t *lg = json_object_get(root, "log");
 	if (json_is_object(lg))
 		load_log(e, lg, cfg);
+	get_uint(e, "$", root, "workers", PX_MAX_WORKERS, &cfg->workers, sizeof(unsigned));
 	json_t *sec;
 	if (json_is_object(sec = json_object_get(root, "tls"))) {
 		check_keys(e, "$.tls", sec, listen_tls_keys);
@@ -987,7 +990,7 @@ struct cli {
 	const char *connect_ms, *request_ms, *idle_ms, *keepalive_ms, *max_body;
 	const char *policy, *admin, *contract, *baseline;
 	const char *tls_cert, *tls_key;
-	const char *upstream_transport;
+	const char *upstream_transport, *workers;
 	int spec_only;
 };
 
@@ -1035,6 +1038,7 @@ static void parse_argv(int argc, char **argv, struct cli *cli, enum config_actio
 		{"--tls-cert", offsetof(struct cli, tls_cert)},
 		{"--tls-key", offsetof(struct cli, tls_key)},
 		{"--upstream-transport", offsetof(struct cli, upstream_transport)},
+		{"--workers", offsetof(struct cli, workers)},
 	};
 
 	for (int i = 1; i < argc; i++) {
@@ -1146,6 +1150,7 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 	cli_uint(e, "--idle-timeout", cli->idle_ms, MAX_MS, &cfg->timeouts.client_idle_ms, sizeof(unsigned));
 	cli_uint(e, "--sse-keepalive", cli->keepalive_ms, MAX_MS, &cfg->timeouts.sse_keepalive_ms, sizeof(unsigned));
 	cli_uint(e, "--max-body", cli->max_body, 1ull << 30, &cfg->limits.max_body_bytes, sizeof(size_t));
+	cli_uint(e, "--workers", cli->workers, PX_MAX_WORKERS, &cfg->workers, sizeof(unsigned));
 	if (cli->log_level && log_level_parse(cli->log_level, &cfg->log_level) < 0)
 		errs_add(e, "--log-level: must be debug, info, warn or error");
 	if (cli->log_format) {
@@ -1277,6 +1282,8 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		return "listen";
 	if (json_differs(running->admin, next->admin))
 		return "admin";
+	if (running->workers != next->workers)
+		return "workers";
 	if (running->nups != next->nups)
 		return "the list of upstreams";
 	for (size_t i = 0; i < next->nups; i++) {

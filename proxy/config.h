@@ -67,6 +67,9 @@ struct px_upstream_conf {
 	char *sse_path, *messages_path;
 };
 
+/* Upper bound of "workers": more loops than that only add contention. */
+#define PX_MAX_WORKERS 64
+
 struct px_config {
 	char *listen_host;   /* owned */
 	char *listen_port;   /* owned */
@@ -103,6 +106,9 @@ struct px_config {
 	char **origins;
 	size_t norigins;
 	int listen_loopback;        /* listen_host is a loopback address/name */
+	/* "workers" / --workers: event loops, one thread each; 0 (the
+	 * default) means one per online core. */
+	unsigned workers;
 	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
 	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */
 };

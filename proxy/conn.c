@@ -26,6 +26,7 @@
 #include "proxy/ctx.h"
 #include "proxy/http_parse.h"
 #include "proxy/http_resp.h"
+#include "proxy/inbox.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
 #include "proxy/peers.h"
@@ -67,9 +68,28 @@ struct conn {
 	int req_version, req_head, close_after;
 	int replied, chunked, reply_done, reply_status, output_full;
 	int aborting;
+	int handed_off;                 /* socket and TLS state went to another worker */
+	int handed_in;                  /* the buffered request came from one: run it here */
+	struct evbuffer *preload;       /* owned, or NULL: bytes handed over, read before bev's */
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
 };
+
+/* Frees a bufferevent made without BEV_OPT_CLOSE_ON_FREE (so that a
+ * handoff can keep the socket and its TLS state): closes them too, unless
+ * they now belong to another worker. */
+static void bev_release(struct bufferevent *bev, int keep)
+{
+	evutil_socket_t fd = bufferevent_getfd(bev);
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	bufferevent_free(bev);
+	if (keep)
+		return;
+	if (ssl)
+		SSL_free(ssl);
+	if (fd >= 0)
+		evutil_closesocket(fd);
+}
 
 static uint64_t now_us(void)
 {
@@ -102,22 +122,29 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	ctx->nconns--;
+	int was_full = 0;
 	if (c->ops->low_priority)
 		ctx->nconns_low--;
+	else
+		was_full = __atomic_sub_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) + 1 >=
+		                   ctx->cfg->limits.max_connections &&
+		           ctx->nworkers > 1;
 	if (c->counted)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
 		event_free(c->deadline);
 	if (c->bev)
-		bufferevent_free(c->bev);
+		bev_release(c->bev, c->handed_off);
 	if (c->step)
 		event_free(c->step);
 	http_parser_free(c->parser);
 	if (c->body)
 		evbuffer_free(c->body);
+	if (c->preload)
+		evbuffer_free(c->preload);
 	c->magic = 0;
 	free(c);
-	px_conn_closed(ctx);
+	px_conn_closed(ctx, was_full);
 }
 
 /* Send what is queued, then close. */
@@ -180,9 +207,9 @@ static void reject(struct conn *c, int status, int code, const char *message)
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	json_t *err = jrpc_error_new(NULL, code, message, NULL);
 
-	c->ctx->stats.bad_requests++;
+	PX_STAT_INC(c->ctx, bad_requests);
 	if (status == 413)
-		c->ctx->stats.too_large++;
+		PX_STAT_INC(c->ctx, too_large);
 	if (err)
 		http_resp_json(out, 11, status, err, 0);
 	json_decref(err);
@@ -191,12 +218,155 @@ static void reject(struct conn *c, int status, int code, const char *message)
 	conn_close_after_flush(c);
 }
 
+/* ---- handoff between workers ------------------------------------------------ */
+
+/* A request that belongs to another worker (it names a translated session
+ * that worker holds) moves there with its connection: the socket, its TLS
+ * state, and the request re-serialised with what followed it, which the
+ * new owner parses as if it had just arrived. */
+struct handoff {
+	struct px_ctx *to;
+	const struct transport_ops *ops;
+	evutil_socket_t fd;
+	SSL *ssl;                 /* owned, or NULL */
+	struct evbuffer *in;      /* owned: bytes to parse first */
+	struct evbuffer *out;     /* owned: bytes still to write (100 Continue) */
+};
+
+static void handoff_drop(void *arg)
+{
+	struct handoff *h = arg;
+	if (h->ssl)
+		SSL_free(h->ssl);
+	evutil_closesocket(h->fd);
+	evbuffer_free(h->in);
+	evbuffer_free(h->out);
+	free(h);
+}
+
+static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
+                              const struct sockaddr *sa, const struct transport_ops *ops);
+static void parse_input(struct conn *c);
+
+static void handoff_run(void *arg)
+{
+	struct handoff *h = arg;
+	struct sockaddr_storage ss = {0};
+	socklen_t sl = sizeof(ss);
+
+	getpeername(h->fd, (struct sockaddr *)&ss, &sl);
+	struct conn *c = conn_open(h->to, h->fd, h->ssl, BUFFEREVENT_SSL_OPEN,
+	                           (struct sockaddr *)&ss, h->ops);
+	if (c) {
+		bufferevent_write_buffer(c->bev, h->out);
+		/* A bufferevent's input only takes what it reads itself: the
+		 * request waits in front of it. */
+		c->preload = h->in;
+		h->in = NULL;
+		c->handed_in = 1;
+		parse_input(c);
+	}
+	if (h->in)
+		evbuffer_free(h->in);
+	evbuffer_free(h->out);
+	free(h);
+}
+
+static int put_request(struct evbuffer *dst, const struct http_msg *m, struct evbuffer *body)
+{
+	int rc = evbuffer_add_printf(dst, "%s %s HTTP/1.%d\r\n", http_msg_method(m), http_msg_url(m),
+	                             http_msg_version(m) == 10 ? 0 : 1) < 0;
+	const char *n, *v;
+	size_t nl, vl;
+	for (size_t i = 0; http_msg_header_at(m, i, &n, &nl, &v, &vl) == 0; i++) {
+		/* The body goes with a Content-Length of its own; 100 Continue
+		 * was answered here already. */
+		if ((nl == 14 && strncasecmp(n, "content-length", 14) == 0) ||
+		    (nl == 17 && strncasecmp(n, "transfer-encoding", 17) == 0) ||
+		    (nl == 6 && strncasecmp(n, "expect", 6) == 0))
+			continue;
+		rc |= evbuffer_add_printf(dst, "%.*s: %.*s\r\n", (int)nl, n, (int)vl, v) < 0;
+	}
+	rc |= evbuffer_add_printf(dst, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(body)) < 0;
+	rc |= evbuffer_add_buffer(dst, body);
+	return rc ? -1 : 0;
+}
+
+/* What followed the request: its preload (itself handed over) first. */
+static int move_input(struct conn *c, struct evbuffer *dst)
+{
+	if (c->preload && evbuffer_add_buffer(dst, c->preload) < 0)
+		return -1;
+	return evbuffer_add_buffer(dst, bufferevent_get_input(c->bev));
+}
+
+/* A bufferevent's output cannot be drained from outside: copied. */
+static int copy_output(struct conn *c, struct evbuffer *dst)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t n = evbuffer_get_length(out);
+	if (n == 0)
+		return 0;
+	char *tmp = malloc(n);
+	int rc = tmp && evbuffer_copyout(out, tmp, n) == (ev_ssize_t)n ? evbuffer_add(dst, tmp, n) : -1;
+	free(tmp);
+	return rc;
+}
+
+/* 0: c is gone (freed here), the request runs on `to`. -1: it stays. */
+static int handoff(struct conn *c, struct px_ctx *to, const struct http_msg *m)
+{
+	struct handoff *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -1;
+	h->to = to;
+	h->ops = c->ops;
+	h->in = evbuffer_new();
+	h->out = evbuffer_new();
+	if (!h->in || !h->out) {
+		if (h->in)
+			evbuffer_free(h->in);
+		if (h->out)
+			evbuffer_free(h->out);
+		free(h);
+		return -1;
+	}
+	if (put_request(h->in, m, c->body) < 0 || move_input(c, h->in) < 0 ||
+	    copy_output(c, h->out) < 0) {
+		/* Part of the request may have moved: it cannot run here either. */
+		evbuffer_free(h->in);
+		evbuffer_free(h->out);
+		free(h);
+		conn_abort(c, "out of memory");
+		return 0;
+	}
+	/* Off this loop before the target's sees the socket: no byte may be
+	 * read here once the other worker reads. */
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	h->fd = bufferevent_getfd(c->bev);
+	h->ssl = bufferevent_openssl_get_ssl(c->bev);
+	c->handed_off = 1;
+	c->abort_reason = "handed to another worker";
+	PX_STAT_INC(c->ctx, handoffs);
+	conn_free(c);
+	if (inbox_post(to->inbox, handoff_run, handoff_drop, h) < 0)
+		handoff_drop(h);
+	return 0;
+}
+
 static void dispatch(struct conn *c)
 {
 	const struct http_msg *m = http_parser_msg(c->parser);
 	struct evbuffer *body = c->body;
 
-	c->ctx->stats.requests++;
+	if (c->ops->route && !c->handed_in) {
+		struct px_ctx *to = c->ops->route(c->ctx, m);
+		if (to && to != c->ctx && handoff(c, to, m) == 0)
+			return;
+	}
+	c->handed_in = 0;
+
+	PX_STAT_INC(c->ctx, requests);
 	c->state = CONN_BUSY;
 	event_del(c->deadline);
 	c->req_version = http_msg_version(m);
@@ -213,11 +383,23 @@ static void dispatch(struct conn *c)
 	c->ex = c->ops->start(c, m, body);
 }
 
+/* Where the next request bytes are: what a handoff brought, then the
+ * socket's. */
+static struct evbuffer *input_of(struct conn *c)
+{
+	if (c->preload && evbuffer_get_length(c->preload) == 0) {
+		evbuffer_free(c->preload);
+		c->preload = NULL;
+	}
+	return c->preload ? c->preload : bufferevent_get_input(c->bev);
+}
+
 static void parse_input(struct conn *c)
 {
-	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer *in;
 
-	while ((c->state == CONN_IDLE || c->state == CONN_READING) && evbuffer_get_length(in)) {
+	while ((c->state == CONN_IDLE || c->state == CONN_READING) &&
+	       evbuffer_get_length(in = input_of(c))) {
 		struct evbuffer_iovec vec;
 		size_t used;
 
@@ -268,7 +450,7 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	assert(c->magic == CONN_MAGIC);
 	if (c->aborting) {
-		c->ctx->stats.aborted++;
+		PX_STAT_INC(c->ctx, aborted);
 		conn_free(c);
 		return;
 	}
@@ -356,16 +538,30 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
                       int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	SSL *ssl = NULL;
 	(void)salen;
+	if (tls && !(ssl = SSL_new(tls))) {
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	return conn_open(ctx, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, sa, ops);
+}
+
+/* Takes fd and ssl (NULL: plain TCP) whatever happens. */
+static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
+                              const struct sockaddr *sa, const struct transport_ops *ops)
+{
+	struct conn *c = calloc(1, sizeof(*c));
 	if (!c) {
+		if (ssl)
+			SSL_free(ssl);
 		evutil_closesocket(fd);
 		return NULL;
 	}
 	c->magic = CONN_MAGIC;
 	c->ctx = ctx;
 	c->ops = ops;
-	c->id = ++ctx->next_conn_id;
+	c->id = __atomic_add_fetch(&ctx->shared->next_conn_id, 1, __ATOMIC_RELAXED);
 	char ip[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
 	if (sa->sa_family == AF_INET) {
@@ -381,20 +577,18 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", ip, port);
 		snprintf(c->ip, sizeof(c->ip), "%s", ip);
 	}
-	if (tls) {
-		SSL *ssl = SSL_new(tls);
-		c->bev = ssl ? bufferevent_openssl_socket_new(ctx->base, fd, ssl,
-		                                              BUFFEREVENT_SSL_ACCEPTING,
-		                                              BEV_OPT_CLOSE_ON_FREE |
-		                                                      BEV_OPT_DEFER_CALLBACKS)
-		             : NULL;
-		if (ssl && !c->bev)
+	/* Without BEV_OPT_CLOSE_ON_FREE: bev_release() closes, so that a
+	 * handoff can keep the socket and its TLS state. */
+	if (ssl) {
+		c->bev = bufferevent_openssl_socket_new(ctx->base, fd, ssl,
+		                                        (enum bufferevent_ssl_state)ssl_state,
+		                                        BEV_OPT_DEFER_CALLBACKS);
+		if (!c->bev)
 			SSL_free(ssl);
-		if (c->bev)
+		else
 			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
 	} else {
-		c->bev = bufferevent_socket_new(ctx->base, fd,
-		                                BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		c->bev = bufferevent_socket_new(ctx->base, fd, BEV_OPT_DEFER_CALLBACKS);
 	}
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
 	c->deadline = evtimer_new(ctx->base, deadline_cb, c);
@@ -408,7 +602,9 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 	ctx->nconns++;
 	if (ops->low_priority)
 		ctx->nconns_low++;
-	ctx->stats.connections++;
+	else
+		__atomic_add_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED);
+	PX_STAT_INC(ctx, connections);
 	if (!c->bev || !c->step || !c->deadline || !c->parser || !c->body) {
 		if (!c->bev)
 			evutil_closesocket(fd);
@@ -512,7 +708,7 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 	c->replied = 1;
 	c->reply_status = status;
 	if (status >= 100 && status < 600)
-		c->ctx->stats.responses_by_class[status / 100]++;
+		PX_STAT_INC(c->ctx, responses_by_class[status / 100]);
 	http_resp_status_line(out, version, status);
 	if (headers)
 		evbuffer_add_buffer(out, headers);

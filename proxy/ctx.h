@@ -1,5 +1,14 @@
-/* ctx: struct px_ctx, the only runtime root. main() builds it and passes it
- * down; nothing else is global but the log level. */
+/* ctx: struct px_ctx, the runtime root of one worker. main() builds one per
+ * worker (one event loop, one thread each) and passes it down; nothing else
+ * is global but the log level.
+ *
+ * A worker's own parts (its loop, listener socket, connections, upstream
+ * pools, translated sessions, counters) are touched only by its thread.
+ * The parts every worker shares (configuration modules, policy, contract
+ * state, the admin endpoint, session and tool tables) are the same objects
+ * in every worker's ctx; each guards itself with a mutex. Worker 0 runs on
+ * the main thread, owns the shared parts and alone handles signals and
+ * the admin endpoint. Worker to worker: proxy/inbox.h. */
 #ifndef MCPWARDEN_CTX_H
 #define MCPWARDEN_CTX_H
 
@@ -20,15 +29,37 @@ struct sessid;
 struct toolcache;
 struct peers;
 struct session_table;
+struct inbox;
+struct affinity;
 
+/* Counters of one worker, written by its thread only (PX_STAT_ADD) and read
+ * by the admin endpoint's thread (px_stat_get): relaxed atomics, so a
+ * reader sees whole values without making the writer pay for a lock. */
 struct px_stats {
 	uint64_t connections, requests, responses_by_class[6];
 	uint64_t upstream_errors, timeouts, too_large, bad_requests, aborted;
+	uint64_t handoffs;  /* requests passed to the worker holding their session */
+};
+
+/* What the workers count together: atomics (px_shared_*). */
+struct px_shared {
+	unsigned long long next_conn_id;  /* ids unique across workers */
+	size_t client_conns;              /* open client connections, all workers */
 };
 
 struct px_ctx {
 	struct event_base *base;      /* owned */
-	const struct px_config *cfg;  /* owned (immutable while running) */
+	unsigned worker_id;           /* 0: the main thread's */
+	struct inbox *inbox;          /* owned: work other threads hand this loop */
+	/* Shared: every worker's ctx (index = worker_id), owned by worker 0. */
+	struct px_ctx **workers;
+	size_t nworkers;
+	struct px_shared *shared;     /* shared, owned by worker 0 */
+	struct affinity *affinity;    /* shared, owned by worker 0: translated
+	                               * session id -> the worker holding it */
+	/* This worker's view of the configuration (owned by worker 0, with
+	 * the retired ones): a reload hands each worker the new one. */
+	const struct px_config *cfg;
 	struct upstream **ups;        /* owned: one per cfg->ups[i], same order */
 	size_t nups;
 	struct inspect *insp;         /* owned: the message hook chain */
@@ -38,7 +69,6 @@ struct px_ctx {
 	/* Of nconns, those of low-priority listeners (admin): each listener
 	 * caps its own kind, so neither can fill the other's slots. */
 	size_t nconns_low;
-	unsigned long long next_conn_id;
 	int draining;
 	struct event *drain_timer;    /* owned */
 	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
@@ -55,7 +85,7 @@ struct px_ctx {
 	size_t nretired;
 	struct session_table *translated; /* owned: translated sessions (session.c) */
 	struct px_stats stats;
-	/* Modules plugged into the hook; each NULL when not configured. */
+	/* Shared modules plugged into the hook; each NULL when not configured. */
 	struct admin *admin;              /* owned: admin/admin.c */
 	struct hook_policy *policy;       /* owned: proxy/hook_policy.c */
 	struct hook_contract *contract;   /* owned: proxy/hook_contract.c */
@@ -69,7 +99,16 @@ struct px_ctx {
 #define PX_PRIO_LOW     2
 
 /* Called by conn when a connection ends: lets listener resume accepting
- * and main finish a drain. */
-void px_conn_closed(struct px_ctx *ctx);
+ * (on every worker when was_full: the shared cap on client connections had
+ * been reached) and main finish a drain. */
+void px_conn_closed(struct px_ctx *ctx, int was_full);
+
+#define PX_STAT_ADD(ctx, field, n)                                                            \
+	__atomic_store_n(&(ctx)->stats.field, (ctx)->stats.field + (n), __ATOMIC_RELAXED)
+#define PX_STAT_INC(ctx, field) PX_STAT_ADD(ctx, field, 1)
+static inline uint64_t px_stat_get(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
 
 #endif

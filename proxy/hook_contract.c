@@ -16,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -68,6 +69,9 @@ struct listing {
 };
 
 struct hook_contract {
+	/* Shared by every worker: the hook runs holding it (inspect_set_lock). */
+	pthread_mutex_t lock;
+	int locked;                  /* lock initialised */
 	struct px_ctx *ctx;          /* borrowed */
 	struct up_state *ups;        /* owned array, ctx->cfg->nups entries */
 	size_t nups;
@@ -812,12 +816,15 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	if (!hc)
 		return -1;
 	hc->ctx = ctx;
-	if (inspect_add(ctx->insp, "contract", contract_on_message, NULL, hc) < 0) {
+	int slot = inspect_add(ctx->insp, "contract", contract_on_message, NULL, hc);
+	if (slot < 0 || pthread_mutex_init(&hc->lock, NULL) != 0) {
 		int nerr = 0;
 		err_add(err, errlen, &nerr, "contract: too many message hooks");
 		hook_contract_free(hc);
 		return -1;
 	}
+	hc->locked = 1;
+	inspect_set_lock(ctx->insp, slot, &hc->lock);
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
 		if (us->mode != MODE_REPORT || us->baseline || us->spec_only)
@@ -840,6 +847,8 @@ void hook_contract_free(struct hook_contract *hc)
 		json_decref(hc->ups[i].latest);
 	}
 	free(hc->ups);
+	if (hc->locked)
+		pthread_mutex_destroy(&hc->lock);
 	free(hc);
 }
 

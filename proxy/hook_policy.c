@@ -22,6 +22,8 @@
 #include "proxy/hook_policy.h"
 
 #include <stdio.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +170,9 @@ struct up_state {
 };
 
 struct hook_policy {
+	/* Every worker's hook calls run holding it (inspect_set_lock), and so
+	 * do reload and the readers below: tables, refs and counters. */
+	pthread_mutex_t lock;
 	struct px_ctx *ctx;      /* borrowed */
 	int slot;                /* our index in where->hook_data */
 	struct pgen *cur;        /* one ref; NULL: no policy configured */
@@ -645,12 +650,13 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	}
 	hp->ctx = ctx;
 	hp->slot = inspect_add(ctx->insp, "policy", on_message, on_exchange, hp);
-	if (hp->slot < 0) {
+	if (hp->slot < 0 || pthread_mutex_init(&hp->lock, NULL) != 0) {
 		staged_fini(&s);
 		free(hp);
 		snprintf(err, errlen, "policy: no free slot in the message hook");
 		return -1;
 	}
+	inspect_set_lock(ctx->insp, hp->slot, &hp->lock);
 	for (size_t i = 0; i < ctx->cfg->nups; i++)
 		up_get(hp, ctx->cfg->ups[i].name);
 	commit(hp, ctx->cfg, &s, 0);
@@ -672,13 +678,16 @@ int hook_policy_reload(struct px_ctx *ctx, const struct px_config *newcfg, char 
 		ctx->cfg = old;
 		return rc;
 	}
-	if (stage(newcfg, &s, err, errlen) < 0) {
+	int rc = stage(newcfg, &s, err, errlen);
+	pthread_mutex_lock(&hp->lock);
+	if (rc < 0) {
 		hp->stats.reload_failures++;
-		return -1;
+	} else {
+		hp->stats.reloads++;
+		commit(hp, newcfg, &s, 1);
 	}
-	hp->stats.reloads++;
-	commit(hp, newcfg, &s, 1);
-	return 0;
+	pthread_mutex_unlock(&hp->lock);
+	return rc;
 }
 
 int hook_policy_check(const struct px_config *cfg, char *err, size_t errlen)
@@ -701,6 +710,7 @@ void hook_policy_free(struct hook_policy *hp)
 		table_clear(&hp->ups[i].base);
 	}
 	free(hp->ups);
+	pthread_mutex_destroy(&hp->lock);
 	free(hp);
 }
 
@@ -725,7 +735,20 @@ const struct policy *hook_policy_current(const struct hook_policy *hp)
 	return hp && hp->cur ? hp->cur->p : NULL;
 }
 
+static json_t *stats_json(const struct hook_policy *hp);
+
 json_t *hook_policy_stats_json(const struct hook_policy *hp)
+{
+	if (!hp)
+		return stats_json(hp);
+	struct hook_policy *w = (struct hook_policy *)(uintptr_t)hp;
+	pthread_mutex_lock(&w->lock);
+	json_t *o = stats_json(hp);
+	pthread_mutex_unlock(&w->lock);
+	return o;
+}
+
+static json_t *stats_json(const struct hook_policy *hp)
 {
 	struct hook_policy_stats s;
 	hook_policy_get_stats(hp, &s);

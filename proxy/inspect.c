@@ -2,7 +2,9 @@
  * over function pointers, nothing allocated per message. */
 #include "proxy/inspect.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct inspect_hook {
 	const char *name;
@@ -10,6 +12,7 @@ struct inspect_hook {
 	inspect_exchange_fn on_exchange;
 	void *arg;
 	int observer;
+	pthread_mutex_t *lock;   /* borrowed, or NULL: see inspect_set_lock */
 };
 
 struct inspect {
@@ -23,17 +26,53 @@ struct inspect *inspect_new(void)
 	return calloc(1, sizeof(struct inspect));
 }
 
+struct inspect *inspect_clone(const struct inspect *in)
+{
+	struct inspect *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	memcpy(c->hooks, in->hooks, sizeof(c->hooks));
+	c->n = in->n;
+	memset(&c->stats, 0, sizeof(c->stats));
+	return c;
+}
+
+size_t inspect_count(const struct inspect *in)
+{
+	return in->n;
+}
+
+void inspect_set_lock(struct inspect *in, int slot, pthread_mutex_t *lock)
+{
+	if (slot >= 0 && (size_t)slot < in->n)
+		in->hooks[slot].lock = lock;
+}
+
 void inspect_free(struct inspect *in)
 {
 	free(in);
 }
+
+static enum inspect_verdict call(const struct inspect_hook *h, struct inspect_msg *m)
+{
+	if (!h->lock)
+		return h->on_message(h->arg, m);
+	pthread_mutex_lock(h->lock);
+	enum inspect_verdict v = h->on_message(h->arg, m);
+	pthread_mutex_unlock(h->lock);
+	return v;
+}
+
+/* Counters: this worker's thread writes, the admin endpoint's reads. */
+#define STAT_INC(in, field)                                                                    \
+	__atomic_store_n(&(in)->stats.field, (in)->stats.field + 1, __ATOMIC_RELAXED)
 
 static int hook_add(struct inspect *in, const char *name, inspect_message_fn on_message,
                     inspect_exchange_fn on_exchange, void *arg, int observer)
 {
 	if (in->n >= INSPECT_MAX_HOOKS)
 		return -1;
-	in->hooks[in->n] = (struct inspect_hook){name, on_message, on_exchange, arg, observer};
+	in->hooks[in->n] = (struct inspect_hook){name, on_message, on_exchange, arg, observer, NULL};
 	return (int)in->n++;
 }
 
@@ -53,29 +92,29 @@ static void run_observers(struct inspect *in, struct inspect_msg *m)
 {
 	for (size_t i = 0; i < in->n; i++)
 		if (in->hooks[i].observer && in->hooks[i].on_message)
-			in->hooks[i].on_message(in->hooks[i].arg, m);
+			call(&in->hooks[i], m);
 }
 
 enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 {
-	in->stats.messages[m->dir == INSPECT_FROM_SERVER]++;
+	STAT_INC(in, messages[m->dir == INSPECT_FROM_SERVER]);
 	m->verdict = INSPECT_FORWARD;
 	for (size_t i = 0; i < in->n; i++) {
 		const struct inspect_hook *h = &in->hooks[i];
 		if (!h->on_message || h->observer)
 			continue;
 		int was_modified = m->modified;
-		enum inspect_verdict v = h->on_message(h->arg, m);
+		enum inspect_verdict v = call(h, m);
 		if (m->modified && !was_modified)
-			in->stats.modified++;
+			STAT_INC(in, modified);
 		if (v == INSPECT_ANSWER && !m->answer)
 			v = INSPECT_FORWARD;
 		if (v == INSPECT_DROP || v == INSPECT_ANSWER) {
 			m->decided_by = h->name;
 			if (v == INSPECT_DROP)
-				in->stats.dropped++;
+				STAT_INC(in, dropped);
 			else
-				in->stats.answered++;
+				STAT_INC(in, answered);
 			m->verdict = v;
 			run_observers(in, m);
 			return v;
@@ -87,12 +126,23 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 
 void inspect_exchange_done(struct inspect *in, const struct inspect_exchange *x)
 {
-	for (size_t i = 0; i < in->n; i++)
-		if (in->hooks[i].on_exchange)
-			in->hooks[i].on_exchange(in->hooks[i].arg, x);
+	for (size_t i = 0; i < in->n; i++) {
+		const struct inspect_hook *h = &in->hooks[i];
+		if (!h->on_exchange)
+			continue;
+		if (h->lock)
+			pthread_mutex_lock(h->lock);
+		h->on_exchange(h->arg, x);
+		if (h->lock)
+			pthread_mutex_unlock(h->lock);
+	}
 }
 
 void inspect_get_stats(const struct inspect *in, struct inspect_stats *out)
 {
-	*out = in->stats;
+	out->messages[0] = __atomic_load_n(&in->stats.messages[0], __ATOMIC_RELAXED);
+	out->messages[1] = __atomic_load_n(&in->stats.messages[1], __ATOMIC_RELAXED);
+	out->dropped = __atomic_load_n(&in->stats.dropped, __ATOMIC_RELAXED);
+	out->answered = __atomic_load_n(&in->stats.answered, __ATOMIC_RELAXED);
+	out->modified = __atomic_load_n(&in->stats.modified, __ATOMIC_RELAXED);
 }

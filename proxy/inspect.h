@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <jansson.h>
 
 #include "proxy/jsonrpc.h"
@@ -103,6 +104,15 @@ struct inspect;
 
 struct inspect *inspect_new(void);
 void inspect_free(struct inspect *in);
+/* Another worker's chain: the same hooks (same args, same locks), its own
+ * counters. Hooks registered afterwards are not copied. */
+struct inspect *inspect_clone(const struct inspect *in);
+/* The hook at `slot` runs (on_message and on_exchange) holding *lock:
+ * hooks keep state shared by every worker, so their calls from several
+ * workers' threads are serialised. lock is borrowed; NULL: no lock. */
+void inspect_set_lock(struct inspect *in, int slot, pthread_mutex_t *lock);
+/* Hooks registered so far (the next one gets this slot). */
+size_t inspect_count(const struct inspect *in);
 
 /* Registers a deciding hook (runs in registration order, may drop or
  * answer). name is borrowed (a static string). Either function may be

@@ -15,6 +15,7 @@
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/ctx.h"
+#include "proxy/inbox.h"
 #include "proxy/log.h"
 #include "proxy/transport.h"
 
@@ -46,8 +47,46 @@ static void accept_error_cb(struct evconnlistener *evl, void *arg)
 	(void)l;
 }
 
+int listener_reserve(const char *host, const char *port, char *bound, size_t boundlen,
+                     char *errbuf, size_t errlen)
+{
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0 || !res) {
+		snprintf(errbuf, errlen, "listen %s:%s: %s", host, port, gai_strerror(rc));
+		return -1;
+	}
+	/* Bound without SO_REUSEPORT: fails when anyone listens there,
+	 * including another mcpwarden whose workers would otherwise share
+	 * our port without a word. */
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		snprintf(errbuf, errlen, "listen %s:%s: %s", host, port,
+		         evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		if (fd >= 0)
+			evutil_closesocket(fd);
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	evutil_closesocket(fd);
+	int p = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+	                                 : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	snprintf(bound, boundlen, "%d", p);
+	return 0;
+}
+
 struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
-                              const struct transport_ops *ops, char *errbuf, size_t errlen)
+                              const struct transport_ops *ops, int reuseport, char *errbuf,
+                              size_t errlen)
 {
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
@@ -68,7 +107,8 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
 	l->ops = ops;
 	l->evl = evconnlistener_new_bind(ctx->base, accept_cb, l,
 	                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-	                                         LEV_OPT_CLOSE_ON_EXEC,
+	                                         LEV_OPT_CLOSE_ON_EXEC |
+	                                         (reuseport ? LEV_OPT_REUSEABLE_PORT : 0),
 	                                 1024, res->ai_addr, (int)res->ai_addrlen);
 	freeaddrinfo(res);
 	if (!l->evl) {
@@ -98,10 +138,23 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
 	return l;
 }
 
-void px_conn_closed(struct px_ctx *ctx)
+static void wake_listener(void *arg)
+{
+	struct px_ctx *ctx = arg;
+	if (ctx->lst)
+		listener_update(ctx->lst);
+}
+
+void px_conn_closed(struct px_ctx *ctx, int was_full)
 {
 	if (ctx->lst)
 		listener_update(ctx->lst);
+	/* The cap on client connections is shared: when this close made
+	 * room, a worker that paused its listener must hear of it. */
+	if (was_full)
+		for (size_t i = 0; i < ctx->nworkers; i++)
+			if (ctx->workers[i] != ctx)
+				inbox_post(ctx->workers[i]->inbox, wake_listener, NULL, ctx->workers[i]);
 	if (ctx->draining && ctx->nconns == 0)
 		event_base_loopexit(ctx->base, NULL);
 }
@@ -122,7 +175,9 @@ void listener_free(struct listener *l)
 void listener_update(struct listener *l)
 {
 	const struct px_ctx *ctx = l->ctx;
-	size_t open = l->ops->low_priority ? ctx->nconns_low : ctx->nconns - ctx->nconns_low;
+	size_t open = l->ops->low_priority
+	                      ? ctx->nconns_low
+	                      : __atomic_load_n(&ctx->shared->client_conns, __ATOMIC_RELAXED);
 	int full = open >= ctx->cfg->limits.max_connections;
 	if (full && !l->paused) {
 		evconnlistener_disable(l->evl);

@@ -12,9 +12,17 @@ struct transport_ops;
 struct ssl_ctx_st;
 
 /* Binds host:port; accepted connections hand their requests to ops.
+ * reuseport: with SO_REUSEPORT, so that every worker has a socket of its
+ * own on the same port and the kernel spreads connections over them.
  * Returns NULL with a reason in errbuf. */
 struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *port,
-                              const struct transport_ops *ops, char *errbuf, size_t errlen);
+                              const struct transport_ops *ops, int reuseport, char *errbuf,
+                              size_t errlen);
+/* Before the workers bind host:port with SO_REUSEPORT: checks that nobody
+ * listens there and resolves port 0, writing the port into `bound`.
+ * Returns 0, or -1 with a reason in errbuf. */
+int listener_reserve(const char *host, const char *port, char *bound, size_t boundlen,
+                     char *errbuf, size_t errlen);
 /* New connections speak TLS with *tls (read at each accept, so a reload
  * that swaps the context applies to the next connection). */
 void listener_set_tls(struct listener *l, struct ssl_ctx_st **tls);

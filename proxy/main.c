@@ -4,11 +4,14 @@
  * end standalone streams, let requests in flight finish (up to
  * timeouts.drain_ms), then exit. A second signal exits at once.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <openssl/ssl.h>
@@ -18,6 +21,8 @@
 #include "proxy/check_cmd.h"
 #include "proxy/ctx.h"
 #include "admin/admin.h"
+#include "proxy/affinity.h"
+#include "proxy/inbox.h"
 #include "proxy/hook_contract.h"
 #include "proxy/hook_policy.h"
 #include "proxy/inspect.h"
@@ -36,6 +41,8 @@
 #define MCPWARDEN_VERSION "0.1.0"
 
 
+/* ---- drain (SIGTERM) ---------------------------------------------------------- */
+
 static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct px_ctx *ctx = arg;
@@ -45,17 +52,13 @@ static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	event_base_loopexit(ctx->base, NULL);
 }
 
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
+/* On each worker's own loop: stop accepting, end what can end, exit the
+ * loop once the last connection is gone or the drain times out. */
+static void drain_worker(void *arg)
 {
 	struct px_ctx *ctx = arg;
-	(void)what;
-	if (ctx->draining) {
-		log_msg(LOG_WARN, "second signal: exiting now");
-		event_base_loopbreak(ctx->base);
+	if (ctx->draining)
 		return;
-	}
-	log_msg(LOG_INFO, "%s: draining %zu connections", sig == SIGINT ? "SIGINT" : "SIGTERM",
-	        ctx->nconns);
 	ctx->draining = 1;
 	listener_free(ctx->lst);
 	ctx->lst = NULL;
@@ -74,8 +77,92 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		evtimer_add(ctx->drain_timer, &tv);
 }
 
+static void stop_worker(void *arg)
+{
+	struct px_ctx *ctx = arg;
+	event_base_loopbreak(ctx->base);
+}
+
+/* Runs fn on every worker but the caller's (worker 0) loop. */
+static void post_others(struct px_ctx *ctx, inbox_fn fn)
+{
+	for (size_t i = 1; i < ctx->nworkers; i++)
+		if (inbox_post(ctx->workers[i]->inbox, fn, NULL, ctx->workers[i]) < 0)
+			log_msg(LOG_ERROR, "worker %zu: out of memory telling it to stop", i);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct px_ctx *ctx = arg;
+	(void)what;
+	if (ctx->draining) {
+		log_msg(LOG_WARN, "second signal: exiting now");
+		post_others(ctx, stop_worker);
+		event_base_loopbreak(ctx->base);
+		return;
+	}
+	size_t open = 0;
+	for (size_t i = 0; i < ctx->nworkers; i++)
+		open += __atomic_load_n(&ctx->workers[i]->nconns, __ATOMIC_RELAXED);
+	log_msg(LOG_INFO, "%s: draining %zu connections", sig == SIGINT ? "SIGINT" : "SIGTERM", open);
+	post_others(ctx, drain_worker);
+	drain_worker(ctx);
+}
+
+/* ---- reload (SIGHUP) ----------------------------------------------------------- */
+
+/* A new configuration for one worker, applied on its own loop. */
+struct apply {
+	struct px_ctx *ctx;
+	const struct px_config *cfg;
+	SSL_CTX *tls;   /* one reference, or NULL: the certificate is unchanged */
+};
+
+static void apply_run(void *arg)
+{
+	struct apply *a = arg;
+	struct px_ctx *ctx = a->ctx;
+	ctx->cfg = a->cfg;
+	for (size_t i = 0; i < ctx->nups; i++)
+		upstream_set_conf(ctx->ups[i], &a->cfg->ups[i]);
+	if (a->tls) {
+		/* Connections already open keep the context they hold a
+		 * reference to; new ones get the new certificate. */
+		tls_ctx_free(ctx->tls_server);
+		ctx->tls_server = a->tls;
+	}
+	free(a);
+}
+
+static void apply_drop(void *arg)
+{
+	struct apply *a = arg;
+	tls_ctx_free(a->tls);
+	free(a);
+}
+
+static int apply_to(struct px_ctx *w, const struct px_config *cfg, SSL_CTX *tls)
+{
+	struct apply *a = malloc(sizeof(*a));
+	if (!a)
+		return -1;
+	*a = (struct apply){w, cfg, tls};
+	if (tls)
+		SSL_CTX_up_ref(tls);
+	if (w->worker_id == 0) {
+		apply_run(a);
+		return 0;
+	}
+	if (inbox_post(w->inbox, apply_run, apply_drop, a) < 0) {
+		apply_drop(a);
+		return -1;
+	}
+	return 0;
+}
+
 /* Everything a new config needs built is built before anything is
- * swapped, so a reload either applies whole or not at all. */
+ * swapped, so a reload either applies whole or not at all. Worker 0 (this
+ * thread) applies it at once, the others on their next loop turn. */
 static void reload(struct px_ctx *ctx)
 {
 	char err[8192];
@@ -113,15 +200,11 @@ static void reload(struct px_ctx *ctx)
 	}
 	ctx->retired = r;
 	ctx->retired[ctx->nretired++] = (struct px_config *)(uintptr_t)ctx->cfg;
-	ctx->cfg = next;
-	for (size_t i = 0; i < ctx->nups; i++)
-		upstream_set_conf(ctx->ups[i], &next->ups[i]);
-	if (tls) {
-		/* Connections already open keep the context they hold a
-		 * reference to; new ones get the new certificate. */
-		tls_ctx_free(ctx->tls_server);
-		ctx->tls_server = tls;
-	}
+	for (size_t i = 0; i < ctx->nworkers; i++)
+		if (apply_to(ctx->workers[i], next, tls) < 0)
+			log_msg(LOG_ERROR, "SIGHUP: worker %zu: out of memory; it keeps the old "
+			                   "configuration", i);
+	tls_ctx_free(tls);
 	log_setup(next->log_level, next->log_json);
 	log_msg(LOG_INFO, "SIGHUP: configuration reloaded");
 	return;
@@ -137,16 +220,63 @@ static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 	reload(arg);
 }
 
-static void ctx_teardown(struct px_ctx *ctx)
+/* ---- set-up and teardown ------------------------------------------------------ */
+
+static struct event_base *base_new(void)
+{
+	struct event_base *base = event_base_new();
+	if (base && event_base_priority_init(base, PX_PRIO_COUNT) < 0) {
+		event_base_free(base);
+		return NULL;
+	}
+	return base;
+}
+
+/* What every worker has of its own. */
+static void worker_teardown(struct px_ctx *ctx)
 {
 	while (ctx->conns)
 		conn_destroy(ctx->conns);
 	listener_free(ctx->lst);
+	ctx->lst = NULL;
 	/* Translated sessions hold upstream requests: before the upstreams. */
 	session_table_free(ctx->translated);
+	ctx->translated = NULL;
 	for (size_t i = 0; i < ctx->nups; i++)
 		upstream_free(ctx->ups[i]);
 	free(ctx->ups);
+	ctx->ups = NULL;
+	ctx->nups = 0;
+	inbox_free(ctx->inbox);
+	ctx->inbox = NULL;
+	tls_ctx_free(ctx->tls_server);
+	ctx->tls_server = NULL;
+	if (ctx->drain_timer)
+		event_free(ctx->drain_timer);
+	ctx->drain_timer = NULL;
+}
+
+static void ctx_teardown(struct px_ctx *ctx)
+{
+	size_t n = ctx->nworkers;
+	/* From here on no worker tells another anything (a closing
+	 * connection would wake the others' listeners). */
+	for (size_t i = 0; i < n; i++)
+		if (ctx->workers[i])
+			ctx->workers[i]->nworkers = 1;
+	/* The other workers first: their connections' exchanges end in the
+	 * shared hooks (the recorder) that worker 0 owns. */
+	for (size_t i = 1; i < n; i++) {
+		struct px_ctx *w = ctx->workers[i];
+		if (!w)
+			continue;
+		worker_teardown(w);
+		inspect_free(w->insp);
+		if (w->base)
+			event_base_free(w->base);
+		free(w);
+	}
+	worker_teardown(ctx);
 	hook_contract_free(ctx->contract);
 	hook_policy_free(ctx->policy);
 	admin_free(ctx->admin);
@@ -154,32 +284,27 @@ static void ctx_teardown(struct px_ctx *ctx)
 	toolcache_free(ctx->toolcache);
 	sessid_free(ctx->sessions);
 	peers_free(ctx->peers);
-	tls_ctx_free(ctx->tls_server);
-	if (ctx->drain_timer)
-		event_free(ctx->drain_timer);
+	affinity_free(ctx->affinity);
 	if (ctx->base)
 		event_base_free(ctx->base);
 	config_free((struct px_config *)(uintptr_t)ctx->cfg);
 	for (size_t i = 0; i < ctx->nretired; i++)
 		config_free(ctx->retired[i]);
 	free(ctx->retired);
+	free(ctx->workers);
+	free(ctx->shared);
 }
 
-static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
+/* A worker's own parts: loop, inbox, upstream pools, translated sessions,
+ * listener. Returns 0, or -1 (logged). */
+static int worker_setup(struct px_ctx *ctx, const char *port, int reuseport)
 {
 	char err[8192];
+	const struct px_config *cfg = ctx->cfg;
 
-	ctx->cfg = cfg;
-	ctx->base = event_base_new();
-	if (ctx->base && event_base_priority_init(ctx->base, PX_PRIO_COUNT) < 0) {
-		log_msg(LOG_ERROR, "cannot set up event priorities");
-		return -1;
-	}
-	ctx->insp = inspect_new();
-	ctx->sessions = sessid_new(LIMIT_SESSION_IDS);
-	ctx->peers = peers_new();
+	ctx->inbox = inbox_new(ctx->base);
 	ctx->ups = calloc(cfg->nups, sizeof(*ctx->ups));
-	if (!ctx->base || !ctx->insp || !ctx->ups || !ctx->sessions || !ctx->peers) {
+	if (!ctx->inbox || !ctx->ups) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
@@ -196,6 +321,81 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
+	ctx->lst = listener_new(ctx, cfg->listen_host, port, &transport_http_ops, reuseport, err,
+	                        sizeof(err));
+	if (!ctx->lst) {
+		log_msg(LOG_ERROR, "%s", err);
+		return -1;
+	}
+	if (ctx->tls_server)
+		listener_set_tls(ctx->lst, &ctx->tls_server);
+	return 0;
+}
+
+/* Worker i > 0: a ctx sharing worker 0's modules (its hook chain cloned,
+ * so the counters are its own). */
+static struct px_ctx *worker_new(struct px_ctx *ctx0, unsigned id, const char *port)
+{
+	struct px_ctx *w = calloc(1, sizeof(*w));
+	if (!w) {
+		log_msg(LOG_ERROR, "out of memory");
+		return NULL;
+	}
+	w->worker_id = id;
+	w->workers = ctx0->workers;
+	w->nworkers = ctx0->nworkers;
+	w->shared = ctx0->shared;
+	w->affinity = ctx0->affinity;
+	w->cfg = ctx0->cfg;
+	w->sessions = ctx0->sessions;
+	w->toolcache = ctx0->toolcache;
+	w->peers = ctx0->peers;
+	w->admin = ctx0->admin;
+	w->policy = ctx0->policy;
+	w->contract = ctx0->contract;
+	w->argc = ctx0->argc;
+	w->argv = ctx0->argv;
+	ctx0->workers[id] = w;
+	w->base = base_new();
+	w->insp = inspect_clone(ctx0->insp);
+	if (ctx0->tls_server && SSL_CTX_up_ref(ctx0->tls_server))
+		w->tls_server = ctx0->tls_server;
+	if (!w->base || !w->insp || (ctx0->tls_server && !w->tls_server)) {
+		log_msg(LOG_ERROR, "out of memory");
+		return NULL;
+	}
+	return worker_setup(w, port, 1) < 0 ? NULL : w;
+}
+
+static unsigned worker_count(const struct px_config *cfg)
+{
+	if (cfg->workers)
+		return cfg->workers;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > PX_MAX_WORKERS ? PX_MAX_WORKERS : (unsigned)n;
+}
+
+static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
+{
+	char err[8192];
+	char port[16];
+	unsigned n = worker_count(cfg);
+
+	ctx->cfg = cfg;
+	ctx->base = base_new();
+	ctx->insp = inspect_new();
+	ctx->sessions = sessid_new(LIMIT_SESSION_IDS);
+	ctx->peers = peers_new();
+	ctx->shared = calloc(1, sizeof(*ctx->shared));
+	ctx->affinity = affinity_new();
+	ctx->workers = calloc(n, sizeof(*ctx->workers));
+	if (!ctx->base || !ctx->insp || !ctx->sessions || !ctx->peers || !ctx->shared ||
+	    !ctx->affinity || !ctx->workers) {
+		log_msg(LOG_ERROR, "out of memory");
+		return -1;
+	}
+	ctx->workers[0] = ctx;
+	ctx->nworkers = 1;
 	if (cfg->tls_cert_file) {
 		ctx->tls_server = tls_server_ctx_new(cfg->tls_cert_file, cfg->tls_key_file, err,
 		                                     sizeof(err));
@@ -223,15 +423,64 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		log_msg(LOG_ERROR, "admin: %s", err);
 		return -1;
 	}
-	ctx->lst = listener_new(ctx, cfg->listen_host, cfg->listen_port, &transport_http_ops, err,
-	                        sizeof(err));
-	if (!ctx->lst) {
+	/* Several workers bind the port each with SO_REUSEPORT; first make
+	 * sure nobody else listens there, and learn the port when it is 0. */
+	snprintf(port, sizeof(port), "%s", cfg->listen_port);
+	if (n > 1 && listener_reserve(cfg->listen_host, cfg->listen_port, port, sizeof(port), err,
+	                              sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "%s", err);
 		return -1;
 	}
-	if (ctx->tls_server)
-		listener_set_tls(ctx->lst, &ctx->tls_server);
+	ctx->nworkers = n;
+	if (worker_setup(ctx, port, n > 1) < 0)
+		return -1;
+	for (unsigned i = 1; i < n; i++) {
+		if (!worker_new(ctx, i, port)) {
+			/* What was built is torn down with the rest. */
+			ctx->nworkers = i + (ctx->workers[i] != NULL);
+			return -1;
+		}
+	}
 	return 0;
+}
+
+/* ---- worker threads ----------------------------------------------------------- */
+
+static void *worker_main(void *arg)
+{
+	struct px_ctx *ctx = arg;
+	event_base_dispatch(ctx->base);
+	return NULL;
+}
+
+/* Workers 1.. on threads of their own; signals stay with the main
+ * thread (worker 0), which tells the others. Returns how many started. */
+static size_t workers_start(struct px_ctx *ctx, pthread_t *threads)
+{
+	sigset_t all, old;
+	size_t started = 1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (; started < ctx->nworkers; started++) {
+		int rc = pthread_create(&threads[started], NULL, worker_main, ctx->workers[started]);
+		if (rc != 0) {
+			log_msg(LOG_ERROR, "cannot start worker %zu: %s", started, strerror(rc));
+			break;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
+/* Lets the kernel give every worker's connections their descriptors:
+ * thousands of open streams need two each. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int main(int argc, char **argv)
@@ -276,6 +525,7 @@ int main(int argc, char **argv)
 	}
 	log_setup(cfg->log_level, cfg->log_json);
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	ctx.argc = argc;
 	ctx.argv = argv;
 	if (ctx_setup(&ctx, cfg) < 0) {
@@ -297,11 +547,21 @@ int main(int argc, char **argv)
 		        cfg->ups[i].name, cfg->ups[i].path, cfg->ups[i].url_safe,
 		        config_transport_str(cfg->ups[i].transport),
 		        cfg->ups[i].sse_path ? cfg->ups[i].sse_path : "off");
-	event_base_dispatch(ctx.base);
+	if (ctx.nworkers > 1)
+		log_msg(LOG_INFO, "%zu workers (one event loop per thread)", ctx.nworkers);
+	pthread_t threads[PX_MAX_WORKERS];
+	size_t started = workers_start(&ctx, threads);
+	if (started == ctx.nworkers)
+		event_base_dispatch(ctx.base);
+	/* However worker 0's loop ended, the others stop too. */
+	post_others(&ctx, ctx.draining ? drain_worker : stop_worker);
+	for (size_t i = 1; i < started; i++)
+		pthread_join(threads[i], NULL);
+	int rc = started == ctx.nworkers ? 0 : 1;
 	log_msg(LOG_INFO, "stopped");
 	event_free(sigterm);
 	event_free(sigint);
 	event_free(sighup);
 	ctx_teardown(&ctx);
-	return 0;
+	return rc;
 }

@@ -3,6 +3,7 @@
 #include "proxy/peers.h"
 
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,9 @@ struct peer {
 	char ip[];
 };
 
+/* Shared by every worker: each entry point takes the lock. */
 struct peers {
+	pthread_mutex_t lock;
 	struct peer *b[PEERS_BUCKETS];
 };
 
@@ -28,7 +31,12 @@ static uint32_t hash(const char *s)
 
 struct peers *peers_new(void)
 {
-	return calloc(1, sizeof(struct peers));
+	struct peers *p = calloc(1, sizeof(struct peers));
+	if (p && pthread_mutex_init(&p->lock, NULL) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
 }
 
 void peers_free(struct peers *p)
@@ -40,10 +48,11 @@ void peers_free(struct peers *p)
 			n = e->next;
 			free(e);
 		}
+	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
 
-size_t peers_add(struct peers *p, const char *ip)
+static size_t add(struct peers *p, const char *ip)
 {
 	uint32_t h = hash(ip);
 	for (struct peer *e = p->b[h]; e; e = e->next)
@@ -60,7 +69,15 @@ size_t peers_add(struct peers *p, const char *ip)
 	return 1;
 }
 
-void peers_remove(struct peers *p, const char *ip)
+size_t peers_add(struct peers *p, const char *ip)
+{
+	pthread_mutex_lock(&p->lock);
+	size_t n = add(p, ip);
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+static void drop(struct peers *p, const char *ip)
 {
 	for (struct peer **pp = &p->b[hash(ip)]; *pp; pp = &(*pp)->next) {
 		struct peer *e = *pp;
@@ -72,4 +89,11 @@ void peers_remove(struct peers *p, const char *ip)
 			return;
 		}
 	}
+}
+
+void peers_remove(struct peers *p, const char *ip)
+{
+	pthread_mutex_lock(&p->lock);
+	drop(p, ip);
+	pthread_mutex_unlock(&p->lock);
 }

@@ -6,6 +6,7 @@
 #include "proxy/sessid.h"
 
 #include <stdint.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,9 @@ struct sessid_entry {
 	char id[];
 };
 
+/* Shared by every worker: each entry point takes the lock. */
 struct sessid {
+	pthread_mutex_t lock;
 	struct sessid_entry *buckets[SESSID_BUCKETS];
 	struct sessid_entry *oldest, *newest;
 	size_t n, max, nlive, nended;
@@ -37,8 +40,13 @@ static uint32_t hash(size_t upstream, const char *id)
 struct sessid *sessid_new(size_t max_entries)
 {
 	struct sessid *s = calloc(1, sizeof(*s));
-	if (s)
-		s->max = max_entries ? max_entries : 1;
+	if (!s)
+		return NULL;
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		free(s);
+		return NULL;
+	}
+	s->max = max_entries ? max_entries : 1;
 	return s;
 }
 
@@ -50,6 +58,7 @@ void sessid_free(struct sessid *s)
 		next = e->newer;
 		free(e);
 	}
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
@@ -122,21 +131,33 @@ static void set(struct sessid *s, size_t upstream, const char *id, enum sessid_s
 
 void sessid_issued(struct sessid *s, size_t upstream, const char *id)
 {
+	pthread_mutex_lock(&s->lock);
 	set(s, upstream, id, SESSID_LIVE);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void sessid_ended(struct sessid *s, size_t upstream, const char *id)
 {
+	pthread_mutex_lock(&s->lock);
 	set(s, upstream, id, SESSID_ENDED);
+	pthread_mutex_unlock(&s->lock);
 }
 
-enum sessid_state sessid_lookup(const struct sessid *s, size_t upstream, const char *id)
+enum sessid_state sessid_lookup(struct sessid *s, size_t upstream, const char *id)
 {
-	const struct sessid_entry *e = id ? find(s, upstream, id) : NULL;
-	return e ? e->state : SESSID_UNKNOWN;
+	if (!id)
+		return SESSID_UNKNOWN;
+	pthread_mutex_lock(&s->lock);
+	const struct sessid_entry *e = find(s, upstream, id);
+	enum sessid_state st = e ? e->state : SESSID_UNKNOWN;
+	pthread_mutex_unlock(&s->lock);
+	return st;
 }
 
-size_t sessid_count(const struct sessid *s, enum sessid_state state)
+size_t sessid_count(struct sessid *s, enum sessid_state state)
 {
-	return state == SESSID_LIVE ? s->nlive : state == SESSID_ENDED ? s->nended : 0;
+	pthread_mutex_lock(&s->lock);
+	size_t n = state == SESSID_LIVE ? s->nlive : state == SESSID_ENDED ? s->nended : 0;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }

@@ -23,7 +23,7 @@ void sessid_free(struct sessid *s);
 /* upstream distinguishes equal ids issued by two upstreams. */
 void sessid_issued(struct sessid *s, size_t upstream, const char *id);
 void sessid_ended(struct sessid *s, size_t upstream, const char *id);
-enum sessid_state sessid_lookup(const struct sessid *s, size_t upstream, const char *id);
-size_t sessid_count(const struct sessid *s, enum sessid_state state);
+enum sessid_state sessid_lookup(struct sessid *s, size_t upstream, const char *id);
+size_t sessid_count(struct sessid *s, enum sessid_state state);
 
 #endif

@@ -31,6 +31,7 @@
 
 #include <event2/event.h>
 
+#include "proxy/affinity.h"
 #include "proxy/ctx.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
@@ -234,6 +235,8 @@ static void table_remove(struct session_table *t, struct session *s)
 	s->hnext = NULL;
 	lru_unlink(t, s);
 	t->count--;
+	if (t->ctx && t->ctx->affinity)
+		affinity_forget(t->ctx->affinity, s->id);
 }
 
 static void schedule_reap(struct session_table *t)
@@ -653,6 +656,10 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 	lru_append(t, s);
 	t->count++;
 	t->stats.opened++;
+	/* Other workers hand requests naming it to this one. Should this
+	 * fail (out of memory), they answer 404 and the client starts over. */
+	if (t->ctx && t->ctx->affinity)
+		affinity_set(t->ctx->affinity, s->id, t->ctx->worker_id);
 	const struct px_upstream_conf *uc = up_conf(s);
 	log_msg(LOG_INFO, "session %.8s… opened: %s client, upstream %s", s->id, face_str(face),
 	        uc ? uc->name : "-");

@@ -11,6 +11,7 @@
  */
 #include "proxy/toolcache.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,9 @@ struct tc_entry {
 	uint64_t listings, pages, dropped;
 };
 
+/* Shared by every worker: the observer and each entry point take the lock. */
 struct toolcache {
+	pthread_mutex_t lock;
 	size_t max_tools;
 	struct tc_entry entries[TOOLCACHE_MAX_UPSTREAMS];
 	size_t n;
@@ -39,6 +42,10 @@ struct toolcache *toolcache_new(size_t max_tools)
 	struct toolcache *tc = calloc(1, sizeof(*tc));
 	if (!tc)
 		return NULL;
+	if (pthread_mutex_init(&tc->lock, NULL) != 0) {
+		free(tc);
+		return NULL;
+	}
 	tc->max_tools = max_tools ? max_tools : TOOLCACHE_MAX_TOOLS;
 	return tc;
 }
@@ -52,6 +59,7 @@ void toolcache_free(struct toolcache *tc)
 		json_decref(tc->entries[i].tools);
 		json_decref(tc->entries[i].pending);
 	}
+	pthread_mutex_destroy(&tc->lock);
 	free(tc);
 }
 
@@ -146,13 +154,8 @@ static void take_page(struct toolcache *tc, const char *upstream, const json_t *
 	}
 }
 
-static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+static void observe(struct toolcache *tc, const char *upstream, struct inspect_msg *m)
 {
-	struct toolcache *tc = arg;
-	const char *upstream = m->where ? m->where->upstream : NULL;
-
-	if (m->dir != INSPECT_FROM_SERVER || !upstream)
-		return INSPECT_FORWARD;
 	if (m->kind == JRPC_NOTIFICATION) {
 		const char *method = jrpc_method(m->msg);
 		if (method && strcmp(method, "notifications/tools/list_changed") == 0) {
@@ -160,16 +163,33 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 			if (e)
 				e->stale = 1;
 		}
-		return INSPECT_FORWARD;
+		return;
 	}
-	if (m->kind != JRPC_RESULT || !m->request)
-		return INSPECT_FORWARD;
-	const char *method = jrpc_method(m->request);
-	if (!method || strcmp(method, "tools/list") != 0)
-		return INSPECT_FORWARD;
 	const json_t *result = json_object_get(m->msg, "result");
 	if (json_is_object(result))
 		take_page(tc, upstream, m->request, result);
+}
+
+static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+{
+	struct toolcache *tc = arg;
+	const char *upstream = m->where ? m->where->upstream : NULL;
+
+	if (m->dir != INSPECT_FROM_SERVER || !upstream)
+		return INSPECT_FORWARD;
+	/* Only what concerns tools takes the lock. */
+	if (m->kind == JRPC_NOTIFICATION) {
+		const char *method = jrpc_method(m->msg);
+		if (!method || strcmp(method, "notifications/tools/list_changed") != 0)
+			return INSPECT_FORWARD;
+	} else {
+		const char *method = m->kind == JRPC_RESULT && m->request ? jrpc_method(m->request) : NULL;
+		if (!method || strcmp(method, "tools/list") != 0)
+			return INSPECT_FORWARD;
+	}
+	pthread_mutex_lock(&tc->lock);
+	observe(tc, upstream, m);
+	pthread_mutex_unlock(&tc->lock);
 	return INSPECT_FORWARD;
 }
 
@@ -193,22 +213,24 @@ struct toolcache *toolcache_setup(struct px_ctx *ctx, size_t max_tools)
 	return tc;
 }
 
-const json_t *toolcache_get(const struct toolcache *tc, const char *upstream, const char *tool)
+json_t *toolcache_get(struct toolcache *tc, const char *upstream, const char *tool)
 {
 	if (!tc || !upstream || !tool)
 		return NULL;
+	pthread_mutex_lock(&tc->lock);
+	json_t *t = NULL;
 	const struct tc_entry *e = entry_find(tc, upstream);
-	if (!e)
-		return NULL;
-	const json_t *t = e->pending ? json_object_get(e->pending, tool) : NULL;
-	return t ? t : json_object_get(e->tools, tool);
+	if (e) {
+		t = e->pending ? json_object_get(e->pending, tool) : NULL;
+		t = json_incref(t ? t : json_object_get(e->tools, tool));
+	}
+	pthread_mutex_unlock(&tc->lock);
+	return t;
 }
 
-int toolcache_stats(const struct toolcache *tc, const char *upstream,
-                    struct toolcache_stats *out)
+static int stats(const struct toolcache *tc, const char *upstream, struct toolcache_stats *out)
 {
-	memset(out, 0, sizeof(*out));
-	const struct tc_entry *e = tc && upstream ? entry_find(tc, upstream) : NULL;
+	const struct tc_entry *e = entry_find(tc, upstream);
 	if (!e)
 		return -1;
 	out->tools = json_object_size(e->tools);
@@ -226,4 +248,15 @@ int toolcache_stats(const struct toolcache *tc, const char *upstream,
 	out->pages = e->pages;
 	out->dropped = e->dropped;
 	return 0;
+}
+
+int toolcache_stats(struct toolcache *tc, const char *upstream, struct toolcache_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!tc || !upstream)
+		return -1;
+	pthread_mutex_lock(&tc->lock);
+	int rc = stats(tc, upstream, out);
+	pthread_mutex_unlock(&tc->lock);
+	return rc;
 }

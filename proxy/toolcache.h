@@ -61,10 +61,10 @@ int toolcache_attach(struct toolcache *tc, struct inspect *in);
  * free it in teardown), or NULL (logged). */
 struct toolcache *toolcache_setup(struct px_ctx *ctx, size_t max_tools);
 
-/* The tool named `tool` as `upstream` last listed it (borrowed: valid
- * until the next message of that upstream is observed), or NULL when not
- * known. tc may be NULL (then NULL). */
-const json_t *toolcache_get(const struct toolcache *tc, const char *upstream, const char *tool);
+/* The tool named `tool` as `upstream` last listed it (a new reference:
+ * json_decref it; another worker may replace the listing meanwhile), or
+ * NULL when not known. tc may be NULL (then NULL). */
+json_t *toolcache_get(struct toolcache *tc, const char *upstream, const char *tool);
 
 struct toolcache_stats {
 	size_t tools;         /* tools toolcache_get can find */
@@ -76,7 +76,6 @@ struct toolcache_stats {
 };
 
 /* Fills out for one upstream; returns 0, or -1 when nothing is known of it. */
-int toolcache_stats(const struct toolcache *tc, const char *upstream,
-                    struct toolcache_stats *out);
+int toolcache_stats(struct toolcache *tc, const char *upstream, struct toolcache_stats *out);
 
 #endif

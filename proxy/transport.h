@@ -11,6 +11,7 @@
 #define MCPWARDEN_TRANSPORT_H
 
 struct conn;
+struct px_ctx;
 struct http_msg;
 struct evbuffer;
 struct exchange;
@@ -19,6 +20,10 @@ struct transport_ops {
 	const char *name;
 	/* Served after everything else when the loop is busy (admin). */
 	int low_priority;
+	/* Optional: the worker whose state the complete request needs (it
+	 * names a translated session another worker holds), or NULL / ctx
+	 * for this one. The connection then moves there (conn.c). */
+	struct px_ctx *(*route)(struct px_ctx *ctx, const struct http_msg *req);
 	/* The request is complete: req is valid until the exchange ends, body
 	 * is stolen. Returns the exchange (owned by conn until it calls
 	 * ->free), even when the adapter answered at once (so the answer is

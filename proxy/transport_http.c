@@ -282,9 +282,10 @@ static int check_mirrored_headers(struct exchange *ex)
 {
 	struct mirror_result r;
 	const char *tool = json_is_object(ex->body) ? jrpc_tool_name(ex->body) : NULL;
-	const json_t *def = tool ? toolcache_get(ex->ctx->toolcache, ex->uc->name, tool) : NULL;
-
-	if (mirror_check(ex->req, ex->body, def, &r) == 0)
+	json_t *def = tool ? toolcache_get(ex->ctx->toolcache, ex->uc->name, tool) : NULL;
+	int rc = mirror_check(ex->req, ex->body, def, &r);
+	json_decref(def);
+	if (rc == 0)
 		return 0;
 	json_t *resp = mirror_error_response(ex->body, &r);
 	ex->mode = RESP_LOCAL;
@@ -306,9 +307,9 @@ static void upstream_failed(struct exchange *ex, int status, const char *detail)
 	ex->error = detail;
 	ex->end = status == 504 ? INSPECT_END_TIMEOUT : INSPECT_END_UPSTREAM_ERROR;
 	if (status == 504)
-		ex->ctx->stats.timeouts++;
+		PX_STAT_INC(ex->ctx, timeouts);
 	else
-		ex->ctx->stats.upstream_errors++;
+		PX_STAT_INC(ex->ctx, upstream_errors);
 	if (conn_replied(ex->c)) {
 		/* Too late for a status: cut the stream so the client knows. */
 		conn_abort(ex->c, detail);
@@ -1096,6 +1097,7 @@ static void http_free(struct exchange *ex, const char *client_error)
 
 const struct transport_ops transport_http_ops = {
 	.name = "streamable_http",
+	.route = transport_sse_route,
 	.start = http_start,
 	.drained = http_drained,
 	.shutdown = http_shutdown,

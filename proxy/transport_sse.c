@@ -36,6 +36,7 @@
 
 #include "proxy/config.h"
 #include "proxy/conn.h"
+#include "proxy/affinity.h"
 #include "proxy/ctx.h"
 #include "proxy/http_parse.h"
 #include "proxy/inspect.h"
@@ -799,6 +800,26 @@ int transport_sse_claims(struct px_ctx *ctx, const struct http_msg *req, const c
 		       (tr == PX_TRANSPORT_AUTO && upstream_sse_url_is_sse(&cfg->ups[i]));
 	}
 	return 0;
+}
+
+struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *req)
+{
+	const struct px_config *cfg = ctx->cfg;
+	const char *url = http_msg_url(req);
+	char path[1024], sid[128];
+	const char *id = NULL;
+
+	if (ctx->nworkers < 2 || !ctx->affinity || !ctx->translated)
+		return NULL;
+	snprintf(path, sizeof(path), "%.*s", (int)strcspn(url, "?"), url);
+	for (size_t i = 0; i < cfg->nups && !id; i++) {
+		if (path_is(path, cfg->ups[i].messages_path))
+			id = query_param(url, "sessionId", sid, sizeof(sid)) == 0 ? sid : NULL;
+		else if (strcmp(path, cfg->ups[i].path) == 0)
+			id = http_msg_header(req, "mcp-session-id");
+	}
+	int w = affinity_get(ctx->affinity, id);
+	return w >= 0 && (size_t)w < ctx->nworkers ? ctx->workers[w] : NULL;
 }
 
 struct transport_sse_ex *transport_sse_start(struct conn *c, const struct http_msg *req,

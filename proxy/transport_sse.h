@@ -68,6 +68,11 @@ struct session_table *transport_sse_sessions_new(struct px_ctx *ctx);
 int transport_sse_claims(struct px_ctx *ctx, const struct http_msg *req, const char *path,
                          size_t *up);
 
+/* transport_ops.route for the MCP listener: with several workers, the one
+ * holding the translated session a request names (legacy POST's sessionId,
+ * or Mcp-Session-Id), or NULL. */
+struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *req);
+
 /* Runs a claimed request. body: the parsed POST body (borrowed; valid
  * until transport_sse_free), or NULL; raw: its bytes (stolen, may be
  * NULL). Always returns the exchange (it may have answered already), or

@@ -127,7 +127,16 @@ static const char *header_of(const json_t *tool)
 		"x-mcp-header"));
 }
 
-static struct toolcache_stats stats(const struct toolcache *tc, const char *upstream)
+/* toolcache_get returns a new reference; these tests only look at a tool
+ * while the cache still holds it too. */
+static const json_t *tget(struct toolcache *tc, const char *upstream, const char *tool)
+{
+	json_t *t = toolcache_get(tc, upstream, tool);
+	json_decref(t);
+	return t;
+}
+
+static struct toolcache_stats stats(struct toolcache *tc, const char *upstream)
 {
 	struct toolcache_stats s;
 	assert_int_equal(toolcache_stats(tc, upstream, &s), 0);
@@ -139,15 +148,15 @@ static struct toolcache_stats stats(const struct toolcache *tc, const char *upst
 static void test_single_page(void **state)
 {
 	struct fx *f = *state;
-	assert_null(toolcache_get(f->tc, "up", "a"));
+	assert_null(tget(f->tc, "up", "a"));
 	page(f->in, "up", LIST_REQ, "a,b", NULL);
-	const json_t *a = toolcache_get(f->tc, "up", "a");
+	const json_t *a = tget(f->tc, "up", "a");
 	assert_non_null(a);
 	assert_string_equal(json_string_value(json_object_get(a, "name")), "a");
 	assert_string_equal(header_of(a), "a");
-	assert_non_null(toolcache_get(f->tc, "up", "b"));
-	assert_null(toolcache_get(f->tc, "up", "c"));
-	assert_null(toolcache_get(f->tc, "other", "a"));
+	assert_non_null(tget(f->tc, "up", "b"));
+	assert_null(tget(f->tc, "up", "c"));
+	assert_null(tget(f->tc, "other", "a"));
 	struct toolcache_stats s = stats(f->tc, "up");
 	assert_int_equal(s.tools, 2);
 	assert_int_equal(s.listings, 1);
@@ -162,13 +171,13 @@ static void test_pages_accumulate(void **state)
 	struct fx *f = *state;
 	page(f->in, "up", LIST_REQ, "a,b", "p2");
 	/* A client may call a tool from page 1 before fetching page 2. */
-	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_non_null(tget(f->tc, "up", "a"));
 	assert_true(stats(f->tc, "up").listing);
 	page(f->in, "up", LIST_REQ_AT("p2"), "c", "p3");
 	page(f->in, "up", LIST_REQ_AT("p3"), "d", NULL);
 	for (const char *n = "abcd"; *n; n++) {
 		char name[2] = {*n, 0};
-		assert_non_null(toolcache_get(f->tc, "up", name));
+		assert_non_null(tget(f->tc, "up", name));
 	}
 	struct toolcache_stats s = stats(f->tc, "up");
 	assert_int_equal(s.tools, 4);
@@ -183,14 +192,14 @@ static void test_new_listing_replaces(void **state)
 	page(f->in, "up", LIST_REQ, "a,b", NULL);
 	/* While the next listing pages in, the old tools stay findable. */
 	page(f->in, "up", LIST_REQ, "b,c", "p2");
-	assert_non_null(toolcache_get(f->tc, "up", "a"));
-	assert_non_null(toolcache_get(f->tc, "up", "c"));
+	assert_non_null(tget(f->tc, "up", "a"));
+	assert_non_null(tget(f->tc, "up", "c"));
 	assert_int_equal(stats(f->tc, "up").tools, 3);
 	page(f->in, "up", LIST_REQ_AT("p2"), "d", NULL);
 	/* Now the new listing is the list: a is gone. */
-	assert_null(toolcache_get(f->tc, "up", "a"));
-	assert_non_null(toolcache_get(f->tc, "up", "b"));
-	assert_non_null(toolcache_get(f->tc, "up", "d"));
+	assert_null(tget(f->tc, "up", "a"));
+	assert_non_null(tget(f->tc, "up", "b"));
+	assert_non_null(tget(f->tc, "up", "d"));
 	assert_int_equal(stats(f->tc, "up").tools, 3);
 	assert_int_equal(stats(f->tc, "up").listings, 2);
 }
@@ -202,7 +211,7 @@ static void test_definition_updates(void **state)
 	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
 	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a','inputSchema':{'type':'object',"
 	     "'properties':{'r':{'type':'string','x-mcp-header':'Renamed'}}}}]}}");
-	assert_string_equal(header_of(toolcache_get(f->tc, "up", "a")), "Renamed");
+	assert_string_equal(header_of(tget(f->tc, "up", "a")), "Renamed");
 }
 
 static void test_continuation_without_start_merges(void **state)
@@ -212,12 +221,12 @@ static void test_continuation_without_start_merges(void **state)
 	/* mcpwarden restarted mid-listing, or missed page 1: the page is
 	 * added to what is known, nothing is removed. */
 	page(f->in, "up", LIST_REQ_AT("p2"), "b", NULL);
-	assert_non_null(toolcache_get(f->tc, "up", "a"));
-	assert_non_null(toolcache_get(f->tc, "up", "b"));
+	assert_non_null(tget(f->tc, "up", "a"));
+	assert_non_null(tget(f->tc, "up", "b"));
 	assert_int_equal(stats(f->tc, "up").listings, 1);
 	/* Also on an upstream never listed before. */
 	page(f->in, "fresh", LIST_REQ_AT("p9"), "z", NULL);
-	assert_non_null(toolcache_get(f->tc, "fresh", "z"));
+	assert_non_null(tget(f->tc, "fresh", "z"));
 }
 
 static void test_list_changed_marks_stale(void **state)
@@ -229,7 +238,7 @@ static void test_list_changed_marks_stale(void **state)
 	     "{'io.modelcontextprotocol/subscriptionId':'listen:1'}}}");
 	assert_true(stats(f->tc, "up").stale);
 	/* Stale, but still the best knowledge. */
-	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_non_null(tget(f->tc, "up", "a"));
 	/* Another upstream's notification is not this one's. */
 	assert_int_equal(toolcache_stats(f->tc, "other", &(struct toolcache_stats){0}), -1);
 	feed(f->in, "other", INSPECT_FROM_SERVER, NULL,
@@ -268,21 +277,21 @@ static void test_ignored_messages(void **state)
 	/* Malformed pages. */
 	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
 	     "{'jsonrpc':'2.0','id':1,'result':{'tools':{'evil':{}}}}");
-	assert_null(toolcache_get(f->tc, "up", "evil"));
-	assert_non_null(toolcache_get(f->tc, "up", "a"));
+	assert_null(tget(f->tc, "up", "evil"));
+	assert_non_null(tget(f->tc, "up", "a"));
 	assert_int_equal(stats(f->tc, "up").listings, 1);
 	/* Members that are not tools are skipped, the rest kept. */
 	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
 	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[42,{'name':''},{'name':7},{'title':'x'},"
 	     "{'name':'ok','inputSchema':{'type':'object'}}]}}");
 	assert_int_equal(stats(f->tc, "up").tools, 1);
-	assert_non_null(toolcache_get(f->tc, "up", "ok"));
+	assert_non_null(tget(f->tc, "up", "ok"));
 	/* An explicit null cursor starts a listing like an absent one. */
 	feed(f->in, "up", INSPECT_FROM_SERVER,
 	     "{'jsonrpc':'2.0','id':1,'method':'tools/list','params':{'cursor':null}}",
 	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'n'}]}}");
-	assert_null(toolcache_get(f->tc, "up", "ok"));
-	assert_non_null(toolcache_get(f->tc, "up", "n"));
+	assert_null(tget(f->tc, "up", "ok"));
+	assert_non_null(tget(f->tc, "up", "n"));
 }
 
 static void test_references_kept(void **state)
@@ -296,11 +305,11 @@ static void test_references_kept(void **state)
 	                         .request = req, .where = &where};
 	inspect_message(f->in, &im);
 	/* Kept by reference, not copied. */
-	assert_ptr_equal(toolcache_get(f->tc, "up", "a"), tool);
+	assert_ptr_equal(tget(f->tc, "up", "a"), tool);
 	json_decref(m);
 	json_decref(req);
 	/* Still valid after the message is gone (valgrind watches). */
-	assert_string_equal(json_string_value(json_object_get(toolcache_get(f->tc, "up", "a"), "name")),
+	assert_string_equal(json_string_value(json_object_get(tget(f->tc, "up", "a"), "name")),
 	                    "a");
 }
 
@@ -315,17 +324,17 @@ static void test_cap_tools(void **state)
 	struct toolcache_stats s = stats(tc, "up");
 	assert_int_equal(s.tools, 3);
 	assert_int_equal(s.dropped, 2);
-	assert_non_null(toolcache_get(tc, "up", "c"));
-	assert_null(toolcache_get(tc, "up", "d"));
-	assert_null(toolcache_get(tc, "up", "e"));
+	assert_non_null(tget(tc, "up", "c"));
+	assert_null(tget(tc, "up", "d"));
+	assert_null(tget(tc, "up", "e"));
 	/* At the cap, known names still update. */
 	page(in, "up", LIST_REQ, "a,b,c,x", NULL);
 	assert_int_equal(stats(tc, "up").tools, 3);
-	assert_null(toolcache_get(tc, "up", "x"));
+	assert_null(tget(tc, "up", "x"));
 	assert_int_equal(stats(tc, "up").dropped, 3);
 	/* A continuation at the cap adds nothing. */
 	page(in, "up", LIST_REQ_AT("p9"), "y", NULL);
-	assert_null(toolcache_get(tc, "up", "y"));
+	assert_null(tget(tc, "up", "y"));
 	inspect_free(in);
 	toolcache_free(tc);
 }
@@ -339,20 +348,20 @@ static void test_cap_upstreams(void **state)
 		page(f->in, name, LIST_REQ, "a", NULL);
 	}
 	page(f->in, "one-too-many", LIST_REQ, "a", NULL);
-	assert_null(toolcache_get(f->tc, "one-too-many", "a"));
-	assert_non_null(toolcache_get(f->tc, "up0", "a"));
+	assert_null(tget(f->tc, "one-too-many", "a"));
+	assert_non_null(tget(f->tc, "up0", "a"));
 	snprintf(name, sizeof(name), "up%d", TOOLCACHE_MAX_UPSTREAMS - 1);
-	assert_non_null(toolcache_get(f->tc, name, "a"));
+	assert_non_null(tget(f->tc, name, "a"));
 }
 
 static void test_null_arguments(void **state)
 {
 	(void)state;
 	struct toolcache_stats s;
-	assert_null(toolcache_get(NULL, "up", "a"));
+	assert_null(tget(NULL, "up", "a"));
 	struct toolcache *tc = toolcache_new(0);
-	assert_null(toolcache_get(tc, NULL, "a"));
-	assert_null(toolcache_get(tc, "up", NULL));
+	assert_null(tget(tc, NULL, "a"));
+	assert_null(tget(tc, "up", NULL));
 	assert_int_equal(toolcache_stats(NULL, "up", &s), -1);
 	assert_int_equal(toolcache_stats(tc, NULL, &s), -1);
 	toolcache_free(tc);
@@ -374,7 +383,7 @@ static void test_setup_on_ctx(void **state)
 	struct toolcache *tc = toolcache_setup(&ctx, 0);
 	assert_non_null(tc);
 	page(ctx.insp, "up", LIST_REQ, "a", NULL);
-	assert_non_null(toolcache_get(tc, "up", "a"));
+	assert_non_null(tget(tc, "up", "a"));
 	inspect_free(ctx.insp);
 	toolcache_free(tc);
 
