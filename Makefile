@@ -3,7 +3,8 @@
 #   make deps       install missing Debian packages (apt-get)
 #   make run        build, then start mcpwarden in front of the bundled demo upstream
 #   make test       unit + fuzz-corpus replay + integration tests
-#   make unit | fuzz | fuzz-run | integration | asan | bench | clean
+#   make unit | fuzz | fuzz-run | integration | asan | valgrind | perf-guard | bench | clean
+#   make perf-baseline  re-measure tests/perf/baseline.txt (a deliberate, committed change)
 
 CC        ?= cc
 BUILD     ?= build
@@ -33,7 +34,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test unit fuzz fuzz-run integration asan valgrind bench clean
+.PHONY: all deps run test unit fuzz fuzz-run integration asan valgrind perf-guard perf-baseline bench clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -110,7 +111,7 @@ integration: $(BIN) node_modules/.package-lock.json
 
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
-test: $(BIN) unit fuzz integration asan valgrind
+test: $(BIN) unit fuzz integration asan valgrind perf-guard
 	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
 FUZZ_TEST_SECONDS ?= 10
 
@@ -132,6 +133,18 @@ valgrind: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== valgrind $$t"; \
 	  valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
 	    --error-exitcode=1 $$t >/dev/null; done; echo "valgrind: clean"
+
+# The instruction-count regression guard (tests/perf/README.md): callgrind
+# counts the instructions per proxied tools/call with full inspection on; more
+# than 10% over tests/perf/baseline.txt fails, and so does a failed
+# measurement. The self-test first shows that the guard can fail.
+PERF_ENV := MCPWARDEN_BIN=$(abspath $(BIN)) PERF_BUILD="CC=$(CC) OPT=$(OPT)" CC="$(CC)"
+perf-guard: $(BIN)
+	$(PERF_ENV) node tests/perf/guard.mjs --self-test
+	$(PERF_ENV) node tests/perf/guard.mjs
+
+perf-baseline: $(BIN)
+	$(PERF_ENV) node tests/perf/guard.mjs --baseline
 
 bench: $(BIN)
 	tests/bench/run.sh
