@@ -20,6 +20,7 @@ struct sessid;
 struct toolcache;
 struct peers;
 struct session_table;
+struct sesslimit;
 
 struct px_stats {
 	uint64_t connections, requests, responses_by_class[6];
@@ -54,6 +55,7 @@ struct px_ctx {
 	struct px_config **retired;   /* owned */
 	size_t nretired;
 	struct session_table *translated; /* owned: translated sessions (session.c) */
+	struct sesslimit *sesslimit;  /* owned: pass-through sessions' slots (sesslimit.c) */
 	struct px_stats stats;
 	/* Modules plugged into the hook; each NULL when not configured. */
 	struct admin *admin;              /* owned: admin/admin.c */

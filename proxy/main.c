@@ -26,6 +26,7 @@
 #include "proxy/log.h"
 #include "proxy/peers.h"
 #include "proxy/sessid.h"
+#include "proxy/sesslimit.h"
 #include "proxy/tls.h"
 #include "proxy/toolcache.h"
 #include "proxy/session.h"
@@ -80,7 +81,8 @@ static void reload(struct px_ctx *ctx)
 {
 	char err[8192];
 	enum config_action action;
-	SSL_CTX *tls = NULL;
+	SSL_CTX *tls = NULL, *admin_tls = NULL;
+	char what[512];
 
 	struct px_config *next = config_from_argv(ctx->argc, ctx->argv, &action, err, sizeof(err));
 	if (!next) {
@@ -103,6 +105,10 @@ static void reload(struct px_ctx *ctx)
 		log_msg(LOG_ERROR, "SIGHUP: %s; still running the old configuration", err);
 		goto fail;
 	}
+	if (admin_tls_load(ctx->admin, &admin_tls, err, sizeof(err)) < 0) {
+		log_msg(LOG_ERROR, "SIGHUP: admin.tls: %s; still running the old configuration", err);
+		goto fail;
+	}
 	struct px_config **r = realloc(ctx->retired, (ctx->nretired + 1) * sizeof(*r));
 	if (!r || hook_policy_reload(ctx, next, err, sizeof(err)) < 0) {
 		if (r)
@@ -121,12 +127,16 @@ static void reload(struct px_ctx *ctx)
 		 * reference to; new ones get the new certificate. */
 		tls_ctx_free(ctx->tls_server);
 		ctx->tls_server = tls;
+		tls_describe(tls, what, sizeof(what));
+		log_msg(LOG_INFO, "SIGHUP: new client connections get TLS certificate %s", what);
 	}
+	admin_tls_swap(ctx->admin, admin_tls);
 	log_setup(next->log_level, next->log_json);
 	log_msg(LOG_INFO, "SIGHUP: configuration reloaded");
 	return;
 fail:
 	tls_ctx_free(tls);
+	tls_ctx_free(admin_tls);
 	config_free(next);
 }
 
@@ -153,6 +163,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	inspect_free(ctx->insp);
 	toolcache_free(ctx->toolcache);
 	sessid_free(ctx->sessions);
+	sesslimit_free(ctx->sesslimit);
 	peers_free(ctx->peers);
 	tls_ctx_free(ctx->tls_server);
 	if (ctx->drain_timer)
@@ -178,8 +189,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	ctx->insp = inspect_new();
 	ctx->sessions = sessid_new(LIMIT_SESSION_IDS);
 	ctx->peers = peers_new();
+	ctx->sesslimit = sesslimit_new(LIMIT_SESSLIMIT_ENTRIES);
 	ctx->ups = calloc(cfg->nups, sizeof(*ctx->ups));
-	if (!ctx->base || !ctx->insp || !ctx->ups || !ctx->sessions || !ctx->peers) {
+	if (!ctx->base || !ctx->insp || !ctx->ups || !ctx->sessions || !ctx->peers ||
+	    !ctx->sesslimit) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
@@ -203,6 +216,8 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 			log_msg(LOG_ERROR, "%s", err);
 			return -1;
 		}
+		tls_describe(ctx->tls_server, err, sizeof(err));
+		log_msg(LOG_INFO, "client listener: TLS certificate %s", err);
 	}
 	ctx->toolcache = toolcache_setup(ctx, 0);
 	if (!ctx->toolcache)
