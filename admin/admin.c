@@ -53,8 +53,10 @@
 #include "proxy/inbox.h"
 #include "proxy/inspect.h"
 #include "proxy/listener.h"
+#include "proxy/sesslimit.h"
 #include "proxy/log.h"
 #include "proxy/origin.h"
+#include "proxy/tls.h"
 #include "proxy/transport.h"
 #include "proxy/upstream.h"
 
@@ -106,6 +108,11 @@ struct probe {
 struct admin {
 	struct px_ctx *ctx;           /* borrowed */
 	struct listener *lst;         /* owned, NULL when off */
+	/* HTTPS: a certificate of its own (tls, re-read on SIGHUP from the
+	 * files), or the client listener's (ctx->tls_server); else plain. */
+	struct ssl_ctx_st *tls;       /* owned, or NULL */
+	char *tls_cert, *tls_key;     /* owned: tls's files, or NULL */
+	int https;
 	struct ring *ring;            /* owned */
 	struct redact *rd;            /* owned */
 	struct metrics *m;            /* owned */
@@ -166,11 +173,13 @@ struct admin_conf {
 	size_t ring_size, max_streams, max_labels;
 	const char *log_calls;
 	const json_t *redact_keys, *redact_values;
+	const char *tls_cert, *tls_key;  /* borrowed from the config, or NULL */
+	int tls_listener;             /* "tls": "listener" */
 };
 
 static const char *const admin_keys[] = {
 	"listen", "token", "token_file", "ring_size", "log_calls", "redact_keys",
-	"redact_values", "max_streams", "max_labels", NULL,
+	"redact_values", "max_streams", "max_labels", "tls", NULL,
 };
 
 /* "HOST:PORT", "[V6]:PORT" or ":PORT" (every address). Returns 0 or -1. */
@@ -301,6 +310,36 @@ static void check_string_list(struct errs *e, const json_t *conf, const char *ke
 	*out = a;
 }
 
+/* "tls": {"cert_file", "key_file"} (the shape of the top-level "tls"), or
+ * "listener" to serve the client listener's certificate. */
+static void parse_tls(struct errs *e, const json_t *conf, struct admin_conf *ac)
+{
+	const json_t *t = json_object_get(conf, "tls");
+	const char *k;
+	json_t *v;
+
+	if (!t)
+		return;
+	if (json_is_string(t) && strcmp(json_string_value(t), "listener") == 0) {
+		ac->tls_listener = 1;
+		return;
+	}
+	if (!json_is_object(t)) {
+		errs_add(e, "$.admin.tls: must be {\"cert_file\": …, \"key_file\": …} or \"listener\"");
+		return;
+	}
+	json_object_foreach((json_t *)(uintptr_t)t, k, v) {
+		if (strcmp(k, "cert_file") != 0 && strcmp(k, "key_file") != 0)
+			errs_add(e, "$.admin.tls.%s: unknown key", k);
+		else if (!json_is_string(v) || json_string_length(v) == 0)
+			errs_add(e, "$.admin.tls.%s: must be a file path", k);
+	}
+	ac->tls_cert = json_string_value(json_object_get(t, "cert_file"));
+	ac->tls_key = json_string_value(json_object_get(t, "key_file"));
+	if (!ac->tls_cert || !ac->tls_key)
+		errs_add(e, "$.admin.tls: cert_file and key_file are both required");
+}
+
 static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac)
 {
 	const char *k;
@@ -369,6 +408,7 @@ static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac
 	}
 	check_string_list(e, conf, "redact_keys", 1, &ac->redact_keys);
 	check_string_list(e, conf, "redact_values", REDACT_MIN_VALUE_LEN, &ac->redact_values);
+	parse_tls(e, conf, ac);
 	if (!ac->off && !ac->token && e->count == 0) {
 		int lo = host_is_loopback(ac->host, ac->port);
 		if (lo < 0)
@@ -847,6 +887,14 @@ static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
 	s->ring_dropped = ring_dropped(adm->ring);
 	s->inflight_calls = hook_record_inflight_count(adm->rec);
 	s->admin_streams = adm->nstreams;
+	if (ctx->sesslimit) {
+		struct sesslimit_stats sl;
+		sesslimit_get_stats(ctx->sesslimit, &sl);
+		for (size_t k = 0; k < 2; k++) {
+			s->session_refused[k] = sl.refused[k];
+			s->session_slots[k] = sl.held[k];
+		}
+	}
 	for (const struct admin_x *ax = adm->streams; ax; ax = ax->next)
 		s->admin_streams_behind += ax->behind && !ax->dead;
 	s->start_time_seconds = adm->start_time;
@@ -1488,6 +1536,57 @@ void admin_set_contract(struct admin *adm, const char *upstream, const json_t *r
 	pthread_mutex_unlock(&adm->lock);
 }
 
+int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!adm || !adm->tls)
+		return 0;
+	*out = tls_server_ctx_new(adm->tls_cert, adm->tls_key, err, errlen);
+	return *out ? 0 : -1;
+}
+
+void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls)
+{
+	char what[512];
+	if (!adm || !tls)
+		return;
+	/* Open connections hold a reference to the old context. */
+	tls_ctx_free(adm->tls);
+	adm->tls = tls;
+	tls_describe(tls, what, sizeof(what));
+	log_msg(LOG_INFO, "admin: new connections get TLS certificate %s", what);
+}
+
+/* HTTPS on the admin listener, as "tls" says. Returns 0 or -1 (errors in e). */
+static int setup_tls(struct admin *adm, const struct admin_conf *ac, struct errs *e)
+{
+	char err[512], what[512];
+	struct px_ctx *ctx = adm->ctx;
+
+	if (ac->tls_listener && !ctx->tls_server) {
+		errs_add(e, "$.admin.tls: \"listener\" needs TLS on the client listener (tls, or "
+		            "--tls-cert and --tls-key)");
+		return -1;
+	}
+	if (ac->tls_cert) {
+		adm->tls = tls_server_ctx_new(ac->tls_cert, ac->tls_key, err, sizeof(err));
+		adm->tls_cert = strdup(ac->tls_cert);
+		adm->tls_key = strdup(ac->tls_key);
+		if (!adm->tls || !adm->tls_cert || !adm->tls_key) {
+			errs_add(e, "$.admin.tls: %s", adm->tls ? "out of memory" : err);
+			return -1;
+		}
+	}
+	adm->https = adm->tls || ac->tls_listener;
+	if (adm->lst && adm->https) {
+		listener_set_tls(adm->lst, adm->tls ? &adm->tls : &ctx->tls_server);
+		tls_describe(adm->tls ? adm->tls : ctx->tls_server, what, sizeof(what));
+		log_msg(LOG_INFO, "admin: TLS certificate %s%s", what,
+		        adm->tls ? "" : " (the client listener's)");
+	}
+	return 0;
+}
+
 const char *admin_address(const struct admin *adm)
 {
 	return adm && adm->lst ? listener_address(adm->lst) : NULL;
@@ -1510,6 +1609,9 @@ void admin_free(struct admin *adm)
 	if (adm->relisten)
 		event_free(adm->relisten);
 	listener_free(adm->lst);
+	tls_ctx_free(adm->tls);
+	free(adm->tls_cert);
+	free(adm->tls_key);
 	hook_record_free(adm->rec);
 	metrics_free(adm->m);
 	ring_free(adm->ring);
@@ -1628,6 +1730,8 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		if (!adm->lst)
 			log_msg(LOG_WARN, "admin: %s; running without the admin endpoint (set "
 			                  "admin.listen or --admin ADDRESS:PORT|off)", lerr);
+		if (setup_tls(adm, &ac, &e) < 0)
+			goto fail;
 	}
 	if (adm->lst) {
 		struct timeval one = {1, 0};
@@ -1654,8 +1758,8 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		inspect_set_lock(ctx->insp, (int)i, &adm->lock);
 	ctx->admin = adm;
 	if (adm->lst)
-		log_msg(LOG_INFO, "admin endpoint on http://%s/%s", listener_address(adm->lst),
-		        adm->token ? " (token required)" : "");
+		log_msg(LOG_INFO, "admin endpoint on %s://%s/%s", adm->https ? "https" : "http",
+		        listener_address(adm->lst), adm->token ? " (token required)" : "");
 	if (ac.log_calls)
 		log_msg(LOG_INFO, "admin: call records also go to %s", ac.log_calls);
 	explicit_bzero(ac.tokbuf, sizeof(ac.tokbuf));

@@ -27,7 +27,9 @@
  * Configuration ($.admin, see conf/README.md): listen ("HOST:PORT" or
  * "off"; default 127.0.0.1:9090, --admin), token, token_file, ring_size,
  * log_calls ("stdout" or a file path), redact_keys, redact_values,
- * max_streams, max_labels.
+ * max_streams, max_labels, tls ({"cert_file", "key_file"}: HTTPS with a
+ * certificate of its own; "listener": HTTPS with the client listener's,
+ * following its reloads).
  */
 #ifndef MCPWARDEN_ADMIN_H
 #define MCPWARDEN_ADMIN_H
@@ -37,6 +39,7 @@
 
 struct px_ctx;
 struct admin;
+struct ssl_ctx_st;
 
 /* Parses ctx->cfg->admin, builds the recorder and, unless "off", the
  * listener; sets ctx->admin (NULL when the endpoint is off and no call log
@@ -56,6 +59,15 @@ void admin_free(struct admin *adm);
  * Served on /contract and summarised in /metrics. adm may be NULL (the
  * endpoint is off): nothing happens. */
 void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report);
+
+/* SIGHUP, in two steps so that a reload applies whole or not at all.
+ * admin_tls_load reads the admin certificate files again: returns 0 with
+ * a new context in *out (NULL when the endpoint has no certificate of its
+ * own), or -1 with a reason in err. admin_tls_swap hands new connections
+ * that context (stolen; NULL: nothing to do) and logs what it presents;
+ * connections already open keep theirs. adm may be NULL. */
+int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, size_t errlen);
+void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls);
 
 /* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
 const char *admin_address(const struct admin *adm);

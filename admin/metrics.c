@@ -540,6 +540,17 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	       s->ring_dropped);
 	scalar(o, "mcpwarden_inflight_calls", "gauge", "Client requests waiting for an answer.",
 	       s->inflight_calls);
+	family(o, "mcpwarden_session_limit_refusals_total", "counter",
+	       "Requests refused with 429: their pass-through session was at "
+	       "limits.max_inflight_per_session or limits.max_streams_per_session.");
+	sample_u64(o, "mcpwarden_session_limit_refusals_total", "limit", "inflight", NULL, NULL,
+	           s->session_refused[0]);
+	sample_u64(o, "mcpwarden_session_limit_refusals_total", "limit", "streams", NULL, NULL,
+	           s->session_refused[1]);
+	family(o, "mcpwarden_session_slots", "gauge",
+	       "Slots pass-through sessions hold now: requests in flight and GET streams.");
+	sample_u64(o, "mcpwarden_session_slots", "kind", "inflight", NULL, NULL, s->session_slots[0]);
+	sample_u64(o, "mcpwarden_session_slots", "kind", "streams", NULL, NULL, s->session_slots[1]);
 	scalar(o, "mcpwarden_admin_streams", "gauge", "Open /calls/stream subscribers.",
 	       s->admin_streams);
 	scalar(o, "mcpwarden_admin_streams_behind", "gauge",

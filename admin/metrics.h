@@ -84,6 +84,9 @@ struct metrics_snapshot {
 	uint64_t hook_dropped, hook_answered, hook_modified;
 	uint64_t ring_capacity, ring_records, ring_dropped;
 	uint64_t inflight_calls, admin_streams, admin_streams_behind;
+	/* pass-through sessions' caps (proxy/sesslimit.h): [0] requests in
+	 * flight, [1] GET streams */
+	uint64_t session_refused[2], session_slots[2];
 	double start_time_seconds;       /* Unix time the process started */
 	const struct metrics_upstream *ups;
 	size_t nups;

@@ -174,6 +174,8 @@ static struct px_config *config_defaults(void)
 	cfg->limits.max_sessions = LIMIT_MAX_SESSIONS;
 	cfg->limits.max_session_pending = LIMIT_MAX_SESSION_PENDING;
 	cfg->limits.max_session_queue = LIMIT_MAX_SESSION_QUEUE;
+	cfg->limits.max_inflight_per_session = LIMIT_MAX_INFLIGHT_PER_SESSION;
+	cfg->limits.max_streams_per_session = LIMIT_MAX_STREAMS_PER_SESSION;
 	cfg->log_level = LOG_INFO;
 	if (!cfg->listen_host || !cfg->listen_port) {
 		config_free(cfg);
@@ -460,7 +462,8 @@ static const struct key_spec limit_keys[] = {
 	{"max_connections_per_client", JSON_INTEGER}, {"max_json_depth", JSON_INTEGER},
 	{"max_batch", JSON_INTEGER},        {"max_output_bytes", JSON_INTEGER},
 	{"max_sessions", JSON_INTEGER},     {"max_session_pending", JSON_INTEGER},
-	{"max_session_queue", JSON_INTEGER},
+	{"max_session_queue", JSON_INTEGER}, {"max_inflight_per_session", JSON_INTEGER},
+	{"max_streams_per_session", JSON_INTEGER},
 	{NULL, 0},
 };
 
@@ -524,6 +527,10 @@ static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
 	get_uint(e, w, l, "max_sessions", 1000000, &cfg->limits.max_sessions, sizeof(size_t));
 	get_uint(e, w, l, "max_session_pending", 100000, &cfg->limits.max_session_pending, sizeof(size_t));
 	get_uint(e, w, l, "max_session_queue", 100000, &cfg->limits.max_session_queue, sizeof(size_t));
+	get_uint(e, w, l, "max_inflight_per_session", 100000, &cfg->limits.max_inflight_per_session,
+	         sizeof(size_t));
+	get_uint(e, w, l, "max_streams_per_session", 100000, &cfg->limits.max_streams_per_session,
+	         sizeof(size_t));
 }
 
 static void load_log(struct errs *e, json_t *l, struct px_config *cfg)

@@ -86,6 +86,8 @@ struct px_config {
 		size_t max_connections, max_batch, max_output_bytes;
 		size_t max_connections_per_client, max_json_depth;
 		size_t max_sessions, max_session_pending, max_session_queue;
+		/* pass-through sessions (proxy/sesslimit.h) */
+		size_t max_inflight_per_session, max_streams_per_session;
 	} limits;
 	enum log_level log_level;
 	int log_json;

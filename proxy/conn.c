@@ -122,13 +122,10 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	ctx->nconns--;
-	int was_full = 0;
 	if (c->ops->low_priority)
 		ctx->nconns_low--;
-	else
-		was_full = __atomic_sub_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) + 1 >=
-		                   ctx->cfg->limits.max_connections &&
-		           ctx->nworkers > 1;
+	/* A handed-off connection keeps its place: it moved, it did not end. */
+	int slot = !c->ops->low_priority && !c->handed_off;
 	if (c->counted)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
@@ -144,7 +141,7 @@ static void conn_free(struct conn *c)
 		evbuffer_free(c->preload);
 	c->magic = 0;
 	free(c);
-	px_conn_closed(ctx, was_full);
+	px_conn_closed(ctx, slot);
 }
 
 /* Send what is queued, then close. */
@@ -239,6 +236,7 @@ static void handoff_drop(void *arg)
 	if (h->ssl)
 		SSL_free(h->ssl);
 	evutil_closesocket(h->fd);
+	px_conn_closed(h->to, 1);
 	evbuffer_free(h->in);
 	evbuffer_free(h->out);
 	free(h);
@@ -542,6 +540,7 @@ struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct socka
 	(void)salen;
 	if (tls && !(ssl = SSL_new(tls))) {
 		evutil_closesocket(fd);
+		px_conn_closed(ctx, !ops->low_priority);
 		return NULL;
 	}
 	return conn_open(ctx, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, sa, ops);
@@ -556,6 +555,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 		if (ssl)
 			SSL_free(ssl);
 		evutil_closesocket(fd);
+		px_conn_closed(ctx, !ops->low_priority);
 		return NULL;
 	}
 	c->magic = CONN_MAGIC;
@@ -602,8 +602,6 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	ctx->nconns++;
 	if (ops->low_priority)
 		ctx->nconns_low++;
-	else
-		__atomic_add_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED);
 	PX_STAT_INC(ctx, connections);
 	if (!c->bev || !c->step || !c->deadline || !c->parser || !c->body) {
 		if (!c->bev)

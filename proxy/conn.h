@@ -26,7 +26,9 @@ struct transport_ops;
 struct ssl_ctx_st;
 
 /* Takes ownership of fd; requests go to the adapter ops (the MCP
- * transports on the client listener, the admin endpoint on its own).
+ * transports on the client listener, the admin endpoint on its own). For
+ * the client listener the caller has taken a place under the shared cap
+ * (px_slot_take), which the connection gives back when it ends.
  * Returns NULL (fd closed) on failure. */
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
                       int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls);

@@ -31,6 +31,7 @@ struct peers;
 struct session_table;
 struct inbox;
 struct affinity;
+struct sesslimit;
 
 /* Counters of one worker, written by its thread only (PX_STAT_ADD) and read
  * by the admin endpoint's thread (px_stat_get): relaxed atomics, so a
@@ -45,6 +46,7 @@ struct px_stats {
 struct px_shared {
 	unsigned long long next_conn_id;  /* ids unique across workers */
 	size_t client_conns;              /* open client connections, all workers */
+	size_t translated_sessions;       /* open translated sessions, all workers */
 };
 
 struct px_ctx {
@@ -84,6 +86,7 @@ struct px_ctx {
 	struct px_config **retired;   /* owned */
 	size_t nretired;
 	struct session_table *translated; /* owned: translated sessions (session.c) */
+	struct sesslimit *sesslimit;  /* owned: pass-through sessions' slots (sesslimit.c) */
 	struct px_stats stats;
 	/* Shared modules plugged into the hook; each NULL when not configured. */
 	struct admin *admin;              /* owned: admin/admin.c */
@@ -98,10 +101,13 @@ struct px_ctx {
 #define PX_PRIO_DEFAULT 1
 #define PX_PRIO_LOW     2
 
-/* Called by conn when a connection ends: lets listener resume accepting
- * (on every worker when was_full: the shared cap on client connections had
- * been reached) and main finish a drain. */
-void px_conn_closed(struct px_ctx *ctx, int was_full);
+/* Takes a place under limits.max_connections, shared by every worker's
+ * client connections: 1, or 0 when full (listener.c). */
+int px_slot_take(struct px_ctx *ctx);
+/* Called by conn when a connection ends (slot: it held a client place,
+ * given back here): lets listeners resume accepting (every worker's, when
+ * the cap had been reached) and main finish a drain. */
+void px_conn_closed(struct px_ctx *ctx, int slot);
 
 #define PX_STAT_ADD(ctx, field, n)                                                            \
 	__atomic_store_n(&(ctx)->stats.field, (ctx)->stats.field + (n), __ATOMIC_RELAXED)

@@ -41,6 +41,19 @@
  * bounded by limits.max_output_bytes); past it they are dropped (a server
  * request is answered with an error). */
 #define LIMIT_MAX_SESSION_QUEUE     256
+/* limits.max_inflight_per_session: requests of one pass-through session
+ * (an Mcp-Session-Id the upstream issued) being processed at once; past it
+ * 429 with Retry-After. An SDK client sends a handful at a time; 64 leaves
+ * room for parallel tool calls and still keeps one runaway agent from
+ * holding every upstream connection (each request in flight holds one). */
+#define LIMIT_MAX_INFLIGHT_PER_SESSION 64
+/* limits.max_streams_per_session: concurrent GET SSE streams of one
+ * pass-through session; past it 429. A client needs one; a few more cover
+ * a reconnect that overlaps the stream it replaces. */
+#define LIMIT_MAX_STREAMS_PER_SESSION 4
+/* Pass-through sessions holding a slot at once (proxy/sesslimit.c); past
+ * it 503. Each holds a connection, so max_connections bounds it first. */
+#define LIMIT_SESSLIMIT_ENTRIES     65536
 /* Idle upstream connections kept per upstream. */
 #define LIMIT_POOL_IDLE_PER_UPSTREAM 64
 

@@ -19,21 +19,74 @@
 #include "proxy/log.h"
 #include "proxy/transport.h"
 
+/* A connection accepted while the shared cap was full: it waits, unread,
+ * for a place (as it would have in the kernel's queue). */
+struct parked {
+	evutil_socket_t fd;
+	struct sockaddr_storage sa;
+	int salen;
+	struct parked *next;
+};
+
 struct listener {
 	struct px_ctx *ctx;           /* borrowed */
 	const struct transport_ops *ops;
 	struct ssl_ctx_st **tls;      /* borrowed: where the current context is */
 	struct evconnlistener *evl;   /* owned */
+	struct parked *parked, **parked_tail;  /* owned FIFO */
 	int paused;
 	char address[80];
 };
+
+int px_slot_take(struct px_ctx *ctx)
+{
+	size_t cap = ctx->cfg->limits.max_connections;
+	if (__atomic_add_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) <= cap)
+		return 1;
+	__atomic_sub_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void park(struct listener *l, evutil_socket_t fd, const struct sockaddr *sa, int salen)
+{
+	struct parked *p = calloc(1, sizeof(*p));
+	if (!p || salen < 0 || (size_t)salen > sizeof(p->sa)) {
+		free(p);
+		evutil_closesocket(fd);
+		return;
+	}
+	p->fd = fd;
+	memcpy(&p->sa, sa, (size_t)salen);
+	p->salen = salen;
+	*l->parked_tail = p;
+	l->parked_tail = &p->next;
+}
+
+/* Parked connections first, while places are free. */
+static void unpark(struct listener *l)
+{
+	while (l->parked && px_slot_take(l->ctx)) {
+		struct parked *p = l->parked;
+		l->parked = p->next;
+		if (!l->parked)
+			l->parked_tail = &l->parked;
+		conn_new(l->ctx, p->fd, (struct sockaddr *)&p->sa, p->salen, l->ops,
+		         l->tls ? *l->tls : NULL);
+		free(p);
+	}
+}
 
 static void accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
 {
 	struct listener *l = arg;
 	(void)evl;
-	conn_new(l->ctx, fd, sa, salen, l->ops, l->tls ? *l->tls : NULL);
+	/* Client connections take a place under the cap every worker shares
+	 * before anything else: exact however the kernel spreads them. */
+	if (!l->ops->low_priority && (l->parked || !px_slot_take(l->ctx)))
+		park(l, fd, sa, salen);
+	else
+		conn_new(l->ctx, fd, sa, salen, l->ops, l->tls ? *l->tls : NULL);
 	listener_update(l);
 }
 
@@ -105,6 +158,7 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
 	}
 	l->ctx = ctx;
 	l->ops = ops;
+	l->parked_tail = &l->parked;
 	l->evl = evconnlistener_new_bind(ctx->base, accept_cb, l,
 	                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
 	                                         LEV_OPT_CLOSE_ON_EXEC |
@@ -145,13 +199,17 @@ static void wake_listener(void *arg)
 		listener_update(ctx->lst);
 }
 
-void px_conn_closed(struct px_ctx *ctx, int was_full)
+void px_conn_closed(struct px_ctx *ctx, int slot)
 {
+	int was_full = 0;
+	if (slot)
+		was_full = __atomic_sub_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) + 1 >=
+		           ctx->cfg->limits.max_connections;
 	if (ctx->lst)
 		listener_update(ctx->lst);
 	/* The cap on client connections is shared: when this close made
 	 * room, a worker that paused its listener must hear of it. */
-	if (was_full)
+	if (was_full && ctx->nworkers > 1)
 		for (size_t i = 0; i < ctx->nworkers; i++)
 			if (ctx->workers[i] != ctx)
 				inbox_post(ctx->workers[i]->inbox, wake_listener, NULL, ctx->workers[i]);
@@ -169,16 +227,23 @@ void listener_free(struct listener *l)
 	if (!l)
 		return;
 	evconnlistener_free(l->evl);
+	for (struct parked *p = l->parked, *next; p; p = next) {
+		next = p->next;
+		evutil_closesocket(p->fd);
+		free(p);
+	}
 	free(l);
 }
 
 void listener_update(struct listener *l)
 {
 	const struct px_ctx *ctx = l->ctx;
+	if (!l->ops->low_priority)
+		unpark(l);
 	size_t open = l->ops->low_priority
 	                      ? ctx->nconns_low
 	                      : __atomic_load_n(&ctx->shared->client_conns, __ATOMIC_RELAXED);
-	int full = open >= ctx->cfg->limits.max_connections;
+	int full = l->parked || open >= ctx->cfg->limits.max_connections;
 	if (full && !l->paused) {
 		evconnlistener_disable(l->evl);
 		l->paused = 1;

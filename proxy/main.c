@@ -31,6 +31,7 @@
 #include "proxy/log.h"
 #include "proxy/peers.h"
 #include "proxy/sessid.h"
+#include "proxy/sesslimit.h"
 #include "proxy/tls.h"
 #include "proxy/toolcache.h"
 #include "proxy/session.h"
@@ -167,7 +168,8 @@ static void reload(struct px_ctx *ctx)
 {
 	char err[8192];
 	enum config_action action;
-	SSL_CTX *tls = NULL;
+	SSL_CTX *tls = NULL, *admin_tls = NULL;
+	char what[512];
 
 	struct px_config *next = config_from_argv(ctx->argc, ctx->argv, &action, err, sizeof(err));
 	if (!next) {
@@ -190,6 +192,10 @@ static void reload(struct px_ctx *ctx)
 		log_msg(LOG_ERROR, "SIGHUP: %s; still running the old configuration", err);
 		goto fail;
 	}
+	if (admin_tls_load(ctx->admin, &admin_tls, err, sizeof(err)) < 0) {
+		log_msg(LOG_ERROR, "SIGHUP: admin.tls: %s; still running the old configuration", err);
+		goto fail;
+	}
 	struct px_config **r = realloc(ctx->retired, (ctx->nretired + 1) * sizeof(*r));
 	if (!r || hook_policy_reload(ctx, next, err, sizeof(err)) < 0) {
 		if (r)
@@ -200,16 +206,23 @@ static void reload(struct px_ctx *ctx)
 	}
 	ctx->retired = r;
 	ctx->retired[ctx->nretired++] = (struct px_config *)(uintptr_t)ctx->cfg;
+	if (tls) {
+		tls_describe(tls, what, sizeof(what));
+		log_msg(LOG_INFO, "SIGHUP: new client connections get TLS certificate %s", what);
+	}
 	for (size_t i = 0; i < ctx->nworkers; i++)
 		if (apply_to(ctx->workers[i], next, tls) < 0)
 			log_msg(LOG_ERROR, "SIGHUP: worker %zu: out of memory; it keeps the old "
 			                   "configuration", i);
 	tls_ctx_free(tls);
+	/* The admin endpoint lives on this thread (worker 0). */
+	admin_tls_swap(ctx->admin, admin_tls);
 	log_setup(next->log_level, next->log_json);
 	log_msg(LOG_INFO, "SIGHUP: configuration reloaded");
 	return;
 fail:
 	tls_ctx_free(tls);
+	tls_ctx_free(admin_tls);
 	config_free(next);
 }
 
@@ -283,6 +296,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	inspect_free(ctx->insp);
 	toolcache_free(ctx->toolcache);
 	sessid_free(ctx->sessions);
+	sesslimit_free(ctx->sesslimit);
 	peers_free(ctx->peers);
 	affinity_free(ctx->affinity);
 	if (ctx->base)
@@ -350,6 +364,7 @@ static struct px_ctx *worker_new(struct px_ctx *ctx0, unsigned id, const char *p
 	w->sessions = ctx0->sessions;
 	w->toolcache = ctx0->toolcache;
 	w->peers = ctx0->peers;
+	w->sesslimit = ctx0->sesslimit;
 	w->admin = ctx0->admin;
 	w->policy = ctx0->policy;
 	w->contract = ctx0->contract;
@@ -388,9 +403,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	ctx->peers = peers_new();
 	ctx->shared = calloc(1, sizeof(*ctx->shared));
 	ctx->affinity = affinity_new();
+	ctx->sesslimit = sesslimit_new(LIMIT_SESSLIMIT_ENTRIES);
 	ctx->workers = calloc(n, sizeof(*ctx->workers));
 	if (!ctx->base || !ctx->insp || !ctx->sessions || !ctx->peers || !ctx->shared ||
-	    !ctx->affinity || !ctx->workers) {
+	    !ctx->affinity || !ctx->sesslimit || !ctx->workers) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
@@ -403,6 +419,8 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 			log_msg(LOG_ERROR, "%s", err);
 			return -1;
 		}
+		tls_describe(ctx->tls_server, err, sizeof(err));
+		log_msg(LOG_INFO, "client listener: TLS certificate %s", err);
 	}
 	ctx->toolcache = toolcache_setup(ctx, 0);
 	if (!ctx->toolcache)

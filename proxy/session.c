@@ -224,6 +224,32 @@ static void touch(struct session *s)
 	}
 }
 
+/* limits.max_sessions counts every worker's translated sessions: a place
+ * is taken atomically before a session is made, given back in
+ * table_remove(). Without workers (tests) the table's own count. */
+static size_t *shared_count(const struct session_table *t)
+{
+	return t->ctx && t->ctx->shared ? &t->ctx->shared->translated_sessions : NULL;
+}
+
+static int take_place(struct session_table *t)
+{
+	size_t *n = shared_count(t);
+	if (!n)
+		return t->count < t->lim.max_sessions ? 0 : -1;
+	if (__atomic_add_fetch(n, 1, __ATOMIC_RELAXED) <= t->lim.max_sessions)
+		return 0;
+	__atomic_sub_fetch(n, 1, __ATOMIC_RELAXED);
+	return -1;
+}
+
+static void give_place(struct session_table *t)
+{
+	size_t *n = shared_count(t);
+	if (n)
+		__atomic_sub_fetch(n, 1, __ATOMIC_RELAXED);
+}
+
 static void table_remove(struct session_table *t, struct session *s)
 {
 	for (struct session **pp = &t->buckets[bucket_of(t, s->id)]; *pp; pp = &(*pp)->hnext) {
@@ -235,6 +261,7 @@ static void table_remove(struct session_table *t, struct session *s)
 	s->hnext = NULL;
 	lru_unlink(t, s);
 	t->count--;
+	give_place(t);
 	if (t->ctx && t->ctx->affinity)
 		affinity_forget(t->ctx->affinity, s->id);
 }
@@ -622,7 +649,7 @@ void session_upstream_accepted(struct session *s, const json_t *msg)
 struct session *session_new(struct session_table *t, size_t up, enum session_face face,
                             const char *client_name, const char **why)
 {
-	if (t->count >= t->lim.max_sessions) {
+	if (take_place(t) < 0) {
 		t->stats.refused++;
 		*why = "too many sessions open";
 		return NULL;
@@ -630,6 +657,7 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s || (client_name && !(s->client_name = strdup(client_name)))) {
 		free(s);
+		give_place(t);
 		*why = "out of memory";
 		return NULL;
 	}
@@ -639,6 +667,7 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 		if (session_mint_id(s->id, sizeof(s->id)) < 0) {
 			free(s->client_name);
 			free(s);
+			give_place(t);
 			*why = "no random source for session ids";
 			return NULL;
 		}

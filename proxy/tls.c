@@ -51,7 +51,11 @@ SSL_CTX *tls_server_ctx_new(const char *cert_file, const char *key_file, char *e
 		goto fail;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-		ssl_err(err, errlen, "TLS key", key_file);
+		/* OpenSSL checks the pair while loading: say it plainly (a
+		 * half-replaced pair is the common mistake on reload). */
+		int mismatch = ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+		ssl_err(err, errlen, mismatch ? "TLS key does not match the certificate:" : "TLS key",
+		        key_file);
 		goto fail;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
@@ -123,6 +127,31 @@ SSL *tls_client_ssl_new(SSL_CTX *ctx, const char *host)
 		return NULL;
 	}
 	return ssl;
+}
+
+void tls_describe(SSL_CTX *ctx, char *buf, size_t len)
+{
+	X509 *cert = ctx ? SSL_CTX_get0_certificate(ctx) : NULL;
+	BIO *b = cert ? BIO_new(BIO_s_mem()) : NULL;
+	BIGNUM *serial = cert ? ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL) : NULL;
+	char *hex = serial ? BN_bn2hex(serial) : NULL;
+	char *text = NULL;
+	long n = 0;
+
+	snprintf(buf, len, "no certificate");
+	if (b && hex) {
+		BIO_puts(b, "subject ");
+		X509_NAME_print_ex(b, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+		BIO_printf(b, ", serial 0x%s, expires ", hex);
+		ASN1_TIME_print(b, X509_get0_notAfter(cert));
+		n = BIO_get_mem_data(b, &text);
+	}
+	if (text && n > 0)
+		snprintf(buf, len, "%.*s", (int)n, text);
+	OPENSSL_free(hex);
+	BN_free(serial);
+	BIO_free(b);
+	ERR_clear_error();
 }
 
 const char *tls_error_reason(struct bufferevent *bev)

@@ -35,6 +35,11 @@ SSL_CTX *tls_client_ctx_new(const struct tls_client_opts *o, char *err, size_t e
  * certificate must carry (unless the context skips verification). */
 SSL *tls_client_ssl_new(SSL_CTX *ctx, const char *host);
 
+/* What a server context presents, for the log: "subject CN=…, serial 0x…,
+ * expires …" into buf (always NUL-terminated). Certificates are public:
+ * nothing secret is written. */
+void tls_describe(SSL_CTX *ctx, char *buf, size_t len);
+
 /* Why a TLS bufferevent failed, as a static string. */
 const char *tls_error_reason(struct bufferevent *bev);
 

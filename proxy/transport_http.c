@@ -39,6 +39,7 @@
 #include "proxy/mirror.h"
 #include "proxy/origin.h"
 #include "proxy/sessid.h"
+#include "proxy/sesslimit.h"
 #include "proxy/sse.h"
 #include "proxy/toolcache.h"
 #include "proxy/transport.h"
@@ -83,6 +84,8 @@ struct exchange {
 	enum inspect_end end;
 	int keep_client_auth;               /* forward the client's Authorization */
 	char reply_session[160];            /* Mcp-Session-Id of the reply */
+	struct sesslimit_entry *slot;       /* held: the session's slot, or NULL */
+	enum sesslimit_kind slot_kind;
 	char path[256];                     /* request path without query, for logs */
 };
 
@@ -718,6 +721,28 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	return conn_reply_head(ex->c, status, ex->resp_headers, ex->up_length);
 }
 
+/* An upstream event over limits.max_sse_event_bytes: it cannot be passed
+ * on, and the stream's head is out already. A POST's one request gets a
+ * JSON-RPC error in its place and the stream ends cleanly, so the client
+ * is not left waiting; a GET stream or a batch is cut. */
+static void sse_too_big(struct exchange *ex)
+{
+	const json_t *id = reply_id(ex);
+	json_t *err = id ? mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), id, 502,
+	                                      JRPC_UPSTREAM_ERROR, "the upstream sent an SSE event "
+	                                      "over limits.max_sse_event_bytes", NULL)
+	                 : NULL;
+	ex->end = INSPECT_END_UPSTREAM_ERROR;
+	ex->ctx->stats.upstream_errors++;
+	if (!err) {
+		conn_abort(ex->c, ex->error);
+		return;
+	}
+	write_json_event(ex, err);
+	json_decref(err);
+	conn_reply_end(ex->c);
+}
+
 static int up_on_body(void *arg, const char *data, size_t len)
 {
 	struct exchange *ex = arg;
@@ -739,7 +764,7 @@ static int up_on_body(void *arg, const char *data, size_t len)
 		if (rc == SSE_ERR_TOO_BIG) {
 			ex->error = "an SSE event from the upstream is over the size limit";
 			log_msg(LOG_WARN, "#%llu %s", ex->where.conn_id, ex->error);
-			conn_abort(ex->c, ex->error);
+			sse_too_big(ex);
 			return -1;
 		}
 		return rc ? -1 : 0;
@@ -800,6 +825,26 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	return ex;
 }
 
+/* A whole JSON reply with extra header lines ("Name: value\r\n"...); body
+ * is borrowed. Out of memory: the connection is aborted instead. */
+static void reply_json_with(struct exchange *ex, int status, const char *headers,
+                            const json_t *body)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	struct evbuffer *h = evbuffer_new();
+
+	if (s && h && evbuffer_add_printf(h, "%sContent-Type: application/json\r\n", headers) > 0) {
+		conn_reply_head(ex->c, status, h, (int64_t)strlen(s));
+		conn_reply_body(ex->c, s, strlen(s));
+		conn_reply_end(ex->c);
+	} else {
+		conn_abort(ex->c, "out of memory");
+	}
+	free(s);
+	if (h)
+		evbuffer_free(h);
+}
+
 /* With client tokens configured, who is calling. Returns 0, or -1 after
  * answering 401. */
 static int authenticate(struct exchange *ex)
@@ -818,25 +863,12 @@ static int authenticate(struct exchange *ex)
 		ex->where.client_name = who->name;
 		return 0;
 	}
-	struct evbuffer *h = evbuffer_new();
 	json_t *err = jrpc_error_new(NULL, JRPC_INVALID_REQUEST,
 	                             auth ? "invalid client token" : "a client token is required", NULL);
-	char *s = err ? json_dumps(err, JSON_COMPACT) : NULL;
 	ex->mode = RESP_LOCAL;
 	ex->end = INSPECT_END_REJECTED;
-	if (h && s) {
-		evbuffer_add_printf(h, "WWW-Authenticate: Bearer realm=\"mcpwarden\"\r\n"
-		                       "Content-Type: application/json\r\n");
-		conn_reply_head(ex->c, 401, h, (int64_t)strlen(s));
-		conn_reply_body(ex->c, s, strlen(s));
-		conn_reply_end(ex->c);
-	} else {
-		conn_abort(ex->c, "out of memory");
-	}
-	free(s);
+	reply_json_with(ex, 401, "WWW-Authenticate: Bearer realm=\"mcpwarden\"\r\n", err);
 	json_decref(err);
-	if (h)
-		evbuffer_free(h);
 	return -1;
 }
 
@@ -947,6 +979,75 @@ static int session_ended(struct exchange *ex)
 	return 1;
 }
 
+/* Over a cap of our own: the status (429, or 503) with Retry-After
+ * (RFC 6585 §4, RFC 9110 §10.2.3), so the client backs off instead of
+ * retrying at once. message is static. */
+static void reply_busy(struct exchange *ex, int status, const char *message)
+{
+	json_t *err = mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), reply_id(ex), status,
+	                                 JRPC_INVALID_REQUEST, message, NULL);
+	ex->mode = RESP_LOCAL;
+	ex->end = INSPECT_END_REJECTED;
+	ex->error = message;
+	reply_json_with(ex, status, "Retry-After: 1\r\n", err);
+	json_decref(err);
+}
+
+/* A request over its session's cap (rc from sesslimit_acquire). */
+static void refuse_busy(struct exchange *ex, enum sesslimit_rc rc, size_t cap)
+{
+	int streams = ex->slot_kind == SESSLIMIT_STREAM;
+
+	if (rc == SESSLIMIT_FULL) {
+		log_msg(LOG_WARN, "#%llu upstream %s: too many sessions busy at once: 503",
+		        ex->where.conn_id, ex->uc->name);
+		reply_busy(ex, 503, "too many sessions busy at once");
+		return;
+	}
+	/* Once per busy spell: a runaway client must not flood the log (each
+	 * refusal still has its access log line and its counter). */
+	if (rc == SESSLIMIT_OVER_FIRST)
+		log_msg(LOG_WARN, "#%llu upstream %s: session %.8s… has %zu %s (its limit): more get 429 "
+		        "while it stays this busy", ex->where.conn_id, ex->uc->name,
+		        ex->where.session_id, cap, sesslimit_kind_str(ex->slot_kind));
+	reply_busy(ex, 429, streams ? "too many SSE streams open in this session "
+	                              "(limits.max_streams_per_session)"
+	                            : "too many requests in flight in this session "
+	                              "(limits.max_inflight_per_session)");
+}
+
+/* Per-session caps of pass-through sessions (sesslimit.h): a GET stream
+ * takes a stream slot, a POST carrying requests an in-flight slot, held
+ * until http_free. DELETE, notifications and responses always pass: they
+ * are how a client cancels, answers the server or ends a busy session.
+ * Returns 1 after answering 429 (503 when the table is full). */
+static int session_over_cap(struct exchange *ex)
+{
+	const struct px_config *cfg = ex->ctx->cfg;
+	size_t cap;
+
+	if (!ex->is_mcp || !ex->where.session_id)
+		return 0;
+	if (ex->is_stream) {
+		ex->slot_kind = SESSLIMIT_STREAM;
+		cap = cfg->limits.max_streams_per_session;
+	} else if (strcmp(http_msg_method(ex->req), "POST") == 0 &&
+	           jrpc_body_has_request(ex->body)) {
+		ex->slot_kind = SESSLIMIT_INFLIGHT;
+		cap = cfg->limits.max_inflight_per_session;
+	} else {
+		return 0;
+	}
+	if (cap == 0)
+		return 0;
+	enum sesslimit_rc rc = sesslimit_acquire(ex->ctx->sesslimit, ex->up_index,
+	                                         ex->where.session_id, ex->slot_kind, cap, &ex->slot);
+	if (rc == SESSLIMIT_OK)
+		return 0;
+	refuse_busy(ex, rc, cap);
+	return 1;
+}
+
 /* Hooks, then upstream. body is stolen. */
 static void forward(struct exchange *ex, const struct route *rt, struct evbuffer *body)
 {
@@ -1004,6 +1105,8 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 	if (version)
 		ex->where.protocol = version;
 	if (session_ended(ex))
+		goto done;
+	if (session_over_cap(ex))
 		goto done;
 	forward(ex, &rt, body);
 	return ex;
@@ -1076,6 +1179,9 @@ static void http_free(struct exchange *ex, const char *client_error)
 		return;
 	assert(ex->magic == EXCHANGE_MAGIC);
 	log_exchange(ex, client_error);
+	/* Every way an exchange ends comes here once: the slot goes back. */
+	if (ex->slot)
+		sesslimit_release(ex->ctx->sesslimit, ex->slot, ex->slot_kind);
 	transport_sse_free(ex->xlate, client_error);
 	/* Freeing an unfinished upstream request closes its connection: that
 	 * is how a client that left cancels its request upstream. */

@@ -436,6 +436,32 @@ static void test_load_unknown_keys(void **state)
 	load_fails(text, "$.log.lvl: unknown key");
 }
 
+/* Per-session caps of pass-through sessions: defaults, values, 0, range. */
+static void test_load_session_caps(void **state)
+{
+	(void)state;
+	char err[256];
+	struct px_config *cfg = load_text("{\"upstreams\": [{\"url\": \"http://h/\"}]}", err,
+	                                  sizeof(err));
+	assert_non_null(cfg);
+	assert_int_equal(cfg->limits.max_inflight_per_session, LIMIT_MAX_INFLIGHT_PER_SESSION);
+	assert_int_equal(cfg->limits.max_streams_per_session, LIMIT_MAX_STREAMS_PER_SESSION);
+	config_free(cfg);
+	cfg = load_text("{\"upstreams\": [{\"url\": \"http://h/\"}], \"limits\": "
+	                "{\"max_inflight_per_session\": 3, \"max_streams_per_session\": 0}}",
+	                err, sizeof(err));
+	assert_non_null(cfg);
+	assert_int_equal(cfg->limits.max_inflight_per_session, 3);
+	assert_int_equal(cfg->limits.max_streams_per_session, 0);
+	config_free(cfg);
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\"}], \"limits\": "
+	           "{\"max_inflight_per_session\": -1}}",
+	           "$.limits.max_inflight_per_session: must be from 0 to 100000");
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\"}], \"limits\": "
+	           "{\"max_streams_per_session\": \"4\"}}",
+	           "$.limits.max_streams_per_session: must be a non-negative integer");
+}
+
 /* Every mistake is reported, one a line, not only the first. */
 static void test_load_reports_every_error(void **state)
 {
@@ -1259,6 +1285,7 @@ int main(void)
 		cmocka_unit_test(test_load_good_file),
 		cmocka_unit_test(test_load_minimal_defaults),
 		cmocka_unit_test(test_load_unknown_keys),
+		cmocka_unit_test(test_load_session_caps),
 		cmocka_unit_test(test_load_reports_every_error),
 		cmocka_unit_test(test_load_wrong_types),
 		cmocka_unit_test(test_load_bad_upstreams),

@@ -361,6 +361,8 @@ static void test_snapshot(void **state)
 		.ring_records = 12,
 		.ring_dropped = 4,
 		.inflight_calls = 2,
+		.session_refused = {5, 6},
+		.session_slots = {3, 1},
 		.start_time_seconds = 1700000000.5,
 		.ups = ups,
 		.nups = 2,
@@ -377,6 +379,10 @@ static void test_snapshot(void **state)
 	has_line(t, "mcpwarden_ring_records 12");
 	has_line(t, "mcpwarden_ring_dropped_total 4");
 	has_line(t, "mcpwarden_inflight_calls 2");
+	has_line(t, "mcpwarden_session_limit_refusals_total{limit=\"inflight\"} 5");
+	has_line(t, "mcpwarden_session_limit_refusals_total{limit=\"streams\"} 6");
+	has_line(t, "mcpwarden_session_slots{kind=\"inflight\"} 3");
+	has_line(t, "mcpwarden_session_slots{kind=\"streams\"} 1");
 	has_line(t, "mcpwarden_start_time_seconds 1700000000.500");
 	free(t);
 	metrics_free(m);

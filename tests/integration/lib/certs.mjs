@@ -1,6 +1,6 @@
 // Test certificates made with the openssl command line, fresh per run: a CA,
 // a server certificate for localhost/127.0.0.1, one for another host, an
-// expired one, and a client certificate for mTLS.
+// expired one, and a client certificate for mTLS; issue() makes more.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -38,6 +38,8 @@ export function makeCerts() {
     expired: leaf(dir, 'expired', '/CN=localhost', 'DNS:localhost,IP:127.0.0.1',
       { start: '20200101000000Z', end: '20200102000000Z' }),
     client: leaf(dir, 'client', '/CN=mcpwarden-client', null),
+    /** Another certificate from the same CA (a new serial each time). */
+    issue: (name, subj, san = 'DNS:localhost,IP:127.0.0.1') => leaf(dir, name, subj, san),
     cleanup: () => fs.rmSync(dir, { recursive: true, force: true }),
   };
 }

@@ -1,0 +1,189 @@
+/* sesslimit: see sesslimit.h.
+ *
+ *   buckets[hash(up, sid)] -> entry -> entry -> ...
+ *                             {up, held[kind], warned[kind], sid}
+ *
+ * An entry is made by the first acquire of a session and freed by the
+ * release that brings every count back to zero, so an idle session costs
+ * nothing and the table never needs sweeping. One mutex guards it all: the
+ * critical sections are a hash, a short chain walk and a counter.
+ */
+#include "proxy/sesslimit.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SESSLIMIT_MIN_BUCKETS 64u
+#define SESSLIMIT_MAX_BUCKETS 65536u
+
+struct sesslimit_entry {
+	struct sesslimit_entry *chain;     /* bucket chain */
+	size_t up;
+	size_t held[SESSLIMIT_NKINDS];
+	unsigned char warned[SESSLIMIT_NKINDS];
+	char sid[];
+};
+
+struct sesslimit {
+	pthread_mutex_t lock;
+	struct sesslimit_entry **buckets;  /* owned array of owned chains */
+	size_t nbuckets;                   /* a power of two */
+	size_t nentries, max_entries;
+	struct sesslimit_stats stats;      /* entries and held kept up to date */
+};
+
+/* FNV-1a over the upstream index, then the id. */
+static size_t bucket_of(const struct sesslimit *t, size_t up, const char *sid)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < sizeof(up); i++)
+		h = (h ^ (uint32_t)((up >> (8 * i)) & 0xffu)) * 16777619u;
+	for (const unsigned char *p = (const unsigned char *)sid; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h & (t->nbuckets - 1);
+}
+
+struct sesslimit *sesslimit_new(size_t max_entries)
+{
+	struct sesslimit *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->max_entries = max_entries ? max_entries : 1;
+	/* About two entries a chain when full; memory stays small when the
+	 * cap is huge, chains just grow. */
+	t->nbuckets = SESSLIMIT_MIN_BUCKETS;
+	while (t->nbuckets < SESSLIMIT_MAX_BUCKETS && t->nbuckets * 2 < t->max_entries)
+		t->nbuckets *= 2;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	if (!t->buckets || pthread_mutex_init(&t->lock, NULL) != 0) {
+		free(t->buckets);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void sesslimit_free(struct sesslimit *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct sesslimit_entry *e = t->buckets[i], *next; e; e = next) {
+			next = e->chain;
+			free(e);
+		}
+	}
+	free(t->buckets);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* The entry of (up, sid) and the link pointing at it, or NULL. Locked. */
+static struct sesslimit_entry *find(struct sesslimit *t, size_t up, const char *sid,
+                                    struct sesslimit_entry ***linkp)
+{
+	struct sesslimit_entry **pp = &t->buckets[bucket_of(t, up, sid)];
+	for (; *pp; pp = &(*pp)->chain) {
+		if ((*pp)->up == up && strcmp((*pp)->sid, sid) == 0) {
+			if (linkp)
+				*linkp = pp;
+			return *pp;
+		}
+	}
+	if (linkp)
+		*linkp = pp;
+	return NULL;
+}
+
+/* A new entry at *link (the end of its chain), or NULL. Locked. */
+static struct sesslimit_entry *entry_add(struct sesslimit *t, size_t up, const char *sid,
+                                         struct sesslimit_entry **link)
+{
+	size_t len = strlen(sid);
+	if (t->nentries >= t->max_entries)
+		return NULL;
+	struct sesslimit_entry *e = calloc(1, sizeof(*e) + len + 1);
+	if (!e)
+		return NULL;
+	e->up = up;
+	memcpy(e->sid, sid, len + 1);
+	*link = e;
+	t->nentries++;
+	t->stats.entries = t->nentries;
+	return e;
+}
+
+enum sesslimit_rc sesslimit_acquire(struct sesslimit *t, size_t up, const char *sid,
+                                    enum sesslimit_kind kind, size_t cap,
+                                    struct sesslimit_entry **slot)
+{
+	enum sesslimit_rc rc = SESSLIMIT_OK;
+	struct sesslimit_entry **link;
+
+	assert(kind < SESSLIMIT_NKINDS && sid);
+	pthread_mutex_lock(&t->lock);
+	struct sesslimit_entry *e = find(t, up, sid, &link);
+	if (e && cap && e->held[kind] >= cap) {
+		rc = e->warned[kind] ? SESSLIMIT_OVER : SESSLIMIT_OVER_FIRST;
+		e->warned[kind] = 1;
+		t->stats.refused[kind]++;
+	} else if (!e && !(e = entry_add(t, up, sid, link))) {
+		rc = SESSLIMIT_FULL;
+		t->stats.full++;
+	} else {
+		e->held[kind]++;
+		t->stats.held[kind]++;
+		*slot = e;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+void sesslimit_release(struct sesslimit *t, struct sesslimit_entry *slot,
+                       enum sesslimit_kind kind)
+{
+	struct sesslimit_entry **link;
+
+	assert(kind < SESSLIMIT_NKINDS);
+	pthread_mutex_lock(&t->lock);
+	/* Releasing what was not acquired is a bug in the caller. */
+	assert(slot->held[kind] > 0 && t->stats.held[kind] > 0);
+	slot->held[kind]--;
+	t->stats.held[kind]--;
+	int idle = 1;
+	for (size_t k = 0; k < SESSLIMIT_NKINDS; k++)
+		idle &= slot->held[k] == 0;
+	if (idle) {
+		struct sesslimit_entry *e = find(t, slot->up, slot->sid, &link);
+		assert(e == slot);
+		*link = e->chain;
+		t->nentries--;
+		t->stats.entries = t->nentries;
+		free(e);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+size_t sesslimit_held(struct sesslimit *t, size_t up, const char *sid, enum sesslimit_kind kind)
+{
+	assert(kind < SESSLIMIT_NKINDS);
+	pthread_mutex_lock(&t->lock);
+	const struct sesslimit_entry *e = find(t, up, sid, NULL);
+	size_t n = e ? e->held[kind] : 0;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+void sesslimit_get_stats(struct sesslimit *t, struct sesslimit_stats *out)
+{
+	pthread_mutex_lock(&t->lock);
+	*out = t->stats;
+	pthread_mutex_unlock(&t->lock);
+}
+
+const char *sesslimit_kind_str(enum sesslimit_kind kind)
+{
+	return kind == SESSLIMIT_STREAM ? "SSE streams" : "in-flight requests";
+}
