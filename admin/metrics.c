@@ -504,7 +504,8 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 		           s->workers[i].connections_total);
 	}
 	family(o, "mcpwarden_worker_requests_total", "counter",
-	       "HTTP requests each worker read.");
+	       "HTTP requests each worker handled (a handed-over one counts on the worker that "
+	       "took it).");
 	for (size_t i = 0; i < s->nworkers; i++) {
 		char w[24];
 		snprintf(w, sizeof(w), "%zu", i);
