@@ -34,7 +34,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test unit fuzz fuzz-run integration asan valgrind perf-guard perf-baseline bench clean
+.PHONY: all deps run test unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -111,7 +111,7 @@ integration: $(BIN) node_modules/.package-lock.json
 
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
-test: $(BIN) unit fuzz integration asan valgrind perf-guard
+test: $(BIN) unit fuzz integration asan tsan valgrind perf-guard
 	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
 FUZZ_TEST_SECONDS ?= 10
 
@@ -127,6 +127,24 @@ asan:
 	  $(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" unit fuzz integration
 	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then echo "sanitizer reports:"; head -50 $(ASAN_LOGS)/*; exit 1; fi
 	@echo "asan: no sanitizer reports"
+
+# The multi-worker paths under ThreadSanitizer (clang): the unit test of
+# the inbox and the integration files that cross threads (workers, legacy
+# sessions handed between workers, shared caps and policy reload) with a
+# TSan build; any report fails, like asan. Timing-bound tests (admin flood,
+# slowloris) stay out: TSan slows everything tenfold.
+TSAN_OPT := -O1 -g -fsanitize=thread
+TSAN_LOGS := $(abspath build/tsan/logs)
+TSAN_TESTS := workers translate sesslimit policy
+tsan: node_modules/.package-lock.json
+	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
+	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" \
+	  build/tsan/mcpwarden build/tsan/tests/test_inbox
+	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_inbox
+	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 MCPWARDEN_BIN=$(abspath build/tsan/mcpwarden) \
+	  node --test --test-concurrency=1 $(TSAN_TESTS:%=tests/integration/%.test.mjs)
+	@if [ -n "$$(ls -A $(TSAN_LOGS))" ]; then echo "thread sanitizer reports:"; head -80 $(TSAN_LOGS)/*; exit 1; fi
+	@echo "tsan: no thread sanitizer reports"
 
 # The C unit tests under valgrind's memcheck: any error or leak fails.
 valgrind: $(UNIT_BIN)

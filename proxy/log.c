@@ -9,20 +9,22 @@
 
 #include <jansson.h>
 
-static enum log_level log_min = LOG_INFO;
+/* Set at start and by a reload (SIGHUP, worker 0's thread) while every
+ * worker logs: read and written atomically. */
+static int log_min = LOG_INFO;
 static int log_json;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void log_setup(enum log_level level, int json)
 {
-	log_min = level;
-	log_json = json;
+	__atomic_store_n(&log_min, (int)level, __ATOMIC_RELAXED);
+	__atomic_store_n(&log_json, json, __ATOMIC_RELAXED);
 }
 
 int log_enabled(enum log_level level)
 {
-	return level >= log_min;
+	return (int)level >= __atomic_load_n(&log_min, __ATOMIC_RELAXED);
 }
 
 int log_level_parse(const char *s, enum log_level *out)
@@ -78,7 +80,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (log_json) {
+	if (__atomic_load_n(&log_json, __ATOMIC_RELAXED)) {
 		json_t *o = json_object();
 		json_object_set_new(o, "time", json_string(ts));
 		json_object_set_new(o, "level", json_string(level_names[level]));
@@ -103,7 +105,7 @@ void log_access(const struct log_access *a)
 	if (!log_enabled(LOG_INFO))
 		return;
 	log_time(ts, sizeof(ts));
-	if (log_json) {
+	if (__atomic_load_n(&log_json, __ATOMIC_RELAXED)) {
 		json_t *o = json_object();
 		json_object_set_new(o, "time", json_string(ts));
 		json_object_set_new(o, "level", json_string("info"));

@@ -102,9 +102,8 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		event_base_loopbreak(ctx->base);
 		return;
 	}
-	size_t open = 0;
-	for (size_t i = 0; i < ctx->nworkers; i++)
-		open += __atomic_load_n(&ctx->workers[i]->nconns, __ATOMIC_RELAXED);
+	/* Every worker's client connections, and this one's admin ones. */
+	size_t open = __atomic_load_n(&ctx->shared->client_conns, __ATOMIC_RELAXED) + ctx->nconns_low;
 	log_msg(LOG_INFO, "%s: draining %zu connections", sig == SIGINT ? "SIGINT" : "SIGTERM", open);
 	post_others(ctx, drain_worker);
 	drain_worker(ctx);

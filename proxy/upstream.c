@@ -52,6 +52,12 @@ struct upstream {
 	SSL_CTX *tls;                          /* owned, for https upstreams */
 };
 
+/* Written by this worker only; the admin endpoint reads it as a gauge. */
+static void set_nidle(struct upstream *u, size_t n)
+{
+	__atomic_store_n(&u->nidle, n, __ATOMIC_RELAXED);
+}
+
 struct upstream_req {
 	struct upstream *up;            /* borrowed */
 	struct upconn *uc;              /* owned while attached */
@@ -140,7 +146,7 @@ static void idle_close(struct upconn *uc)
 	for (struct upconn **pp = &u->idle; *pp; pp = &(*pp)->next) {
 		if (*pp == uc) {
 			*pp = uc->next;
-			u->nidle--;
+			set_nidle(u, u->nidle - 1);
 			break;
 		}
 	}
@@ -179,7 +185,7 @@ static void pool_put(struct upconn *uc)
 	bufferevent_enable(uc->bev, EV_READ);
 	uc->next = u->idle;
 	u->idle = uc;
-	u->nidle++;
+	set_nidle(u, u->nidle + 1);
 }
 
 /* A server may close an idle connection at any moment (it restarted, its
@@ -203,7 +209,7 @@ static struct upconn *pool_get(struct upstream *u)
 	struct upconn *uc;
 	while ((uc = u->idle) != NULL) {
 		u->idle = uc->next;
-		u->nidle--;
+		set_nidle(u, u->nidle - 1);
 		uc->next = NULL;
 		if (upconn_alive(uc))
 			break;
@@ -512,7 +518,7 @@ void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf)
 
 size_t upstream_idle_count(const struct upstream *u)
 {
-	return u->nidle;
+	return __atomic_load_n(&u->nidle, __ATOMIC_RELAXED);
 }
 
 /* RFC 9110 §9.2.2: the methods a client may repeat without changing the
