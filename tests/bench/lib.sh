@@ -266,9 +266,9 @@ MCP_HDRS=(-H 'Content-Type: application/json' -H 'Accept: application/json, text
 # notifications/initialized, tools/list. Their ids go to FILE; 1 when one
 # initialize gets no session id.
 open_sessions() { # URL N FILE
-	local url=$1 n=$2 file=$3 i sid
+	local url=$1 n=$2 file=$3 sid
 	: >"$file"
-	for i in $(seq "$n"); do
+	for _ in $(seq "$n"); do
 		sid=$(curl -s -m 20 -D - -o /dev/null "${MCP_HDRS[@]}" "$url" -d \
 			'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpwarden-bench","version":"1.0.0"}}}' |
 			tr -d '\r' | awk 'tolower($1) == "mcp-session-id:" {print $2}')

@@ -46,7 +46,7 @@ printf '   %-40s %9s %9s %9s  %s\n' "" "p50" "p99" "req/s" "errors"
 declare -A P50 P99 RPS ERR
 for r in $(seq "$ROUNDS"); do
 	for k in same-on same-off vary-on vary-off; do
-		read -r rps p50 p99 reqs errs < <(run_wrk "http://127.0.0.1:${PORT[$k]}/mcp" "$WORK/sessions-$k" list \
+		read -r rps p50 p99 _ errs < <(run_wrk "http://127.0.0.1:${PORT[$k]}/mcp" "$WORK/sessions-$k" list \
 			"${LIST_DURATION}s" 1 "$k")
 		P50[$k]="${P50[$k]:-} $p50" P99[$k]="${P99[$k]:-} $p99" RPS[$k]="${RPS[$k]:-} $rps"
 		[ "$errs" = - ] || ERR[$k]="${ERR[$k]:-}round $r: $errs; "

@@ -37,7 +37,7 @@ echo "   wrk -t1 -c$CONNS in steps of $(fmt_int "$MEM_STEP"); $(mw_workers_label
 printf '   %12s %12s %10s %9s  %s\n' requests "VmRSS KiB" "req/s" p99 errors
 start_kib=$(rss)
 printf '   %12s %12s\n' 0 "$start_kib"
-total=0 warm_kib= errors=0
+total=0 warm_kib='' errors=0
 while [ "$total" -lt "$MEM_REQUESTS" ]; do
 	want=$MEM_STEP
 	[ $((MEM_REQUESTS - total)) -lt "$want" ] && want=$((MEM_REQUESTS - total))

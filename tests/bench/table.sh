@@ -84,7 +84,7 @@ scenario_title() {
 }
 
 run_scenario() { # SCENARIO
-	local s=$1 t r i k order rps p50 p99 reqs errs
+	local s=$1 t r i rps p50 p99 errs
 	declare -A R50 R99 RPS ERR HWM
 	for t in $TARGETS; do
 		[ -n "${BROKEN[$t]:-}" ] && continue
@@ -95,12 +95,13 @@ run_scenario() { # SCENARIO
 		# Reset the peak resident size (VmHWM) so this scenario's peak shows.
 		for p in $(bench_tree "${ROOT[$t]}"); do echo 5 >"/proc/$p/clear_refs" 2>/dev/null || true; done
 	done
-	local targets=($TARGETS)
+	local targets
+	read -r -a targets <<<"$TARGETS"
 	for r in $(seq "$ROUNDS"); do
 		for i in $(seq 0 $((${#targets[@]} - 1))); do
 			t=${targets[$(((i + r - 1) % ${#targets[@]}))]}
 			[ -n "${BROKEN[$t]:-}" ] && continue
-			read -r rps p50 p99 reqs errs < <(run_wrk "http://127.0.0.1:${PORT[$t]}/mcp" "$WORK/sessions-$t" "$s" \
+			read -r rps p50 p99 _ errs < <(run_wrk "http://127.0.0.1:${PORT[$t]}/mcp" "$WORK/sessions-$t" "$s" \
 				"${DURATION}s" "$CONNS" "$t-$s")
 			RPS[$t]="${RPS[$t]:-} $rps" R50[$t]="${R50[$t]:-} $p50" R99[$t]="${R99[$t]:-} $p99"
 			[ "$errs" = - ] || ERR[$t]="${ERR[$t]:-}round $r: $errs; "
