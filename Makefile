@@ -3,7 +3,7 @@
 #   make deps       install missing Debian packages (apt-get)
 #   make run        build, then start mcpwarden in front of the bundled demo upstream
 #   make test       unit + fuzz-corpus replay + integration tests
-#   make unit | fuzz | fuzz-run | integration | asan | valgrind | perf-guard | bench | clean
+#   make unit | fuzz | fuzz-run | integration | asan | tsan | valgrind | perf-guard | bench | bench-streams | clean
 #   make perf-baseline  re-measure tests/perf/baseline.txt (a deliberate, committed change)
 
 CC        ?= cc
@@ -34,7 +34,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench clean
+.PHONY: all deps run test unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -111,7 +111,7 @@ integration: $(BIN) node_modules/.package-lock.json
 
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
-test: $(BIN) unit fuzz integration asan tsan valgrind perf-guard
+test: $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
 	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
 FUZZ_TEST_SECONDS ?= 10
 
@@ -164,8 +164,23 @@ perf-guard: $(BIN)
 perf-baseline: $(BIN)
 	$(PERF_ENV) node tests/perf/guard.mjs --baseline
 
-bench: $(BIN)
+# ---- benchmarks (tests/bench/README.md) ------------------------------------
+# `make test` only builds these programs (they must compile warning-free);
+# `make bench` runs the suite: the side-by-side table, then the streams,
+# list-check and 1,000,000-request memory runs. Knobs: DURATION, ROUNDS,
+# CONNS, STREAMS, PUSHES, MEM_REQUESTS, PARTS (see tests/bench/README.md).
+BENCH_BIN := $(BUILD)/bench/upstream $(BUILD)/bench/streams
+$(BUILD)/bench/%: tests/bench/%.c tests/bench/benchnet.c $(LLHTTP_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< tests/bench/benchnet.c $(LLHTTP_OBJ) $(LDLIBS)
+
+bench-build: $(BENCH_BIN)
+
+bench: $(BIN) $(BENCH_BIN) node_modules/.package-lock.json
 	tests/bench/run.sh
+
+bench-streams: $(BIN) $(BENCH_BIN)
+	PARTS=streams tests/bench/run.sh
 
 run: $(BIN) node_modules/.package-lock.json
 	tests/demo/run.sh

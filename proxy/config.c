@@ -48,7 +48,7 @@ const char *config_usage(void)
 	       "      --workers N           event loops, one thread each (default: one per core)\n"
 	       "      --tls-cert FILE --tls-key FILE   TLS on the client listener\n"
 	       "      --policy FILE         tool policy (conf/README-policy.md)\n"
-	       "      --contract MODE       report|filter|fail (the one upstream)\n"
+	       "      --contract MODE       report|filter|fail|off (the one upstream)\n"
 	       "      --baseline FILE       tool list to diff against (the one upstream)\n"
 	       "      --spec-only           only spec violations fail the contract\n"
 	       "      --admin ADDR|off      admin endpoint (default 127.0.0.1:9090)\n"

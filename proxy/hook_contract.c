@@ -32,9 +32,9 @@
 
 #define META_VERSION_KEY "io.modelcontextprotocol/protocolVersion"
 
-enum contract_mode { MODE_REPORT = 0, MODE_FILTER, MODE_FAIL };
+enum contract_mode { MODE_REPORT = 0, MODE_FILTER, MODE_FAIL, MODE_OFF };
 
-static const char *const mode_names[] = {"report", "filter", "fail"};
+static const char *const mode_names[] = {"report", "filter", "fail", "off"};
 
 /* Why a listing stopped taking pages. */
 enum cut_reason {
@@ -709,7 +709,10 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 		return INSPECT_FORWARD;
 	for (size_t i = 0; i < hc->nups; i++) {
 		if (strcmp(hc->ups[i].conf->name, m->where->upstream) == 0) {
-			on_page(hc, i, m);
+			/* off: not even parsed pages are kept; the benchmark's
+			 * baseline for what checking costs. */
+			if (hc->ups[i].mode != MODE_OFF)
+				on_page(hc, i, m);
 			break;
 		}
 	}
@@ -736,10 +739,11 @@ static void load_section(struct up_state *us, size_t i, char *err, size_t errlen
 		if (strcmp(key, "mode") == 0) {
 			const char *s = json_string_value(val);
 			size_t k = 0;
-			while (s && k < 3 && strcmp(s, mode_names[k]) != 0)
+			while (s && k < 4 && strcmp(s, mode_names[k]) != 0)
 				k++;
-			if (!s || k == 3)
-				err_add(err, errlen, nerr, "%s.mode: must be report, filter or fail", where);
+			if (!s || k == 4)
+				err_add(err, errlen, nerr, "%s.mode: must be report, filter, fail or off",
+				        where);
 			else
 				us->mode = (enum contract_mode)k;
 		} else if (strcmp(key, "spec_only") == 0) {

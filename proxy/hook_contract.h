@@ -29,6 +29,8 @@
  *   fail    a page whose listing has a problem or a breaking change is
  *           replaced by a JSON-RPC error (HOOK_CONTRACT_ERROR, same id)
  *           whose message names the problems and whose data lists them.
+ *   off     not checked at all: no report, no log line (what the check
+ *           costs is measured against this; tests/bench/listcheck.sh).
  *
  * Bounded memory: at most HOOK_CONTRACT_MAX_LISTINGS listings in progress
  * and HOOK_CONTRACT_MAX_BYTES bytes of kept pages (serialised size), the
@@ -60,14 +62,14 @@ struct hook_contract;
 #define HOOK_CONTRACT_MAX_BYTES    (64u * 1024 * 1024)
 
 /* Validates the "contract" section of every upstream in ctx->cfg
- *   {"mode": "report"|"filter"|"fail",   default "report"
+ *   {"mode": "report"|"filter"|"fail"|"off",   default "report"
  *    "baseline": "FILE",                 saved tool list, optional
  *    "spec_only": false}                 usability rules become warnings
  * loads each baseline (a {"tools":[...]} document, a whole JSON-RPC
  * response or a bare array), and registers the hook on ctx->insp. On
  * success sets ctx->contract (owned by ctx: hook_contract_free) and
  * returns 0. On failure writes every error, one per line, located like
- * "$.upstreams[0].contract.mode: must be report, filter or fail", into
+ * "$.upstreams[0].contract.mode: must be report, filter, fail or off", into
  * err and returns -1 (ctx->contract stays NULL). ctx must outlive the
  * hook. */
 int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen);

@@ -1,57 +1,53 @@
-#!/bin/sh
-# make bench: mcpwarden against nginx in front of the same upstream, on
-# loopback, with wrk. The upstream is nginx answering a fixed MCP reply, so
-# the figures measure the proxies, not a Node server.
-#   DURATION=10 CONNS=50 make bench
-# Needs the Debian packages wrk and nginx (installed here when missing and
-# root). Bounded: three runs of DURATION seconds, loopback only.
-set -eu
-DURATION=${DURATION:-10}
-CONNS=${CONNS:-50}
-here=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d /tmp/mcpwarden-bench.XXXXXX)
-for p in wrk nginx; do
-	command -v $p >/dev/null 2>&1 || [ -x /usr/sbin/$p ] || {
-		[ "$(id -u)" = 0 ] && apt-get install -y --no-install-recommends wrk nginx-light >/dev/null 2>&1 ||
-			{ echo "bench: needs wrk and nginx (apt-get install wrk nginx-light)" >&2; exit 2; }
-	}
+#!/usr/bin/env bash
+# run.sh: `make bench`, the whole benchmark suite (tests/bench/README.md):
+#
+#   table      table.sh      side by side: upstream direct, nginx, mcpwarden
+#                            (full inspection / off), supergateway; JSON
+#                            replies, SSE replies, a 1,000-tool list
+#   streams    streams.sh    10,000 idle SSE streams: memory per stream,
+#                            latency of a pushed message (nginx for reference)
+#   listcheck  listcheck.sh  what the contract check adds to a 1,000-tool list
+#   memory     memflat.sh    resident memory over 1,000,000 tools/call
+#
+#   PARTS="table streams listcheck memory" DURATION=10 ROUNDS=3 CONNS=50 make bench
+#
+# Loopback only; each part starts its own processes and ends them (by PID)
+# on exit; each part is bounded by PART_TIMEOUT seconds (default 1500).
+# Exit status: 0, or 1 when a part failed or reported a broken run (streams
+# that did not open or stay open, memory that grew, a part that could not
+# start); the figures are a benchmark, not a test: missing a target is
+# printed, not failed.
+set -uo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+PARTS=${PARTS:-table streams listcheck memory}
+PART_TIMEOUT=${PART_TIMEOUT:-1500}
+here=$(cd "$dir/../.." && pwd)
+
+echo "mcpwarden benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n): $(nproc) cores," \
+	"load $(cut -d' ' -f1-3 /proc/loadavg), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+echo "  $("$here/mcpwarden" --version 2>/dev/null), $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2)," \
+	"$( (nginx -v || /usr/sbin/nginx -v) 2>&1 | head -1 | sed 's/.*: //'), node $(node --version 2>/dev/null)," \
+	"supergateway $(node -p 'require(process.argv[1]).version' "$here/node_modules/supergateway/package.json" 2>/dev/null || echo missing)"
+echo "  the machine is shared: figures move between runs; compare the ratios within one run"
+echo
+
+failed=
+for part in $PARTS; do
+	case $part in
+	table) script=table.sh ;;
+	streams) script=streams.sh ;;
+	listcheck) script=listcheck.sh ;;
+	memory) script=memflat.sh ;;
+	*) echo "bench: unknown part $part (table streams listcheck memory)" >&2; exit 2 ;;
+	esac
+	t0=$(date +%s)
+	timeout -s TERM "$PART_TIMEOUT" bash "$dir/$script"
+	rc=$?
+	echo "   ($part: $(($(date +%s) - t0)) s$([ $rc = 0 ] || echo ", exit status $rc"))"
+	echo
+	[ $rc = 0 ] || failed="$failed $part"
 done
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-UP=39981 NGX=39982 MW=39983
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-error_log $work/error.log;
-pid $work/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  upstream up { server 127.0.0.1:$UP; keepalive 64; }
-  server { listen 127.0.0.1:$UP;
-    location /mcp { default_type application/json;
-      return 200 '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}'; } }
-  server { listen 127.0.0.1:$NGX;
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } }
-}
-CONF
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-LUA
-"$NGINX" -c "$work/nginx.conf"
-"$here/mcpwarden" --listen 127.0.0.1:$MW --upstream http://127.0.0.1:$UP/mcp --log-level warn 2>"$work/mcpwarden.log" &
-mw=$!
-trap 'kill $mw 2>/dev/null; "$NGINX" -c "$work/nginx.conf" -s stop 2>/dev/null; rm -rf "$work"' EXIT INT TERM
-sleep 0.5
-echo "wrk -t1 -c$CONNS -d${DURATION}s, POST tools/call, JSON reply; $(nproc) cores shared by load generator, proxy and upstream"
-printf '%-28s %12s %12s %12s\n' target req/s p50 p99
-for t in "upstream direct:$UP" "nginx proxy_pass:$NGX" "mcpwarden:$MW"; do
-	name=${t%:*}; port=${t##*:}
-	out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$work/post.lua" "http://127.0.0.1:$port/mcp")
-	rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-	p50=$(echo "$out" | awk '$1=="50%" {print $2}')
-	p99=$(echo "$out" | awk '$1=="99%" {print $2}')
-	bad=$(echo "$out" | awk '/Non-2xx|Socket errors/ {print}')
-	printf '%-28s %12s %12s %12s %s\n' "$name" "$rps" "$p50" "$p99" "$bad"
-done
+if [ -n "$failed" ]; then
+	echo "bench: parts that failed or reported a broken run:$failed"
+	exit 1
+fi

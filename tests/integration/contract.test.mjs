@@ -260,7 +260,7 @@ describe('contract from the command line and bad contract sections', () => {
   });
 
   for (const [contract, want] of [
-    [{ mode: 'block' }, '$.upstreams[0].contract.mode: must be report, filter or fail'],
+    [{ mode: 'block' }, '$.upstreams[0].contract.mode: must be report, filter, fail or off'],
     [{ modes: 'fail' }, '$.upstreams[0].contract.modes: unknown key'],
     [{ spec_only: 'yes' }, '$.upstreams[0].contract.spec_only: must be true or false'],
     [{ baseline: path.join(tmp, 'missing.json') }, '$.upstreams[0].contract.baseline:'],

@@ -292,6 +292,24 @@ static void test_report_mode_broken_forwarded(void **state)
 	fx_free(f);
 }
 
+static void test_off_mode_checks_nothing(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'off'}");
+	expect_forwarded(exchange(f, "s1", NULL, broken), broken);
+	assert_null(hook_contract_report(f->ctx.contract, "a"));
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	assert_int_equal(st.pages, 0);
+	assert_int_equal(st.listings, 0);
+	/* Upstream "b" (report by default) is still checked. */
+	expect_forwarded(exchange_ex(f, "b", "s1", "2025-11-25", NULL, broken, NULL), broken);
+	json_t *r = report(f, "b");
+	assert_false(json_is_true(json_object_get(r, "passed")));
+	json_decref(r);
+	fx_free(f);
+}
+
 static void test_filter_mode_withholds_broken_tools(void **state)
 {
 	(void)state;
@@ -729,7 +747,7 @@ static void test_config_errors(void **state)
 {
 	(void)state;
 	expect_setup_error("{'mode':'block'}",
-	                   "$.upstreams[0].contract.mode: must be report, filter or fail");
+	                   "$.upstreams[0].contract.mode: must be report, filter, fail or off");
 	expect_setup_error("{'mode':3}", "$.upstreams[0].contract.mode: must be report");
 	expect_setup_error("{'spec_only':'yes'}",
 	                   "$.upstreams[0].contract.spec_only: must be true or false");
@@ -821,6 +839,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report_mode_clean),
 		cmocka_unit_test(test_report_mode_broken_forwarded),
+		cmocka_unit_test(test_off_mode_checks_nothing),
 		cmocka_unit_test(test_filter_mode_withholds_broken_tools),
 		cmocka_unit_test(test_fail_mode_answers_error),
 		cmocka_unit_test(test_other_messages_ignored),

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# streams.sh: STREAMS idle SSE streams through mcpwarden (full inspection),
+# their memory, and how fast a pushed message crosses (build/bench/streams,
+# tests/bench/README.md); then the same through nginx for reference.
+#
+#   STREAMS=10000 PUSHES=100 STREAMS_NGINX=1
+#
+# Each stream costs the proxy two descriptors (client + upstream). When the
+# hard RLIMIT_NOFILE does not allow 2*STREAMS plus a few, the run uses as
+# many streams as fit and says so (raising a hard limit needs
+# CAP_SYS_RESOURCE, which this sandbox lacks).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+STREAMS=${STREAMS:-10000}
+PUSHES=${PUSHES:-100}
+STREAMS_NGINX=${STREAMS_NGINX:-1}
+
+bench_init streams
+hard=$(ulimit -Hn)
+n=$STREAMS
+if [ "$hard" != unlimited ] && [ $((2 * n + 40)) -gt "$hard" ]; then
+	n=$(((hard - 40) / 2))
+	echo "   note: RLIMIT_NOFILE hard limit is $hard here; a proxy holds 2 descriptors per stream," \
+		"so $n streams instead of $STREAMS"
+fi
+
+UP=$(bench_free_port)
+start_upstream upstream "$UP"
+MW=$(bench_free_port)
+max=$((n + 100))
+mw_config "$WORK/mw.json" "$MW" "$UP" full "$(bench_free_port)" \
+	"\"max_connections\": $max, \"max_connections_per_client\": $max, \"max_sessions\": $max"
+start_mcpwarden mw "$WORK/mw.json" "$MW"
+mw=$BG_PID
+
+echo "== $n idle SSE streams, then $PUSHES pushes on random ones (mcpwarden: full inspection, $(mw_workers_label))"
+rc=0
+# shellcheck disable=SC2046
+"$STREAMS_BIN" --port "$MW" --upstream-port "$UP" $(bench_tree "$mw" | sed 's/^/--pid /') \
+	--streams "$n" --pushes "$PUSHES" --label mcpwarden || rc=1
+kill "$mw" 2>/dev/null || true
+
+if [ "$STREAMS_NGINX" = 1 ]; then
+	NG=$(bench_free_port)
+	start_nginx nginx "$NG" "$UP"
+	echo "-- the same through nginx (reference)"
+	# shellcheck disable=SC2046
+	"$STREAMS_BIN" --port "$NG" --upstream-port "$UP" $(bench_tree "$NGINX_PID" | sed 's/^/--pid /') \
+		--streams "$n" --pushes "$PUSHES" --label nginx || true
+fi
+exit $rc
