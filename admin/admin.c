@@ -1299,19 +1299,16 @@ static void log_line(struct admin *adm, char *s, size_t len)
 	adm->log_failed = 1;
 }
 
-static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
+static void on_record(void *arg, struct hook_record_text *t, const struct ring_keys *keys)
 {
 	struct admin *adm = arg;
 	uint64_t seq = ring_next_seq(adm->ring);
+	size_t len;
+	/* The recorder's buffer, valid for this call: the ring copies it. */
+	char *s = hook_record_text_seal(t, seq, &len);
 
-	json_object_set_new(rec, "seq", json_integer((json_int_t)seq));
-	char *s = json_dumps(rec, JSON_COMPACT);
-	if (!s)
-		return;
-	size_t len = strlen(s);
 	if (ring_append(adm->ring, keys, s, len) == 0) {
 		log_msg(LOG_WARN, "admin: a call record of %zu bytes was not kept", len);
-		free(s);
 		return;
 	}
 	if (adm->log)
@@ -1319,7 +1316,6 @@ static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
 	for (struct admin_x *ax = adm->streams; ax; ax = ax->next)
 		if (ax->behind || ring_keys_match(keys, &ax->filter))
 			stream_record(ax, seq, s, len);
-	free(s);
 }
 
 /* ---- the adapter ---------------------------------------------------------- */

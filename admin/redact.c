@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks/sbuf.h"
+
 static const char *const default_keys[] = {
 	"password", "token", "secret", "authorization", "api_key",
 };
@@ -296,28 +298,16 @@ char *redact_cut(const char *s, size_t max_chars, int *cut)
 	return cut_known(s, len, max_chars, count_chars(s, len), cut);
 }
 
-char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
-{
-	json_t *c = redact_json(rd, v);
-	if (!c)
-		return NULL;
-	char *text = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_decref(c);
-	if (!text)
-		return NULL;
-	char *r = redact_cut(text, max_chars, cut);
-	free(text);
-	return r;
-}
+/* ---- bounded text ----------------------------------------------------------- */
 
-/* ---- result previews ------------------------------------------------------ */
-
-/* A text of bounded size that still counts every code point offered. */
+/* A text of bounded size that still counts every code point offered: what
+ * the JSON text and the preview are written into before cut_known(). */
 struct preview {
 	char *buf;
 	size_t len, cap, limit;  /* limit: bytes kept */
 	size_t chars;            /* code points offered in all */
 	int oom;
+	int fallback;            /* pv_json: take the copying path */
 };
 
 static void pv_add(struct preview *p, const char *s, size_t len)
@@ -348,6 +338,154 @@ static void pv_str(struct preview *p, const char *s)
 {
 	pv_add(p, s, strlen(s));
 }
+
+static void pv_put(void *arg, const char *s, size_t n)
+{
+	pv_add(arg, s, n);
+}
+
+/* Enough bytes for the first max_chars + 1 code points of UTF-8; the rest
+ * is only counted. */
+static size_t pv_limit(size_t max_chars)
+{
+	return max_chars > ((size_t)-1 - 64) / 4 ? (size_t)-1 - 1 : max_chars * 4 + 8;
+}
+
+/* ---- redacted JSON text ------------------------------------------------------ */
+
+static void pv_json_string(const struct redact *rd, struct preview *p, const char *s, size_t n)
+{
+	size_t mlen;
+	int changed;
+	char *m = mask_literals(rd, s, n, &mlen, &changed);
+	if (changed && !m) {
+		p->oom = 1;
+		return;
+	}
+	sbuf_json_escape(pv_put, p, m ? m : s, m ? mlen : n);
+	free(m);
+}
+
+static void pv_json(const struct redact *rd, struct preview *p, const json_t *v, int depth);
+
+static void pv_json_object(const struct redact *rd, struct preview *p, const json_t *v,
+                           int depth)
+{
+	json_t *src = (json_t *)(uintptr_t)v, *val; /* read only, see copy_value */
+	const char *key;
+	int first = 1;
+
+	pv_add(p, "{", 1);
+	json_object_foreach(src, key, val) {
+		size_t klen = strlen(key), mlen;
+		int changed;
+		char *masked = mask_literals(rd, key, klen, &mlen, &changed);
+		if (changed) {
+			/* Masking a name may make two names equal, and the copy keeps
+			 * one of them: only the copying path gives that text. */
+			free(masked);
+			p->fallback = 1;
+			return;
+		}
+		if (!first)
+			pv_add(p, ",", 1);
+		first = 0;
+		sbuf_json_escape(pv_put, p, key, klen);
+		pv_add(p, ":", 1);
+		if (redact_key_is_secret(rd, key))
+			pv_add(p, "\"" REDACT_MASK "\"", sizeof(REDACT_MASK) + 1);
+		else
+			pv_json(rd, p, val, depth + 1);
+		if (p->oom || p->fallback)
+			return;
+	}
+	pv_add(p, "}", 1);
+}
+
+/* Writes v as compact JSON text with both rules applied, without copying
+ * it first: byte for byte json_dumps(redact_json(v)). */
+static void pv_json(const struct redact *rd, struct preview *p, const json_t *v, int depth)
+{
+	char num[SBUF_I64_MAX];
+
+	if (depth >= REDACT_MAX_DEPTH) {
+		pv_add(p, "\"\xe2\x80\xa6\"", 5); /* "…", as copy_value puts it */
+		return;
+	}
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		pv_json_object(rd, p, v, depth);
+		return;
+	case JSON_ARRAY:
+		pv_add(p, "[", 1);
+		for (size_t i = 0; i < json_array_size(v) && !p->oom && !p->fallback; i++) {
+			if (i)
+				pv_add(p, ",", 1);
+			pv_json(rd, p, json_array_get(v, i), depth + 1);
+		}
+		pv_add(p, "]", 1);
+		return;
+	case JSON_STRING:
+		pv_json_string(rd, p, json_string_value(v), json_string_length(v));
+		return;
+	case JSON_INTEGER:
+		pv_add(p, num, sbuf_i64_text(num, (long long)json_integer_value(v)));
+		return;
+	case JSON_TRUE:
+		pv_add(p, "true", 4);
+		return;
+	case JSON_FALSE:
+		pv_add(p, "false", 5);
+		return;
+	case JSON_NULL:
+		pv_add(p, "null", 4);
+		return;
+	default: {
+		/* Reals: jansson's own formatting (precision, exponent form). */
+		char *t = json_dumps(v, JSON_ENCODE_ANY);
+		if (t)
+			pv_str(p, t);
+		else
+			p->oom = 1;
+		free(t);
+		return;
+	}
+	}
+}
+
+/* The copying path: a redacted deep copy, serialised, cut. */
+static char *json_text_by_copy(const struct redact *rd, const json_t *v, size_t max_chars,
+                               int *cut)
+{
+	json_t *c = redact_json(rd, v);
+	if (!c)
+		return NULL;
+	char *text = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(c);
+	if (!text)
+		return NULL;
+	char *r = redact_cut(text, max_chars, cut);
+	free(text);
+	return r;
+}
+
+char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+{
+	struct preview p = {.limit = pv_limit(max_chars)};
+
+	if (!v)
+		return NULL;
+	pv_json(rd, &p, v, 0);
+	if (p.fallback || p.oom) {
+		free(p.buf);
+		return p.fallback ? json_text_by_copy(rd, v, max_chars, cut) : NULL;
+	}
+	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
+	free(p.buf);
+	return r;
+}
+
+/* ---- result previews ------------------------------------------------------ */
 
 /* Text larger than this is previewed as text even when it is JSON: it is
  * not worth parsing a megabyte to show 800 characters of it. */
@@ -394,8 +532,7 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
                             int *cut)
 {
-	struct preview p = {.limit = max_chars > ((size_t)-1 - 64) / 4 ? (size_t)-1 - 1
-	                                                                 : max_chars * 4 + 8};
+	struct preview p = {.limit = pv_limit(max_chars)};
 	const json_t *content = json_object_get(result, "content");
 	const json_t *structured = json_object_get(result, "structuredContent");
 
