@@ -34,6 +34,7 @@
 #include "proxy/http_parse.h"
 #include "proxy/http_resp.h"
 #include "proxy/inspect.h"
+#include "proxy/jparse.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
 #include "proxy/mirror.h"
@@ -219,8 +220,19 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 
 	if (!out)
 		return NULL;
-	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target,
-	                    ex->uc->host_header);
+	size_t mlen = strlen(method), tlen = strlen(target);
+	/* The request line in one add (the target is bounded by struct route). */
+	char line[2100];
+	if (mlen + tlen + 12 <= sizeof(line)) {
+		memcpy(line, method, mlen);
+		line[mlen] = ' ';
+		memcpy(line + mlen + 1, target, tlen);
+		memcpy(line + mlen + 1 + tlen, " HTTP/1.1\r\n", 11);
+		evbuffer_add(out, line, mlen + tlen + 12);
+	} else {
+		evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", method, target);
+	}
+	http_resp_header(out, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
@@ -250,7 +262,7 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 	size_t blen = body ? evbuffer_get_length(body) : 0;
 	if (blen || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
 	    strcmp(method, "PATCH") == 0)
-		evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
+		http_resp_content_length(out, blen);
 	evbuffer_add(out, "\r\n", 2);
 	if (blen)
 		evbuffer_add_buffer(out, body);
@@ -487,8 +499,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		write_event(ex, ev);
 		return 0;
 	}
-	json_error_t jerr;
-	json_t *msg = json_loadb(ev->data, ev->data_len, 0, &jerr);
+	json_t *msg = jparse(ev->data, ev->data_len, 0);
 	if (!msg || !json_is_object(msg)) {
 		/* Not a message we understand: not ours to judge, pass it on. */
 		json_decref(msg);
@@ -595,10 +606,9 @@ static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, int *m
 
 static void finish_json(struct exchange *ex)
 {
-	json_error_t jerr;
 	size_t len = evbuffer_get_length(ex->json_buf);
 	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
-	json_t *reply = len ? json_loadb(bytes, len, JSON_DECODE_ANY, &jerr) : NULL;
+	json_t *reply = len ? jparse(bytes, len, 1) : NULL;
 
 	if (!reply) {
 		upstream_failed(ex, 502, "the upstream declared JSON but sent something else");
@@ -842,14 +852,13 @@ static int authenticate(struct exchange *ex)
 /* Parses and checks a POST body. Returns 0, or -1 after replying. */
 static int parse_post(struct exchange *ex, struct evbuffer *body)
 {
-	json_error_t jerr;
 	size_t len = evbuffer_get_length(body);
 	const char *bytes = (const char *)evbuffer_pullup(body, -1);
 	const char *why;
 
 	/* Any JSON value parses here, so that `42` is told apart from `{`:
 	 * the first is not JSON-RPC (-32600), the second not JSON (-32700). */
-	ex->body = len ? json_loadb(bytes, len, JSON_DECODE_ANY, &jerr) : NULL;
+	ex->body = len ? jparse(bytes, len, 1) : NULL;
 	if (!ex->body) {
 		reply_error(ex, 400, JRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
 		return -1;
