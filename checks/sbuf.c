@@ -53,19 +53,23 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 void sbuf_token(struct sbuf *b, const char *tok)
 {
 	sbuf_putn(b, "/", 1);
-	for (const char *s = tok; *s; s++) {
-		if (*s == '~')
-			sbuf_putn(b, "~0", 2);
-		else if (*s == '/')
-			sbuf_putn(b, "~1", 2);
-		else
-			sbuf_putn(b, s, 1);
+	/* Plain runs in one copy each: names rarely hold '~' or '/'. */
+	while (*tok) {
+		size_t run = strcspn(tok, "~/");
+		sbuf_putn(b, tok, run);
+		tok += run;
+		if (*tok) {
+			sbuf_putn(b, *tok == '~' ? "~0" : "~1", 2);
+			tok++;
+		}
 	}
 }
 
 void sbuf_index(struct sbuf *b, size_t i)
 {
-	sbuf_printf(b, "/%zu", i);
+	char tmp[1 + SBUF_I64_MAX];
+	tmp[0] = '/';
+	sbuf_putn(b, tmp, 1 + sbuf_i64_text(tmp + 1, (long long)i));
 }
 
 void sbuf_cut(struct sbuf *b, size_t len)

@@ -20,6 +20,7 @@
 struct jp {
 	const char *p, *end;
 	size_t depth;
+	struct jparse_span *span;  /* borrowed, or NULL */
 	char *scratch;          /* owned: decoded strings with escapes */
 	size_t scratch_cap;
 };
@@ -287,7 +288,14 @@ static json_t *parse_object(struct jp *jp)
 		if (jp->p < jp->end && *jp->p == ':') {
 			jp->p++;
 			skip_ws(jp);
+			const char *at = jp->p;
 			v = parse_value(jp);
+			/* depth 1: this is the top-level object's member. */
+			if (v && jp->span && jp->depth == 1 && key.len == strlen(jp->span->name) &&
+			    memcmp(k, jp->span->name, key.len) == 0) {
+				jp->span->at = at;
+				jp->span->len = (size_t)(jp->p - at);
+			}
 		}
 		int rc = v ? json_object_setn_new_nocheck(o, k, key.len, v) : -1;
 		if (kbuf && kbuf != kstack)
@@ -393,8 +401,17 @@ static json_t *parse_value(struct jp *jp)
 
 json_t *jparse(const char *buf, size_t len, int any)
 {
-	struct jp jp = {.p = buf, .end = buf + len};
+	return jparse_span(buf, len, any, NULL);
+}
 
+json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span)
+{
+	struct jp jp = {.p = buf, .end = buf + len, .span = span};
+
+	if (span) {
+		span->at = NULL;
+		span->len = 0;
+	}
 	if (!buf)
 		return NULL;
 	skip_ws(&jp);
@@ -402,12 +419,60 @@ json_t *jparse(const char *buf, size_t len, int any)
 		return NULL;
 	json_t *v = parse_value(&jp);
 	free(jp.scratch);
-	if (!v)
+	if (!v) {
+		if (span)
+			span->at = NULL;
 		return NULL;
+	}
 	skip_ws(&jp);
 	if (jp.p != jp.end) {
 		json_decref(v);
+		if (span)
+			span->at = NULL;
 		return NULL;
 	}
 	return v;
+}
+
+json_t *jparse_copy(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		json_t *o = json_object(), *src = (json_t *)(uintptr_t)v; /* read only */
+		for (void *it = json_object_iter(src); o && it; it = json_object_iter_next(src, it)) {
+			json_t *c = jparse_copy(json_object_iter_value(it));
+			if (!c || json_object_setn_new_nocheck(o, json_object_iter_key(it),
+			                                       json_object_iter_key_len(it), c) < 0) {
+				json_decref(o);
+				o = NULL;
+			}
+		}
+		return o;
+	}
+	case JSON_ARRAY: {
+		json_t *a = json_array();
+		for (size_t i = 0; a && i < json_array_size(v); i++) {
+			json_t *c = jparse_copy(json_array_get(v, i));
+			if (!c || json_array_append_new(a, c) < 0) {
+				json_decref(a);
+				a = NULL;
+			}
+		}
+		return a;
+	}
+	case JSON_STRING:
+		return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		return json_integer(json_integer_value(v));
+	case JSON_REAL:
+		return json_real(json_real_value(v));
+	case JSON_TRUE:
+		return json_true();
+	case JSON_FALSE:
+		return json_false();
+	case JSON_NULL:
+		return json_null();
+	default:
+		return NULL;
+	}
 }

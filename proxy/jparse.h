@@ -31,4 +31,23 @@
  * (JSON_DECODE_ANY). buf need not be NUL-terminated. */
 json_t *jparse(const char *buf, size_t len, int any);
 
+/* Where the value of one member of the top-level object sits in the text
+ * (the last one of that name, as it is the one kept). at is NULL when the
+ * text is no object or has no such member. */
+struct jparse_span {
+	const char *name;   /* in: the member, e.g. "result" */
+	const char *at;     /* out: into buf */
+	size_t len;         /* out */
+};
+
+/* jparse(), also filling *span (may be NULL): a hook can key a cache on a
+ * member's bytes as they arrived without serialising the value again. */
+json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span);
+
+/* A deep copy of v (owned), equal to json_deep_copy(v), NULL when memory
+ * runs out. jansson 2.14's copy checks each object and array for cycles
+ * with a formatted pointer in a hash table, which costs more than the copy
+ * itself; values parsed from text have no cycles, and neither may v. */
+json_t *jparse_copy(const json_t *v);
+
 #endif
