@@ -148,6 +148,19 @@ void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
 	put(arg, "\"", 1);
 }
 
+size_t sbuf_json_str_chars(const char *s, size_t n)
+{
+	size_t chars = 2;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e = json_esc[c];
+		if ((c & 0xC0) == 0x80)
+			continue; /* inside a multi-byte sequence: counted at its lead */
+		chars += !e ? 1 : e == 'u' ? 6 : 2;
+	}
+	return chars;
+}
+
 void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
 {
 	/* Room for the worst case, then escaped in place: one capacity check

@@ -41,6 +41,9 @@ void sbuf_json_str(struct sbuf *b, const char *s, size_t n);
  * for writers that are not an sbuf. */
 typedef void (*sbuf_put_fn)(void *arg, const char *s, size_t n);
 void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n);
+/* The code points sbuf_json_str would write for s[0..n), quotes included,
+ * without writing them. */
+size_t sbuf_json_str_chars(const char *s, size_t n);
 void sbuf_i64(struct sbuf *b, long long v);
 /* v in decimal into buf (at least SBUF_I64_MAX bytes, not NUL-terminated);
  * returns the length. */

@@ -370,6 +370,56 @@ static void test_json_text_matches_copy(void **state)
 	redact_free(rd);
 }
 
+/* A result with no content is previewed as its redacted JSON text, now
+ * written straight into the bounded preview (counted, not kept, past the
+ * limit): unbounded it is the copy's text; bounded, that text cut. */
+static void test_preview_json_matches_copy(void **state)
+{
+	(void)state;
+	struct redact *plain = redact_new(), *lit = redact_new();
+	assert_int_equal(redact_add_value(lit, "hunter2"), 0);
+	for (int round = 0; round < 2000; round++) {
+		json_t *x = random_value(0), *result;
+		if (round % 2)
+			result = json_pack("{s:O,s:b}", "structuredContent", x, "isError", 0);
+		else
+			result = json_object_get(x, "content") || !json_is_object(x)
+			                 ? json_pack("{s:O}", "value", x)
+			                 : json_incref(x);
+		const json_t *shown = json_object_get(result, "structuredContent");
+		if (!shown)
+			shown = result;
+		for (int k = 0; k < 2; k++) {
+			struct redact *rd = k ? lit : plain;
+			json_t *c = redact_json(rd, shown);
+			char *full = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+			int cut = -1;
+			char *got = redact_result_preview(rd, result, (size_t)-1, &cut);
+			if (strcmp(got, full) != 0)
+				fail_msg("round %d:\n got  %s\n want %s", round, got, full);
+			assert_int_equal(cut, 0);
+			free(got);
+			if (!k) {
+				size_t max = rnd(120);
+				int want_cut = -1;
+				char *want = redact_cut(full, max, &want_cut);
+				got = redact_result_preview(rd, result, max, &cut);
+				if (strcmp(got, want) != 0)
+					fail_msg("round %d max %zu:\n got  %s\n want %s", round, max, got, want);
+				assert_int_equal(cut, want_cut);
+				free(got);
+				free(want);
+			}
+			free(full);
+			json_decref(c);
+		}
+		json_decref(result);
+		json_decref(x);
+	}
+	redact_free(plain);
+	redact_free(lit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_preview_cut_at_800),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_json_text_matches_copy),
+		cmocka_unit_test(test_preview_json_matches_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
