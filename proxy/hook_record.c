@@ -421,30 +421,26 @@ static void rec_write(struct hook_record *hr, const struct rec *r, struct sbuf *
 {
 	static const char *const kinds[] = {"request", "notification", "response"};
 
+	/* The string members from "session" to "tool", in order; from and
+	 * kind are the record's own static strings. */
+	static const struct {
+		const char *name;
+		int field;   /* enum rec_str, or -1: from, -2: kind */
+	} head[] = {
+		{",\"session\":", F_SESSION}, {",\"client\":", F_CLIENT},
+		{",\"client_name\":", F_CLIENT_NAME}, {",\"upstream\":", F_UPSTREAM},
+		{",\"protocol\":", F_PROTOCOL}, {",\"client_transport\":", F_CLIENT_TRANSPORT},
+		{",\"upstream_transport\":", F_UPSTREAM_TRANSPORT}, {",\"from\":", -1},
+		{",\"kind\":", -2}, {",\"method\":", F_METHOD}, {",\"tool\":", F_TOOL},
+	};
+
 	LIT(b, "\"time\":");
 	put_time(hr, b, r->wall_us);
-	LIT(b, ",\"session\":");
-	put_str(b, rec_get(r, F_SESSION));
-	LIT(b, ",\"client\":");
-	put_str(b, rec_get(r, F_CLIENT));
-	LIT(b, ",\"client_name\":");
-	put_str(b, rec_get(r, F_CLIENT_NAME));
-	LIT(b, ",\"upstream\":");
-	put_str(b, rec_get(r, F_UPSTREAM));
-	LIT(b, ",\"protocol\":");
-	put_str(b, rec_get(r, F_PROTOCOL));
-	LIT(b, ",\"client_transport\":");
-	put_str(b, rec_get(r, F_CLIENT_TRANSPORT));
-	LIT(b, ",\"upstream_transport\":");
-	put_str(b, rec_get(r, F_UPSTREAM_TRANSPORT));
-	LIT(b, ",\"from\":");
-	put_str(b, r->from);
-	LIT(b, ",\"kind\":");
-	put_str(b, kinds[r->kind]);
-	LIT(b, ",\"method\":");
-	put_str(b, rec_get(r, F_METHOD));
-	LIT(b, ",\"tool\":");
-	put_str(b, rec_get(r, F_TOOL));
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
+		int f = head[i].field;
+		sbuf_puts(b, head[i].name);
+		put_str(b, f == -1 ? r->from : f == -2 ? kinds[r->kind] : rec_get(r, (enum rec_str)f));
+	}
 	LIT(b, ",\"id\":");
 	if (r->id_kind == ID_INT)
 		sbuf_i64(b, r->id_int);

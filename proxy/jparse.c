@@ -188,6 +188,16 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+/* Past one or more digits at p; NULL when there is none. */
+static const char *digits(const char *p, const char *end)
+{
+	if (p >= end || !is_digit(*p))
+		return NULL;
+	while (p < end && is_digit(*p))
+		p++;
+	return p;
+}
+
 /* A number (load.c lex_scan_number): an integer when it has no fraction
  * and no exponent (strtoll semantics, overflow is an error), else a real
  * from strtod (overflow to infinity is an error, underflow is not). */
@@ -207,25 +217,19 @@ static json_t *parse_number(struct jp *jp)
 		if (p < end && is_digit(*p))
 			return NULL;
 	} else {
-		while (p < end && is_digit(*p))
-			p++;
+		p = digits(p, end);
 	}
 	if (p < end && *p == '.') {
-		p++;
-		if (p >= end || !is_digit(*p))
+		if (!(p = digits(p + 1, end)))
 			return NULL;
-		while (p < end && is_digit(*p))
-			p++;
 		real = 1;
 	}
 	if (p < end && (*p == 'e' || *p == 'E')) {
 		p++;
 		if (p < end && (*p == '+' || *p == '-'))
 			p++;
-		if (p >= end || !is_digit(*p))
+		if (!(p = digits(p, end)))
 			return NULL;
-		while (p < end && is_digit(*p))
-			p++;
 		real = 1;
 	}
 	jp->p = p;
@@ -256,95 +260,93 @@ static json_t *parse_number(struct jp *jp)
 	return overflow ? NULL : json_real(d);
 }
 
-static json_t *parse_object(struct jp *jp)
+/* Past an opening bracket: 1 when `close` follows at once (consumed). */
+static int opens_empty(struct jp *jp, char close)
 {
-	json_t *o = json_object();
-	if (!o)
-		return NULL;
 	jp->p++;
 	skip_ws(jp);
-	if (jp->p < jp->end && *jp->p == '}') {
+	if (jp->p < jp->end && *jp->p == close) {
 		jp->p++;
-		return o;
+		return 1;
 	}
-	for (;;) {
-		struct jstr key;
-		skip_ws(jp);
-		if (jp->p >= jp->end || *jp->p != '"' || parse_string(jp, &key) < 0)
-			goto fail;
-		/* The key may sit in the scratch buffer, which the value's own
-		 * strings reuse: keep it until it is set. */
-		char kstack[128], *kbuf = NULL;
-		const char *k = key.s;
-		if (key.s == jp->scratch) {
-			kbuf = key.len <= sizeof(kstack) ? kstack : malloc(key.len);
-			if (!kbuf)
-				goto fail;
-			memcpy(kbuf, key.s, key.len);
-			k = kbuf;
-		}
-		skip_ws(jp);
-		json_t *v = NULL;
-		if (jp->p < jp->end && *jp->p == ':') {
-			jp->p++;
-			skip_ws(jp);
-			const char *at = jp->p;
-			v = parse_value(jp);
-			/* depth 1: this is the top-level object's member. */
-			if (v && jp->span && jp->depth == 1 && key.len == strlen(jp->span->name) &&
-			    memcmp(k, jp->span->name, key.len) == 0) {
-				jp->span->at = at;
-				jp->span->len = (size_t)(jp->p - at);
-			}
-		}
-		int rc = v ? json_object_setn_new_nocheck(o, k, key.len, v) : -1;
-		if (kbuf && kbuf != kstack)
-			free(kbuf);
-		if (rc < 0)
-			goto fail;
-		skip_ws(jp);
-		if (jp->p >= jp->end)
-			goto fail;
-		if (*jp->p == '}') {
-			jp->p++;
-			return o;
-		}
-		if (*jp->p++ != ',')
-			goto fail;
-	}
-fail:
-	json_decref(o);
-	return NULL;
+	return 0;
 }
 
-static json_t *parse_array(struct jp *jp)
+/* After a member or an element: 1 at `close`, 0 after a comma (both
+ * consumed), -1 on anything else. */
+static int next_or_close(struct jp *jp, char close)
 {
-	json_t *a = json_array();
-	if (!a)
-		return NULL;
-	jp->p++;
 	skip_ws(jp);
-	if (jp->p < jp->end && *jp->p == ']') {
+	if (jp->p >= jp->end)
+		return -1;
+	char c = *jp->p++;
+	return c == close ? 1 : c == ',' ? 0 : -1;
+}
+
+/* One "key": value of an object into o. 0, or -1. */
+static int parse_member(struct jp *jp, json_t *o)
+{
+	struct jstr key;
+
+	skip_ws(jp);
+	if (jp->p >= jp->end || *jp->p != '"' || parse_string(jp, &key) < 0)
+		return -1;
+	/* The key may sit in the scratch buffer, which the value's own strings
+	 * reuse: keep it until it is set. */
+	char kstack[128], *kbuf = NULL;
+	const char *k = key.s;
+	if (key.s == jp->scratch) {
+		kbuf = key.len <= sizeof(kstack) ? kstack : malloc(key.len);
+		if (!kbuf)
+			return -1;
+		memcpy(kbuf, key.s, key.len);
+		k = kbuf;
+	}
+	skip_ws(jp);
+	json_t *v = NULL;
+	if (jp->p < jp->end && *jp->p == ':') {
 		jp->p++;
-		return a;
-	}
-	for (;;) {
 		skip_ws(jp);
-		json_t *v = parse_value(jp);
-		if (!v || json_array_append_new(a, v) < 0)
-			goto fail;
-		skip_ws(jp);
-		if (jp->p >= jp->end)
-			goto fail;
-		if (*jp->p == ']') {
-			jp->p++;
-			return a;
+		const char *at = jp->p;
+		v = parse_value(jp);
+		/* depth 1: this is the top-level object's member. */
+		if (v && jp->span && jp->depth == 1 && key.len == strlen(jp->span->name) &&
+		    memcmp(k, jp->span->name, key.len) == 0) {
+			jp->span->at = at;
+			jp->span->len = (size_t)(jp->p - at);
 		}
-		if (*jp->p++ != ',')
-			goto fail;
 	}
-fail:
-	json_decref(a);
+	int rc = v ? json_object_setn_new_nocheck(o, k, key.len, v) : -1;
+	if (kbuf && kbuf != kstack)
+		free(kbuf);
+	return rc < 0 ? -1 : 0;
+}
+
+/* One element of an array into a. 0, or -1. */
+static int parse_element(struct jp *jp, json_t *a)
+{
+	skip_ws(jp);
+	json_t *v = parse_value(jp);
+	return v && json_array_append_new(a, v) == 0 ? 0 : -1;
+}
+
+/* An object or an array (c, new and owned, or NULL): its items, each read
+ * by `item`, up to `close`. Returns c, or NULL after freeing it. */
+static json_t *parse_items(struct jp *jp, json_t *c, char close,
+                           int (*item)(struct jp *, json_t *))
+{
+	if (!c)
+		return NULL;
+	if (opens_empty(jp, close))
+		return c;
+	for (;;) {
+		int next = item(jp, c) < 0 ? -1 : next_or_close(jp, close);
+		if (next > 0)
+			return c;
+		if (next < 0)
+			break;
+	}
+	json_decref(c);
 	return NULL;
 }
 
@@ -367,10 +369,10 @@ static json_t *parse_value(struct jp *jp)
 		return NULL;
 	switch (*jp->p) {
 	case '{':
-		v = parse_object(jp);
+		v = parse_items(jp, json_object(), '}', parse_member);
 		break;
 	case '[':
-		v = parse_array(jp);
+		v = parse_items(jp, json_array(), ']', parse_element);
 		break;
 	case '"':
 		v = parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);

@@ -15,10 +15,10 @@
  *                check is replayed)
  * The reply as the client gets it is the same in every case.
  *
- *   cc -O2 -std=c11 -D_GNU_SOURCE -I. tests/bench/contract_time.c \
- *     build/libmcpwarden.a build/llhttp/{api,http,llhttp}.o \
- *     $(pkg-config --libs libevent \
- *     libevent_openssl jansson openssl) -lm -o build/contract_time
+ *   make && cc -O2 -std=c11 -D_GNU_SOURCE -I. tests/bench/contract_time.c \
+ *     build/libmcpwarden.a build/llhttp/api.o build/llhttp/http.o build/llhttp/llhttp.o \
+ *     $(pkg-config --libs libevent libevent_openssl jansson openssl) -lm \
+ *     -o build/contract_time
  *   build/contract_time [N] [RUNS]
  *
  * A benchmark, not a test: it prints figures and checks nothing.
