@@ -49,6 +49,7 @@
 #include "proxy/ctx.h"
 #include "proxy/errs.h"
 #include "proxy/hook_record.h"
+#include "proxy/jparse.h"
 #include "proxy/http_parse.h"
 #include "proxy/inbox.h"
 #include "proxy/inspect.h"
@@ -1329,24 +1330,20 @@ static void notify_cb(evutil_socket_t fd, short what, void *arg)
 	notify_run(arg);
 }
 
-static void on_record(void *arg, json_t *rec, const struct ring_keys *keys)
+static void on_record(void *arg, struct hook_record_text *t, const struct ring_keys *keys)
 {
 	struct admin *adm = arg;
 	uint64_t seq = ring_next_seq(adm->ring);
+	size_t len;
+	/* The recorder's buffer, valid for this call: the ring copies it. */
+	char *s = hook_record_text_seal(t, seq, &len);
 
-	json_object_set_new(rec, "seq", json_integer((json_int_t)seq));
-	char *s = json_dumps(rec, JSON_COMPACT);
-	if (!s)
-		return;
-	size_t len = strlen(s);
 	if (ring_append(adm->ring, keys, s, len) == 0) {
 		log_msg(LOG_WARN, "admin: a call record of %zu bytes was not kept", len);
-		free(s);
 		return;
 	}
 	if (adm->log)
 		log_line(adm, s, len);
-	free(s);
 	/* Runs on whichever worker saw the call, holding adm->lock: the
 	 * readers are told to look at the ring from their own loop. */
 	if (__atomic_load_n(&adm->streams_open, __ATOMIC_RELAXED) &&
@@ -1524,7 +1521,9 @@ void admin_set_contract(struct admin *adm, const char *upstream, const json_t *r
 	char when[40];
 	if (!adm || !upstream || !report)
 		return;
-	json_t *copy = json_deep_copy(report);
+	/* jparse_copy: jansson's deep copy spends more on cycle checks than on
+	 * copying, and a 1,000-tool report is published on every listing. */
+	json_t *copy = jparse_copy(report);
 	if (!copy)
 		return;
 	hook_record_time(real_us(), when, sizeof(when));

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks/sbuf.h"
+
 static const char *const default_keys[] = {
 	"password", "token", "secret", "authorization", "api_key",
 };
@@ -296,28 +298,27 @@ char *redact_cut(const char *s, size_t max_chars, int *cut)
 	return cut_known(s, len, max_chars, count_chars(s, len), cut);
 }
 
-char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
-{
-	json_t *c = redact_json(rd, v);
-	if (!c)
-		return NULL;
-	char *text = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_decref(c);
-	if (!text)
-		return NULL;
-	char *r = redact_cut(text, max_chars, cut);
-	free(text);
-	return r;
-}
+/* ---- bounded text ----------------------------------------------------------- */
 
-/* ---- result previews ------------------------------------------------------ */
-
-/* A text of bounded size that still counts every code point offered. */
+/* A text of bounded size that still counts every code point offered: what
+ * the JSON text and the preview are written into before cut_known(). */
 struct preview {
 	char *buf;
 	size_t len, cap, limit;  /* limit: bytes kept */
 	size_t chars;            /* code points offered in all */
 	int oom;
+	int fallback;            /* pv_json: take the copying path */
+	/* Member names repeat ("type", "description"... a thousand times in a
+	 * tool list): redact_key_is_secret's answer for recent ones, or NULL
+	 * (small values are not worth clearing the table for). */
+	struct key_memo *memo;   /* borrowed: KEY_MEMO_SLOTS of them */
+};
+
+#define KEY_MEMO_SLOTS 64
+struct key_memo {
+	unsigned char len;       /* 0: empty slot */
+	char secret;
+	char key[30];
 };
 
 static void pv_add(struct preview *p, const char *s, size_t len)
@@ -349,6 +350,213 @@ static void pv_str(struct preview *p, const char *s)
 	pv_add(p, s, strlen(s));
 }
 
+static void pv_put(void *arg, const char *s, size_t n)
+{
+	pv_add(arg, s, n);
+}
+
+/* ASCII only (punctuation, literals, numbers): one code point a byte, so
+ * past the limit counting needs no scan. */
+static void pv_ascii(struct preview *p, const char *s, size_t n)
+{
+	if (p->len >= p->limit)
+		p->chars += n;
+	else
+		pv_add(p, s, n);
+}
+
+static int pv_key_secret(const struct redact *rd, struct preview *p, const char *key, size_t n)
+{
+	if (!p->memo || n == 0 || n > sizeof(p->memo[0].key))
+		return redact_key_is_secret(rd, key);
+	unsigned h = (unsigned)n;
+	for (size_t i = 0; i < n; i++)
+		h = h * 31u + (unsigned char)key[i];
+	struct key_memo *m = &p->memo[h % KEY_MEMO_SLOTS];
+	if (m->len == n && memcmp(m->key, key, n) == 0)
+		return m->secret;
+	m->len = (unsigned char)n;
+	memcpy(m->key, key, n);
+	m->secret = (char)redact_key_is_secret(rd, key);
+	return m->secret;
+}
+
+/* Enough bytes for the first max_chars + 1 code points of UTF-8; the rest
+ * is only counted. */
+static size_t pv_limit(size_t max_chars)
+{
+	return max_chars > ((size_t)-1 - 64) / 4 ? (size_t)-1 - 1 : max_chars * 4 + 8;
+}
+
+/* ---- redacted JSON text ------------------------------------------------------ */
+
+static void pv_json_string(const struct redact *rd, struct preview *p, const char *s, size_t n)
+{
+	size_t mlen;
+	int changed;
+	char *m = mask_literals(rd, s, n, &mlen, &changed);
+	if (changed && !m) {
+		p->oom = 1;
+		return;
+	}
+	if (p->len >= p->limit)
+		p->chars += sbuf_json_str_chars(m ? m : s, m ? mlen : n); /* past the limit: counted only */
+	else
+		sbuf_json_escape(pv_put, p, m ? m : s, m ? mlen : n);
+	free(m);
+}
+
+static void pv_json(const struct redact *rd, struct preview *p, const json_t *v, int depth);
+
+static void pv_json_object(const struct redact *rd, struct preview *p, const json_t *v,
+                           int depth)
+{
+	json_t *src = (json_t *)(uintptr_t)v, *val; /* read only, see copy_value */
+	const char *key;
+	int first = 1;
+
+	pv_ascii(p, "{", 1);
+	json_object_foreach(src, key, val) {
+		size_t klen = strlen(key), mlen;
+		int changed;
+		char *masked = mask_literals(rd, key, klen, &mlen, &changed);
+		if (changed) {
+			/* Masking a name may make two names equal, and the copy keeps
+			 * one of them: only the copying path gives that text. */
+			free(masked);
+			p->fallback = 1;
+			return;
+		}
+		if (!first)
+			pv_ascii(p, ",", 1);
+		first = 0;
+		if (p->len >= p->limit)
+			p->chars += sbuf_json_str_chars(key, klen);
+		else
+			sbuf_json_escape(pv_put, p, key, klen);
+		pv_ascii(p, ":", 1);
+		if (pv_key_secret(rd, p, key, klen))
+			pv_add(p, "\"" REDACT_MASK "\"", sizeof(REDACT_MASK) + 1);
+		else
+			pv_json(rd, p, val, depth + 1);
+		if (p->oom || p->fallback)
+			return;
+	}
+	pv_ascii(p, "}", 1);
+}
+
+/* Writes v as compact JSON text with both rules applied, without copying
+ * it first: byte for byte json_dumps(redact_json(v)). */
+static void pv_json(const struct redact *rd, struct preview *p, const json_t *v, int depth)
+{
+	char num[SBUF_I64_MAX];
+
+	if (depth >= REDACT_MAX_DEPTH) {
+		pv_add(p, "\"\xe2\x80\xa6\"", 5); /* "…", as copy_value puts it */
+		return;
+	}
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		pv_json_object(rd, p, v, depth);
+		return;
+	case JSON_ARRAY:
+		pv_ascii(p, "[", 1);
+		for (size_t i = 0; i < json_array_size(v) && !p->oom && !p->fallback; i++) {
+			if (i)
+				pv_ascii(p, ",", 1);
+			pv_json(rd, p, json_array_get(v, i), depth + 1);
+		}
+		pv_ascii(p, "]", 1);
+		return;
+	case JSON_STRING:
+		pv_json_string(rd, p, json_string_value(v), json_string_length(v));
+		return;
+	case JSON_INTEGER:
+		pv_ascii(p, num, sbuf_i64_text(num, (long long)json_integer_value(v)));
+		return;
+	case JSON_TRUE:
+		pv_ascii(p, "true", 4);
+		return;
+	case JSON_FALSE:
+		pv_ascii(p, "false", 5);
+		return;
+	case JSON_NULL:
+		pv_ascii(p, "null", 4);
+		return;
+	default: {
+		/* Reals: jansson's own formatting (precision, exponent form). */
+		char *t = json_dumps(v, JSON_ENCODE_ANY);
+		if (t)
+			pv_str(p, t);
+		else
+			p->oom = 1;
+		free(t);
+		return;
+	}
+	}
+}
+
+/* The copying path: a redacted deep copy, serialised, cut. */
+static char *json_text_by_copy(const struct redact *rd, const json_t *v, size_t max_chars,
+                               int *cut)
+{
+	json_t *c = redact_json(rd, v);
+	if (!c)
+		return NULL;
+	char *text = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(c);
+	if (!text)
+		return NULL;
+	char *r = redact_cut(text, max_chars, cut);
+	free(text);
+	return r;
+}
+
+char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+{
+	struct preview p = {.limit = pv_limit(max_chars)};
+
+	if (!v)
+		return NULL;
+	pv_json(rd, &p, v, 0);
+	if (p.fallback || p.oom) {
+		free(p.buf);
+		return p.fallback ? json_text_by_copy(rd, v, max_chars, cut) : NULL;
+	}
+	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
+	free(p.buf);
+	return r;
+}
+
+/* v's redacted JSON text added to p: what pv_str(p, redact_json_text(v,
+ * unbounded)) adds, without building the whole text when p keeps only
+ * its start (a large result is counted, not copied, past the limit). */
+static void pv_add_json(const struct redact *rd, struct preview *p, const json_t *v)
+{
+	struct key_memo memo[KEY_MEMO_SLOTS] = {{0}};
+	struct preview q = {.limit = p->len < p->limit ? p->limit - p->len : 0, .memo = memo};
+
+	pv_json(rd, &q, v, 0);
+	if (q.fallback || q.oom) {
+		free(q.buf);
+		char *t = q.fallback ? json_text_by_copy(rd, v, (size_t)-1, NULL) : NULL;
+		if (!t) {
+			p->oom = 1;
+			return;
+		}
+		pv_str(p, t);
+		free(t);
+		return;
+	}
+	size_t kept = q.len ? count_chars(q.buf, q.len) : 0;
+	if (q.len)
+		pv_add(p, q.buf, q.len);
+	p->chars += q.chars - kept;
+	free(q.buf);
+}
+
+/* ---- result previews ------------------------------------------------------ */
+
 /* Text larger than this is previewed as text even when it is JSON: it is
  * not worth parsing a megabyte to show 800 characters of it. */
 #define PREVIEW_PARSE_MAX (64u * 1024)
@@ -359,13 +567,9 @@ static void pv_text(const struct redact *rd, struct preview *p, const char *s, s
 	if (p->len < p->limit && len <= PREVIEW_PARSE_MAX && len && (s[0] == '{' || s[0] == '[')) {
 		json_t *j = json_loadb(s, len, 0, NULL);
 		if (j) {
-			char *t = redact_json_text(rd, j, (size_t)-1, NULL);
+			pv_add_json(rd, p, j);
 			json_decref(j);
-			if (t) {
-				pv_str(p, t);
-				free(t);
-				return;
-			}
+			return;
 		}
 	}
 	pv_add(p, s, len);
@@ -394,8 +598,7 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
                             int *cut)
 {
-	struct preview p = {.limit = max_chars > ((size_t)-1 - 64) / 4 ? (size_t)-1 - 1
-	                                                                 : max_chars * 4 + 8};
+	struct preview p = {.limit = pv_limit(max_chars)};
 	const json_t *content = json_object_get(result, "content");
 	const json_t *structured = json_object_get(result, "structuredContent");
 
@@ -406,13 +609,7 @@ char *redact_result_preview(const struct redact *rd, const json_t *result, size_
 			pv_item(rd, &p, json_array_get(content, i));
 		}
 	} else {
-		char *t = redact_json_text(rd, structured ? structured : result, (size_t)-1, NULL);
-		if (!t) {
-			free(p.buf);
-			return NULL;
-		}
-		pv_str(&p, t);
-		free(t);
+		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {
 		free(p.buf);

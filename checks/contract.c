@@ -1104,10 +1104,21 @@ json_t *contract_report_json(const struct contract_report *r)
 	if (tools == NULL || problems == NULL || warnings == NULL)
 		goto fail;
 	for (size_t i = 0; i < r->nt; i++) {
-		json_t *t = json_pack("{s:o,s:[],s:[]}", "name",
-		                      r->t[i].name ? json_string(r->t[i].name) : json_null(),
-		                      "problems", "warnings");
-		if (t == NULL || json_array_append_new(tools, t) < 0)
+		/* Built directly: json_pack parses its format once per tool, and
+		 * a list has a thousand of them. */
+		json_t *t = json_object();
+		json_t *name = r->t[i].name ? json_string(r->t[i].name) : json_null();
+		if (t == NULL) {
+			json_decref(name);
+			goto fail;
+		}
+		if (json_object_set_new_nocheck(t, "name", name) < 0 ||
+		    json_object_set_new_nocheck(t, "problems", json_array()) < 0 ||
+		    json_object_set_new_nocheck(t, "warnings", json_array()) < 0) {
+			json_decref(t); /* set_new took name (and the arrays) either way */
+			goto fail;
+		}
+		if (json_array_append_new(tools, t) < 0)
 			goto fail;
 	}
 	for (size_t i = 0; i < r->nf; i++) {

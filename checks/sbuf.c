@@ -6,22 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room for n more bytes and a NUL. 0, or -1 (oom set). */
+static int sbuf_grow(struct sbuf *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 128;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (p == NULL) {
+		b->oom = 1;
+		return -1;
+	}
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
 void sbuf_putn(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
+	if (b->len + n + 1 > b->cap && sbuf_grow(b, n) < 0)
+		return;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
@@ -47,19 +53,23 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 void sbuf_token(struct sbuf *b, const char *tok)
 {
 	sbuf_putn(b, "/", 1);
-	for (const char *s = tok; *s; s++) {
-		if (*s == '~')
-			sbuf_putn(b, "~0", 2);
-		else if (*s == '/')
-			sbuf_putn(b, "~1", 2);
-		else
-			sbuf_putn(b, s, 1);
+	/* Plain runs in one copy each: names rarely hold '~' or '/'. */
+	while (*tok) {
+		size_t run = strcspn(tok, "~/");
+		sbuf_putn(b, tok, run);
+		tok += run;
+		if (*tok) {
+			sbuf_putn(b, *tok == '~' ? "~0" : "~1", 2);
+			tok++;
+		}
 	}
 }
 
 void sbuf_index(struct sbuf *b, size_t i)
 {
-	sbuf_printf(b, "/%zu", i);
+	char tmp[1 + SBUF_I64_MAX];
+	tmp[0] = '/';
+	sbuf_putn(b, tmp, 1 + sbuf_i64_text(tmp + 1, (long long)i));
 }
 
 void sbuf_cut(struct sbuf *b, size_t len)
@@ -68,6 +78,144 @@ void sbuf_cut(struct sbuf *b, size_t len)
 		b->len = len;
 		b->p[len] = '\0';
 	}
+}
+
+size_t sbuf_i64_text(char *buf, long long v)
+{
+	char tmp[SBUF_I64_MAX], *p = tmp + sizeof(tmp);
+	/* In unsigned arithmetic so that LLONG_MIN negates without overflow. */
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	size_t n = (size_t)(tmp + sizeof(tmp) - p);
+	memcpy(buf, p, n);
+	return n;
+}
+
+void sbuf_i64(struct sbuf *b, long long v)
+{
+	char tmp[SBUF_I64_MAX];
+	sbuf_putn(b, tmp, sbuf_i64_text(tmp, v));
+}
+
+/* What each byte becomes inside a JSON string: 0 as itself, 'u' as
+ * \u00XX, any other letter as a backslash and that letter. */
+static const char json_esc[256] = {
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+	0,   0,   '"', [92] = '\\',
+};
+
+/* Escapes s[0..n) into w, which has room for 6 * n bytes (every byte may
+ * become \u00XX). Returns the bytes written. */
+static size_t escape_into(char *w, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *start = w;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e = json_esc[c];
+		if (!e) {
+			*w++ = (char)c;
+		} else if (e == 'u') {
+			memcpy(w, "\\u00", 4);
+			w[4] = hex[c >> 4];
+			w[5] = hex[c & 15];
+			w += 6;
+		} else {
+			w[0] = '\\';
+			w[1] = e;
+			w += 2;
+		}
+	}
+	return (size_t)(w - start);
+}
+
+void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
+{
+	char chunk[6 * 256];
+
+	put(arg, "\"", 1);
+	for (size_t i = 0; i < n; i += 256) {
+		size_t k = n - i < 256 ? n - i : 256;
+		put(arg, chunk, escape_into(chunk, s + i, k));
+	}
+	put(arg, "\"", 1);
+}
+
+size_t sbuf_json_str_chars(const char *s, size_t n)
+{
+	size_t chars = 2;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e = json_esc[c];
+		if ((c & 0xC0) == 0x80)
+			continue; /* inside a multi-byte sequence: counted at its lead */
+		chars += !e ? 1 : e == 'u' ? 6 : 2;
+	}
+	return chars;
+}
+
+void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
+{
+	/* Room for the worst case, then escaped in place: one capacity check
+	 * per string, not per byte. */
+	if (b->oom || n > ((size_t)-1 - b->len - 3) / 6) {
+		b->oom = 1;
+		return;
+	}
+	if (b->len + 6 * n + 3 > b->cap && sbuf_grow(b, 6 * n + 2) < 0)
+		return;
+	char *w = b->p + b->len;
+	*w++ = '"';
+	w += escape_into(w, s, n);
+	*w++ = '"';
+	*w = '\0';
+	b->len = (size_t)(w - b->p);
+}
+
+/* Length of the sequence s[0..n) starts with, 0 when it is not valid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], need, cp;
+	if (c < 0x80)
+		return 1;
+	if (c < 0xC2 || c > 0xF4)
+		return 0; /* continuation byte, overlong 2-byte lead, past U+10FFFF */
+	need = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+	if (n < need)
+		return 0;
+	cp = c & (0x3Fu >> (need - 1));
+	for (size_t i = 1; i < need; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3Fu);
+	}
+	if ((need == 3 && cp < 0x800) || (need == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return need;
+}
+
+int sbuf_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		if (u[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = utf8_seq(u + i, n - i);
+		if (!k)
+			return 0;
+		i += k;
+	}
+	return 1;
 }
 
 const char *sbuf_str(const struct sbuf *b)

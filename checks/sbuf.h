@@ -1,6 +1,7 @@
 /* sbuf: a growing string with a sticky out-of-memory flag, for building
- * JSON Pointers and text reports in checks/. Callers append freely and
- * check `oom` once at the end.
+ * JSON Pointers and text reports in checks/, and JSON text where jansson's
+ * json_dumps() would cost more than the data is worth (call records).
+ * Callers append freely and check `oom` once at the end.
  *
  * The struct is embedded by its users (it is three fields and a flag), so
  * it is not opaque. Start from `struct sbuf b = {0}`; free(b.p) when done.
@@ -30,6 +31,28 @@ void sbuf_cut(struct sbuf *b, size_t len);
  * max bytes, cut on a UTF-8 boundary (json_string() needs valid UTF-8)
  * and marked "...", control characters replaced by '?'. Returns buf. */
 const char *sbuf_quote(char *buf, size_t size, const char *s, size_t max);
+
+/* JSON text, byte for byte what json_dumps() writes for the same value:
+ * s[0..n) (valid UTF-8, NULs allowed) as a quoted string with '"', '\\'
+ * and control characters escaped (\b \f \n \r \t, else \u00XX), and
+ * integers in decimal. */
+void sbuf_json_str(struct sbuf *b, const char *s, size_t n);
+/* The same quoted, escaped string handed to put(arg, bytes, len) in runs,
+ * for writers that are not an sbuf. */
+typedef void (*sbuf_put_fn)(void *arg, const char *s, size_t n);
+void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n);
+/* The code points sbuf_json_str would write for s[0..n), quotes included,
+ * without writing them. */
+size_t sbuf_json_str_chars(const char *s, size_t n);
+void sbuf_i64(struct sbuf *b, long long v);
+/* v in decimal into buf (at least SBUF_I64_MAX bytes, not NUL-terminated);
+ * returns the length. */
+#define SBUF_I64_MAX 20
+size_t sbuf_i64_text(char *buf, long long v);
+
+/* Whether s[0..n) is UTF-8 as jansson accepts it (shortest forms, no
+ * surrogates, nothing past U+10FFFF; NUL bytes allowed). */
+int sbuf_utf8_valid(const char *s, size_t n);
 
 /* The content, "" when empty. Borrowed. */
 const char *sbuf_str(const struct sbuf *b);

@@ -7,10 +7,16 @@
  *          listing: (upstream, session) + deep copies of its pages +
  *                   the nextCursor that continues it
  *
- * A page is kept as a deep copy: later hooks may rewrite the message in
- * place, and the checker re-reads every page of the listing each time a
- * page is added (20 pages at most, so the re-check is cheap next to the
- * JSON parse the transport already did).
+ * A page that more pages follow is kept as a deep copy: later hooks may
+ * rewrite the message in place, and the checker re-reads every page of
+ * the listing each time a page is added (20 pages at most). The last page
+ * (most listings have one) is checked and the listing dropped within the
+ * call, so it is only referenced.
+ *
+ * Each upstream also keeps the verdict on its last one-page listing (see
+ * hook_contract.h, "Unchanged lists"): the result's bytes as they arrived,
+ * and what checking them did (counters, log line, report, the reply's
+ * change). A listing with the same bytes replays it instead of checking.
  */
 #include "proxy/hook_contract.h"
 
@@ -27,6 +33,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/inspect.h"
+#include "proxy/jparse.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
 
@@ -52,6 +59,21 @@ struct up_state {
 	json_t *baseline;            /* owned: the loaded document, or NULL */
 	const json_t *baseline_tools;/* borrowed from baseline */
 	json_t *latest;              /* owned: latest report, or NULL */
+	struct verdict_cache *cache; /* owned: last one-page listing's verdict, or NULL */
+};
+
+/* What checking a one-page listing did, to do again for the same bytes. */
+struct verdict_cache {
+	char *bytes;                 /* owned: the result's text as it arrived */
+	size_t len;
+	char *era;                   /* owned, or NULL */
+	enum log_level level;
+	char line[1024];             /* the log line after "#<conn> " */
+	json_t *report;              /* owned: as published ("time" is renewed) */
+	json_t *error;               /* owned: fail: what replaced the result, or NULL */
+	size_t *withheld;            /* owned: filter: tool indices, ascending */
+	size_t nwithheld;
+	struct hook_contract_stats delta;  /* what the check added to the counters */
 };
 
 struct listing {
@@ -174,6 +196,18 @@ static void utc_now(char *buf, size_t cap)
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static void cache_free(struct verdict_cache *c)
+{
+	if (!c)
+		return;
+	free(c->bytes);
+	free(c->era);
+	json_decref(c->report);
+	json_decref(c->error);
+	free(c->withheld);
+	free(c);
+}
+
 /* ---- listings ------------------------------------------------------------- */
 
 static void listing_unlink(struct hook_contract *hc, struct listing *l)
@@ -220,10 +254,14 @@ static void listing_remove(struct hook_contract *hc, struct listing *l)
 	listing_free(l);
 }
 
-/* Evicts least recently used listings (never `keep`) until within bounds. */
-static void listings_bound(struct hook_contract *hc, const struct listing *keep)
+/* Evicts least recently used listings (never `keep`) until within bounds,
+ * with room for `more` listings of `bytes` more (a replayed page stands
+ * for a listing that would have been added and dropped). */
+static void listings_make_room(struct hook_contract *hc, const struct listing *keep, size_t more,
+                               size_t bytes)
 {
-	while (hc->nlistings > HOOK_CONTRACT_MAX_LISTINGS || hc->bytes > HOOK_CONTRACT_MAX_BYTES) {
+	while (hc->nlistings + more > HOOK_CONTRACT_MAX_LISTINGS ||
+	       hc->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
 		struct listing *victim = hc->tail;
 		if (victim == keep)
 			victim = victim->prev;
@@ -234,6 +272,11 @@ static void listings_bound(struct hook_contract *hc, const struct listing *keep)
 		hc->stats.evicted++;
 		listing_remove(hc, victim);
 	}
+}
+
+static void listings_bound(struct hook_contract *hc, const struct listing *keep)
+{
+	listings_make_room(hc, keep, 0, 0);
 }
 
 /* The listing of (up, session) that `cursor` continues, most recent first. */
@@ -347,10 +390,11 @@ static json_t *build_report(const struct up_state *us, const struct listing *l,
 	return o;
 }
 
-/* One line per listing: verdict, score, counts, and the first codes. */
-static void log_listing(const struct up_state *us, const struct listing *l,
-                        const struct contract_report *r, const struct verdict *v,
-                        const struct inspect_msg *m)
+/* One line per listing: verdict, score, counts, and the first codes;
+ * into line (all but the "#<conn> " it is logged with). */
+static void format_listing(const struct up_state *us, const struct listing *l,
+                           const struct contract_report *r, const struct verdict *v,
+                           char *line, size_t cap)
 {
 	char codes[512] = "", nb[80];
 	size_t used = 0, shown = 0, more = 0;
@@ -373,10 +417,10 @@ static void log_listing(const struct up_state *us, const struct listing *l,
 	}
 	if (more && used + 32 < sizeof(codes))
 		snprintf(codes + used, sizeof(codes) - used, " and %zu more", more);
-	log_msg(v->passed ? LOG_INFO : LOG_WARN,
-	        "#%llu contract: upstream %s: tools/list %s, score %.2f, %zu tools on %zu page%s%s, "
+	snprintf(line, cap,
+	        "contract: upstream %s: tools/list %s, score %.2f, %zu tools on %zu page%s%s, "
 	        "%zu problem%s, %zu warning%s, %zu breaking change%s (mode %s: %s)%s%s",
-	        m->where->conn_id, us->conf->name, v->passed ? "PASSED" : "FAILED",
+	        us->conf->name, v->passed ? "PASSED" : "FAILED",
 	        contract_report_score(r), contract_report_ntools(r), json_array_size(l->pages),
 	        json_array_size(l->pages) == 1 ? "" : "s", v->complete ? "" : " (listing not complete)",
 	        contract_report_nproblems(r), contract_report_nproblems(r) == 1 ? "" : "s",
@@ -508,9 +552,17 @@ static void page_of_cut_listing(struct hook_contract *hc, struct up_state *us, s
 	answer_failed(us, NULL, NULL, 0, cut_text(l->cut), m);
 }
 
-/* Withholds this page's failed tools. Returns how many were withheld. */
+/* What one check did to the message, for the verdict cache. */
+struct effect {
+	int cacheable;        /* the check ran to its end, nothing out of memory */
+	size_t *withheld;     /* owned: filter: indices withheld from the page */
+	size_t nwithheld;
+};
+
+/* Withholds this page's failed tools. Returns how many were withheld;
+ * their indices go to e. */
 static size_t filter_page(struct listing *l, size_t idx, const struct contract_report *r,
-                          const struct drift_report *d, struct inspect_msg *m)
+                          const struct drift_report *d, struct inspect_msg *m, struct effect *e)
 {
 	json_t *page = json_array_get(l->pages, idx);
 	const json_t *tools = page_tools(page);
@@ -524,6 +576,13 @@ static size_t filter_page(struct listing *l, size_t idx, const struct contract_r
 		if (contract_report_tool_failed(r, idx, i) || (d && name && drift_tool_broke(d, name))) {
 			withheld++;
 			json_array_append_new(l->filtered, name ? json_string(name) : json_null());
+			size_t *w = realloc(e->withheld, (e->nwithheld + 1) * sizeof(*w));
+			if (w) {
+				w[e->nwithheld++] = i;
+				e->withheld = w;
+			} else {
+				e->cacheable = 0;
+			}
 		}
 	}
 	if (!withheld)
@@ -536,10 +595,12 @@ static size_t filter_page(struct listing *l, size_t idx, const struct contract_r
 	}
 	if (!out) {
 		log_msg(LOG_ERROR, "contract: out of memory filtering a tool list: forwarded unfiltered");
+		e->cacheable = 0;
 		return 0;
 	}
 	if (json_is_array(page) || !json_is_object(m->msg)) {
 		json_decref(out);
+		e->nwithheld = 0; /* nothing changed on the wire */
 		return 0; /* a bare array is never a result the client accepts */
 	}
 	json_object_set_new(m->msg, "result", out);
@@ -573,7 +634,8 @@ static json_t *joined_tools(const json_t *pages)
  * gets. Returns 1 when the listing is over (complete, or failed in fail
  * mode) and can be dropped. */
 static int check_listing(struct hook_contract *hc, struct up_state *us, struct listing *l,
-                         struct inspect_msg *m)
+                         struct inspect_msg *m, struct effect *e, char *line, size_t cap,
+                         enum log_level *level)
 {
 	size_t n = json_array_size(l->pages), idx = n - 1;
 	const json_t *pages[CONTRACT_MAX_PAGES];
@@ -585,6 +647,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	struct contract_report *r = contract_check(pages, n, &opts);
 	if (!r) {
 		log_msg(LOG_ERROR, "contract: out of memory checking a tool list: forwarded unchecked");
+		e->cacheable = 0;
 		return 0;
 	}
 	struct drift_report *d = NULL;
@@ -613,14 +676,18 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 		              m);
 		hc->stats.replies_failed++;
 		over = !loop;
+		if (!json_object_get(m->msg, "error"))
+			e->cacheable = 0; /* out of memory: the reply went out unchanged */
 	} else if (us->mode == MODE_FILTER && (loop || v.unexamined)) {
 		/* Filtering cannot make a circular or unchecked listing whole. */
 		v.action = "failed";
 		answer_failed(us, r, NULL, v.complete,
 		              loop ? NULL : "listing-too-long: more tools than mcpwarden checks", m);
 		hc->stats.replies_failed++;
+		if (!json_object_get(m->msg, "error"))
+			e->cacheable = 0;
 	} else if (us->mode == MODE_FILTER) {
-		size_t w = filter_page(l, idx, r, d, m);
+		size_t w = filter_page(l, idx, r, d, m, e);
 		if (w) {
 			v.action = "filtered";
 			hc->stats.tools_filtered += w;
@@ -639,9 +706,16 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	}
 	/* One line per listing: at its end, or when it ends early for the
 	 * client (refused) or for the checker (loop, orphan page). */
-	if (v.complete || loop || l->orphan || strcmp(v.action, "failed") == 0)
-		log_listing(us, l, r, &v, m);
-	publish(hc, us, build_report(us, l, r, changes, &v));
+	line[0] = '\0';
+	if (v.complete || loop || l->orphan || strcmp(v.action, "failed") == 0) {
+		format_listing(us, l, r, &v, line, cap);
+		*level = v.passed ? LOG_INFO : LOG_WARN;
+		log_msg(*level, "#%llu %s", m->where->conn_id, line);
+	}
+	json_t *report = build_report(us, l, r, changes, &v);
+	if (!report || !v.complete || loop)
+		e->cacheable = 0;
+	publish(hc, us, report);
 	free(l->next_cursor);
 	l->next_cursor = dup_str(next);
 	contract_report_free(r);
@@ -651,6 +725,106 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	return !next || over;
 }
 
+/* ---- the verdict cache ---------------------------------------------------- */
+
+static int same_era(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Whether m's page is the upstream's last one-page listing again. */
+static int cache_hit(const struct up_state *us, const struct inspect_msg *m, const char *era)
+{
+	const struct verdict_cache *c = us->cache;
+	return c && m->result_raw && m->result_raw_len == c->len && same_era(era, c->era) &&
+	       memcmp(m->result_raw, c->bytes, c->len) == 0;
+}
+
+static void stats_add(struct hook_contract_stats *to, const struct hook_contract_stats *d)
+{
+	to->pages += d->pages;
+	to->listings += d->listings;
+	to->listings_failed += d->listings_failed;
+	to->tools_filtered += d->tools_filtered;
+	to->replies_failed += d->replies_failed;
+}
+
+static struct hook_contract_stats stats_sub(const struct hook_contract_stats *a,
+                                            const struct hook_contract_stats *b)
+{
+	return (struct hook_contract_stats){
+		.pages = a->pages - b->pages,
+		.listings = a->listings - b->listings,
+		.listings_failed = a->listings_failed - b->listings_failed,
+		.tools_filtered = a->tools_filtered - b->tools_filtered,
+		.replies_failed = a->replies_failed - b->replies_failed,
+	};
+}
+
+/* Does again what checking these bytes did last time. */
+static void replay(struct hook_contract *hc, struct up_state *us, struct inspect_msg *m)
+{
+	struct verdict_cache *c = us->cache;
+	char now[32];
+
+	/* A listing would have been added and dropped: the same evictions. */
+	listings_make_room(hc, NULL, 1, c->len);
+	stats_add(&hc->stats, &c->delta);
+	hc->stats.replayed++;
+	if (c->line[0])
+		log_msg(c->level, "#%llu %s", m->where->conn_id, c->line);
+	utc_now(now, sizeof(now));
+	json_object_set_new(c->report, "time", json_string(now));
+	publish(hc, us, json_incref(c->report));
+	if (c->error) {
+		json_t *err = jparse_copy(c->error);
+		if (err) {
+			json_object_del(m->msg, "result");
+			json_object_set_new(m->msg, "error", err);
+			m->modified = 1;
+			m->reason = "contract";
+		}
+	} else if (c->nwithheld) {
+		json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+		for (size_t i = c->nwithheld; i-- > 0;)
+			json_array_remove(tools, c->withheld[i]);
+		m->modified = 1;
+	}
+}
+
+/* Keeps what checking m's page did (e, the counters since `before`, the
+ * line logged) for the next listing with the same bytes. */
+static void remember(struct up_state *us, const struct inspect_msg *m, const char *era,
+                     struct effect *e, const struct hook_contract_stats *delta,
+                     const char *line, enum log_level level)
+{
+	struct verdict_cache *c = calloc(1, sizeof(*c));
+	if (!c || !(c->bytes = malloc(m->result_raw_len)) || (era && !(c->era = dup_str(era)))) {
+		cache_free(c);
+		return;
+	}
+	memcpy(c->bytes, m->result_raw, m->result_raw_len);
+	c->len = m->result_raw_len;
+	c->level = level;
+	snprintf(c->line, sizeof(c->line), "%s", line);
+	c->report = json_incref(us->latest);
+	c->delta = *delta;
+	c->withheld = e->withheld;
+	c->nwithheld = e->nwithheld;
+	e->withheld = NULL;
+	if (m->modified && !json_object_get(m->msg, "result")) {
+		/* Replaced by an error (fail mode, or a refusal in filter mode). */
+		if (!(c->error = jparse_copy(json_object_get(m->msg, "error")))) {
+			cache_free(c);
+			return;
+		}
+	}
+	cache_free(us->cache);
+	us->cache = c;
+}
+
+/* ---- a listing's page --------------------------------------------------------- */
+
 static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 {
 	struct up_state *us = &hc->ups[up];
@@ -658,7 +832,12 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	const char *session = session_key(m->where);
 	json_t *result = json_object_get(m->msg, "result");
 	struct listing *l = cursor ? listing_find(hc, up, session, cursor) : NULL;
+	const char *era = cursor ? NULL : message_era(m);
 
+	if (!cursor && cache_hit(us, m, era)) {
+		replay(hc, us, m);
+		return;
+	}
 	if (l) {
 		listing_unlink(hc, l);
 		listing_push_front(hc, l);
@@ -679,14 +858,19 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 			                   "listing knows: checked on its own",
 			        m->where->conn_id, us->conf->name);
 	}
-	size_t bytes = json_dumpb(result, NULL, 0, JSON_COMPACT);
+	/* The size as it arrived when the transport knows it: serialising a
+	 * large list only to measure it cost more than checking it. */
+	size_t bytes = m->result_raw ? m->result_raw_len : json_dumpb(result, NULL, 0, JSON_COMPACT);
 	if (l->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
 		l->cut = CUT_BYTES;
 		page_of_cut_listing(hc, us, l, m);
 		return;
 	}
-	json_t *copy = json_deep_copy(result);
-	if (!copy || json_array_append_new(l->pages, copy) < 0) {
+	/* A last page is checked and dropped before this call returns: a
+	 * reference is enough. One more pages follow is kept past it. */
+	int last = !page_next_cursor(result);
+	json_t *page = last ? json_incref(result) : jparse_copy(result);
+	if (!page || json_array_append_new(l->pages, page) < 0) {
 		log_msg(LOG_ERROR, "contract: out of memory: tools/list forwarded unchecked");
 		listing_remove(hc, l);
 		return;
@@ -694,7 +878,19 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	l->bytes += bytes;
 	hc->bytes += bytes;
 	listings_bound(hc, l);
-	if (check_listing(hc, us, l, m))
+
+	struct effect e = {.cacheable = !cursor && last && m->result_raw &&
+	                                m->result_raw_len <= HOOK_CONTRACT_CACHE_BYTES};
+	struct hook_contract_stats before = hc->stats;
+	char line[1024];
+	enum log_level level = LOG_INFO;
+	int over = check_listing(hc, us, l, m, &e, line, sizeof(line), &level);
+	if (e.cacheable && !l->orphan) {
+		struct hook_contract_stats delta = stats_sub(&hc->stats, &before);
+		remember(us, m, era, &e, &delta, line, level);
+	}
+	free(e.withheld);
+	if (over)
 		listing_remove(hc, l);
 }
 
@@ -849,6 +1045,7 @@ void hook_contract_free(struct hook_contract *hc)
 	for (size_t i = 0; i < hc->nups; i++) {
 		json_decref(hc->ups[i].baseline);
 		json_decref(hc->ups[i].latest);
+		cache_free(hc->ups[i].cache);
 	}
 	free(hc->ups);
 	if (hc->locked)

@@ -33,8 +33,19 @@
  *           costs is measured against this; tests/bench/listcheck.sh).
  *
  * Bounded memory: at most HOOK_CONTRACT_MAX_LISTINGS listings in progress
- * and HOOK_CONTRACT_MAX_BYTES bytes of kept pages (serialised size), the
- * least recently used listing evicted first; one report per upstream.
+ * and HOOK_CONTRACT_MAX_BYTES bytes of kept pages (their size as received,
+ * serialised when the transport does not say), the least recently used
+ * listing evicted first; one report per upstream.
+ *
+ * Unchanged lists. Clients list tools again and again, and upstreams
+ * mostly answer with the same bytes. A listing of one page (asked without
+ * a cursor, answered without nextCursor) whose result is byte for byte the
+ * upstream's previous one, in the same era, is not checked again: the
+ * verdict kept from last time is replayed: the same log line, report
+ * (with a new time), counters, and the same reply to the client (the
+ * same tools withheld in filter mode, the same error in fail mode). The
+ * bytes are compared whole (no hash to collide), one result of at most
+ * HOOK_CONTRACT_CACHE_BYTES per upstream.
  *
  * Not here: a tools/list response that reaches the hook without its
  * request (m->request NULL: replayed on a resumed GET stream, or a legacy
@@ -60,6 +71,7 @@ struct hook_contract;
 
 #define HOOK_CONTRACT_MAX_LISTINGS 256
 #define HOOK_CONTRACT_MAX_BYTES    (64u * 1024 * 1024)
+#define HOOK_CONTRACT_CACHE_BYTES  (4u * 1024 * 1024)
 
 /* Validates the "contract" section of every upstream in ctx->cfg
  *   {"mode": "report"|"filter"|"fail"|"off",   default "report"
@@ -107,6 +119,7 @@ struct hook_contract_stats {
 	uint64_t tools_filtered;   /* tools withheld in filter mode */
 	uint64_t replies_failed;   /* pages replaced by a JSON-RPC error */
 	uint64_t evicted;          /* listings dropped to stay within bounds */
+	uint64_t replayed;         /* pages answered from the kept verdict (of pages) */
 };
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out);
 

@@ -5,12 +5,19 @@
  * under construction:
  *
  *   where->hook_data[slot] -> rx --> pending(request id 1) -> pending(notif)
- *                             |        rec: {…, "outcome": null, …}
+ *                             |        rec: numbers + strings in an arena
  *                             +-- linked in hr->rxs (for /calls/inflight)
  *
  * A server answer fills its request's record in place; on_exchange, which
  * runs exactly once per exchange, settles what is still open from the
- * exchange's end, hands every record to the sink and frees the rx.
+ * exchange's end, writes every record as JSON text, hands it to the sink
+ * and returns the rx to the recorder's pool.
+ *
+ * Cost. This runs on every call, so a record is a C struct, not a jansson
+ * object: its strings (already redacted and cut) go into one arena per
+ * record, and the JSON text is written once, straight into a buffer the
+ * recorder reuses. The rx and pending structs, arenas included, are pooled:
+ * a call in steady state allocates nothing here but what redaction needs.
  */
 #include "proxy/hook_record.h"
 
@@ -22,6 +29,7 @@
 
 #include "admin/metrics.h"
 #include "admin/redact.h"
+#include "checks/sbuf.h"
 #include "proxy/inspect.h"
 #include "proxy/jsonrpc.h"
 
@@ -30,14 +38,50 @@
  * recorded under the request's method (sampling/createMessage…). */
 #define SRV_REQ_MAX 64
 #define ERROR_MESSAGE_CHARS 500
+/* Names, ids and header values are the client's: a record keeps at most
+ * this many characters of each (the ring's bound per record holds). */
+#define FIELD_CHARS 256
+/* Pooled structs kept for reuse, and the largest arena a pooled record
+ * keeps (a bigger one is freed: one huge call must not pin memory). */
+#define POOL_MAX 64
+#define ARENA_KEEP (16u * 1024)
+/* Room left in front of a record's text for {"seq":N, */
+#define SEQ_ROOM 32
 
 enum rec_kind { RK_REQUEST, RK_NOTIFICATION, RK_RESPONSE };
 
+/* A record's string members, in the order they are written. */
+enum rec_str {
+	F_SESSION, F_CLIENT, F_CLIENT_NAME, F_UPSTREAM, F_PROTOCOL, F_CLIENT_TRANSPORT,
+	F_UPSTREAM_TRANSPORT, F_METHOD, F_TOOL, F_ID, F_ARGUMENTS, F_PREVIEW, F_ERROR_MESSAGE,
+	F_RULE, F_NOTE, NSTR
+};
+
+struct rec {
+	/* 1 + offset of the member's NUL-terminated text in arena; 0: null.
+	 * Offsets, not pointers: the arena may move as it grows. */
+	size_t str[NSTR];
+	struct sbuf arena;       /* owned; kept (emptied) across reuses */
+	uint64_t wall_us;        /* Unix time for "time" */
+	const char *from;        /* static: "client", "server" */
+	enum rec_kind kind;
+	const char *outcome;     /* static, or NULL: not decided yet */
+	long long id_int;        /* the id when id_kind is ID_INT */
+	enum { ID_NULL, ID_INT, ID_STR } id_kind;
+	size_t id_raw, id_raw_len; /* a string id, whole, for matching: arena offset */
+	long long error_code;
+	int has_error_code;
+	int is_error;            /* -1: null */
+	int http_status;         /* 0: null */
+	int arguments_cut, result_cut, modified;
+	unsigned notifications;
+	int finished;            /* latency and bytes are known */
+	uint64_t latency_us, bytes_in, bytes_out;
+};
+
 struct pending {
 	struct pending *next;
-	json_t *rec;            /* owned: the record being built */
-	json_t *id;             /* owned: a request's id, else NULL */
-	enum rec_kind kind;
+	struct rec rec;
 	int settled;            /* an answer or a verdict decided the outcome */
 	uint64_t done_us;       /* monotonic, when settled */
 };
@@ -51,13 +95,17 @@ struct rx {
 	unsigned notifications;       /* server notifications on this reply */
 	int has_requests;             /* a client request came in this exchange */
 	uint64_t wall_us;             /* Unix time of where->start_us */
-	struct rx *prev, *next;       /* hr->rxs, oldest first */
+	struct rx *prev, *next;       /* hr->rxs, oldest first; next: pool link */
 };
 
 struct srv_req {
 	char session[128];
 	char id[64];
 	char method[64];
+};
+
+struct hook_record_text {
+	struct sbuf b;               /* SEQ_ROOM bytes of room, then the members */
 };
 
 struct hook_record {
@@ -69,6 +117,12 @@ struct hook_record {
 	struct rx *rxs, *rxs_tail;   /* exchanges with records under way */
 	struct srv_req srv[SRV_REQ_MAX];
 	size_t srv_next;
+	struct rx *free_rx;          /* owned pool */
+	struct pending *free_pending;/* owned pool */
+	size_t nfree_rx, nfree_pending;
+	struct hook_record_text out; /* owned: the text being handed to the sink */
+	time_t day_sec;              /* the second day_text spells, or -1 */
+	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -97,39 +151,26 @@ void hook_record_time(uint64_t unix_us, char *buf, size_t len)
 	snprintf(buf, len, "%s.%06uZ", day, (unsigned)(unix_us % 1000000u));
 }
 
-/* A JSON string, or null when s is NULL or not valid UTF-8 (header-derived
- * values can be anything). */
-static json_t *str_or_null(const char *s)
+/* hook_record_time into b, the date part reused while the second lasts:
+ * calls come thousands a second, gmtime and strftime once a second. */
+static void put_time(struct hook_record *hr, struct sbuf *b, uint64_t unix_us)
 {
-	json_t *j = s ? json_string(s) : NULL;
-	return j ? j : json_null();
-}
+	time_t secs = (time_t)(unix_us / 1000000u);
+	unsigned us = (unsigned)(unix_us % 1000000u);
+	char frac[9] = {'.', 0, 0, 0, 0, 0, 0, 'Z', '"'};
 
-/* Names, ids and header values are the client's: a record keeps at most
- * this many characters of each (the ring's bound per record holds). */
-#define FIELD_CHARS 256
-
-/* s cut to FIELD_CHARS characters (visibly), or null. */
-static json_t *bounded(const char *s)
-{
-	if (!s)
-		return json_null();
-	if (strnlen(s, FIELD_CHARS + 1) <= FIELD_CHARS)
-		return str_or_null(s);
-	char *cut = redact_cut(s, FIELD_CHARS, NULL);
-	json_t *j = str_or_null(cut);
-	free(cut);
-	return j;
-}
-
-static void put(json_t *o, const char *key, json_t *v)
-{
-	json_object_set_new(o, key, v ? v : json_null());
-}
-
-static const char *get_str(const json_t *rec, const char *key)
-{
-	return json_string_value(json_object_get(rec, key));
+	if (secs != hr->day_sec) {
+		struct tm tm;
+		gmtime_r(&secs, &tm);
+		if (strftime(hr->day_text, sizeof(hr->day_text), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+			hr->day_text[0] = '\0';
+		hr->day_sec = secs;
+	}
+	for (int i = 6; i >= 1; i--, us /= 10)
+		frac[i] = (char)('0' + us % 10);
+	sbuf_putn(b, "\"", 1);
+	sbuf_puts(b, hr->day_text);
+	sbuf_putn(b, frac, sizeof(frac));
 }
 
 static const char *session_of(const struct inspect_where *w)
@@ -158,6 +199,120 @@ static const char *end_outcome(enum inspect_end end)
 	}
 }
 
+/* ---- record members -------------------------------------------------------- */
+
+static const char *rec_get(const struct rec *r, enum rec_str f)
+{
+	return r->str[f] ? r->arena.p + r->str[f] - 1 : NULL;
+}
+
+/* Stores s as member f; NULL, and text that is not UTF-8 (header values
+ * can be anything, and JSON text must be UTF-8), are null. */
+static void rec_set(struct rec *r, enum rec_str f, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (!s || !sbuf_utf8_valid(s, n)) {
+		r->str[f] = 0;
+		return;
+	}
+	size_t off = r->arena.len;
+	sbuf_putn(&r->arena, s, n + 1); /* with its NUL */
+	r->str[f] = r->arena.oom ? 0 : off + 1;
+}
+
+/* s cut to FIELD_CHARS characters (visibly), or null. */
+static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
+{
+	if (!s || strnlen(s, FIELD_CHARS + 1) <= FIELD_CHARS) {
+		rec_set(r, f, s);
+		return;
+	}
+	char *cut = redact_cut(s, FIELD_CHARS, NULL);
+	rec_set(r, f, cut);
+	free(cut);
+}
+
+/* An owned string from redact_*() (NULL: out of memory, null). */
+static void rec_take(struct rec *r, enum rec_str f, char *s)
+{
+	rec_set(r, f, s);
+	free(s);
+}
+
+static void rec_set_id(struct rec *r, const json_t *id)
+{
+	if (json_is_integer(id)) {
+		r->id_kind = ID_INT;
+		r->id_int = (long long)json_integer_value(id);
+	} else if (json_is_string(id)) {
+		r->id_kind = ID_STR;
+		rec_set_bounded(r, F_ID, json_string_value(id));
+		/* Matching compares the whole id, NULs and all. */
+		r->id_raw = r->arena.len;
+		r->id_raw_len = json_string_length(id);
+		sbuf_putn(&r->arena, json_string_value(id), r->id_raw_len);
+	} else {
+		r->id_kind = ID_NULL;
+	}
+}
+
+/* Whether id (string or integer) is this record's request id. */
+static int rec_id_is(const struct rec *r, const json_t *id)
+{
+	if (r->id_kind == ID_INT)
+		return json_is_integer(id) && (long long)json_integer_value(id) == r->id_int;
+	if (r->id_kind == ID_STR && !r->arena.oom)
+		return json_is_string(id) && json_string_length(id) == r->id_raw_len &&
+		       memcmp(json_string_value(id), r->arena.p + r->id_raw, r->id_raw_len) == 0;
+	return 0;
+}
+
+/* ---- the pools ---------------------------------------------------------------- */
+
+static struct pending *pending_get(struct hook_record *hr)
+{
+	struct pending *p = hr->free_pending;
+	if (p) {
+		hr->free_pending = p->next;
+		hr->nfree_pending--;
+	} else if (!(p = calloc(1, sizeof(*p)))) {
+		return NULL;
+	}
+	struct sbuf arena = p->rec.arena;
+	memset(p, 0, sizeof(*p));
+	p->rec.arena = arena;
+	p->rec.arena.len = 0;
+	p->rec.arena.oom = 0;
+	return p;
+}
+
+static void pending_put(struct hook_record *hr, struct pending *p)
+{
+	if (hr->nfree_pending >= POOL_MAX || p->rec.arena.cap > ARENA_KEEP) {
+		free(p->rec.arena.p);
+		free(p);
+		return;
+	}
+	p->next = hr->free_pending;
+	hr->free_pending = p;
+	hr->nfree_pending++;
+}
+
+static void pools_free(struct hook_record *hr)
+{
+	while (hr->free_pending) {
+		struct pending *p = hr->free_pending;
+		hr->free_pending = p->next;
+		free(p->rec.arena.p);
+		free(p);
+	}
+	while (hr->free_rx) {
+		struct rx *rx = hr->free_rx;
+		hr->free_rx = rx->next;
+		free(rx);
+	}
+}
+
 /* ---- records ------------------------------------------------------------- */
 
 /* What a record keeps of a request's parameters. */
@@ -169,124 +324,220 @@ static const json_t *recorded_args(const json_t *msg, const char *method)
 	return params;
 }
 
-static json_t *record_new(const struct hook_record *hr, const struct inspect_where *w,
-                          uint64_t wall_us, const char *from, enum rec_kind kind,
-                          const json_t *msg, const char *method)
+static void record_init(const struct hook_record *hr, struct rec *r,
+                        const struct inspect_where *w, uint64_t wall_us, const char *from,
+                        enum rec_kind kind, const json_t *msg, const char *method)
 {
-	static const char *const kinds[] = {"request", "notification", "response"};
-	char when[40];
-	json_t *r = json_object();
-	if (!r)
-		return NULL;
-
-	hook_record_time(wall_us, when, sizeof(when));
-	put(r, "seq", json_integer(0));
-	put(r, "time", json_string(when));
-	put(r, "session", bounded(session_of(w)));
-	put(r, "client", str_or_null(w->client));
-	put(r, "client_name", bounded(w->client_name));
-	put(r, "upstream", str_or_null(w->upstream));
-	put(r, "protocol", bounded(w->protocol));
-	put(r, "client_transport", str_or_null(w->client_transport));
-	put(r, "upstream_transport", str_or_null(w->upstream_transport));
-	put(r, "from", json_string(from));
-	put(r, "kind", json_string(kinds[kind]));
-	put(r, "method", bounded(method));
-	put(r, "tool", bounded(kind == RK_REQUEST ? jrpc_tool_name(msg) : NULL));
-	const json_t *id = jrpc_id(msg);
-	put(r, "id", json_is_string(id) ? bounded(json_string_value(id))
-	             : id ? json_deep_copy(id) : NULL);
+	r->wall_us = wall_us;
+	r->from = from;
+	r->kind = kind;
+	r->is_error = -1;
+	rec_set_bounded(r, F_SESSION, session_of(w));
+	rec_set(r, F_CLIENT, w->client);
+	rec_set_bounded(r, F_CLIENT_NAME, w->client_name);
+	rec_set(r, F_UPSTREAM, w->upstream);
+	rec_set_bounded(r, F_PROTOCOL, w->protocol);
+	rec_set(r, F_CLIENT_TRANSPORT, w->client_transport);
+	rec_set(r, F_UPSTREAM_TRANSPORT, w->upstream_transport);
+	rec_set_bounded(r, F_METHOD, method);
+	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST ? jrpc_tool_name(msg) : NULL);
+	rec_set_id(r, jrpc_id(msg));
 	const json_t *args = kind == RK_RESPONSE ? NULL : recorded_args(msg, method);
-	int cut = 0;
-	char *text = args ? redact_json_text(hr->rd, args, REDACT_ARGS_CHARS, &cut) : NULL;
-	put(r, "arguments", text ? json_string(text) : NULL);
-	free(text);
-	put(r, "arguments_cut", json_boolean(cut));
-	put(r, "result_preview", NULL);
-	put(r, "result_cut", json_false());
-	put(r, "http_status", NULL);
-	put(r, "is_error", NULL);
-	put(r, "error_code", NULL);
-	put(r, "error_message", NULL);
-	put(r, "outcome", NULL);
-	put(r, "rule", NULL);
-	put(r, "modified", json_false());
-	put(r, "notifications", json_integer(0));
-	put(r, "note", NULL);
-	put(r, "latency_us", NULL);
-	put(r, "bytes_in", NULL);
-	put(r, "bytes_out", NULL);
-	return r;
+	if (args)
+		rec_take(r, F_ARGUMENTS,
+		         redact_json_text(hr->rd, args, REDACT_ARGS_CHARS, &r->arguments_cut));
 }
 
 /* Fills the answer members from a response message (a server's answer,
  * a hook's answer, or a client's response to a server request). Returns
  * the outcome it implies. */
-static const char *fill_answer(const struct hook_record *hr, json_t *rec, const json_t *answer)
+static const char *fill_answer(const struct hook_record *hr, struct rec *r, const json_t *answer)
 {
 	if (jrpc_classify(answer) == JRPC_ERROR) {
 		const json_t *err = json_object_get(answer, "error");
 		const json_t *code = json_object_get(err, "code");
 		const char *msg = json_string_value(json_object_get(err, "message"));
-		put(rec, "error_code", json_is_integer(code) ? json_integer(json_integer_value(code))
-		                                             : NULL);
+		r->has_error_code = json_is_integer(code);
+		r->error_code = r->has_error_code ? (long long)json_integer_value(code) : 0;
 		if (msg) {
 			char *masked = redact_text(hr->rd, msg);
-			char *cut = masked ? redact_cut(masked, ERROR_MESSAGE_CHARS, NULL) : NULL;
-			put(rec, "error_message", cut ? json_string(cut) : NULL);
+			rec_take(r, F_ERROR_MESSAGE,
+			         masked ? redact_cut(masked, ERROR_MESSAGE_CHARS, NULL) : NULL);
 			free(masked);
-			free(cut);
 		}
 		return "rpc_error";
 	}
 	const json_t *result = json_object_get(answer, "result");
 	if (!result)
 		return "ok";
-	int cut = 0;
-	char *preview = redact_result_preview(hr->rd, result, REDACT_PREVIEW_CHARS, &cut);
-	put(rec, "result_preview", preview ? json_string(preview) : NULL);
-	put(rec, "result_cut", json_boolean(cut));
-	free(preview);
-	const char *method = get_str(rec, "method");
+	r->result_cut = 0;
+	rec_take(r, F_PREVIEW,
+	         redact_result_preview(hr->rd, result, REDACT_PREVIEW_CHARS, &r->result_cut));
+	const char *method = rec_get(r, F_METHOD);
 	if (method && strcmp(method, "tools/call") == 0) {
-		int is_error = json_is_true(json_object_get(result, "isError"));
-		put(rec, "is_error", json_boolean(is_error));
-		return is_error ? "tool_error" : "ok";
+		r->is_error = json_is_true(json_object_get(result, "isError"));
+		return r->is_error ? "tool_error" : "ok";
 	}
 	return "ok";
 }
 
-static void set_blocked(json_t *rec, const struct inspect_msg *m)
+static void set_blocked(struct rec *r, const struct inspect_msg *m)
 {
 	const char *rule = m->reason ? m->reason : m->decided_by;
-	put(rec, "outcome", json_string("blocked"));
-	put(rec, "rule", str_or_null(rule ? rule : "unknown"));
+	r->outcome = "blocked";
+	rec_set(r, F_RULE, rule ? rule : "unknown");
 }
 
-/* Hands a finished record to metrics and the sink, then frees it. */
-static void emit(struct hook_record *hr, json_t *rec)
+/* ---- the record as JSON text ------------------------------------------------ */
+
+#define LIT(b, s) sbuf_putn((b), (s), sizeof(s) - 1)
+
+static void put_str(struct sbuf *b, const char *s)
+{
+	if (s)
+		sbuf_json_str(b, s, strlen(s));
+	else
+		LIT(b, "null");
+}
+
+static void put_bool(struct sbuf *b, int v)
+{
+	if (v)
+		LIT(b, "true");
+	else
+		LIT(b, "false");
+}
+
+static void put_u64_or_null(struct sbuf *b, int known, uint64_t v)
+{
+	if (known)
+		sbuf_i64(b, (long long)v);
+	else
+		LIT(b, "null");
+}
+
+/* The members after "seq", in the order hook_record.h lists them. */
+static void rec_write(struct hook_record *hr, const struct rec *r, struct sbuf *b)
+{
+	static const char *const kinds[] = {"request", "notification", "response"};
+
+	/* The string members from "session" to "tool", in order; from and
+	 * kind are the record's own static strings. */
+	static const struct {
+		const char *name;
+		int field;   /* enum rec_str, or -1: from, -2: kind */
+	} head[] = {
+		{",\"session\":", F_SESSION}, {",\"client\":", F_CLIENT},
+		{",\"client_name\":", F_CLIENT_NAME}, {",\"upstream\":", F_UPSTREAM},
+		{",\"protocol\":", F_PROTOCOL}, {",\"client_transport\":", F_CLIENT_TRANSPORT},
+		{",\"upstream_transport\":", F_UPSTREAM_TRANSPORT}, {",\"from\":", -1},
+		{",\"kind\":", -2}, {",\"method\":", F_METHOD}, {",\"tool\":", F_TOOL},
+	};
+
+	LIT(b, "\"time\":");
+	put_time(hr, b, r->wall_us);
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
+		int f = head[i].field;
+		sbuf_puts(b, head[i].name);
+		put_str(b, f == -1 ? r->from : f == -2 ? kinds[r->kind] : rec_get(r, (enum rec_str)f));
+	}
+	LIT(b, ",\"id\":");
+	if (r->id_kind == ID_INT)
+		sbuf_i64(b, r->id_int);
+	else
+		put_str(b, r->id_kind == ID_STR ? rec_get(r, F_ID) : NULL);
+	LIT(b, ",\"arguments\":");
+	put_str(b, rec_get(r, F_ARGUMENTS));
+	LIT(b, ",\"arguments_cut\":");
+	put_bool(b, r->arguments_cut);
+	LIT(b, ",\"result_preview\":");
+	put_str(b, rec_get(r, F_PREVIEW));
+	LIT(b, ",\"result_cut\":");
+	put_bool(b, r->result_cut);
+	LIT(b, ",\"http_status\":");
+	put_u64_or_null(b, r->http_status != 0, (uint64_t)r->http_status);
+	LIT(b, ",\"is_error\":");
+	if (r->is_error < 0)
+		LIT(b, "null");
+	else
+		put_bool(b, r->is_error);
+	LIT(b, ",\"error_code\":");
+	if (r->has_error_code)
+		sbuf_i64(b, r->error_code);
+	else
+		LIT(b, "null");
+	LIT(b, ",\"error_message\":");
+	put_str(b, rec_get(r, F_ERROR_MESSAGE));
+	LIT(b, ",\"outcome\":");
+	put_str(b, r->outcome);
+	LIT(b, ",\"rule\":");
+	put_str(b, rec_get(r, F_RULE));
+	LIT(b, ",\"modified\":");
+	put_bool(b, r->modified);
+	LIT(b, ",\"notifications\":");
+	sbuf_i64(b, r->notifications);
+	LIT(b, ",\"note\":");
+	put_str(b, rec_get(r, F_NOTE));
+	LIT(b, ",\"latency_us\":");
+	put_u64_or_null(b, r->finished, r->latency_us);
+	LIT(b, ",\"bytes_in\":");
+	put_u64_or_null(b, r->finished, r->bytes_in);
+	LIT(b, ",\"bytes_out\":");
+	put_u64_or_null(b, r->finished, r->bytes_out);
+	LIT(b, "}");
+}
+
+char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
+{
+	char head[SEQ_ROOM];
+	size_t n = 0;
+	memcpy(head, "{\"seq\":", 7);
+	n = 7 + sbuf_i64_text(head + 7, (long long)seq);
+	head[n++] = ',';
+	char *start = t->b.p + SEQ_ROOM - n;
+	memcpy(start, head, n);
+	*len = t->b.len - (SEQ_ROOM - n);
+	return start;
+}
+
+/* Hands a finished record to metrics and the sink. */
+static void emit(struct hook_record *hr, const struct rec *r)
 {
 	struct ring_keys keys = {
-		.method = get_str(rec, "method"),
-		.tool = get_str(rec, "tool"),
-		.session = get_str(rec, "session"),
-		.outcome = get_str(rec, "outcome"),
+		.method = rec_get(r, F_METHOD),
+		.tool = rec_get(r, F_TOOL),
+		.session = rec_get(r, F_SESSION),
+		.outcome = r->outcome,
 	};
 	if (hr->m) {
-		if (strcmp(get_str(rec, "from"), "client") == 0) {
-			const json_t *lat = json_object_get(rec, "latency_us");
-			int timed = strcmp(get_str(rec, "kind"), "request") == 0 && json_is_integer(lat);
+		if (strcmp(r->from, "client") == 0) {
+			int timed = r->kind == RK_REQUEST && r->finished;
 			/* A client's response to a server request of unknown method
 			 * still gets a readable label. */
 			metrics_call(hr->m, keys.method ? keys.method : "(response)", keys.tool,
-			             keys.outcome, timed ? (int64_t)json_integer_value(lat) : -1);
+			             keys.outcome, timed ? (int64_t)r->latency_us : -1);
 		} else {
 			metrics_server_message(hr->m, keys.method ? keys.method : "(response)");
 		}
 	}
-	if (hr->sink)
-		hr->sink(hr->arg, rec, &keys);
-	json_decref(rec);
+	if (!hr->sink || r->arena.oom)
+		return;
+	struct sbuf *b = &hr->out.b;
+	b->len = 0;
+	b->oom = 0;
+	sbuf_putn(b, "                                ", SEQ_ROOM);
+	rec_write(hr, r, b);
+	if (b->oom) {
+		/* Out of memory: the record is lost, as a failed json_dumps lost it. */
+		free(b->p);
+		*b = (struct sbuf){0};
+		return;
+	}
+	hr->sink(hr->arg, &hr->out, &keys);
+	if (b->cap > ARENA_KEEP * 4) {
+		free(b->p);
+		*b = (struct sbuf){0};
+	}
 }
 
 /* ---- server requests ----------------------------------------------------- */
@@ -329,9 +580,13 @@ static struct rx *rx_get(struct hook_record *hr, struct inspect_where *w)
 		assert(rx->magic == RX_MAGIC);
 		return rx;
 	}
-	rx = calloc(1, sizeof(*rx));
-	if (!rx)
+	if ((rx = hr->free_rx)) {
+		hr->free_rx = rx->next;
+		hr->nfree_rx--;
+		memset(rx, 0, sizeof(*rx));
+	} else if (!(rx = calloc(1, sizeof(*rx)))) {
 		return NULL;
+	}
 	rx->magic = RX_MAGIC;
 	rx->hr = hr;
 	rx->where = w;
@@ -361,27 +616,23 @@ static void rx_free(struct rx *rx)
 		hr->rxs_tail = rx->prev;
 	for (struct pending *p = rx->head, *next; p; p = next) {
 		next = p->next;
-		json_decref(p->rec);
-		json_decref(p->id);
-		free(p);
+		pending_put(hr, p);
 	}
 	rx->where->hook_data[hr->slot] = NULL;
 	rx->magic = 0;
-	free(rx);
+	if (hr->nfree_rx >= POOL_MAX) {
+		free(rx);
+		return;
+	}
+	rx->next = hr->free_rx;
+	hr->free_rx = rx;
+	hr->nfree_rx++;
 }
 
-static struct pending *pending_add(struct rx *rx, enum rec_kind kind, json_t *rec)
+static void pending_link(struct rx *rx, struct pending *p)
 {
-	struct pending *p = calloc(1, sizeof(*p));
-	if (!p) {
-		json_decref(rec);
-		return NULL;
-	}
-	p->kind = kind;
-	p->rec = rec;
 	*rx->tail = p;
 	rx->tail = &p->next;
-	return p;
 }
 
 static void settle(struct pending *p)
@@ -411,26 +662,26 @@ static void client_message(struct hook_record *hr, struct rx *rx, struct inspect
 	default:
 		return;
 	}
-	json_t *rec = record_new(hr, rx->where, rx->wall_us, "client", kind, m->msg, method);
-	struct pending *p = rec ? pending_add(rx, kind, rec) : NULL;
+	struct pending *p = pending_get(hr);
 	if (!p)
 		return;
-	if (kind == RK_REQUEST)
-		p->id = json_deep_copy(jrpc_id(m->msg));
+	struct rec *r = &p->rec;
+	record_init(hr, r, rx->where, rx->wall_us, "client", kind, m->msg, method);
+	pending_link(rx, p);
 	if (m->modified)
-		put(rec, "modified", json_true());
+		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked". */
 		if (m->answer)
-			fill_answer(hr, rec, m->answer);
-		set_blocked(rec, m);
+			fill_answer(hr, r, m->answer);
+		set_blocked(r, m);
 		settle(p);
 	} else if (kind == RK_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
-		const char *o = fill_answer(hr, rec, m->msg);
+		const char *o = fill_answer(hr, r, m->msg);
 		if (strcmp(o, "ok") != 0) {
-			put(rec, "outcome", json_string(o));
+			r->outcome = o;
 			settle(p);
 		}
 	}
@@ -441,28 +692,30 @@ static void server_record(struct hook_record *hr, struct rx *rx, struct inspect_
                           enum rec_kind kind)
 {
 	const char *method = jrpc_method(m->msg);
-	json_t *rec = record_new(hr, rx->where, real_us(), "server", kind, m->msg, method);
-	if (!rec)
+	struct pending *p = pending_get(hr);
+	if (!p)
 		return;
-	const char *outcome = kind == RK_RESPONSE ? fill_answer(hr, rec, m->msg) : "ok";
-	put(rec, "outcome", json_string(outcome));
+	struct rec *r = &p->rec;
+	record_init(hr, r, rx->where, real_us(), "server", kind, m->msg, method);
+	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, r, m->msg) : "ok";
 	if (m->modified)
-		put(rec, "modified", json_true());
+		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
-		set_blocked(rec, m);
+		set_blocked(r, m);
 	if (kind == RK_REQUEST)
 		srv_remember(hr, rx->where->session_id, jrpc_id(m->msg), method);
-	emit(hr, rec);
+	emit(hr, r);
+	pending_put(hr, p);
 }
 
 static void answer_request(struct hook_record *hr, struct pending *p, struct inspect_msg *m)
 {
-	const char *outcome = fill_answer(hr, p->rec, m->msg);
-	put(p->rec, "outcome", json_string(outcome));
+	struct rec *r = &p->rec;
+	r->outcome = fill_answer(hr, r, m->msg);
 	if (m->modified)
-		put(p->rec, "modified", json_true());
+		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
-		set_blocked(p->rec, m);
+		set_blocked(r, m);
 	settle(p);
 }
 
@@ -474,12 +727,11 @@ static void server_message(struct hook_record *hr, struct rx *rx, struct inspect
 		const json_t *id = jrpc_id(m->msg);
 		int matched = 0;
 		for (struct pending *p = rx->head; p; p = p->next) {
-			if (p->kind != RK_REQUEST || p->settled)
+			if (p->rec.kind != RK_REQUEST || p->settled)
 				continue;
 			/* An error with a null id answers a request the server could
 			 * not read: all of this exchange's open requests failed. */
-			if (id && !json_is_null(id) ? jrpc_id_equal(p->id, id)
-			                            : m->kind == JRPC_ERROR) {
+			if (id && !json_is_null(id) ? rec_id_is(&p->rec, id) : m->kind == JRPC_ERROR) {
 				answer_request(hr, p, m);
 				matched = 1;
 				if (id && !json_is_null(id))
@@ -529,41 +781,39 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 
 static void finish(struct rx *rx, struct pending *p, const struct inspect_exchange *x)
 {
-	json_t *rec = p->rec;
+	struct rec *r = &p->rec;
 	const struct inspect_where *w = rx->where;
 
-	put(rec, "session", bounded(session_of(w)));
-	put(rec, "http_status", x->status ? json_integer(x->status) : NULL);
-	put(rec, "bytes_in", json_integer((json_int_t)x->bytes_in));
-	put(rec, "bytes_out", json_integer((json_int_t)x->bytes_out));
-	if (p->kind == RK_REQUEST)
-		put(rec, "notifications", json_integer(rx->notifications));
+	rec_set_bounded(r, F_SESSION, session_of(w));
+	r->http_status = x->status;
+	r->finished = 1;
+	r->bytes_in = x->bytes_in;
+	r->bytes_out = x->bytes_out;
+	if (r->kind == RK_REQUEST)
+		r->notifications = rx->notifications;
 	if (p->settled) {
-		uint64_t lat = p->done_us > w->start_us ? p->done_us - w->start_us : 0;
-		put(rec, "latency_us", json_integer((json_int_t)lat));
-		if (json_is_null(json_object_get(rec, "outcome")))
-			put(rec, "outcome", json_string("ok"));
+		r->latency_us = p->done_us > w->start_us ? p->done_us - w->start_us : 0;
+		if (!r->outcome)
+			r->outcome = "ok";
 		return;
 	}
-	put(rec, "latency_us", json_integer((json_int_t)x->latency_us));
-	const char *outcome;
+	r->latency_us = x->latency_us;
 	const char *note = x->error;
 	char buf[96];
-	if (p->kind != RK_REQUEST && x->end == INSPECT_END_OK && x->status < 400) {
-		outcome = "ok";
+	if (r->kind != RK_REQUEST && x->end == INSPECT_END_OK && x->status < 400) {
+		r->outcome = "ok";
 	} else {
-		outcome = end_outcome(x->end);
+		r->outcome = end_outcome(x->end);
 		if (!note && x->end == INSPECT_END_OK) {
 			snprintf(buf, sizeof(buf), "HTTP %d without a JSON-RPC answer%s", x->status,
-			         p->kind == RK_REQUEST ? " to this request" : "");
+			         r->kind == RK_REQUEST ? " to this request" : "");
 			note = buf;
 		}
 	}
-	put(rec, "outcome", json_string(outcome));
 	if (x->end == INSPECT_END_REJECTED)
-		put(rec, "rule", json_string("mcpwarden"));
+		rec_set(r, F_RULE, "mcpwarden");
 	if (note)
-		put(rec, "note", json_string(note));
+		rec_set(r, F_NOTE, note);
 }
 
 static void on_exchange(void *arg, const struct inspect_exchange *x)
@@ -583,9 +833,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	assert(rx->magic == RX_MAGIC);
 	for (struct pending *p = rx->head; p; p = p->next) {
 		finish(rx, p, x);
-		json_t *rec = p->rec;
-		p->rec = NULL;
-		emit(hr, rec);
+		emit(hr, &p->rec);
 	}
 	rx_free(rx);
 }
@@ -602,6 +850,7 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
 	hr->m = m;
 	hr->sink = sink;
 	hr->arg = arg;
+	hr->day_sec = (time_t)-1;
 	hr->slot = inspect_add_observer(in, "record", on_message, on_exchange, hr);
 	if (hr->slot < 0) {
 		free(hr);
@@ -618,6 +867,8 @@ void hook_record_free(struct hook_record *hr)
 	 * records are dropped with them. */
 	while (hr->rxs)
 		rx_free(hr->rxs);
+	pools_free(hr);
+	free(hr->out.b.p);
 	free(hr);
 }
 
@@ -626,16 +877,45 @@ size_t hook_record_inflight_count(const struct hook_record *hr)
 	size_t n = 0;
 	for (const struct rx *rx = hr->rxs; rx; rx = rx->next)
 		for (const struct pending *p = rx->head; p; p = p->next)
-			n += p->kind == RK_REQUEST && !p->settled;
+			n += p->rec.kind == RK_REQUEST && !p->settled;
 	return n;
+}
+
+static json_t *str_json(const struct rec *r, enum rec_str f)
+{
+	const char *s = rec_get(r, f);
+	json_t *j = s ? json_string(s) : NULL;
+	return j ? j : json_null();
+}
+
+/* The identifying members of an open request, as hook_record.h lists. */
+static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t now)
+{
+	char when[40];
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	hook_record_time(r->wall_us, when, sizeof(when));
+	json_object_set_new(o, "time", json_string(when));
+	json_object_set_new(o, "session", str_json(r, F_SESSION));
+	json_object_set_new(o, "client", str_json(r, F_CLIENT));
+	json_object_set_new(o, "client_name", str_json(r, F_CLIENT_NAME));
+	json_object_set_new(o, "upstream", str_json(r, F_UPSTREAM));
+	json_object_set_new(o, "method", str_json(r, F_METHOD));
+	json_object_set_new(o, "tool", str_json(r, F_TOOL));
+	json_object_set_new(o, "id", r->id_kind == ID_INT   ? json_integer((json_int_t)r->id_int)
+	                             : r->id_kind == ID_STR ? str_json(r, F_ID)
+	                                                    : json_null());
+	json_object_set_new(o, "arguments", str_json(r, F_ARGUMENTS));
+	json_object_set_new(o, "arguments_cut", json_boolean(r->arguments_cut));
+	uint64_t start = rx->where->start_us;
+	json_object_set_new(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
+	json_object_set_new(o, "notifications", json_integer(rx->notifications));
+	return o;
 }
 
 json_t *hook_record_inflight(const struct hook_record *hr, size_t limit)
 {
-	static const char *const keep[] = {
-		"time", "session", "client", "client_name", "upstream", "method", "tool", "id",
-		"arguments", "arguments_cut",
-	};
 	json_t *out = json_array();
 	uint64_t now = mono_us();
 
@@ -643,20 +923,15 @@ json_t *hook_record_inflight(const struct hook_record *hr, size_t limit)
 		return NULL;
 	for (const struct rx *rx = hr->rxs; rx; rx = rx->next) {
 		for (const struct pending *p = rx->head; p; p = p->next) {
-			if (p->kind != RK_REQUEST || p->settled)
+			if (p->rec.kind != RK_REQUEST || p->settled)
 				continue;
 			if (json_array_size(out) >= limit)
 				return out;
-			json_t *o = json_object();
+			json_t *o = inflight_item(rx, &p->rec, now);
 			if (!o) {
 				json_decref(out);
 				return NULL;
 			}
-			for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
-				put(o, keep[i], json_incref(json_object_get(p->rec, keep[i])));
-			uint64_t start = rx->where->start_us;
-			put(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
-			put(o, "notifications", json_integer(rx->notifications));
 			json_array_append_new(out, o);
 		}
 	}

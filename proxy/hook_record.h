@@ -15,7 +15,7 @@
  * its answer is listed by hook_record_inflight().
  *
  * Record (one JSON object, members always present, in this order):
- *   seq              0 here: the sink numbers it
+ *   seq              the sink numbers it (hook_record_text_seal)
  *   time             RFC 3339 UTC with microseconds, when the request arrived
  *   session          Mcp-Session-Id (the reply's for initialize) or null
  *   client           "ip:port";  client_name: the client token's name or null
@@ -66,10 +66,21 @@ struct redact;
 struct metrics;
 struct hook_record;
 
-/* Receives each finished record. rec is borrowed for the call (the sink
- * may set members, e.g. "seq", but keeps no reference); keys point into
- * rec. */
-typedef void (*hook_record_sink_fn)(void *arg, json_t *rec, const struct ring_keys *keys);
+/* A finished record as JSON text: the object above with every member but
+ * "seq", which the sink's numbering decides. Owned by the recorder,
+ * borrowed by the sink for the call. */
+struct hook_record_text;
+
+/* Puts "seq" in front of the record and returns its whole JSON text
+ * ({"seq":N,"time":…}, NUL-terminated, *len bytes). The text lives in the
+ * recorder's buffer until the sink returns; the sink may write to it (and
+ * to the NUL at [*len]) but keeps no pointer into it. */
+char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len);
+
+/* Receives each finished record. keys point into the record and are
+ * valid for the call, like t. */
+typedef void (*hook_record_sink_fn)(void *arg, struct hook_record_text *t,
+                                    const struct ring_keys *keys);
 
 /* Registers the recorder as an observer on in. rd and m are borrowed and
  * must outlive it (m may be NULL: nothing counted). Returns NULL when the

@@ -43,19 +43,61 @@ const char *http_resp_reason(int status)
 	}
 }
 
+/* Each line goes out in one evbuffer_add: an add per piece costs a chain
+ * lookup and a callback check each, and headers are written per request. */
+
 int http_resp_status_line(struct evbuffer *out, int version, int status)
 {
-	return evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", version == 10 ? 0 : 1, status,
-	                           http_resp_reason(status)) < 0 ? -1 : 0;
+	char line[128];
+	const char *reason = http_resp_reason(status);
+	size_t rlen = strlen(reason), n = 0;
+
+	if (status < 100 || status > 999 || rlen > 64)
+		return evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", version == 10 ? 0 : 1, status,
+		                           reason) < 0 ? -1 : 0;
+	memcpy(line, version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
+	n = 9;
+	line[n++] = (char)('0' + status / 100);
+	line[n++] = (char)('0' + status / 10 % 10);
+	line[n++] = (char)('0' + status % 10);
+	line[n++] = ' ';
+	memcpy(line + n, reason, rlen);
+	n += rlen;
+	memcpy(line + n, "\r\n", 2);
+	n += 2;
+	return evbuffer_add(out, line, n) ? -1 : 0;
 }
 
 int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
                      const char *value, size_t value_len)
 {
+	char line[1024];
+
+	if (name_len + value_len + 4 <= sizeof(line)) {
+		memcpy(line, name, name_len);
+		memcpy(line + name_len, ": ", 2);
+		memcpy(line + name_len + 2, value, value_len);
+		memcpy(line + name_len + 2 + value_len, "\r\n", 2);
+		return evbuffer_add(out, line, name_len + value_len + 4) ? -1 : 0;
+	}
 	if (evbuffer_add(out, name, name_len) || evbuffer_add(out, ": ", 2) ||
 	    evbuffer_add(out, value, value_len) || evbuffer_add(out, "\r\n", 2))
 		return -1;
 	return 0;
+}
+
+int http_resp_content_length(struct evbuffer *out, uint64_t n)
+{
+	char line[48] = "Content-Length: ", digits[24];
+	size_t k = 0, len = 16;
+	do {
+		digits[k++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	while (k)
+		line[len++] = digits[--k];
+	memcpy(line + len, "\r\n", 2);
+	return evbuffer_add(out, line, len + 2) ? -1 : 0;
 }
 
 static const char *const hop_by_hop[] = {
@@ -81,8 +123,12 @@ static int token_listed(const char *list, const char *name, size_t len)
 
 int http_hop_by_hop(const char *name, size_t len, const char *connection)
 {
+	/* Every header of every request and reply comes through here: compare
+	 * lengths before letters. */
+	static const unsigned char lens[] = {10, 10, 16, 2, 7, 17, 7, 18, 19};
+	_Static_assert(sizeof(lens) == sizeof(hop_by_hop) / sizeof(hop_by_hop[0]), "one length each");
 	for (size_t i = 0; i < sizeof(hop_by_hop) / sizeof(hop_by_hop[0]); i++)
-		if (strlen(hop_by_hop[i]) == len && strncasecmp(hop_by_hop[i], name, len) == 0)
+		if (lens[i] == len && strncasecmp(hop_by_hop[i], name, len) == 0)
 			return 1;
 	return connection && token_listed(connection, name, len);
 }

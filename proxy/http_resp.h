@@ -4,6 +4,7 @@
 #define MCPWARDEN_HTTP_RESP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 struct evbuffer;
@@ -15,6 +16,8 @@ int http_resp_status_line(struct evbuffer *out, int version, int status);
 /* "Name: value\r\n". Returns 0 or -1. */
 int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
                      const char *value, size_t value_len);
+/* "Content-Length: n\r\n". Returns 0 or -1. */
+int http_resp_content_length(struct evbuffer *out, uint64_t n);
 
 /* Whether a header must not cross the proxy (RFC 9110 §7.6.1): the fixed
  * hop-by-hop set plus every token listed in the message's Connection header

@@ -105,8 +105,11 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 			continue;
 		int was_modified = m->modified;
 		enum inspect_verdict v = call(h, m);
-		if (m->modified && !was_modified)
+		if (m->modified && !was_modified) {
 			STAT_INC(in, modified);
+			m->result_raw = NULL; /* no longer what msg holds */
+			m->result_raw_len = 0;
+		}
 		if (v == INSPECT_ANSWER && !m->answer)
 			v = INSPECT_FORWARD;
 		if (v == INSPECT_DROP || v == INSPECT_ANSWER) {

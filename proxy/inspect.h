@@ -69,6 +69,13 @@ struct inspect_msg {
 	const json_t *request;
 	struct inspect_where *where;
 	int modified;             /* a hook changed msg: it is re-serialised */
+	/* The text of msg's "result" member exactly as it arrived (borrowed,
+	 * valid for the call), or NULL when the transport does not know it
+	 * (batches, translated transports). Cleared once a hook modifies msg,
+	 * so it always spells what msg->result holds; a hook may key a cache
+	 * on it (hook_contract does). */
+	const char *result_raw;
+	size_t result_raw_len;
 	json_t *answer;           /* owned by the proxy once set: reply to send */
 	const char *decided_by;   /* name of the hook that dropped/answered */
 	/* For observers: what the deciding hooks decided, and the rule or

@@ -34,6 +34,7 @@
 #include "proxy/http_parse.h"
 #include "proxy/http_resp.h"
 #include "proxy/inspect.h"
+#include "proxy/jparse.h"
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
 #include "proxy/mirror.h"
@@ -222,8 +223,19 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 
 	if (!out)
 		return NULL;
-	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, target,
-	                    ex->uc->host_header);
+	size_t mlen = strlen(method), tlen = strlen(target);
+	/* The request line in one add (the target is bounded by struct route). */
+	char line[2100];
+	if (mlen + tlen + 12 <= sizeof(line)) {
+		memcpy(line, method, mlen);
+		line[mlen] = ' ';
+		memcpy(line + mlen + 1, target, tlen);
+		memcpy(line + mlen + 1 + tlen, " HTTP/1.1\r\n", 11);
+		evbuffer_add(out, line, mlen + tlen + 12);
+	} else {
+		evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", method, target);
+	}
+	http_resp_header(out, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
@@ -253,7 +265,7 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 	size_t blen = body ? evbuffer_get_length(body) : 0;
 	if (blen || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
 	    strcmp(method, "PATCH") == 0)
-		evbuffer_add_printf(out, "Content-Length: %zu\r\n", blen);
+		http_resp_content_length(out, blen);
 	evbuffer_add(out, "\r\n", 2);
 	if (blen)
 		evbuffer_add_buffer(out, body);
@@ -358,14 +370,17 @@ static void check_backpressure(struct exchange *ex)
 
 /* Runs the hook on one message. Returns the verdict; *answer receives an
  * owned reply when a hook answered. */
-static enum inspect_verdict hook(struct exchange *ex, enum inspect_dir dir, json_t *msg,
-                                 int *modified, json_t **answer)
+static enum inspect_verdict hook_raw(struct exchange *ex, enum inspect_dir dir, json_t *msg,
+                                     const struct jparse_span *result, int *modified,
+                                     json_t **answer)
 {
 	struct inspect_msg im = {
 		.dir = dir,
 		.kind = jrpc_classify(msg),
 		.msg = msg,
 		.where = &ex->where,
+		.result_raw = result ? result->at : NULL,
+		.result_raw_len = result && result->at ? result->len : 0,
 	};
 	im.request = dir == INSPECT_FROM_CLIENT ? msg : request_for(ex, msg);
 	enum inspect_verdict v = inspect_message(ex->ctx->insp, &im);
@@ -380,6 +395,12 @@ static enum inspect_verdict hook(struct exchange *ex, enum inspect_dir dir, json
 		        v == INSPECT_DROP ? "dropped" : "answered", jrpc_kind_str(im.kind),
 		        im.decided_by ? im.decided_by : "?");
 	return v;
+}
+
+static enum inspect_verdict hook(struct exchange *ex, enum inspect_dir dir, json_t *msg,
+                                 int *modified, json_t **answer)
+{
+	return hook_raw(ex, dir, msg, NULL, modified, answer);
 }
 
 static void add_answer(struct exchange *ex, json_t *answer)
@@ -491,8 +512,8 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		write_event(ex, ev);
 		return 0;
 	}
-	json_error_t jerr;
-	json_t *msg = json_loadb(ev->data, ev->data_len, 0, &jerr);
+	struct jparse_span result = {.name = "result"};
+	json_t *msg = jparse_span(ev->data, ev->data_len, 0, &result);
 	if (!msg || !json_is_object(msg)) {
 		/* Not a message we understand: not ours to judge, pass it on. */
 		json_decref(msg);
@@ -500,7 +521,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return 0;
 	}
 	int modified = 0;
-	enum inspect_verdict v = hook(ex, INSPECT_FROM_SERVER, msg, &modified, NULL);
+	enum inspect_verdict v = hook_raw(ex, INSPECT_FROM_SERVER, msg, &result, &modified, NULL);
 	if (v == INSPECT_FORWARD && !modified) {
 		write_event(ex, ev);
 	} else if (v == INSPECT_FORWARD) {
@@ -575,10 +596,12 @@ static int json_to_raw(struct exchange *ex)
 	return conn_reply_body_buffer(ex->c, ex->json_buf);
 }
 
-static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, int *modified)
+static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply,
+                                      const struct jparse_span *result, int *modified)
 {
 	if (json_is_object(reply)) {
-		if (hook(ex, INSPECT_FROM_SERVER, reply, modified, NULL) != INSPECT_FORWARD) {
+		if (hook_raw(ex, INSPECT_FROM_SERVER, reply, result, modified, NULL) !=
+		    INSPECT_FORWARD) {
 			*modified = 1;
 			json_decref(reply);
 			return json_array();
@@ -599,10 +622,10 @@ static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, int *m
 
 static void finish_json(struct exchange *ex)
 {
-	json_error_t jerr;
 	size_t len = evbuffer_get_length(ex->json_buf);
 	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
-	json_t *reply = len ? json_loadb(bytes, len, JSON_DECODE_ANY, &jerr) : NULL;
+	struct jparse_span result = {.name = "result"};
+	json_t *reply = len ? jparse_span(bytes, len, 1, &result) : NULL;
 
 	if (!reply) {
 		upstream_failed(ex, 502, "the upstream declared JSON but sent something else");
@@ -618,7 +641,7 @@ static void finish_json(struct exchange *ex)
 		return;
 	}
 	int modified = 0;
-	reply = inspect_reply_messages(ex, reply, &modified);
+	reply = inspect_reply_messages(ex, reply, &result, &modified);
 	if (ex->answers) {
 		if (!json_is_array(reply)) {
 			json_t *arr = json_array();
@@ -875,14 +898,13 @@ static int authenticate(struct exchange *ex)
 /* Parses and checks a POST body. Returns 0, or -1 after replying. */
 static int parse_post(struct exchange *ex, struct evbuffer *body)
 {
-	json_error_t jerr;
 	size_t len = evbuffer_get_length(body);
 	const char *bytes = (const char *)evbuffer_pullup(body, -1);
 	const char *why;
 
 	/* Any JSON value parses here, so that `42` is told apart from `{`:
 	 * the first is not JSON-RPC (-32600), the second not JSON (-32700). */
-	ex->body = len ? json_loadb(bytes, len, JSON_DECODE_ANY, &jerr) : NULL;
+	ex->body = len ? jparse(bytes, len, 1) : NULL;
 	if (!ex->body) {
 		reply_error(ex, 400, JRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
 		return -1;
@@ -1140,7 +1162,9 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 	uint64_t start = conn_request_start_us(ex->c);
 	uint64_t lat = mono_us() - start;
 	const char *note = ex->error ? ex->error : client_error;
-	json_t *first = ex->body ? jrpc_body_at(ex->body, 0) : NULL;
+	/* The access line's method and tool cost lookups: only when logged. */
+	int logged = log_enabled(LOG_INFO);
+	json_t *first = logged && ex->body ? jrpc_body_at(ex->body, 0) : NULL;
 
 	struct log_access a = {
 		.conn_id = ex->where.conn_id,
@@ -1149,7 +1173,7 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 		.http_method = ex->where.http_method,
 		.path = ex->path,
 		.upstream = ex->uc ? ex->uc->name : NULL,
-		.rpc_method = first_method(ex),
+		.rpc_method = logged ? first_method(ex) : NULL,
 		.tool = first ? jrpc_tool_name(first) : NULL,
 		.status = conn_reply_status(ex->c),
 		.latency_ms = (double)lat / 1000.0,

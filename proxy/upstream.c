@@ -244,14 +244,47 @@ static void req_complete(struct upstream_req *r)
 	r->cbs->on_done(r->arg);
 }
 
+/* On a connected plain-TCP connection, sends what the socket takes of the
+ * request at once. The bufferevent would instead register for writability,
+ * wait a loop turn for it and unregister again: two epoll_ctl and an
+ * epoll_wait per request, for a request that fits the socket buffer
+ * anyway. Returns the bytes sent (the request is left intact, for a
+ * retry), 0 when the bufferevent should do it all. */
+static size_t send_now(struct upconn *uc, struct evbuffer *request)
+{
+	struct evbuffer_iovec v[16];
+	struct iovec iov[16];
+
+	if (!uc->connected || uc->up->tls)
+		return 0;
+	int n = evbuffer_peek(request, -1, NULL, v, 16);
+	if (n <= 0 || n > 16)
+		return 0;
+	for (int i = 0; i < n; i++)
+		iov[i] = (struct iovec){v[i].iov_base, v[i].iov_len};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+	ssize_t w = sendmsg(bufferevent_getfd(uc->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* An error is left for the bufferevent to meet and report. */
+	return w > 0 ? (size_t)w : 0;
+}
+
 static int req_attach(struct upstream_req *r, struct upconn *uc)
 {
 	r->uc = uc;
 	uc->req = r;
 	uc->uses++;
 	bufferevent_setcb(uc->bev, upstream_read_cb, NULL, upstream_event_cb, uc);
-	/* A reference, not a copy: the request stays intact for a retry. */
-	if (evbuffer_add_buffer_reference(bufferevent_get_output(uc->bev), r->request) < 0)
+	size_t sent = send_now(uc, r->request);
+	if (sent == evbuffer_get_length(r->request)) {
+		/* All sent: enabling EV_WRITE would register for writability
+		 * (libevent adds the event whether or not output is pending). */
+		return bufferevent_enable(uc->bev, EV_READ);
+	}
+	/* A reference, not a copy: the request stays intact for a retry. What
+	 * went out already is drained from the reference only. */
+	struct evbuffer *out = bufferevent_get_output(uc->bev);
+	if (evbuffer_add_buffer_reference(out, r->request) < 0 ||
+	    (sent && evbuffer_drain(out, sent) < 0))
 		return -1;
 	return bufferevent_enable(uc->bev, EV_READ | EV_WRITE);
 }

@@ -21,6 +21,8 @@
  *     id was valid and null otherwise, and stays one when serialised and
  *     parsed back. A NULL message still releases data (ASan leak check).
  *  7. Classification survives a serialise/parse round trip.
+ *  8. jrpc_classify (one walk over the members) agrees with the same
+ *     rules written as hashed lookups, member by member.
  *
  * Built with libFuzzer (make fuzz-run FUZZ=jsonrpc) or with
  * tests/fuzz/replay.c to replay the corpus (make fuzz).
@@ -178,6 +180,34 @@ static void check_body(json_t *body)
 	CHECK(jrpc_body_has_request(body) == has_request);
 }
 
+/* The classification rules as plain lookups, the reference for 8. */
+static enum jrpc_kind classify_by_lookup(const json_t *msg)
+{
+	if (!json_is_object(msg))
+		return JRPC_INVALID;
+	const char *v = json_string_value(json_object_get(msg, "jsonrpc"));
+	if (!v || strcmp(v, "2.0") != 0)
+		return JRPC_INVALID;
+	json_t *method = json_object_get(msg, "method"), *id = json_object_get(msg, "id");
+	json_t *params = json_object_get(msg, "params");
+	json_t *result = json_object_get(msg, "result"), *error = json_object_get(msg, "error");
+	if (method) {
+		if (!json_is_string(method) || json_string_length(method) == 0 ||
+		    (params && !json_is_object(params) && !json_is_array(params)))
+			return JRPC_INVALID;
+		return !id ? JRPC_NOTIFICATION : id_valid(id) ? JRPC_REQUEST : JRPC_INVALID;
+	}
+	if (result && !error)
+		return id_valid(id) ? JRPC_RESULT : JRPC_INVALID;
+	if (error && !result) {
+		if ((id && !id_valid(id) && !json_is_null(id)) || !json_is_object(error) ||
+		    !json_is_integer(json_object_get(error, "code")))
+			return JRPC_INVALID;
+		return JRPC_ERROR;
+	}
+	return JRPC_INVALID;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_error_t err;
@@ -193,9 +223,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                     : JRPC_INVALID_REQUEST;
 	check_body(body);
 	check_message(body, code);
+	CHECK(jrpc_classify(body) == classify_by_lookup(body));
 	if (json_is_array(body)) {
-		for (size_t i = 0; i < json_array_size(body) && i < 256; i++)
+		for (size_t i = 0; i < json_array_size(body) && i < 256; i++) {
 			check_message(json_array_get(body, i), code);
+			CHECK(jrpc_classify(json_array_get(body, i)) ==
+			      classify_by_lookup(json_array_get(body, i)));
+		}
 	}
 	json_decref(body);
 	return 0;

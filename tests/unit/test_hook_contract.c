@@ -833,6 +833,148 @@ static void test_bounded_listings(void **state)
 	fx_free(f);
 }
 
+/* ---- unchanged lists: the kept verdict --------------------------------------- */
+
+/* A tools/list exchange whose reply carries its result's text as it
+ * arrived (result_raw), as transport_http hands JSON replies over. The
+ * text is `raw` when given (so that equal values may differ in bytes),
+ * else the compact form of result. */
+static struct sent exchange_raw(struct fx *f, const char *sid, const char *protocol,
+                                const char *result, const char *raw)
+{
+	static json_int_t next_id = 5000;
+	json_int_t id = next_id++;
+	json_t *req = json_pack("{s:s,s:I,s:s,s:{}}", "jsonrpc", "2.0", "id", id, "method",
+	                        "tools/list", "params");
+	json_t *res = J(result);
+	char *text = raw ? strdup(raw) : json_dumps(res, JSON_COMPACT);
+	json_t *resp = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id", id, "result", res);
+	struct inspect_where w = {.conn_id = 7, .upstream = "a", .session_id = sid,
+	                          .protocol = protocol, .http_method = "POST"};
+	struct inspect_msg mc = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST, .msg = req,
+	                         .request = req, .where = &w};
+	inspect_message(f->ctx.insp, &mc);
+	struct inspect_msg m = {.dir = INSPECT_FROM_SERVER, .kind = jrpc_classify(resp), .msg = resp,
+	                        .request = req, .where = &w, .result_raw = text,
+	                        .result_raw_len = strlen(text)};
+	struct sent out;
+	out.v = inspect_message(f->ctx.insp, &m);
+	out.modified = m.modified;
+	out.msg = resp;
+	json_object_del(resp, "id"); /* ids differ from call to call; the rest must not */
+	free(text);
+	json_decref(req);
+	return out;
+}
+
+static struct hook_contract_stats stats_of(struct fx *f)
+{
+	struct hook_contract_stats st;
+	hook_contract_get_stats(f->ctx.contract, &st);
+	return st;
+}
+
+/* The second listing of the same bytes is answered from the kept verdict:
+ * the same reply and report, the counters as for a check. */
+static void expect_replayed_twice(const char *mode, const char *list, int modified,
+                                  uint64_t filtered_each, uint64_t failed_each)
+{
+	char conf[64];
+	snprintf(conf, sizeof(conf), "{'mode':'%s'}", mode);
+	struct fx *f = fx_new(conf);
+	struct sent a = exchange_raw(f, "s1", "2025-11-25", list, NULL);
+	json_t *ra = report(f, "a");
+	int calls = admin_calls;
+	struct sent b = exchange_raw(f, "s2", "2025-11-25", list, NULL);
+	json_t *rb = report(f, "a");
+
+	struct hook_contract_stats st = stats_of(f);
+	assert_int_equal(st.replayed, 1);
+	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.listings, 2);
+	assert_int_equal(st.tools_filtered, 2 * filtered_each);
+	assert_int_equal(st.replies_failed, 2 * failed_each);
+	assert_int_equal(a.modified, modified);
+	assert_int_equal(b.modified, modified);
+	if (!json_equal(a.msg, b.msg)) {
+		char *x = json_dumps(a.msg, 0), *y = json_dumps(b.msg, 0);
+		fail_msg("replayed reply differs:\n%s\n%s", x, y);
+	}
+	/* Published again, equal but for its time. */
+	assert_int_equal(admin_calls, calls + 1);
+	json_object_del(ra, "time");
+	json_object_del(rb, "time");
+	assert_true(json_equal(ra, rb));
+	json_decref(ra);
+	json_decref(rb);
+	json_decref(a.msg);
+	json_decref(b.msg);
+	fx_free(f);
+}
+
+static void test_unchanged_list_replayed_report(void **state)
+{
+	(void)state;
+	expect_replayed_twice("report", clean, 0, 0, 0);
+	expect_replayed_twice("report", broken, 0, 0, 0);
+}
+
+static void test_unchanged_list_replayed_filter(void **state)
+{
+	(void)state;
+	/* Two of three tools withheld, each time. */
+	expect_replayed_twice("filter", broken, 1, 2, 0);
+	expect_replayed_twice("filter", clean, 0, 0, 0);
+}
+
+static void test_unchanged_list_replayed_fail(void **state)
+{
+	(void)state;
+	expect_replayed_twice("fail", broken, 1, 0, 1);
+}
+
+/* Only the same bytes, in the same era, with their text known, replay;
+ * pages of a longer listing are always checked. */
+static void test_changed_list_checked(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("{'mode':'filter'}");
+	json_decref(exchange_raw(f, "s1", "2025-11-25", broken, NULL).msg);
+	/* The same value in other bytes. */
+	json_t *v = J(broken);
+	char *spaced = json_dumps(v, JSON_INDENT(1));
+	json_decref(v);
+	struct sent s = exchange_raw(f, "s1", "2025-11-25", broken, spaced);
+	free(spaced);
+	assert_true(s.modified);
+	json_decref(s.msg);
+	/* Another era. */
+	json_decref(exchange_raw(f, "s1", "2025-06-18", broken, NULL).msg);
+	assert_int_equal(stats_of(f).replayed, 0);
+	/* No text from the transport. */
+	json_decref(exchange(f, "s1", NULL, broken).msg);
+	assert_int_equal(stats_of(f).replayed, 0);
+	assert_int_equal(stats_of(f).pages, 4);
+	/* A page that more pages follow is never remembered. */
+	const char *first = "{'tools':[" GOOD("one") "],'nextCursor':'c2'}";
+	json_decref(exchange_raw(f, "s3", "2025-11-25", first, NULL).msg);
+	json_decref(exchange(f, "s3", "c2", clean).msg);
+	json_decref(exchange_raw(f, "s3", "2025-11-25", first, NULL).msg);
+	assert_int_equal(stats_of(f).replayed, 0);
+	/* The last one-page list checked (the 2025-06-18 one: pages of longer
+	 * listings and lists without text left it alone) replays; another
+	 * one replaces it. */
+	json_decref(exchange_raw(f, "s4", "2025-06-18", broken, NULL).msg);
+	assert_int_equal(stats_of(f).replayed, 1);
+	json_decref(exchange_raw(f, "s5", "2025-11-25", broken, NULL).msg);
+	assert_int_equal(stats_of(f).replayed, 1);
+	json_decref(exchange_raw(f, "s5", "2025-11-25", broken, NULL).msg);
+	assert_int_equal(stats_of(f).replayed, 2);
+	json_decref(exchange_raw(f, "s4", "2025-06-18", broken, NULL).msg);
+	assert_int_equal(stats_of(f).replayed, 2);
+	fx_free(f);
+}
+
 int main(void)
 {
 	log_setup(LOG_ERROR, 0);
@@ -860,6 +1002,10 @@ int main(void)
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_reports_json),
 		cmocka_unit_test(test_bounded_listings),
+		cmocka_unit_test(test_unchanged_list_replayed_report),
+		cmocka_unit_test(test_unchanged_list_replayed_filter),
+		cmocka_unit_test(test_unchanged_list_replayed_fail),
+		cmocka_unit_test(test_changed_list_checked),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	json_decref(admin_report);

@@ -275,6 +275,151 @@ static void test_limits(void **state)
 	redact_free(NULL);
 }
 
+/* ---- the serialising path against the copying one ------------------------ */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static unsigned rnd(unsigned n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (unsigned)(rng_state % n);
+}
+
+static json_t *random_string(void)
+{
+	static const char *const pool[] = {
+		"", "plain", "hunter2", "a hunter2 b hunter2", "quote\"back\\slash/",
+		"\x01\x1f\x7f tab\t nl\n cr\r ff\f bs\b", "caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80",
+	};
+	if (rnd(4))
+		return json_string(pool[rnd(sizeof(pool) / sizeof(pool[0]))]);
+	char b[40];
+	size_t n = rnd(sizeof(b));
+	for (size_t i = 0; i < n; i++)
+		b[i] = (char)rnd(0x80); /* ASCII, NUL and control bytes included */
+	return json_stringn(b, n);
+}
+
+static json_t *random_value(int depth)
+{
+	static const char *const keys[] = {
+		"a", "password", "X-Api-Key", "myToken", "x-hunter2-y", "hunter2", "k\"q", "\n",
+		"caf\xc3\xa9", "authorization", "id",
+	};
+	static const double reals[] = {0.1, 1e300, -2.5e-8, 3.0, 123456789.125, -0.0};
+	unsigned kind = depth > 70 ? 2 + rnd(6) : rnd(9);
+	switch (kind) {
+	case 0:
+	case 1: {
+		json_t *o = json_object();
+		unsigned n = rnd(5);
+		for (unsigned i = 0; i < n; i++)
+			json_object_set_new(o, keys[rnd(sizeof(keys) / sizeof(keys[0]))],
+			                    random_value(depth + 1 + (int)rnd(8)));
+		return o;
+	}
+	case 2:
+		return random_string();
+	case 3: {
+		static const json_int_t ints[] = {0, -1, 42, INT64_MAX, INT64_MIN, 1000000007};
+		return json_integer(ints[rnd(6)]);
+	}
+	case 4:
+		return json_real(reals[rnd(6)]);
+	case 5:
+		return rnd(2) ? json_true() : json_false();
+	case 6:
+		return json_null();
+	default: {
+		json_t *a = json_array();
+		unsigned n = rnd(4);
+		for (unsigned i = 0; i < n; i++)
+			json_array_append_new(a, random_value(depth + 1 + (int)rnd(8)));
+		return a;
+	}
+	}
+}
+
+/* redact_json_text writes the text without a redacted copy; it must be the
+ * copy's text exactly, cut the same way. */
+static void test_json_text_matches_copy(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	assert_int_equal(redact_add_value(rd, "hunter2"), 0);
+	for (int round = 0; round < 3000; round++) {
+		json_t *v = random_value(0);
+		size_t max = rnd(3) ? (size_t)-1 : rnd(200);
+		json_t *c = redact_json(rd, v);
+		char *full = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+		int want_cut = -1, got_cut = -1;
+		char *want = redact_cut(full, max, &want_cut);
+		char *got = redact_json_text(rd, v, max, &got_cut);
+		assert_non_null(got);
+		if (strcmp(got, want) != 0)
+			fail_msg("round %d:\n got  %s\n want %s", round, got, want);
+		assert_int_equal(got_cut, want_cut);
+		free(got);
+		free(want);
+		free(full);
+		json_decref(c);
+		json_decref(v);
+	}
+	redact_free(rd);
+}
+
+/* A result with no content is previewed as its redacted JSON text, now
+ * written straight into the bounded preview (counted, not kept, past the
+ * limit): unbounded it is the copy's text; bounded, that text cut. */
+static void test_preview_json_matches_copy(void **state)
+{
+	(void)state;
+	struct redact *plain = redact_new(), *lit = redact_new();
+	assert_int_equal(redact_add_value(lit, "hunter2"), 0);
+	for (int round = 0; round < 2000; round++) {
+		json_t *x = random_value(0), *result;
+		if (round % 2)
+			result = json_pack("{s:O,s:b}", "structuredContent", x, "isError", 0);
+		else
+			result = json_object_get(x, "content") || !json_is_object(x)
+			                 ? json_pack("{s:O}", "value", x)
+			                 : json_incref(x);
+		const json_t *shown = json_object_get(result, "structuredContent");
+		if (!shown)
+			shown = result;
+		for (int k = 0; k < 2; k++) {
+			struct redact *rd = k ? lit : plain;
+			json_t *c = redact_json(rd, shown);
+			char *full = json_dumps(c, JSON_COMPACT | JSON_ENCODE_ANY);
+			int cut = -1;
+			char *got = redact_result_preview(rd, result, (size_t)-1, &cut);
+			if (strcmp(got, full) != 0)
+				fail_msg("round %d:\n got  %s\n want %s", round, got, full);
+			assert_int_equal(cut, 0);
+			free(got);
+			if (!k) {
+				size_t max = rnd(120);
+				int want_cut = -1;
+				char *want = redact_cut(full, max, &want_cut);
+				got = redact_result_preview(rd, result, max, &cut);
+				if (strcmp(got, want) != 0)
+					fail_msg("round %d max %zu:\n got  %s\n want %s", round, max, got, want);
+				assert_int_equal(cut, want_cut);
+				free(got);
+				free(want);
+			}
+			free(full);
+			json_decref(c);
+		}
+		json_decref(result);
+		json_decref(x);
+	}
+	redact_free(plain);
+	redact_free(lit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +433,8 @@ int main(void)
 		cmocka_unit_test(test_preview_tool_result),
 		cmocka_unit_test(test_preview_cut_at_800),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_json_text_matches_copy),
+		cmocka_unit_test(test_preview_json_matches_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

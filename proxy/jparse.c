@@ -1,0 +1,480 @@
+/* jparse: see jparse.h.
+ *
+ * Recursive descent over the bytes in place. A string without escapes is
+ * handed to json_stringn_nocheck straight from the input; one with escapes
+ * is decoded into a scratch buffer first (never longer than its source).
+ * Each step mirrors a rule of jansson 2.14's load.c, named where the rule
+ * is not plain RFC 8259.
+ */
+#include "proxy/jparse.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks/sbuf.h"
+
+struct jp {
+	const char *p, *end;
+	size_t depth;
+	struct jparse_span *span;  /* borrowed, or NULL */
+	char *scratch;          /* owned: decoded strings with escapes */
+	size_t scratch_cap;
+};
+
+/* A decoded string: in the input, or in jp->scratch. */
+struct jstr {
+	const char *s;
+	size_t len;
+};
+
+static json_t *parse_value(struct jp *jp);
+
+static void skip_ws(struct jp *jp)
+{
+	while (jp->p < jp->end &&
+	       (*jp->p == ' ' || *jp->p == '\n' || *jp->p == '\r' || *jp->p == '\t'))
+		jp->p++;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Four hex digits at s (s + 4 <= end checked by the caller); -1 if not. */
+static long hex4(const char *s)
+{
+	long v = 0;
+	for (int i = 0; i < 4; i++) {
+		int d = hex_digit(s[i]);
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+static size_t utf8_put(char *w, unsigned long cp)
+{
+	if (cp < 0x80) {
+		w[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		w[0] = (char)(0xC0 | (cp >> 6));
+		w[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		w[0] = (char)(0xE0 | (cp >> 12));
+		w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		w[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	w[0] = (char)(0xF0 | (cp >> 18));
+	w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+	w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	w[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* Decodes the escapes of raw[0..n) (known to end before the closing
+ * quote, with no raw control bytes) into jp->scratch. -1 on a bad escape,
+ * a lone surrogate or \u0000 (load.c: "\u0000 is not allowed", "NUL byte
+ * in object key"). */
+static int decode_escapes(struct jp *jp, const char *raw, size_t n, struct jstr *out)
+{
+	if (n > jp->scratch_cap) {
+		char *s = realloc(jp->scratch, n);
+		if (!s)
+			return -1;
+		jp->scratch = s;
+		jp->scratch_cap = n;
+	}
+	char *w = jp->scratch;
+	const char *p = raw, *end = raw + n;
+	while (p < end) {
+		if (*p != '\\') {
+			*w++ = *p++;
+			continue;
+		}
+		char e = p[1];
+		p += 2;
+		if (e != 'u') {
+			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+			const char *k = memchr(from, e, sizeof(from) - 1);
+			if (!k)
+				return -1;
+			*w++ = to[k - from];
+			continue;
+		}
+		if (end - p < 4)
+			return -1;
+		long cp = hex4(p);
+		p += 4;
+		if (cp < 0)
+			return -1;
+		if (cp >= 0xD800 && cp <= 0xDBFF) {
+			/* A high surrogate needs a low one right after it. */
+			if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
+				return -1;
+			long lo = hex4(p + 2);
+			if (lo < 0xDC00 || lo > 0xDFFF)
+				return -1;
+			p += 6;
+			cp = ((cp - 0xD800) << 10) + (lo - 0xDC00) + 0x10000;
+		} else if ((cp >= 0xDC00 && cp <= 0xDFFF) || cp == 0) {
+			return -1;
+		}
+		w += utf8_put(w, (unsigned long)cp);
+	}
+	out->s = jp->scratch;
+	out->len = (size_t)(w - jp->scratch);
+	return 0;
+}
+
+/* The string starting at jp->p (on its opening quote). */
+static int parse_string(struct jp *jp, struct jstr *out)
+{
+	const char *start = ++jp->p, *p = start, *end = jp->end;
+	int escapes = 0, high = 0;
+
+	for (;;) {
+		if (p >= end)
+			return -1;
+		unsigned char c = (unsigned char)*p;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return -1; /* control characters, NUL included */
+		if (c == '\\') {
+			/* The escaped byte is checked when decoding; only step over
+			 * it here so that \" does not end the string. */
+			escapes = 1;
+			if (p + 1 >= end)
+				return -1;
+			p += 2;
+			continue;
+		}
+		high |= c >= 0x80;
+		p++;
+	}
+	size_t n = (size_t)(p - start);
+	jp->p = p + 1;
+	if (high && !sbuf_utf8_valid(start, n))
+		return -1;
+	if (!escapes) {
+		out->s = start;
+		out->len = n;
+		return 0;
+	}
+	/* An escaped byte under 0x20 ("\<LF>") is an invalid escape anyway,
+	 * and decode_escapes refuses every escape but the nine valid ones. */
+	return decode_escapes(jp, start, n, out);
+}
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Past one or more digits at p; NULL when there is none. */
+static const char *digits(const char *p, const char *end)
+{
+	if (p >= end || !is_digit(*p))
+		return NULL;
+	while (p < end && is_digit(*p))
+		p++;
+	return p;
+}
+
+/* A number (load.c lex_scan_number): an integer when it has no fraction
+ * and no exponent (strtoll semantics, overflow is an error), else a real
+ * from strtod (overflow to infinity is an error, underflow is not). */
+static json_t *parse_number(struct jp *jp)
+{
+	const char *s = jp->p, *p = s, *end = jp->end;
+	int neg = 0, real = 0;
+
+	if (p < end && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (p >= end || !is_digit(*p))
+		return NULL;
+	if (*p == '0') {
+		p++;
+		if (p < end && is_digit(*p))
+			return NULL;
+	} else {
+		p = digits(p, end);
+	}
+	if (p < end && *p == '.') {
+		if (!(p = digits(p + 1, end)))
+			return NULL;
+		real = 1;
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if (!(p = digits(p, end)))
+			return NULL;
+		real = 1;
+	}
+	jp->p = p;
+	if (!real) {
+		/* Accumulate the magnitude; LLONG_MIN's is one more than
+		 * LLONG_MAX's. */
+		unsigned long long v = 0, lim = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+		for (const char *d = s + neg; d < p; d++) {
+			unsigned dig = (unsigned)(*d - '0');
+			if (v > (lim - dig) / 10)
+				return NULL;
+			v = v * 10 + dig;
+		}
+		json_int_t i = neg ? (json_int_t)(0 - v) : (json_int_t)v;
+		return json_integer(i);
+	}
+	char stack[64], *buf = stack;
+	size_t n = (size_t)(p - s);
+	if (n >= sizeof(stack) && !(buf = malloc(n + 1)))
+		return NULL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	errno = 0;
+	double d = strtod(buf, NULL);
+	int overflow = (d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE;
+	if (buf != stack)
+		free(buf);
+	return overflow ? NULL : json_real(d);
+}
+
+/* Past an opening bracket: 1 when `close` follows at once (consumed). */
+static int opens_empty(struct jp *jp, char close)
+{
+	jp->p++;
+	skip_ws(jp);
+	if (jp->p < jp->end && *jp->p == close) {
+		jp->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* After a member or an element: 1 at `close`, 0 after a comma (both
+ * consumed), -1 on anything else. */
+static int next_or_close(struct jp *jp, char close)
+{
+	skip_ws(jp);
+	if (jp->p >= jp->end)
+		return -1;
+	char c = *jp->p++;
+	return c == close ? 1 : c == ',' ? 0 : -1;
+}
+
+/* One "key": value of an object into o. 0, or -1. */
+static int parse_member(struct jp *jp, json_t *o)
+{
+	struct jstr key;
+
+	skip_ws(jp);
+	if (jp->p >= jp->end || *jp->p != '"' || parse_string(jp, &key) < 0)
+		return -1;
+	/* The key may sit in the scratch buffer, which the value's own strings
+	 * reuse: keep it until it is set. */
+	char kstack[128], *kbuf = NULL;
+	const char *k = key.s;
+	if (key.s == jp->scratch) {
+		kbuf = key.len <= sizeof(kstack) ? kstack : malloc(key.len);
+		if (!kbuf)
+			return -1;
+		memcpy(kbuf, key.s, key.len);
+		k = kbuf;
+	}
+	skip_ws(jp);
+	json_t *v = NULL;
+	if (jp->p < jp->end && *jp->p == ':') {
+		jp->p++;
+		skip_ws(jp);
+		const char *at = jp->p;
+		v = parse_value(jp);
+		/* depth 1: this is the top-level object's member. */
+		if (v && jp->span && jp->depth == 1 && key.len == strlen(jp->span->name) &&
+		    memcmp(k, jp->span->name, key.len) == 0) {
+			jp->span->at = at;
+			jp->span->len = (size_t)(jp->p - at);
+		}
+	}
+	int rc = v ? json_object_setn_new_nocheck(o, k, key.len, v) : -1;
+	if (kbuf && kbuf != kstack)
+		free(kbuf);
+	return rc < 0 ? -1 : 0;
+}
+
+/* One element of an array into a. 0, or -1. */
+static int parse_element(struct jp *jp, json_t *a)
+{
+	skip_ws(jp);
+	json_t *v = parse_value(jp);
+	return v && json_array_append_new(a, v) == 0 ? 0 : -1;
+}
+
+/* An object or an array (c, new and owned, or NULL): its items, each read
+ * by `item`, up to `close`. Returns c, or NULL after freeing it. */
+static json_t *parse_items(struct jp *jp, json_t *c, char close,
+                           int (*item)(struct jp *, json_t *))
+{
+	if (!c)
+		return NULL;
+	if (opens_empty(jp, close))
+		return c;
+	for (;;) {
+		int next = item(jp, c) < 0 ? -1 : next_or_close(jp, close);
+		if (next > 0)
+			return c;
+		if (next < 0)
+			break;
+	}
+	json_decref(c);
+	return NULL;
+}
+
+static int literal(struct jp *jp, const char *word, size_t n)
+{
+	if ((size_t)(jp->end - jp->p) < n || memcmp(jp->p, word, n) != 0)
+		return 0;
+	jp->p += n;
+	return 1;
+}
+
+/* A value at jp->p (whitespace skipped). load.c counts every value,
+ * scalars included, against JSON_PARSER_MAX_DEPTH. */
+static json_t *parse_value(struct jp *jp)
+{
+	json_t *v = NULL;
+	struct jstr s;
+
+	if (jp->p >= jp->end || ++jp->depth > JSON_PARSER_MAX_DEPTH)
+		return NULL;
+	switch (*jp->p) {
+	case '{':
+		v = parse_items(jp, json_object(), '}', parse_member);
+		break;
+	case '[':
+		v = parse_items(jp, json_array(), ']', parse_element);
+		break;
+	case '"':
+		v = parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);
+		break;
+	case 't':
+		v = literal(jp, "true", 4) ? json_true() : NULL;
+		break;
+	case 'f':
+		v = literal(jp, "false", 5) ? json_false() : NULL;
+		break;
+	case 'n':
+		v = literal(jp, "null", 4) ? json_null() : NULL;
+		break;
+	default:
+		v = parse_number(jp);
+		break;
+	}
+	/* load.c quirk, kept so both parsers accept the same texts: the byte
+	 * that ends a number or a true/false/null is read and pushed back, and
+	 * a pushed-back NUL reads as "buffer empty": one NUL right there is
+	 * skipped ({"x":1\0} is JSON to jansson). */
+	if (v && !json_is_object(v) && !json_is_array(v) && !json_is_string(v) &&
+	    jp->p < jp->end && *jp->p == '\0')
+		jp->p++;
+	jp->depth--;
+	return v;
+}
+
+json_t *jparse(const char *buf, size_t len, int any)
+{
+	return jparse_span(buf, len, any, NULL);
+}
+
+json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span)
+{
+	struct jp jp = {.p = buf, .end = buf + len, .span = span};
+
+	if (span) {
+		span->at = NULL;
+		span->len = 0;
+	}
+	if (!buf)
+		return NULL;
+	skip_ws(&jp);
+	if (!any && (jp.p >= jp.end || (*jp.p != '{' && *jp.p != '[')))
+		return NULL;
+	json_t *v = parse_value(&jp);
+	free(jp.scratch);
+	if (!v) {
+		if (span)
+			span->at = NULL;
+		return NULL;
+	}
+	skip_ws(&jp);
+	if (jp.p != jp.end) {
+		json_decref(v);
+		if (span)
+			span->at = NULL;
+		return NULL;
+	}
+	return v;
+}
+
+json_t *jparse_copy(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		json_t *o = json_object(), *src = (json_t *)(uintptr_t)v; /* read only */
+		for (void *it = json_object_iter(src); o && it; it = json_object_iter_next(src, it)) {
+			json_t *c = jparse_copy(json_object_iter_value(it));
+			if (!c || json_object_setn_new_nocheck(o, json_object_iter_key(it),
+			                                       json_object_iter_key_len(it), c) < 0) {
+				json_decref(o);
+				o = NULL;
+			}
+		}
+		return o;
+	}
+	case JSON_ARRAY: {
+		json_t *a = json_array();
+		for (size_t i = 0; a && i < json_array_size(v); i++) {
+			json_t *c = jparse_copy(json_array_get(v, i));
+			if (!c || json_array_append_new(a, c) < 0) {
+				json_decref(a);
+				a = NULL;
+			}
+		}
+		return a;
+	}
+	case JSON_STRING:
+		return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		return json_integer(json_integer_value(v));
+	case JSON_REAL:
+		return json_real(json_real_value(v));
+	case JSON_TRUE:
+		return json_true();
+	case JSON_FALSE:
+		return json_false();
+	case JSON_NULL:
+		return json_null();
+	default:
+		return NULL;
+	}
+}

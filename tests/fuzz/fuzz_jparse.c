@@ -1,0 +1,106 @@
+/* Fuzz target for proxy/jparse.c, differential against jansson.
+ *
+ * The input is any byte string. jparse() and json_loadb() parse it with
+ * the same flags (both 0 and JSON_DECODE_ANY, the two the proxy uses);
+ * they must agree on whether it is JSON, and when it is, on the value:
+ * json_equal, and the same compact text (so member order, duplicate
+ * members, -0.0 and real formatting agree too), also for jparse_copy()
+ * of the value. jparse_span's bytes of a
+ * top-level member parse on their own to that member's value. abort() on
+ * any mismatch.
+ *
+ * Built with libFuzzer (make fuzz-run FUZZ=jparse) or with
+ * tests/fuzz/replay.c to replay the corpus (make fuzz).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "proxy/jparse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_fail(const char *what, const uint8_t *data, size_t size)
+{
+	fprintf(stderr, "fuzz_jparse: %s on %zu bytes: %.*s\n", what, size,
+	        (int)(size < 200 ? size : 200), (const char *)data);
+	abort();
+}
+
+/* Whether a and b serialise to the same compact text. */
+static int same_text(const json_t *a, const json_t *b)
+{
+	char *x = json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *y = json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY);
+	int same = x && y && strcmp(x, y) == 0;
+	free(x);
+	free(y);
+	return same;
+}
+
+static void compare(const uint8_t *data, size_t size, int any)
+{
+	json_error_t err;
+	json_t *want = json_loadb((const char *)data, size, any ? JSON_DECODE_ANY : 0, &err);
+	json_t *got = jparse((const char *)data, size, any);
+
+	if (!want != !got)
+		fuzz_fail(want ? "jparse refused what jansson accepts"
+		               : "jparse accepted what jansson refuses", data, size);
+	if (want) {
+		if (!json_equal(want, got))
+			fuzz_fail("values differ", data, size);
+		if (!same_text(want, got))
+			fuzz_fail("texts differ", data, size);
+		json_t *copy = jparse_copy(got);
+		if (!copy || !json_equal(copy, want) || (json_is_object(got) && copy == got))
+			fuzz_fail("jparse_copy is not an equal copy", data, size);
+		if (!same_text(want, copy))
+			fuzz_fail("jparse_copy's text differs", data, size);
+		json_decref(copy);
+	}
+	json_decref(want);
+	json_decref(got);
+}
+
+/* The span of each top-level member is that member's value, as text. */
+static void check_spans(const uint8_t *data, size_t size)
+{
+	json_t *v = jparse((const char *)data, size, 1);
+	const char *key;
+	json_t *val;
+
+	if (!json_is_object(v)) {
+		struct jparse_span sp = {.name = "result"};
+		json_t *again = jparse_span((const char *)data, size, 1, &sp);
+		if (sp.at)
+			fuzz_fail("a span outside an object", data, size);
+		json_decref(again);
+		json_decref(v);
+		return;
+	}
+	json_object_foreach(v, key, val) {
+		struct jparse_span sp = {.name = key};
+		json_t *again = jparse_span((const char *)data, size, 1, &sp);
+		if (!again || !sp.at || sp.at < (const char *)data ||
+		    sp.at + sp.len > (const char *)data + size)
+			fuzz_fail("no span for a member", data, size);
+		json_t *alone = jparse(sp.at, sp.len, 1);
+		if (!alone || !json_equal(alone, val))
+			fuzz_fail("a span is not its member's value", data, size);
+		json_decref(alone);
+		json_decref(again);
+	}
+	json_decref(v);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	compare(data, size, 0);
+	compare(data, size, 1);
+	check_spans(data, size);
+	return 0;
+}
