@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,12 @@ static void accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct soc
                       int salen, void *arg)
 {
 	struct listener *l = arg;
+	int one = 1;
 	(void)evl;
+	/* Replies leave in as few writes as conn can make them, and the last
+	 * one (a chunked reply's terminator, an SSE event) must not wait for
+	 * the client's delayed ACK: Nagle off, as every HTTP server does. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* Client connections take a place under the cap every worker shares
 	 * before anything else: exact however the kernel spreads them. */
 	if (!l->ops->low_priority && (l->parked || !px_slot_take(l->ctx)))

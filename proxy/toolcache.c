@@ -27,6 +27,10 @@ struct tc_entry {
 	int stale;
 	int warned;              /* the cap was logged for this listing */
 	uint64_t listings, pages, dropped;
+	/* The bytes of the last one-page listing's result, as the upstream
+	 * sent them: the same bytes again change nothing (owned, or NULL). */
+	char *raw;
+	size_t raw_len;
 };
 
 /* Shared by every worker: the observer and each entry point take the lock. */
@@ -58,6 +62,7 @@ void toolcache_free(struct toolcache *tc)
 		free(tc->entries[i].upstream);
 		json_decref(tc->entries[i].tools);
 		json_decref(tc->entries[i].pending);
+		free(tc->entries[i].raw);
 	}
 	pthread_mutex_destroy(&tc->lock);
 	free(tc);
@@ -94,28 +99,40 @@ static const char *str_member(const json_t *obj, const char *key)
 	return json_string_value(json_object_get(obj, key));
 }
 
-/* Adds one page's tools into `into`, within the cap. */
-static void add_page(struct toolcache *tc, struct tc_entry *e, json_t *into, const json_t *tools)
+/* Adds one page's tools into `into`, within the cap; returns how many
+ * were dropped over it. Touches nothing shared. */
+static uint64_t fill(size_t max_tools, json_t *into, const json_t *tools)
 {
 	size_t i;
 	json_t *tool;
-	size_t before = e->dropped;
+	uint64_t dropped = 0;
 
 	json_array_foreach((json_t *)(uintptr_t)tools, i, tool) {
 		const char *name = str_member(tool, "name");
 		if (!json_is_object(tool) || !name || !*name)
 			continue;
-		if (json_object_size(into) >= tc->max_tools && !json_object_get(into, name)) {
-			e->dropped++;
+		if (json_object_size(into) >= max_tools && !json_object_get(into, name)) {
+			dropped++;
 			continue;
 		}
 		json_object_set(into, name, tool); /* takes a reference */
 	}
-	if (e->dropped > before && !e->warned) {
+	return dropped;
+}
+
+static void note_dropped(struct tc_entry *e, uint64_t dropped, size_t max_tools)
+{
+	e->dropped += dropped;
+	if (dropped && !e->warned) {
 		e->warned = 1;
 		log_msg(LOG_WARN, "upstream %s lists more than %zu tools: the rest are not known to "
-		        "the Mcp-Param-* checks", e->upstream, tc->max_tools);
+		        "the Mcp-Param-* checks", e->upstream, max_tools);
 	}
+}
+
+static void add_page(struct toolcache *tc, struct tc_entry *e, json_t *into, const json_t *tools)
+{
+	note_dropped(e, fill(tc->max_tools, into, tools), tc->max_tools);
 }
 
 static void take_page(struct toolcache *tc, const char *upstream, const json_t *request,
@@ -143,6 +160,9 @@ static void take_page(struct toolcache *tc, const char *upstream, const json_t *
 	}
 	add_page(tc, e, e->pending ? e->pending : e->tools, tools);
 	e->pages++;
+	free(e->raw); /* a paged listing: no bytes to compare with */
+	e->raw = NULL;
+	e->raw_len = 0;
 	if (next && *next)
 		return;
 	if (e->pending) {
@@ -170,6 +190,78 @@ static void observe(struct toolcache *tc, const char *upstream, struct inspect_m
 		take_page(tc, upstream, m->request, result);
 }
 
+/* Same bytes as the listing held: nothing changes but the counters. */
+static int unchanged(struct toolcache *tc, const char *upstream, const struct inspect_msg *m)
+{
+	struct tc_entry *e = entry_find(tc, upstream);
+	if (!e || !e->raw || e->raw_len != m->result_raw_len ||
+	    memcmp(e->raw, m->result_raw, e->raw_len) != 0)
+		return 0;
+	e->pages++;
+	e->listings++;
+	e->stale = 0;
+	return 1;
+}
+
+/* A whole listing in one page (no cursor, no nextCursor: the common
+ * case, lists of a thousand tools included) is read outside the lock: the
+ * new table is built first, swapped in under the lock, and the old one
+ * released after it, so that other workers wait for a pointer swap, not
+ * for a thousand tools. Returns 0 when done, -1 for the general path
+ * (pages, errors, other results). */
+static int one_page(struct toolcache *tc, const char *upstream, const struct inspect_msg *m)
+{
+	const json_t *result = json_object_get(m->msg, "result");
+	const json_t *tools = json_object_get(result, "tools");
+	const json_t *params = json_object_get(m->request, "params");
+	const json_t *cursor = json_object_get(params, "cursor");
+	const char *rt = str_member(result, "resultType");
+	const char *next = str_member(result, "nextCursor");
+	if (!json_is_array(tools) || (rt && strcmp(rt, "complete") != 0) ||
+	    (cursor && !json_is_null(cursor)) || (next && *next))
+		return -1;
+	if (m->result_raw) {
+		pthread_mutex_lock(&tc->lock);
+		int same = unchanged(tc, upstream, m);
+		pthread_mutex_unlock(&tc->lock);
+		if (same)
+			return 0;
+	}
+	json_t *table = json_object();
+	char *raw = m->result_raw ? malloc(m->result_raw_len ? m->result_raw_len : 1) : NULL;
+	if (!table)
+		return -1;
+	if (raw)
+		memcpy(raw, m->result_raw, m->result_raw_len);
+	uint64_t dropped = fill(tc->max_tools, table, tools);
+
+	pthread_mutex_lock(&tc->lock);
+	struct tc_entry *e = entry_get(tc, upstream);
+	json_t *old = NULL, *old_pending = NULL;
+	char *old_raw = raw;
+	if (e) {
+		e->warned = 0;
+		note_dropped(e, dropped, tc->max_tools);
+		old = e->tools;
+		old_pending = e->pending; /* a paged listing this one supersedes */
+		old_raw = e->raw;
+		e->tools = table;
+		e->pending = NULL;
+		e->raw = raw;
+		e->raw_len = raw ? m->result_raw_len : 0;
+		e->stale = 0;
+		e->pages++;
+		e->listings++;
+		table = NULL;
+	}
+	pthread_mutex_unlock(&tc->lock);
+	json_decref(table);
+	json_decref(old);
+	json_decref(old_pending);
+	free(old_raw);
+	return 0;
+}
+
 static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct toolcache *tc = arg;
@@ -187,6 +279,8 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 		if (!method || strcmp(method, "tools/list") != 0)
 			return INSPECT_FORWARD;
 	}
+	if (m->kind == JRPC_RESULT && one_page(tc, upstream, m) == 0)
+		return INSPECT_FORWARD;
 	pthread_mutex_lock(&tc->lock);
 	observe(tc, upstream, m);
 	pthread_mutex_unlock(&tc->lock);

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,9 @@ static struct upconn *upconn_connect(struct upstream *u)
 		upconn_free(uc);
 		return NULL;
 	}
+	/* A request is one write; the next one must not wait for an ACK. */
+	int one = 1;
+	setsockopt(bufferevent_getfd(uc->bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return uc;
 }
 

@@ -397,6 +397,61 @@ static void test_setup_on_ctx(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
+/* A one-page listing with the bytes the proxy kept (inspect_msg's
+ * result_raw): the same bytes again change nothing but the counters, other
+ * bytes replace the listing. */
+static void feed_raw(struct inspect *in, const char *result_text)
+{
+	struct inspect_where where = {.upstream = "up"};
+	json_t *req = J(LIST_REQ);
+	char text[2048];
+	snprintf(text, sizeof(text), "{'jsonrpc':'2.0','id':1,'result':%s}", result_text);
+	json_t *m = J(text);
+	char *raw = json_dumps(json_object_get(m, "result"), JSON_COMPACT);
+	assert_non_null(raw);
+	struct inspect_msg im = {
+		.dir = INSPECT_FROM_SERVER, .kind = jrpc_classify(m), .msg = m, .request = req,
+		.where = &where, .result_raw = raw, .result_raw_len = strlen(raw),
+	};
+	assert_int_equal(inspect_message(in, &im), INSPECT_FORWARD);
+	free(raw);
+	json_decref(m);
+	json_decref(req);
+}
+
+static void test_same_bytes_keep_the_listing(void **state)
+{
+	struct fx *f = *state;
+	char t1[256], t2[256];
+	char r1[600], r2[600];
+	snprintf(r1, sizeof(r1), "{'tools':[%s]}", tool_json(t1, sizeof(t1), "a", "One"));
+	snprintf(r2, sizeof(r2), "{'tools':[%s]}", tool_json(t2, sizeof(t2), "a", "Two"));
+
+	feed_raw(f->in, r1);
+	assert_string_equal(header_of(tget(f->tc, "up", "a")), "One");
+	const json_t *held = tget(f->tc, "up", "a");
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_true(stats(f->tc, "up").stale);
+	feed_raw(f->in, r1);
+	struct toolcache_stats s = stats(f->tc, "up");
+	assert_int_equal(s.listings, 2);
+	assert_int_equal(s.pages, 2);
+	assert_false(s.stale);
+	/* not rebuilt: the very same tool object is still held */
+	assert_ptr_equal(tget(f->tc, "up", "a"), held);
+	feed_raw(f->in, r2);
+	assert_string_equal(header_of(tget(f->tc, "up", "a")), "Two");
+	assert_int_equal(stats(f->tc, "up").listings, 3);
+	/* a paged listing forgets the bytes: the first listing's bytes again
+	 * replace it */
+	page(f->in, "up", LIST_REQ, "b", "c1");
+	page(f->in, "up", LIST_REQ_AT("c1"), "a", NULL);
+	feed_raw(f->in, r1);
+	assert_string_equal(header_of(tget(f->tc, "up", "a")), "One");
+	assert_null(tget(f->tc, "up", "b"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +467,7 @@ int main(void)
 		T(test_cap_upstreams),
 		cmocka_unit_test(test_null_arguments),
 		cmocka_unit_test(test_setup_on_ctx),
+		T(test_same_bytes_keep_the_listing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
