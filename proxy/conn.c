@@ -754,6 +754,10 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
 	evbuffer_add(out, "\r\n", 2);
 	c->bytes_out += evbuffer_get_length(out) - before;
+	/* A reply of known length is written with its body; a stream's head
+	 * goes now: the client may wait for it long before the first event. */
+	if (content_length < 0 || no_body)
+		flush(c);
 	return 0;
 }
 

@@ -119,9 +119,15 @@ describe('transport translation: four combinations, one session script', () => {
       assert.match(JSON.stringify(got.elicitation), /Ada Lovelace/);
       assert.match(JSON.stringify(got.roots), new RegExp(ROOTS[0].uri.replace(/\//g, '\\/')));
       assert.deepEqual(got.serverRequests, ['elicitation/create', 'roots/list', 'sampling/createMessage']);
-      // Progress: as many as directly, with the same values, streamed as
-      // they happen (not held back until the result).
-      assert.deepEqual(got.progress.map((p) => [p.progress, p.total]), want.progress.map((p) => [p.progress, p.total]));
+      // Progress: the same values as directly, streamed as they happen
+      // (not held back until the result). mcpwarden writes each event as it
+      // comes, so the last progress may reach the client in its own chunk,
+      // where the direct client's SDK drops it for sharing a chunk with the
+      // result (see the top of this file): at most that one more.
+      const gotP = got.progress.map((p) => [p.progress, p.total]);
+      const wantP = want.progress.map((p) => [p.progress, p.total]);
+      assert.deepEqual(gotP.slice(0, wantP.length), wantP);
+      assert.ok(gotP.length - wantP.length <= 1, `progress ${JSON.stringify(gotP)} against ${JSON.stringify(wantP)}`);
       assert.ok(got.progress.length >= 3, `only ${got.progress.length} progress notifications`);
       assert.ok(got.progress[0].t < got.tLong - 500, `progress was not streamed: ${JSON.stringify(got.progress)} result at ${got.tLong}`);
       assert.deepEqual(realErrors(s).map(String), []);
