@@ -605,6 +605,10 @@ describe('admin: configuration', () => {
 
   test('admin connections do not count as client connections', T, async () => {
     const w = await startAdminWarden({ upstreams: se.url });
+    // The start-up check's probe of the MCP port is a client connection:
+    // its close may reach its worker a moment after the admin port opens.
+    await waitFor(async () => metricValue((await adminGet(w.admin, '/metrics')).text, 'mcpwarden_client_connections') === 0,
+      { timeout: 3000, what: 'the start-up probe connection to close' });
     const c = await openRaw(w.adminPort);
     try {
       for (let i = 0; i < 3; i++) {
