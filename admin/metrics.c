@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +408,21 @@ static void sample_u64(struct out *o, const char *name, const char *k1, const ch
 	out_fmt(o, " %llu\n", (unsigned long long)value);
 }
 
+/* One counter family with a sample per worker; field: which counter of
+ * struct metrics_worker. */
+static void worker_family(struct out *o, const struct metrics_snapshot *s, const char *name,
+                          const char *help, size_t field)
+{
+	family(o, name, "counter", help);
+	for (size_t i = 0; i < s->nworkers; i++) {
+		char w[24];
+		uint64_t v;
+		snprintf(w, sizeof(w), "%zu", i);
+		memcpy(&v, (const char *)&s->workers[i] + field, sizeof(v));
+		sample_u64(o, name, "worker", w, NULL, NULL, v);
+	}
+}
+
 static void scalar(struct out *o, const char *name, const char *type, const char *help,
                    uint64_t value)
 {
@@ -495,32 +511,17 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	           s->hook_answered);
 	sample_u64(o, "mcpwarden_hook_verdicts_total", "verdict", "modify", NULL, NULL,
 	           s->hook_modified);
-	family(o, "mcpwarden_worker_connections_total", "counter",
-	       "Client connections each worker (event loop thread) accepted or took over.");
-	for (size_t i = 0; i < s->nworkers; i++) {
-		char w[24];
-		snprintf(w, sizeof(w), "%zu", i);
-		sample_u64(o, "mcpwarden_worker_connections_total", "worker", w, NULL, NULL,
-		           s->workers[i].connections_total);
-	}
-	family(o, "mcpwarden_worker_requests_total", "counter",
-	       "HTTP requests each worker handled (a handed-over one counts on the worker that "
-	       "took it).");
-	for (size_t i = 0; i < s->nworkers; i++) {
-		char w[24];
-		snprintf(w, sizeof(w), "%zu", i);
-		sample_u64(o, "mcpwarden_worker_requests_total", "worker", w, NULL, NULL,
-		           s->workers[i].requests_total);
-	}
-	family(o, "mcpwarden_worker_handoffs_total", "counter",
-	       "Requests a worker passed, with their connection, to the worker holding the "
-	       "translated session they name.");
-	for (size_t i = 0; i < s->nworkers; i++) {
-		char w[24];
-		snprintf(w, sizeof(w), "%zu", i);
-		sample_u64(o, "mcpwarden_worker_handoffs_total", "worker", w, NULL, NULL,
-		           s->workers[i].handoffs_total);
-	}
+	worker_family(o, s, "mcpwarden_worker_connections_total",
+	              "Client connections each worker (event loop thread) accepted or took over.",
+	              offsetof(struct metrics_worker, connections_total));
+	worker_family(o, s, "mcpwarden_worker_requests_total",
+	              "HTTP requests each worker handled (a handed-over one counts on the worker "
+	              "that took it).",
+	              offsetof(struct metrics_worker, requests_total));
+	worker_family(o, s, "mcpwarden_worker_handoffs_total",
+	              "Requests a worker passed, with their connection, to the worker holding the "
+	              "translated session they name.",
+	              offsetof(struct metrics_worker, handoffs_total));
 	family(o, "mcpwarden_upstream_idle_connections", "gauge",
 	       "Idle keep-alive connections pooled per upstream.");
 	for (size_t i = 0; i < s->nups; i++)

@@ -106,8 +106,9 @@ static void accept_error_cb(struct evconnlistener *evl, void *arg)
 	(void)l;
 }
 
-int listener_reserve(const char *host, const char *port, char *bound, size_t boundlen,
-                     char *errbuf, size_t errlen)
+/* The address to listen on (numeric port; freeaddrinfo it), or NULL with
+ * a reason in errbuf. */
+static struct addrinfo *resolve(const char *host, const char *port, char *errbuf, size_t errlen)
 {
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
@@ -116,8 +117,19 @@ int listener_reserve(const char *host, const char *port, char *bound, size_t bou
 	int rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0 || !res) {
 		snprintf(errbuf, errlen, "listen %s:%s: %s", host, port, gai_strerror(rc));
-		return -1;
+		if (res)
+			freeaddrinfo(res);
+		return NULL;
 	}
+	return res;
+}
+
+int listener_reserve(const char *host, const char *port, char *bound, size_t boundlen,
+                     char *errbuf, size_t errlen)
+{
+	struct addrinfo *res = resolve(host, port, errbuf, errlen);
+	if (!res)
+		return -1;
 	/* Bound without SO_REUSEPORT: fails when anyone listens there,
 	 * including another mcpwarden whose workers would otherwise share
 	 * our port without a word. */
@@ -147,15 +159,9 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
                               const struct transport_ops *ops, int reuseport, char *errbuf,
                               size_t errlen)
 {
-	struct addrinfo hints = {0}, *res = NULL;
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	int rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0 || !res) {
-		snprintf(errbuf, errlen, "listen %s:%s: %s", host, port, gai_strerror(rc));
+	struct addrinfo *res = resolve(host, port, errbuf, errlen);
+	if (!res)
 		return NULL;
-	}
 	struct listener *l = calloc(1, sizeof(*l));
 	if (!l) {
 		freeaddrinfo(res);
