@@ -49,21 +49,10 @@
 #include <jansson.h>
 
 #include "proxy/config.h"
+#include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-static void fuzz_fail(const char *what)
-{
-	fprintf(stderr, "fuzz_config: %s\n", what);
-	abort();
-}
-
-#define CHECK(cond)                                        \
-	do {                                               \
-		if (!(cond))                               \
-			fuzz_fail("check failed: " #cond); \
-	} while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

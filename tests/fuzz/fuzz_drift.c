@@ -42,20 +42,9 @@
 #include <jansson.h>
 
 #include "checks/drift.h"
+#include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-	fprintf(stderr, "fuzz_drift: %s\n", what);
-	abort();
-}
-
-#define CHECK(cond)                                        \
-	do {                                               \
-		if (!(cond))                               \
-			fuzz_fail("check failed: " #cond); \
-	} while (0)
 
 /* The next JSON text at data[*pos..size), skipping blanks; *pos moves past
  * it. NULL when nothing (more) parses. */

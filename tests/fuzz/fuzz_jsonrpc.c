@@ -36,20 +36,9 @@
 
 #include "proxy/jsonrpc.h"
 #include "proxy/limits.h"
+#include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-	fprintf(stderr, "fuzz_jsonrpc: %s\n", what);
-	abort();
-}
-
-#define CHECK(cond)                                    \
-	do {                                           \
-		if (!(cond))                           \
-			fuzz_fail("check failed: " #cond); \
-	} while (0)
 
 static int id_valid(const json_t *id)
 {

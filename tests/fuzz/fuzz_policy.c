@@ -65,20 +65,9 @@
 #include <jansson.h>
 
 #include "policy/policy.h"
+#include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_fail(const char *what)
-{
-	fprintf(stderr, "fuzz_policy: %s\n", what);
-	abort();
-}
-
-#define CHECK(cond)                                        \
-	do {                                               \
-		if (!(cond))                               \
-			fuzz_fail("check failed: " #cond); \
-	} while (0)
 
 static json_t *mut(const json_t *j)
 {
