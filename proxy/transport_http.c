@@ -68,6 +68,7 @@ struct exchange {
 	struct transport_sse_ex *xlate;     /* owned: a translated session's part, or NULL */
 	const struct http_msg *req;         /* borrowed: conn's parser, stable until free */
 	json_t *body;                       /* owned: parsed POST body, or NULL */
+	int answered;                       /* the request's response crossed in the SSE reply */
 	json_t *answers;                    /* owned: hook answers to merge, or NULL */
 	struct evbuffer *resp_headers;      /* owned: filtered upstream headers */
 	struct evbuffer *json_buf;          /* owned: JSON reply being collected */
@@ -521,7 +522,14 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return 0;
 	}
 	int modified = 0;
+	enum jrpc_kind kind = jrpc_classify(msg);
+	const json_t *want = reply_id(ex);
 	enum inspect_verdict v = hook_raw(ex, INSPECT_FROM_SERVER, msg, &result, &modified, NULL);
+	/* The POST's own request is answered in this stream: whatever comes
+	 * after must not answer it a second time (sse_too_big). */
+	if ((kind == JRPC_RESULT || kind == JRPC_ERROR) && want &&
+	    json_equal((json_t *)(uintptr_t)want, jrpc_id(msg)))
+		ex->answered = 1;
 	if (v == INSPECT_FORWARD && !modified) {
 		write_event(ex, ev);
 	} else if (v == INSPECT_FORWARD) {
@@ -750,15 +758,21 @@ static int up_on_head(void *arg, const struct http_msg *resp)
  * is not left waiting; a GET stream or a batch is cut. */
 static void sse_too_big(struct exchange *ex)
 {
-	const json_t *id = reply_id(ex);
+	/* Answered already in this stream: the stream just ends. */
+	const json_t *id = ex->answered ? NULL : reply_id(ex);
 	json_t *err = id ? mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), id, 502,
 	                                      JRPC_UPSTREAM_ERROR, "the upstream sent an SSE event "
 	                                      "over limits.max_sse_event_bytes", NULL)
 	                 : NULL;
 	ex->end = INSPECT_END_UPSTREAM_ERROR;
-	ex->ctx->stats.upstream_errors++;
+	PX_STAT_INC(ex->ctx, upstream_errors);
 	if (!err) {
-		conn_abort(ex->c, ex->error);
+		/* Nothing to answer with (answered, a batch, out of memory):
+		 * the cut stream tells the client. */
+		if (ex->answered)
+			conn_reply_end(ex->c);
+		else
+			conn_abort(ex->c, ex->error);
 		return;
 	}
 	write_json_event(ex, err);

@@ -164,6 +164,15 @@ async function oversizePeer() {
           res.end();
           return;
         }
+        case 'sse-answered-then-big': {
+          // the response first, then a notification over the cap
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+          res.write(`event: message\ndata: ${reply()}\n\n`);
+          const note = { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(size) } };
+          res.write(`event: message\ndata: ${JSON.stringify(note)}\n\n`);
+          res.end();
+          return;
+        }
         default:
           res.setHeader('Content-Type', 'application/json');
           res.end(reply());
@@ -267,6 +276,20 @@ describe('size limits: headers both ways, SSE events, batches', () => {
     await waitFor(() => rec.closedAt !== null, { timeout: 3000, what: 'upstream connection closed' });
     assert.match(w.proc.stderr, /an SSE event from the upstream is over the size limit/);
     assert.equal((await postJson(w.url, ping(7))).status, 200, 'next request served');
+  });
+
+  test('an SSE event over max_sse_event_bytes after the response: no second answer, a clean end', T, async () => {
+    const st = await openStream(w.url, {
+      method: 'POST', body: JSON.stringify(ping('once')),
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-test-mode': 'sse-answered-then-big', 'x-size': String(MAX_EVENT * 3) },
+    });
+    assert.equal(st.status, 200);
+    assert.equal((await st.ended).how, 'end');
+    const msgs = st.sse.messages();
+    assert.equal(msgs.length, 1, st.text());
+    assert.equal(msgs[0].id, 'once');
+    assert.ok(msgs[0].result && !msgs[0].error, 'the upstream\'s answer, the only one');
+    assert.equal((await postJson(w.url, ping(8))).status, 200, 'next request served');
   });
 
   test('a GET stream with an event over max_sse_event_bytes is cut after the events before it', T, async () => {
