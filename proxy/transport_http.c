@@ -522,14 +522,15 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return 0;
 	}
 	int modified = 0;
-	enum jrpc_kind kind = jrpc_classify(msg);
-	const json_t *want = reply_id(ex);
-	enum inspect_verdict v = hook_raw(ex, INSPECT_FROM_SERVER, msg, &result, &modified, NULL);
 	/* The POST's own request is answered in this stream: whatever comes
-	 * after must not answer it a second time (sse_too_big). */
-	if ((kind == JRPC_RESULT || kind == JRPC_ERROR) && want &&
-	    json_equal((json_t *)(uintptr_t)want, jrpc_id(msg)))
-		ex->answered = 1;
+	 * after must not answer it a second time (sse_too_big). Only
+	 * responses are looked at; notifications and requests pass. */
+	enum jrpc_kind kind = jrpc_classify(msg);
+	if (!ex->answered && (kind == JRPC_RESULT || kind == JRPC_ERROR)) {
+		const json_t *want = reply_id(ex);
+		ex->answered = want && json_equal((json_t *)(uintptr_t)want, jrpc_id(msg));
+	}
+	enum inspect_verdict v = hook_raw(ex, INSPECT_FROM_SERVER, msg, &result, &modified, NULL);
 	if (v == INSPECT_FORWARD && !modified) {
 		write_event(ex, ev);
 	} else if (v == INSPECT_FORWARD) {
