@@ -38,8 +38,12 @@ FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 BIN ?= mcpwarden
 all: $(BIN)
 
+# The proxy allocates and frees per message on every worker thread: glibc's
+# malloc spent ~14% of its cycles there (perf), jemalloc's thread caches far
+# less. Only the binary links it; sanitizer builds keep their own allocator.
+MALLOC_LIB ?= -ljemalloc
 $(BIN): $(BUILD)/$(MAIN_SRC:.c=.o) $(LIB) $(LLHTTP_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(MALLOC_LIB)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -124,7 +128,7 @@ ASAN_LOGS := $(abspath build/asan/logs)
 asan:
 	@rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
 	ASAN_OPTIONS=log_path=$(ASAN_LOGS)/asan:detect_leaks=1 UBSAN_OPTIONS=log_path=$(ASAN_LOGS)/ubsan:print_stacktrace=1 \
-	  $(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" unit fuzz integration
+	  $(MAKE) BUILD=build/asan BIN=build/asan/mcpwarden OPT="$(ASAN_OPT)" MALLOC_LIB= unit fuzz integration
 	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then echo "sanitizer reports:"; head -50 $(ASAN_LOGS)/*; exit 1; fi
 	@echo "asan: no sanitizer reports"
 
@@ -138,7 +142,7 @@ TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
-	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" \
+	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \
 	  build/tsan/mcpwarden build/tsan/tests/test_inbox
 	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_inbox
 	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 MCPWARDEN_BIN=$(abspath build/tsan/mcpwarden) \

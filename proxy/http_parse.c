@@ -18,7 +18,10 @@
 
 struct http_hdr {
 	uint32_t name_off, name_len, val_off, val_len;
+	enum http_hdr_id id;
 };
+
+_Static_assert(LIMIT_MAX_HEADERS < 255, "header index + 1 fits in http_msg.first");
 
 struct http_msg {
 	const char *method;           /* static, from llhttp */
@@ -28,6 +31,9 @@ struct http_msg {
 	int64_t content_length;
 	uint32_t url_off, url_len;
 	int url_done;
+	/* 1 + index of the first header of each id; 0: absent. Cleared with
+	 * the fields above it on reset (it sits before hdr). */
+	uint8_t first[HH__COUNT];
 	struct http_hdr hdr[LIMIT_MAX_HEADERS];
 	size_t nhdr;
 	int in_field, in_value;       /* a header entry is open */
@@ -145,20 +151,54 @@ static int on_header_field(llhttp_t *ll, const char *at, size_t len)
 	return buf_append(p, at, len);
 }
 
-/* RFC 9110 §5.6.2 tchar: visible ASCII but the delimiters. A switch the
- * compiler turns into a bit test: this runs on every header name byte. */
-static int is_tchar(unsigned char ch)
+/* RFC 9110 §5.6.2 tchar: visible ASCII but the delimiters. A table: this
+ * runs on every header name byte. */
+static const unsigned char tchar[256] = {
+	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+	['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1,
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+	['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+	['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1,
+};
+
+/* want is lower case; name any case. The first letter decides most. */
+static int name_eq(const char *name, const char *want, size_t len)
 {
-	if (ch <= 0x20 || ch >= 0x7f)
-		return 0;
-	switch (ch) {
-	case '"': case '(': case ')': case ',': case '/': case ':': case ';': case '<':
-	case '=': case '>': case '?': case '@': case '[': case '\\': case ']': case '{':
-	case '}':
-		return 0;
-	default:
-		return 1;
+	return ((unsigned char)name[0] | 0x20) == (unsigned char)want[0] &&
+	       strncasecmp(name, want, len) == 0;
+}
+
+enum http_hdr_id http_hdr_id(const char *n, size_t len)
+{
+#define HH(s, id) if (name_eq(n, s, len)) return id
+	switch (len) {
+	case 2: HH("te", HH_TE); break;
+	case 4: HH("host", HH_HOST); break;
+	case 6: HH("accept", HH_ACCEPT); HH("origin", HH_ORIGIN); HH("expect", HH_EXPECT); break;
+	case 7: HH("trailer", HH_TRAILER); HH("upgrade", HH_UPGRADE); break;
+	case 8: HH("location", HH_LOCATION); break;
+	case 10: HH("connection", HH_CONNECTION); HH("keep-alive", HH_KEEP_ALIVE); break;
+	case 12: HH("content-type", HH_CONTENT_TYPE); break;
+	case 13: HH("authorization", HH_AUTHORIZATION); HH("last-event-id", HH_LAST_EVENT_ID); break;
+	case 14: HH("content-length", HH_CONTENT_LENGTH); HH("mcp-session-id", HH_MCP_SESSION_ID); break;
+	case 15: HH("accept-encoding", HH_ACCEPT_ENCODING); break;
+	case 16: HH("proxy-connection", HH_PROXY_CONNECTION); break;
+	case 17: HH("transfer-encoding", HH_TRANSFER_ENCODING);
+		HH("x-accel-buffering", HH_X_ACCEL_BUFFERING); break;
+	case 18: HH("proxy-authenticate", HH_PROXY_AUTHENTICATE); break;
+	case 19: HH("proxy-authorization", HH_PROXY_AUTHORIZATION); break;
+	case 20: HH("mcp-protocol-version", HH_MCP_PROTOCOL_VERSION); break;
+	default: break;
 	}
+#undef HH
+	return HH_OTHER;
 }
 
 static int on_header_field_complete(llhttp_t *ll)
@@ -170,10 +210,15 @@ static int on_header_field_complete(llhttp_t *ll)
 		return HPE_USER;
 	/* llhttp 8 lets a space through in a field name; such a name would be
 	 * forwarded as is, so refuse it here (RFC 9110 §5.1: a token). */
-	const struct http_hdr *h = &p->msg.hdr[p->msg.nhdr];
+	struct http_msg *m = &p->msg;
+	struct http_hdr *h = &m->hdr[m->nhdr];
+	const char *name = m->buf + h->name_off;
 	for (uint32_t i = 0; i < h->name_len; i++)
-		if (!is_tchar((unsigned char)p->msg.buf[h->name_off + i]))
+		if (!tchar[(unsigned char)name[i]])
 			return fail(p, HTTP_ERR_SYNTAX, "invalid header field name");
+	h->id = h->name_len ? http_hdr_id(name, h->name_len) : HH_OTHER;
+	if (h->id != HH_OTHER && !m->first[h->id])
+		m->first[h->id] = (uint8_t)(m->nhdr + 1);
 	return buf_append(p, "", 0) ? HPE_USER : terminate(p);
 }
 
@@ -445,9 +490,20 @@ int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, si
 	return 0;
 }
 
+enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i)
+{
+	return i < m->nhdr ? m->hdr[i].id : HH_OTHER;
+}
+
 const char *http_msg_header(const struct http_msg *m, const char *name)
 {
 	size_t n = strlen(name);
+	enum http_hdr_id id = http_hdr_id(name, n);
+	if (id != HH_OTHER) {
+		unsigned k = m->first[id];
+		/* A header still being parsed (k - 1 == nhdr) has no value yet. */
+		return k && k - 1 < m->nhdr ? m->buf + m->hdr[k - 1].val_off : NULL;
+	}
 	for (size_t i = 0; i < m->nhdr; i++)
 		if (m->hdr[i].name_len == n && strncasecmp(m->buf + m->hdr[i].name_off, name, n) == 0)
 			return m->buf + m->hdr[i].val_off;

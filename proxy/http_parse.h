@@ -80,7 +80,28 @@ size_t http_msg_header_count(const struct http_msg *m);
 /* The i-th header; returns 0, or -1 past the end. Value is trimmed. */
 int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, size_t *name_len,
                        const char **value, size_t *value_len);
-/* The first header named `name` (case-insensitive), NUL-terminated, or NULL. */
+/* The first header named `name` (case-insensitive), NUL-terminated, or NULL.
+ * For the names of enum http_hdr_id this is a table lookup. */
 const char *http_msg_header(const struct http_msg *m, const char *name);
+
+/* Header names the proxy acts on, recognised once per header while the
+ * head is parsed, so that lookups and the forwarding filters do not compare
+ * every header against every name they care about, twice per call. */
+enum http_hdr_id {
+	HH_OTHER = 0,
+	HH_HOST, HH_CONTENT_TYPE, HH_CONTENT_LENGTH, HH_AUTHORIZATION, HH_ORIGIN, HH_ACCEPT,
+	HH_ACCEPT_ENCODING, HH_EXPECT, HH_LOCATION, HH_LAST_EVENT_ID, HH_MCP_SESSION_ID,
+	HH_MCP_PROTOCOL_VERSION, HH_X_ACCEL_BUFFERING,
+	/* Hop-by-hop (RFC 9110 §7.6.1), from here to the end. */
+	HH_CONNECTION, HH_KEEP_ALIVE, HH_PROXY_CONNECTION, HH_TE, HH_TRAILER,
+	HH_TRANSFER_ENCODING, HH_UPGRADE, HH_PROXY_AUTHENTICATE, HH_PROXY_AUTHORIZATION,
+	HH__COUNT
+};
+#define HH_FIRST_HOP_BY_HOP HH_CONNECTION
+
+/* The id of a header name (case-insensitive), HH_OTHER when none. */
+enum http_hdr_id http_hdr_id(const char *name, size_t len);
+/* The id of the i-th header (HH_OTHER past the end). */
+enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i);
 
 #endif

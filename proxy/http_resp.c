@@ -7,6 +7,8 @@
 
 #include <event2/buffer.h>
 
+#include "proxy/http_parse.h"
+
 const char *http_resp_reason(int status)
 {
 	switch (status) {
@@ -100,11 +102,6 @@ int http_resp_content_length(struct evbuffer *out, uint64_t n)
 	return evbuffer_add(out, line, len + 2) ? -1 : 0;
 }
 
-static const char *const hop_by_hop[] = {
-	"connection", "keep-alive", "proxy-connection", "te", "trailer",
-	"transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization",
-};
-
 /* Whether the comma-separated token list holds name. */
 static int token_listed(const char *list, const char *name, size_t len)
 {
@@ -121,16 +118,17 @@ static int token_listed(const char *list, const char *name, size_t len)
 	return 0;
 }
 
+int http_hop_by_hop_id(enum http_hdr_id id, const char *name, size_t len,
+                      const char *connection)
+{
+	if (id >= HH_FIRST_HOP_BY_HOP)
+		return 1;
+	return connection && token_listed(connection, name, len);
+}
+
 int http_hop_by_hop(const char *name, size_t len, const char *connection)
 {
-	/* Every header of every request and reply comes through here: compare
-	 * lengths before letters. */
-	static const unsigned char lens[] = {10, 10, 16, 2, 7, 17, 7, 18, 19};
-	_Static_assert(sizeof(lens) == sizeof(hop_by_hop) / sizeof(hop_by_hop[0]), "one length each");
-	for (size_t i = 0; i < sizeof(hop_by_hop) / sizeof(hop_by_hop[0]); i++)
-		if (lens[i] == len && strncasecmp(hop_by_hop[i], name, len) == 0)
-			return 1;
-	return connection && token_listed(connection, name, len);
+	return http_hop_by_hop_id(http_hdr_id(name, len), name, len, connection);
 }
 
 int http_resp_json(struct evbuffer *out, int version, int status, const json_t *body,

@@ -1,11 +1,14 @@
 /* http_resp: the only writer of status lines, header lines and the proxy's
- * own error responses. Also the one list of hop-by-hop headers. */
+ * own error responses. Also the one hop-by-hop test (the names themselves
+ * are ids of http_parse.h, recognised as a head is parsed). */
 #ifndef MCPWARDEN_HTTP_RESP_H
 #define MCPWARDEN_HTTP_RESP_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+
+#include "proxy/http_parse.h"
 
 struct evbuffer;
 
@@ -23,6 +26,9 @@ int http_resp_content_length(struct evbuffer *out, uint64_t n);
  * hop-by-hop set plus every token listed in the message's Connection header
  * (connection may be NULL). */
 int http_hop_by_hop(const char *name, size_t len, const char *connection);
+/* The same for a name whose id is known (http_msg_header_id). */
+int http_hop_by_hop_id(enum http_hdr_id id, const char *name, size_t len,
+                       const char *connection);
 
 /* Appends a whole response whose body is `body` serialised (borrowed):
  * status line, Content-Type: application/json, Content-Length, and

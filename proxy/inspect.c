@@ -2,6 +2,8 @@
  * over function pointers, nothing allocated per message. */
 #include "proxy/inspect.h"
 
+#include "proxy/jsonrpc.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,12 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 {
 	STAT_INC(in, messages[m->dir == INSPECT_FROM_SERVER]);
 	m->verdict = INSPECT_FORWARD;
+	if (m->kind == JRPC_REQUEST || m->kind == JRPC_NOTIFICATION)
+		jrpc_names(m->msg, &m->method, &m->tool);
+	else
+		m->method = m->tool = NULL;
+	m->request_method = m->request == m->msg ? m->method
+	                    : m->request ? jrpc_method(m->request) : NULL;
 	for (size_t i = 0; i < in->n; i++) {
 		const struct inspect_hook *h = &in->hooks[i];
 		if (!h->on_message || h->observer)
@@ -109,6 +117,11 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 			STAT_INC(in, modified);
 			m->result_raw = NULL; /* no longer what msg holds */
 			m->result_raw_len = 0;
+		}
+		if (m->modified && m->method) {
+			jrpc_names(m->msg, &m->method, &m->tool);
+			if (m->request == m->msg)
+				m->request_method = m->method;
 		}
 		if (v == INSPECT_ANSWER && !m->answer)
 			v = INSPECT_FORWARD;

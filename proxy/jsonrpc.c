@@ -153,6 +153,19 @@ json_t *jrpc_id(const json_t *msg)
 	return json_object_get(msg, "id");
 }
 
+void jrpc_names(const json_t *msg, const char **method, const char **tool)
+{
+	struct envelope e;
+
+	*method = *tool = NULL;
+	if (!json_is_object(msg))
+		return;
+	envelope_of(msg, &e);
+	*method = json_string_value(e.method);
+	if (*method && strcmp(*method, "tools/call") == 0)
+		*tool = json_string_value(json_object_get(e.params, "name"));
+}
+
 const char *jrpc_tool_name(const json_t *msg)
 {
 	const char *m = jrpc_method(msg);

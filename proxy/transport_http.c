@@ -141,13 +141,18 @@ struct route {
 	char target[2048];  /* upstream request-target */
 };
 
+/* Runs on every request: no printf. */
 static int append_query(char *dst, size_t cap, const char *query)
 {
-	size_t n = strlen(dst);
+	size_t n = strlen(dst), qlen;
 	if (!query || !*query)
 		return 0;
-	int w = snprintf(dst + n, cap - n, "%c%s", strchr(dst, '?') ? '&' : '?', query);
-	return w < 0 || (size_t)w >= cap - n ? -1 : 0;
+	qlen = strlen(query);
+	if (n + 1 + qlen >= cap)
+		return -1;
+	dst[n] = strchr(dst, '?') ? '&' : '?';
+	memcpy(dst + n + 1, query, qlen + 1);
+	return 0;
 }
 
 static size_t target_path_len(const char *target)
@@ -163,7 +168,10 @@ static int route_find(const struct px_config *cfg, const char *path, const char 
 	for (size_t i = 0; i < cfg->nups; i++) {
 		if (strcmp(cfg->ups[i].path, path) == 0) {
 			rt->up = i;
-			snprintf(rt->target, sizeof(rt->target), "%s", cfg->ups[i].target);
+			size_t tlen = strlen(cfg->ups[i].target);
+			if (tlen >= sizeof(rt->target))
+				return -1;
+			memcpy(rt->target, cfg->ups[i].target, tlen + 1);
 			return append_query(rt->target, sizeof(rt->target), query);
 		}
 	}
@@ -195,14 +203,15 @@ static int route_find(const struct px_config *cfg, const char *path, const char 
 
 /* ---- the request upstream ------------------------------------------------- */
 
-static int forwardable_request_header(const char *name, size_t len, const char *connection)
+static int forwardable_request_header(enum http_hdr_id id, const char *name, size_t len,
+                                      const char *connection)
 {
-	if (http_hop_by_hop(name, len, connection))
+	if (http_hop_by_hop_id(id, name, len, connection))
 		return 0;
 	/* Host is the upstream's; length is recomputed; Expect is answered by
 	 * us; compression would hide the JSON the hook must read. */
-	return !header_is(name, len, "host") && !header_is(name, len, "content-length") &&
-	       !header_is(name, len, "expect") && !header_is(name, len, "accept-encoding");
+	return id != HH_HOST && id != HH_CONTENT_LENGTH && id != HH_EXPECT &&
+	       id != HH_ACCEPT_ENCODING;
 }
 
 static int configured_header(const struct px_upstream_conf *uc, const char *name, size_t len)
@@ -242,10 +251,11 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 		size_t nl, vl;
 		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
 			break;
-		if (!forwardable_request_header(n, nl, connection) ||
-		    configured_header(ex->uc, n, nl))
+		enum http_hdr_id id = http_msg_header_id(m, i);
+		if (!forwardable_request_header(id, n, nl, connection) ||
+		    (ex->uc->nheaders && configured_header(ex->uc, n, nl)))
 			continue;
-		if (header_is(n, nl, "authorization")) {
+		if (id == HH_AUTHORIZATION) {
 			/* A token the proxy checked is the proxy's, not the
 			 * upstream's: passing it on is the token passthrough the
 			 * spec forbids. */
@@ -294,9 +304,12 @@ static void reply_error(struct exchange *ex, int status, int code, const char *m
 
 /* 2026-07-28: headers mirroring the body must agree with it, checked
  * before anything trusts them. Returns 0, or -1 after answering 400. */
-static int check_mirrored_headers(struct exchange *ex)
+static int check_mirrored_headers(struct exchange *ex, enum mirror_era era)
 {
 	struct mirror_result r;
+	/* Earlier eras mirror nothing: no tool definition to look up. */
+	if (era != MIRROR_ERA_2026)
+		return 0;
 	const char *tool = json_is_object(ex->body) ? jrpc_tool_name(ex->body) : NULL;
 	json_t *def = tool ? toolcache_get(ex->ctx->toolcache, ex->uc->name, tool) : NULL;
 	int rc = mirror_check(ex->req, ex->body, def, &r);
@@ -338,10 +351,11 @@ static void upstream_failed(struct exchange *ex, int status, const char *detail)
 	reply_error(ex, status, JRPC_UPSTREAM_ERROR, msg, data);
 }
 
-static int forwardable_response_header(const char *name, size_t len, const char *connection)
+static int forwardable_response_header(enum http_hdr_id id, const char *name, size_t len,
+                                       const char *connection)
 {
-	return !http_hop_by_hop(name, len, connection) && !header_is(name, len, "content-length") &&
-	       !header_is(name, len, "x-accel-buffering");
+	return !http_hop_by_hop_id(id, name, len, connection) && id != HH_CONTENT_LENGTH &&
+	       id != HH_X_ACCEL_BUFFERING;
 }
 
 static struct evbuffer *filter_response_headers(const struct http_msg *m)
@@ -355,7 +369,7 @@ static struct evbuffer *filter_response_headers(const struct http_msg *m)
 		size_t nl, vl;
 		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
 			break;
-		if (forwardable_response_header(n, nl, connection))
+		if (forwardable_response_header(http_msg_header_id(m, i), n, nl, connection))
 			http_resp_header(h, n, nl, v, vl);
 	}
 	return h;
@@ -859,7 +873,11 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	ex->where.upstream_transport = "streamable_http";
 	ex->where.start_us = conn_request_start_us(c);
 	const char *url = http_msg_url(req);
-	snprintf(ex->path, sizeof(ex->path), "%.*s", (int)strcspn(url, "?"), url);
+	size_t plen = strcspn(url, "?");
+	if (plen >= sizeof(ex->path))
+		plen = sizeof(ex->path) - 1; /* for logs only: cut, as before */
+	memcpy(ex->path, url, plen);
+	ex->path[plen] = '\0';
 	return ex;
 }
 
@@ -1133,14 +1151,16 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		goto done;
 	const char *method = http_msg_method(req);
 	ex->is_stream = ex->is_mcp && strcmp(method, "GET") == 0;
-	if (ex->is_mcp && strcmp(method, "POST") == 0 &&
-	    (parse_post(ex, body) < 0 || check_mirrored_headers(ex) < 0))
+	if (ex->is_mcp && strcmp(method, "POST") == 0 && parse_post(ex, body) < 0)
 		goto done;
 	/* The hooks learn the era from the body, not from headers alone. */
 	const char *version = NULL;
-	ex->where.era = mirror_era_str(mirror_era_of(req, ex->body, &version));
+	enum mirror_era era = mirror_era_of(req, ex->body, &version);
+	ex->where.era = mirror_era_str(era);
 	if (version)
 		ex->where.protocol = version;
+	if (ex->body && check_mirrored_headers(ex, era) < 0)
+		goto done;
 	if (session_ended(ex))
 		goto done;
 	if (session_over_cap(ex))

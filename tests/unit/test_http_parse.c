@@ -13,6 +13,7 @@
  * fragmentation tests compare the logs of every split with the log of the
  * whole input.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -443,6 +445,106 @@ static void test_header_lookup_case_insensitive(void **state)
 	assert_null(http_msg_header(m, "mcp-session-idx"));
 	assert_null(http_msg_header(m, ""));
 	assert_null(http_msg_header(m, "absent"));
+	http_parser_free(p);
+}
+
+/* Every name the proxy acts on has its id whatever its case; a name one
+ * letter off, shorter or longer has none. */
+static void test_header_ids(void **state)
+{
+	(void)state;
+	static const struct { const char *name; enum http_hdr_id id; } known[] = {
+		{"host", HH_HOST}, {"content-type", HH_CONTENT_TYPE},
+		{"content-length", HH_CONTENT_LENGTH}, {"authorization", HH_AUTHORIZATION},
+		{"origin", HH_ORIGIN}, {"accept", HH_ACCEPT}, {"accept-encoding", HH_ACCEPT_ENCODING},
+		{"expect", HH_EXPECT}, {"location", HH_LOCATION}, {"last-event-id", HH_LAST_EVENT_ID},
+		{"mcp-session-id", HH_MCP_SESSION_ID}, {"mcp-protocol-version", HH_MCP_PROTOCOL_VERSION},
+		{"x-accel-buffering", HH_X_ACCEL_BUFFERING}, {"connection", HH_CONNECTION},
+		{"keep-alive", HH_KEEP_ALIVE}, {"proxy-connection", HH_PROXY_CONNECTION}, {"te", HH_TE},
+		{"trailer", HH_TRAILER}, {"transfer-encoding", HH_TRANSFER_ENCODING},
+		{"upgrade", HH_UPGRADE}, {"proxy-authenticate", HH_PROXY_AUTHENTICATE},
+		{"proxy-authorization", HH_PROXY_AUTHORIZATION},
+	};
+	int seen[HH__COUNT] = {0};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		char up[64], off[64];
+		size_t n = strlen(known[i].name);
+		assert_int_equal(http_hdr_id(known[i].name, n), known[i].id);
+		for (size_t k = 0; k < n; k++)
+			up[k] = (char)(k % 2 ? toupper((unsigned char)known[i].name[k]) : known[i].name[k]);
+		assert_int_equal(http_hdr_id(up, n), known[i].id);
+		for (size_t k = 0; k < n; k++) {
+			memcpy(off, known[i].name, n);
+			off[k] = off[k] == 'z' ? 'y' : 'z';
+			assert_int_equal(http_hdr_id(off, n), HH_OTHER);
+		}
+		assert_int_equal(http_hdr_id(known[i].name, n - 1), HH_OTHER);
+		seen[known[i].id]++;
+	}
+	for (int id = 1; id < HH__COUNT; id++)
+		assert_int_equal(seen[id], 1); /* the table above names every id */
+	assert_int_equal(http_hdr_id("x-unknown", 9), HH_OTHER);
+}
+
+/* A lookup by name (a table for known names) gives what a scan of the
+ * headers in order gives, over random heads mixing known and unknown
+ * names, repeated ones and every case. */
+static const char *scan_header(const struct http_msg *m, const char *name)
+{
+	const char *n, *v;
+	size_t nl, vl;
+	for (size_t i = 0; http_msg_header_at(m, i, &n, &nl, &v, &vl) == 0; i++)
+		if (nl == strlen(name) && strncasecmp(n, name, nl) == 0)
+			return v;
+	return NULL;
+}
+
+static void test_header_lookup_matches_scan(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+		"Host", "Mcp-Session-Id", "Authorization", "Origin", "Accept", "Content-Type",
+		"Last-Event-ID", "MCP-Protocol-Version", "Connection", "X-Other", "Mcp-Session",
+		"Te", "Location", "Expect", "X-Accel-Buffering", "Accept-Encoding",
+	};
+	const size_t nn = sizeof(names) / sizeof(names[0]);
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	unsigned seed = 12345;
+
+	for (int round = 0; round < 2000; round++) {
+		char req[4096];
+		size_t len = (size_t)snprintf(req, sizeof(req), "GET / HTTP/1.1\r\n");
+		int nh = (int)(rand_r(&seed) % 12);
+		for (int h = 0; h < nh; h++) {
+			char name[64];
+			const char *base = names[rand_r(&seed) % nn];
+			size_t k;
+			for (k = 0; base[k]; k++)
+				name[k] = (char)(rand_r(&seed) % 2 ? toupper((unsigned char)base[k])
+				                                   : tolower((unsigned char)base[k]));
+			name[k] = '\0';
+			len += (size_t)snprintf(req + len, sizeof(req) - len, "%s: v%d\r\n", name, h);
+		}
+		len += (size_t)snprintf(req + len, sizeof(req) - len, "\r\n");
+		size_t used;
+		http_parser_reset(p);
+		assert_int_equal(http_parser_feed(p, req, len, &used), HTTP_PARSE_DONE);
+		const struct http_msg *m = http_parser_msg(p);
+		for (size_t i = 0; i < nn; i++) {
+			const char *want = scan_header(m, names[i]), *got = http_msg_header(m, names[i]);
+			if (!want)
+				assert_null(got);
+			else
+				assert_ptr_equal(got, want);
+		}
+		for (size_t i = 0; i < http_msg_header_count(m); i++) {
+			const char *n, *v;
+			size_t nl, vl;
+			http_msg_header_at(m, i, &n, &nl, &v, &vl);
+			assert_int_equal(http_msg_header_id(m, i), http_hdr_id(n, nl));
+		}
+	}
 	http_parser_free(p);
 }
 
@@ -1045,6 +1147,8 @@ int main(void)
 		cmocka_unit_test(test_response_every_split),
 		cmocka_unit_test(test_close_delimited_every_split),
 		cmocka_unit_test(test_header_lookup_case_insensitive),
+		cmocka_unit_test(test_header_ids),
+		cmocka_unit_test(test_header_lookup_matches_scan),
 		cmocka_unit_test(test_header_value_whitespace_trimmed),
 		cmocka_unit_test(test_header_value_trim_lookup),
 		cmocka_unit_test(test_regress_trailer_fields_are_not_headers),
