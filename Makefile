@@ -13,7 +13,7 @@ LLHTTP_INC ?= /usr/share/include/llhttp
 LLHTTP_SRC ?= /usr/share/llhttp
 
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wcast-qual
-OPT       ?= -O2 -g
+OPT       ?= -O3 -g
 CFLAGS    ?=
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -MMD -MP \
              -I. -I$(LLHTTP_INC) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -47,7 +47,7 @@ $(BIN): $(BUILD)/$(MAIN_SRC:.c=.o) $(LIB) $(LLHTTP_OBJ)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1205,8 +1205,9 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 		enum px_transport t;
 		if (config_transport_parse(cli->upstream_transport, &t) < 0)
 			errs_add(e, "--upstream-transport: must be auto, streamable_http or sse");
-		for (size_t i = 0; i < cfg->nups; i++)
-			cfg->ups[i].transport = t;
+		else
+			for (size_t i = 0; i < cfg->nups; i++)
+				cfg->ups[i].transport = t;
 	}
 	apply_cli_modules(e, cli, cfg);
 	/* A flag is the operator's last word: it overrides every upstream's

@@ -739,9 +739,9 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 		/* no framing */
 	} else if (c->req_head) {
 		if (content_length >= 0)
-			evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)content_length);
+			http_resp_content_length(out, (uint64_t)content_length);
 	} else if (content_length >= 0) {
-		evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)content_length);
+		http_resp_content_length(out, (uint64_t)content_length);
 	} else if (version == 11) {
 		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
 		c->chunked = 1;

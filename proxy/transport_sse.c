@@ -868,9 +868,10 @@ int transport_sse_probe(struct px_ctx *ctx, size_t up, const struct http_msg *re
 {
 	const struct px_upstream_conf *uc = &ctx->cfg->ups[up];
 
+	/* Cheapest first: every call in a session carries its id. */
 	if (!ctx->translated || uc->transport != PX_TRANSPORT_AUTO || !json_is_object(body) ||
-	    jrpc_classify(body) != JRPC_REQUEST || strcmp(jrpc_method(body), "initialize") != 0 ||
-	    http_msg_header(req, "mcp-session-id"))
+	    http_msg_header(req, "mcp-session-id") ||
+	    jrpc_classify(body) != JRPC_REQUEST || strcmp(jrpc_method(body), "initialize") != 0)
 		return 0;
 	if (status >= 200 && status < 300) {
 		session_table_set_detected(ctx->translated, up, PX_TRANSPORT_STREAMABLE);
