@@ -159,7 +159,8 @@ static size_t table_add_tools(struct tool_table *t, const json_t *tools)
 /* A compiled policy shared by the module and the exchanges started under
  * it: freed when the last of them lets go. */
 struct pgen {
-	struct policy *p;   /* owned */
+	struct policy *p;          /* owned */
+	struct policy_memo *memo;  /* owned: tool-only parts of p's rules */
 	unsigned refs;
 };
 
@@ -184,6 +185,7 @@ struct hook_policy {
 static void pgen_unref(struct pgen *g)
 {
 	if (g && --g->refs == 0) {
+		policy_memo_free(g->memo);
 		policy_free(g->p);
 		free(g);
 	}
@@ -219,6 +221,12 @@ static struct up_state *up_get(struct hook_policy *hp, const char *name)
 }
 
 /* ---- judging a message ---------------------------------------------------------- */
+
+/* A member of a JSON object (borrowed), or NULL; NULL or a non-object
+ * obj has none. With the length given, jansson skips a strlen: a lookup
+ * costs about what one walk over a four-member envelope does, so the
+ * hook looks up only what it uses, once. */
+#define MEMBER(obj, lit) json_object_getn((obj), (lit), sizeof(lit) - 1)
 
 /* Copies s into dst for a log line or an error message: control
  * characters become '?', long values are cut with "...". */
@@ -308,14 +316,15 @@ static void count(struct hook_policy *hp, const struct policy_decision *d)
 	case POLICY_NONE:
 		break;
 	}
-	if (d->rule && strcmp(d->rule, POLICY_RULE_UNKNOWN) == 0)
+	/* The first byte spares the call for every other rule. */
+	if (d->rule && d->rule[0] == POLICY_RULE_UNKNOWN[0] && strcmp(d->rule, POLICY_RULE_UNKNOWN) == 0)
 		hp->stats.unknown_tool++;
 }
 
-static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct up_state *up,
-                                  struct inspect_msg *m, const char *method)
+static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct inspect_msg *m,
+                                  const char *method)
 {
-	const json_t *params = json_object_get(m->msg, "params");
+	const json_t *params = MEMBER(m->msg, "params");
 	struct policy_input in = {
 		.method = method,
 		.client = m->where->client_name,
@@ -326,8 +335,11 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 
 	if (is_call) {
 		const struct tool_entry *live = NULL, *base = NULL;
-		in.tool = jrpc_tool_name(m->msg);
-		in.args = json_object_get(params, "arguments");
+		in.tool = json_string_value(MEMBER(params, "name"));
+		/* "arguments" is looked up by the policy when a rule needs it. */
+		in.args = NULL;
+		in.call_params = params;
+		struct up_state *up = up_get(hp, m->where->upstream);
 		if (up) {
 			live = table_find(&up->live, in.tool);
 			base = table_find(&up->base, in.tool);
@@ -340,7 +352,10 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 	}
 
 	struct policy_decision d;
-	policy_eval(g->p, &in, &d);
+	if (is_call)
+		policy_memo_call(g->memo, &in, &d);
+	else
+		policy_eval(g->p, &in, &d);
 	if (!d.rule)
 		return INSPECT_FORWARD;  /* no rule names this method */
 	policy_count(g->p, &d, 0);
@@ -382,13 +397,18 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
  * with a string name and an inputSchema object. */
 static json_t *listed_tools(const struct inspect_msg *m)
 {
-	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	/* The request first: one lookup rules out the results of every
+	 * other method (the two tests commute). */
+	if (m->request) {
+		const char *rm = json_string_value(MEMBER(m->request, "method"));
+		if (!rm || strcmp(rm, "tools/list") != 0)
+			return NULL;
+	}
+	json_t *tools = MEMBER(MEMBER(m->msg, "result"), "tools");
 	if (!json_is_array(tools))
 		return NULL;
-	if (m->request) {
-		const char *rm = jrpc_method(m->request);
-		return rm && strcmp(rm, "tools/list") == 0 ? tools : NULL;
-	}
+	if (m->request)
+		return tools;
 	if (json_array_size(tools) == 0)
 		return NULL;
 	for (size_t i = 0; i < json_array_size(tools); i++) {
@@ -492,14 +512,16 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct hook_policy *hp = arg;
 	struct pgen *g = policy_for(hp, m);
-	struct up_state *up = up_get(hp, m->where->upstream);
-	const char *method = jrpc_method(m->msg);
+	struct up_state *up;
 
+	/* The upstream's state is looked up only by the paths that use it:
+	 * most messages need none. */
 	if (m->dir == INSPECT_FROM_SERVER && m->kind == JRPC_RESULT) {
 		json_t *tools = listed_tools(m);
 		if (!tools)
 			return INSPECT_FORWARD;
 		hp->stats.listings++;
+		up = up_get(hp, m->where->upstream);
 		if (up)
 			remember(hp, up, tools);
 		if (g && policy_may_hide(g->p))
@@ -508,14 +530,16 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	}
 	if (m->kind != JRPC_REQUEST && m->kind != JRPC_NOTIFICATION)
 		return INSPECT_FORWARD;
+	const char *method = json_string_value(MEMBER(m->msg, "method"));
 	if (!method)
 		return INSPECT_FORWARD;
-	if (m->dir == INSPECT_FROM_SERVER && up &&
-	    strcmp(method, "notifications/tools/list_changed") == 0)
+	if (m->dir == INSPECT_FROM_SERVER &&
+	    strcmp(method, "notifications/tools/list_changed") == 0 &&
+	    (up = up_get(hp, m->where->upstream)))
 		up->live.stale = 1;
 	if (!g)
 		return INSPECT_FORWARD;
-	return judge(hp, g, up, m, method);
+	return judge(hp, g, m, method);
 }
 
 static void on_exchange(void *arg, const struct inspect_exchange *x)
@@ -583,7 +607,9 @@ static int stage(const struct px_config *cfg, struct staged *s, char *err, size_
 		return -1;
 	s->g = calloc(1, sizeof(*s->g));
 	s->base = calloc(cfg->nups ? cfg->nups : 1, sizeof(*s->base));
-	if (!s->g || !s->base) {
+	struct policy_memo *memo = policy_memo_new(p);
+	if (!s->g || !s->base || !memo) {
+		policy_memo_free(memo);
 		policy_free(p);
 		free(s->g);
 		s->g = NULL;
@@ -592,6 +618,7 @@ static int stage(const struct px_config *cfg, struct staged *s, char *err, size_
 		return -1;
 	}
 	s->g->p = p;
+	s->g->memo = memo;
 	s->g->refs = 1;
 	s->nbase = cfg->nups;
 	for (size_t i = 0; i < cfg->nups; i++) {
