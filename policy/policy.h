@@ -156,6 +156,27 @@ void policy_memo_free(struct policy_memo *m);  /* accepts NULL */
 void policy_memo_call(struct policy_memo *m, const struct policy_input *in,
                       struct policy_decision *out);
 
+/* The kept part itself, for a caller that has a place of its own per
+ * tool (hook_policy keeps one in each listed tool's entry): the rules,
+ * in order, whose non-argument matchers hold for a tools/call, up to the
+ * first without argument matchers; resume: the rule where evaluation goes
+ * on in full once they fail (nrules: the default decides). Valid for the
+ * policy, tool, upstream, effective hints and (when policy_client_keyed)
+ * client it was made for; it never depends on the arguments. */
+struct policy_cands {
+	uint16_t cand[POLICY_MEMO_MAX_CAND];
+	uint16_t resume;
+	uint8_t n;
+};
+void policy_cands_of(const struct policy *p, const struct policy_input *in,
+                     struct policy_cands *c);
+/* policy_eval for a known tool's tools/call (in->tool_known set, in->tool
+ * not NULL; in->method not read) with c made by policy_cands_of for it. */
+void policy_cands_call(const struct policy *p, const struct policy_cands *c,
+                       const struct policy_input *in, struct policy_decision *out);
+/* Whether some rule names clients, so that cands depend on the client. */
+int policy_client_keyed(const struct policy *p);
+
 /* Keys held, and times the memo was emptied because it was full (for
  * tests and debugging). */
 size_t policy_memo_size(const struct policy_memo *m);

@@ -31,9 +31,7 @@ struct memo_entry {
 	char *key;          /* owned; NULL: free slot */
 	uint32_t hash;
 	uint16_t keylen;
-	uint8_t ncand;
-	uint16_t cand[POLICY_MEMO_MAX_CAND];  /* rule indexes, ascending */
-	uint16_t resume;    /* first rule not looked at (nrules: none left) */
+	struct policy_cands c;
 };
 
 struct policy_memo {
@@ -204,28 +202,57 @@ static struct memo_entry *memo_slot(struct policy_memo *m, const struct keybuf *
 	return &m->slots[i];
 }
 
-/* The rules whose matchers other than the arguments hold, as described in
- * the file header. */
-static void candidates(const struct policy *p, const struct policy_input *in,
-                       struct memo_entry *e)
+void policy_cands_of(const struct policy *p, const struct policy_input *in,
+                     struct policy_cands *c)
 {
-	e->ncand = 0;
-	e->resume = (uint16_t)p->nrules;
+	c->n = 0;
+	c->resume = (uint16_t)p->nrules;
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct policy_rule *r = &p->rules[i];
 		if (!policy_rule_static(p, r, in, 1))
 			continue;
-		if (e->ncand == POLICY_MEMO_MAX_CAND) {
-			e->resume = (uint16_t)i;
+		if (c->n == POLICY_MEMO_MAX_CAND) {
+			c->resume = (uint16_t)i;
 			return;
 		}
-		e->cand[e->ncand++] = (uint16_t)i;
+		c->cand[c->n++] = (uint16_t)i;
 		if (r->nargs == 0)
 			return;
 	}
 }
 
+int policy_client_keyed(const struct policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		if (p->rules[i].client.n)
+			return 1;
+	return 0;
+}
+
 /* ---- evaluation ------------------------------------------------------------------ */
+
+void policy_cands_call(const struct policy *p, const struct policy_cands *c,
+                       const struct policy_input *in, struct policy_decision *out)
+{
+	if (!c->n && c->resume == p->nrules) {
+		policy_decide_default(p, out);
+		return;
+	}
+	const json_t *args = NULL;
+	int have_args = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		const struct policy_rule *r = &p->rules[c->cand[i]];
+		if (r->nargs && !have_args) {
+			args = policy_input_args(in);
+			have_args = 1;
+		}
+		if (policy_rule_args(r, args)) {
+			policy_decide_rule(p, c->cand[i], out);
+			return;
+		}
+	}
+	policy_eval_from(p, in, 1, c->resume, out);
+}
 
 void policy_memo_call(struct policy_memo *m, const struct policy_input *in,
                       struct policy_decision *out)
@@ -246,7 +273,9 @@ void policy_memo_call(struct policy_memo *m, const struct policy_input *in,
 	}
 
 	struct keybuf k;
-	struct memo_entry tmp, *e = NULL;
+	struct policy_cands tmp;
+	const struct policy_cands *c = NULL;
+	struct memo_entry *e = NULL;
 	if (key_of(m, in, &k) == 0 && !(e = memo_find(m, &k))) {
 		char *copy = malloc(k.n);
 		e = copy ? memo_slot(m, &k) : NULL;
@@ -255,33 +284,18 @@ void policy_memo_call(struct policy_memo *m, const struct policy_input *in,
 			e->key = copy;
 			e->hash = k.h;
 			e->keylen = (uint16_t)k.n;
-			candidates(p, in, e);
+			policy_cands_of(p, in, &e->c);
 			m->n++;
 		} else {
 			free(copy);
 		}
 	}
-	if (!e) {
+	if (e) {
+		c = &e->c;
+	} else {
 		/* Key too long, or out of memory: the same walk, not kept. */
-		e = &tmp;
-		candidates(p, in, e);
+		policy_cands_of(p, in, &tmp);
+		c = &tmp;
 	}
-	if (!e->ncand && e->resume == p->nrules) {
-		policy_decide_default(p, out);
-		return;
-	}
-	const json_t *args = NULL;
-	int have_args = 0;
-	for (size_t i = 0; i < e->ncand; i++) {
-		const struct policy_rule *r = &p->rules[e->cand[i]];
-		if (r->nargs && !have_args) {
-			args = policy_input_args(in);
-			have_args = 1;
-		}
-		if (policy_rule_args(r, args)) {
-			policy_decide_rule(p, e->cand[i], out);
-			return;
-		}
-	}
-	policy_eval_from(p, in, 1, e->resume, out);
+	policy_cands_call(p, c, in, out);
 }

@@ -41,6 +41,10 @@ struct tool_entry {
 	char *name;        /* owned; NULL: free slot */
 	uint32_t hash;
 	struct policy_hints hints;
+	/* What the tool's name and hints decide under policy generation
+	 * cands_gen (0: nothing kept): see judge(). */
+	uint64_t cands_gen;
+	struct policy_cands cands;
 };
 
 struct tool_table {
@@ -60,13 +64,13 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
-static const struct tool_entry *table_find(const struct tool_table *t, const char *name)
+static struct tool_entry *table_find(const struct tool_table *t, const char *name)
 {
 	if (!t->n || !name)
 		return NULL;
 	uint32_t h = name_hash(name);
 	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		const struct tool_entry *e = &t->slots[i];
+		struct tool_entry *e = &t->slots[i];
 		if (!e->name)
 			return NULL;
 		if (e->hash == h && strcmp(e->name, name) == 0)
@@ -117,6 +121,7 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 				break;
 			if (e->hash == hash && strcmp(e->name, name) == 0) {
 				e->hints = *h;
+				e->cands_gen = 0;  /* the hints may have changed */
 				return 0;
 			}
 		}
@@ -132,7 +137,7 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 	char *copy = strdup(name);
 	if (!copy)
 		return -1;
-	t->slots[i] = (struct tool_entry){copy, hash, *h};
+	t->slots[i] = (struct tool_entry){.name = copy, .hash = hash, .hints = *h};
 	t->n++;
 	return 0;
 }
@@ -160,7 +165,12 @@ static size_t table_add_tools(struct tool_table *t, const json_t *tools)
  * it: freed when the last of them lets go. */
 struct pgen {
 	struct policy *p;          /* owned */
-	struct policy_memo *memo;  /* owned: tool-only parts of p's rules */
+	/* What tool names decide under p (see judge()): per listed tool in
+	 * the tool tables, stamped with gen, when no rule names clients;
+	 * else, and for tools nobody listed, in memo. */
+	struct policy_memo *memo;  /* owned */
+	uint64_t gen;              /* unique per pgen, from 1 */
+	int client_keyed;          /* policy_client_keyed(p) */
 	unsigned refs;
 };
 
@@ -179,6 +189,7 @@ struct hook_policy {
 	struct pgen *cur;        /* one ref; NULL: no policy configured */
 	struct up_state *ups;    /* owned array */
 	size_t nups;
+	uint64_t last_gen;       /* of the latest pgen committed */
 	struct hook_policy_stats stats;
 };
 
@@ -333,8 +344,9 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 	};
 	int is_call = m->dir == INSPECT_FROM_CLIENT && strcmp(method, "tools/call") == 0;
 
+	struct tool_entry *entry = NULL;
 	if (is_call) {
-		const struct tool_entry *live = NULL, *base = NULL;
+		struct tool_entry *live = NULL, *base = NULL;
 		in.tool = json_string_value(MEMBER(params, "name"));
 		/* "arguments" is looked up by the policy when a rule needs it. */
 		in.args = NULL;
@@ -347,15 +359,29 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 		in.tool_known = live || base;
 		in.hints = live ? &live->hints : base ? &base->hints : NULL;
 		in.baseline = base ? &base->hints : NULL;
+		entry = live ? live : base;
 	} else if (strcmp(method, "tools/call") == 0) {
 		return INSPECT_FORWARD;  /* not a thing a server sends */
 	}
 
+	/* What the tool's name and hints decide is kept in its entry, valid
+	 * while the entry is (a new listing clears it, table_put) and for one
+	 * policy generation: entries are only stamped by and read for the
+	 * policy in force, whose baselines are the tables' (an exchange that
+	 * outlived a reload goes through its own policy's memo instead). The
+	 * upstream is the table's, the client must not count. */
 	struct policy_decision d;
-	if (is_call)
+	if (entry && g == hp->cur && !g->client_keyed) {
+		if (entry->cands_gen != g->gen) {
+			policy_cands_of(g->p, &in, &entry->cands);
+			entry->cands_gen = g->gen;
+		}
+		policy_cands_call(g->p, &entry->cands, &in, &d);
+	} else if (is_call) {
 		policy_memo_call(g->memo, &in, &d);
-	else
+	} else {
 		policy_eval(g->p, &in, &d);
+	}
 	if (!d.rule)
 		return INSPECT_FORWARD;  /* no rule names this method */
 	policy_count(g->p, &d, 0);
@@ -619,6 +645,7 @@ static int stage(const struct px_config *cfg, struct staged *s, char *err, size_
 	}
 	s->g->p = p;
 	s->g->memo = memo;
+	s->g->client_keyed = policy_client_keyed(p);
 	s->g->refs = 1;
 	s->nbase = cfg->nups;
 	for (size_t i = 0; i < cfg->nups; i++) {
@@ -656,6 +683,7 @@ static void commit(struct hook_policy *hp, const struct px_config *cfg, struct s
 		log_msg(reload ? LOG_INFO : LOG_DEBUG, "policy: none configured");
 		return;
 	}
+	hp->cur->gen = ++hp->last_gen;
 	const struct policy *p = hp->cur->p;
 	log_msg(LOG_INFO, "policy: %zu rules, default %s, unknown tools %s%s", policy_nrules(p),
 	        policy_action_str(policy_default(p)),

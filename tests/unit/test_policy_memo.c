@@ -271,6 +271,14 @@ static void test_memo_matches_eval_randomised(void **state)
 				policy_memo_call(m, &c.in, &got);
 				assert_same(&want, &got, &c.in);
 				calls++;
+				if (c.in.tool && c.in.tool_known) {
+					/* The kept part on its own, as hook_policy keeps
+					 * it per listed tool. */
+					struct policy_cands pc;
+					policy_cands_of(p, &c.in, &pc);
+					policy_cands_call(p, &pc, &c.in, &got);
+					assert_same(&want, &got, &c.in);
+				}
 			}
 			json_decref(c.params);
 		}
