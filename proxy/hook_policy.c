@@ -556,6 +556,8 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	}
 	if (m->kind != JRPC_REQUEST && m->kind != JRPC_NOTIFICATION)
 		return INSPECT_FORWARD;
+	if (!g && m->dir == INSPECT_FROM_CLIENT)
+		return INSPECT_FORWARD;  /* no policy: nothing to judge, nothing to learn */
 	const char *method = json_string_value(MEMBER(m->msg, "method"));
 	if (!method)
 		return INSPECT_FORWARD;
