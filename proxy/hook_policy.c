@@ -4,15 +4,22 @@
  * decision.
  *
  *   hook_policy
- *     ├─ cur ─────────▶ pgen {policy, refs}  ◀── where->hook_data[slot]
+ *     ├─ cur ─────────▶ pgen {policy, memo, gen, refs}  ◀── where->hook_data[slot]
  *     │                                          (one ref per exchange that
  *     │                                           sent a client message)
  *     └─ ups[i] {name, live, base}
- *           live: tool table from tools/list results (name -> hints)
+ *           live: tool table from tools/list results (name -> hints, cands)
  *           base: tool table from the contract's baseline file
  *
  * Tool tables are open-addressing hash sets keyed by name, holding only
  * the four hints (not the tool JSON), capped at HOOK_POLICY_MAX_TOOLS.
+ *
+ * A tools/call is judged in two parts (policy.h, "memo"): which rules a
+ * tool's name, hints and upstream let through is worked out once and
+ * kept, and only those rules' argument matchers run per call. It is kept
+ * in the tool's entry, stamped with the policy generation (cands,
+ * cands_gen), or, for tools nobody listed, policies with per-client rules
+ * and exchanges that outlived a reload, in the generation's memo.
  *
  * Left out: per-session tool views (a server may list different tools to
  * different sessions; the union of what an upstream listed is kept), and
