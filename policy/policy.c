@@ -139,28 +139,43 @@ const json_t *policy_pointer_get(const json_t *doc, const char *ptr)
 	if (*ptr && *ptr != '/')
 		return NULL;
 	while (*ptr == '/') {
+		const char *key = ++ptr;
 		size_t n = 0;
-		ptr++;
-		while (*ptr && *ptr != '/') {
-			char c = *ptr++;
-			if (c == '~') {
-				if (*ptr == '0')
-					c = '~';
-				else if (*ptr == '1')
-					c = '/';
-				else
+		int escaped = 0;
+		while (ptr[n] && ptr[n] != '/')
+			escaped |= ptr[n++] == '~';
+		if (escaped) {
+			/* ~0 and ~1 decoded into tok; a token without them is used
+			 * where it stands (lookups take a length, no NUL needed). */
+			size_t k = 0;
+			for (size_t i = 0; i < n; i++) {
+				char c = ptr[i];
+				if (c == '~') {
+					if (ptr[i + 1] == '0')
+						c = '~';
+					else if (ptr[i + 1] == '1')
+						c = '/';
+					else
+						return NULL;
+					i++;
+				}
+				if (k >= sizeof(tok) - 1)
 					return NULL;
-				ptr++;
+				tok[k++] = c;
 			}
-			if (n >= sizeof(tok) - 1)
+			key = tok;
+			ptr += n;
+			n = k;
+		} else {
+			/* The same bound as a decoded token's. */
+			if (n > sizeof(tok) - 1)
 				return NULL;
-			tok[n++] = c;
+			ptr += n;
 		}
-		tok[n] = '\0';
 		if (json_is_object(cur))
-			cur = json_object_getn(cur, tok, n);
+			cur = json_object_getn(cur, key, n);
 		else if (json_is_array(cur))
-			cur = array_index(cur, tok, n);
+			cur = array_index(cur, key, n);
 		else
 			return NULL;
 		if (!cur)
@@ -332,8 +347,11 @@ static int regex_on(const regex_t *re, const json_t *v)
 	char *text;
 	if (json_is_string(v)) {
 		/* regexec stops at NUL: an argument "\u0000DROP …" must not slip
-		 * past, so NULs are read as spaces. */
+		 * past, so NULs are read as spaces. Without one, the string is
+		 * matched where it stands. */
 		size_t n = json_string_length(v);
+		if (!memchr(json_string_value(v), '\0', n))
+			return regexec(re, json_string_value(v), 0, NULL, 0) == 0;
 		text = malloc(n + 1);
 		if (!text)
 			return 1;  /* fail closed: a deny rule still denies */
@@ -354,9 +372,31 @@ static int regex_on(const regex_t *re, const json_t *v)
 	return rc == 0;
 }
 
+void policy_arg_prepare(struct policy_arg *a)
+{
+	const char *p = a->pointer;
+	a->one_token = p[0] == '/' && !strpbrk(p + 1, "/~");
+	a->tok_len = a->one_token ? strlen(p + 1) : 0;
+}
+
+/* policy_pointer_get(args, a->pointer), without walking the pointer's
+ * text when it is one plain token. */
+static const json_t *arg_value(const struct policy_arg *a, const json_t *args)
+{
+	if (!args)
+		return NULL;
+	if (!a->one_token)
+		return policy_pointer_get(args, a->pointer);
+	if (json_is_object(args))
+		return json_object_getn(args, a->pointer + 1, a->tok_len);
+	if (json_is_array(args))
+		return array_index(args, a->pointer + 1, a->tok_len);
+	return NULL;
+}
+
 static int arg_matches(const struct policy_arg *a, const json_t *args)
 {
-	const json_t *v = args ? policy_pointer_get(args, a->pointer) : NULL;
+	const json_t *v = arg_value(a, args);
 	switch (a->op) {
 	case POLICY_ARG_EXISTS:
 		return (v != NULL) == (a->exists != 0);

@@ -257,6 +257,11 @@ struct policy_strlist {
 
 struct policy_arg {
 	char *pointer;      /* owned */
+	/* The pointer is "/" and one token without ~ escapes (the usual
+	 * "/sql"): the token is pointer + 1, tok_len bytes, and is looked up
+	 * directly (policy_arg_prepare). */
+	int one_token;
+	size_t tok_len;
 	enum policy_arg_op op;
 	json_t *equals;     /* owned reference (EQUALS) */
 	regex_t re;         /* compiled (MATCHES) */
@@ -309,6 +314,9 @@ void policy_decide_rule(const struct policy *p, size_t i, struct policy_decision
 void policy_decide_default(const struct policy *p, struct policy_decision *out);
 void policy_decide_unknown(const struct policy *p, const struct policy_input *in,
                            struct policy_decision *out);
+
+/* For policy_load.c: fills one_token and tok_len once a->pointer is set. */
+void policy_arg_prepare(struct policy_arg *a);
 
 /* For policy_load.c: frees what a rule owns (not the rule itself). */
 void policy_rule_fini(struct policy_rule *r);

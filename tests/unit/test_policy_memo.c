@@ -91,7 +91,16 @@ static json_t *random_args(void)
 {
 	json_t *a = json_array();
 	for (uint32_t i = 0, k = 1 + rnd(2); i < k; i++) {
-		switch (rnd(4)) {
+		switch (rnd(7)) {
+		case 4:
+			json_array_append_new(a, json_pack("{s:s, s:b}", "pointer", "/0", "exists", 1));
+			break;
+		case 5:
+			json_array_append_new(a, json_pack("{s:s, s:i}", "pointer", "/x/0", "equals", 1));
+			break;
+		case 6:
+			json_array_append_new(a, json_pack("{s:s, s:b}", "pointer", "/a~1b", "exists", 1));
+			break;
 		case 0:
 			json_array_append_new(a, json_pack("{s:s, s:s}", "pointer", "/sql", "matches",
 			                                   "(?i)^\\s*(drop|delete)"));
@@ -203,7 +212,8 @@ static void random_call(struct call *c)
 	static const char *const ups[] = {NULL, "up", "other"};
 	static const char *const argv[] = {
 		NULL, "{}", "{\"sql\":\"DROP TABLE t\"}", "{\"sql\":\"select 1\"}", "{\"n\":1}",
-		"{\"n\":1.0,\"x\":null}", "{\"x\":[1]}", "[1,2]",
+		"{\"n\":1.0,\"x\":null}", "{\"x\":[1]}", "[1,2]", "{\"a/b\":0,\"0\":0}",
+		"{\"sql\":\"x\\u0000drop\"}",
 	};
 	memset(c, 0, sizeof(*c));
 	random_hints(&c->h);
@@ -453,6 +463,40 @@ static void test_memo_lazy_arguments(void **state)
 	policy_free(p);
 }
 
+/* A one-token pointer is looked up directly (policy_arg_prepare): it must
+ * find what policy_pointer_get finds, in objects and arrays. */
+static void test_one_token_pointers(void **state)
+{
+	(void)state;
+	static const char *const ptrs[] = {"/a", "/0", "/", "/x", "/10", "/01", "/1", "/-"};
+	static const char *const docs[] = {
+		"{\"a\":1,\"\":2,\"0\":3,\"01\":4}", "[5,6]", "\"str\"", "{\"x\":[1]}", "[]",
+		"[0,1,2,3,4,5,6,7,8,9,10,11]", "{}",
+	};
+	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+		json_t *conf = json_pack("{s:[{s:s, s:{s:s, s:[{s:s, s:b}]}, s:s}]}", "rules", "name",
+		                         "e", "match", "tool", "t", "args", "pointer", ptrs[i],
+		                         "exists", 1, "action", "deny");
+		struct policy *p = load(conf);
+		assert_non_null(p);
+		assert_int_equal(p->rules[0].args[0].one_token, 1);
+		for (size_t j = 0; j < sizeof(docs) / sizeof(docs[0]); j++) {
+			json_t *doc = json_loads(docs[j], JSON_DECODE_ANY, NULL);
+			assert_non_null(doc);
+			struct policy_input in = {.method = "tools/call", .tool = "t", .tool_known = 1,
+			                          .args = doc};
+			struct policy_decision d;
+			policy_eval(p, &in, &d);
+			int found = policy_pointer_get(doc, ptrs[i]) != NULL;
+			if ((strcmp(d.rule, "e") == 0) != found)
+				fail_msg("pointer %s in %s: rule %s, pointer_get %d", ptrs[i], docs[j], d.rule,
+				         found);
+			json_decref(doc);
+		}
+		policy_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_memo_bounded),
 		cmocka_unit_test(test_memo_keys),
 		cmocka_unit_test(test_memo_lazy_arguments),
+		cmocka_unit_test(test_one_token_pointers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
