@@ -139,28 +139,43 @@ const json_t *policy_pointer_get(const json_t *doc, const char *ptr)
 	if (*ptr && *ptr != '/')
 		return NULL;
 	while (*ptr == '/') {
+		const char *key = ++ptr;
 		size_t n = 0;
-		ptr++;
-		while (*ptr && *ptr != '/') {
-			char c = *ptr++;
-			if (c == '~') {
-				if (*ptr == '0')
-					c = '~';
-				else if (*ptr == '1')
-					c = '/';
-				else
+		int escaped = 0;
+		while (ptr[n] && ptr[n] != '/')
+			escaped |= ptr[n++] == '~';
+		if (escaped) {
+			/* ~0 and ~1 decoded into tok; a token without them is used
+			 * where it stands (lookups take a length, no NUL needed). */
+			size_t k = 0;
+			for (size_t i = 0; i < n; i++) {
+				char c = ptr[i];
+				if (c == '~') {
+					if (ptr[i + 1] == '0')
+						c = '~';
+					else if (ptr[i + 1] == '1')
+						c = '/';
+					else
+						return NULL;
+					i++;
+				}
+				if (k >= sizeof(tok) - 1)
 					return NULL;
-				ptr++;
+				tok[k++] = c;
 			}
-			if (n >= sizeof(tok) - 1)
+			key = tok;
+			ptr += n;
+			n = k;
+		} else {
+			/* The same bound as a decoded token's. */
+			if (n > sizeof(tok) - 1)
 				return NULL;
-			tok[n++] = c;
+			ptr += n;
 		}
-		tok[n] = '\0';
 		if (json_is_object(cur))
-			cur = json_object_getn(cur, tok, n);
+			cur = json_object_getn(cur, key, n);
 		else if (json_is_array(cur))
-			cur = array_index(cur, tok, n);
+			cur = array_index(cur, key, n);
 		else
 			return NULL;
 		if (!cur)
@@ -252,9 +267,16 @@ static int word_boundary(const char *name, size_t i)
 
 static int word_in(const char *const *list, size_t n, const char *word)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		/* A pattern opening with a plain character other than the word's
+		 * first cannot match: most of the list is skipped without a glob
+		 * call (word is never empty). */
+		char c = list[i][0];
+		if (c != word[0] && c != '*' && c != '?' && c != '\\')
+			continue;
 		if (policy_glob(list[i], word))
 			return 1;
+	}
 	return 0;
 }
 
@@ -325,8 +347,11 @@ static int regex_on(const regex_t *re, const json_t *v)
 	char *text;
 	if (json_is_string(v)) {
 		/* regexec stops at NUL: an argument "\u0000DROP …" must not slip
-		 * past, so NULs are read as spaces. */
+		 * past, so NULs are read as spaces. Without one, the string is
+		 * matched where it stands. */
 		size_t n = json_string_length(v);
+		if (!memchr(json_string_value(v), '\0', n))
+			return regexec(re, json_string_value(v), 0, NULL, 0) == 0;
 		text = malloc(n + 1);
 		if (!text)
 			return 1;  /* fail closed: a deny rule still denies */
@@ -347,9 +372,31 @@ static int regex_on(const regex_t *re, const json_t *v)
 	return rc == 0;
 }
 
+void policy_arg_prepare(struct policy_arg *a)
+{
+	const char *p = a->pointer;
+	a->one_token = p[0] == '/' && !strpbrk(p + 1, "/~");
+	a->tok_len = a->one_token ? strlen(p + 1) : 0;
+}
+
+/* policy_pointer_get(args, a->pointer), without walking the pointer's
+ * text when it is one plain token. */
+static const json_t *arg_value(const struct policy_arg *a, const json_t *args)
+{
+	if (!args)
+		return NULL;
+	if (!a->one_token)
+		return policy_pointer_get(args, a->pointer);
+	if (json_is_object(args))
+		return json_object_getn(args, a->pointer + 1, a->tok_len);
+	if (json_is_array(args))
+		return array_index(args, a->pointer + 1, a->tok_len);
+	return NULL;
+}
+
 static int arg_matches(const struct policy_arg *a, const json_t *args)
 {
-	const json_t *v = args ? policy_pointer_get(args, a->pointer) : NULL;
+	const json_t *v = arg_value(a, args);
 	switch (a->op) {
 	case POLICY_ARG_EXISTS:
 		return (v != NULL) == (a->exists != 0);
@@ -363,8 +410,10 @@ static int arg_matches(const struct policy_arg *a, const json_t *args)
 
 /* ---- evaluation ------------------------------------------------------------------------- */
 
-static int rule_matches(const struct policy *p, const struct policy_rule *r,
-                        const struct policy_input *in, int is_call)
+/* The matchers of a rule that do not look at the arguments: method, tool,
+ * client, upstream, hints, name words. */
+int policy_rule_static(const struct policy *p, const struct policy_rule *r,
+                       const struct policy_input *in, int is_call)
 {
 	if (r->method.n == 0 ? !is_call : !list_match(&r->method, in->method))
 		return 0;
@@ -374,8 +423,7 @@ static int rule_matches(const struct policy *p, const struct policy_rule *r,
 		return 0;
 	if (r->upstream.n && !list_match(&r->upstream, in->upstream))
 		return 0;
-	if (r->hints.read_only >= 0 || r->hints.destructive >= 0 || r->hints.idempotent >= 0 ||
-	    r->hints.open_world >= 0) {
+	if (policy_rule_uses_hints(r)) {
 		if (!is_call || !in->tool)
 			return 0;
 		struct policy_hints e;
@@ -394,10 +442,35 @@ static int rule_matches(const struct policy *p, const struct policy_rule *r,
 		if (has != r->name_words)
 			return 0;
 	}
+	return 1;
+}
+
+int policy_rule_args(const struct policy_rule *r, const json_t *args)
+{
 	for (size_t i = 0; i < r->nargs; i++)
-		if (!arg_matches(&r->args[i], in->args))
+		if (!arg_matches(&r->args[i], args))
 			return 0;
 	return 1;
+}
+
+int policy_rule_uses_hints(const struct policy_rule *r)
+{
+	return r->hints.read_only >= 0 || r->hints.destructive >= 0 || r->hints.idempotent >= 0 ||
+	       r->hints.open_world >= 0;
+}
+
+const json_t *policy_input_args(const struct policy_input *in)
+{
+	if (in->args || !in->call_params)
+		return in->args;
+	return json_object_getn(in->call_params, "arguments", 9);
+}
+
+/* in->args must be resolved (policy_input_args) by the caller. */
+static int rule_matches(const struct policy *p, const struct policy_rule *r,
+                        const struct policy_input *in, int is_call)
+{
+	return policy_rule_static(p, r, in, is_call) && policy_rule_args(r, in->args);
 }
 
 static void decide(struct policy_decision *out, enum policy_action action, int dry,
@@ -421,34 +494,62 @@ static void decide(struct policy_decision *out, enum policy_action action, int d
 	}
 }
 
+void policy_decide_unknown(const struct policy *p, const struct policy_input *in,
+                           struct policy_decision *out)
+{
+	decide(out, POLICY_DENY, p->dry_run, POLICY_RULE_UNKNOWN,
+	       in->tool ? "the upstream has not listed this tool, so its annotations are "
+	                  "unknown (list the tools first)"
+	                : "tools/call without a tool name",
+	       p->unknown_tag_block, p->unknown_tag_dry, (int)p->nrules + 1);
+}
+
+void policy_decide_rule(const struct policy *p, size_t i, struct policy_decision *out)
+{
+	const struct policy_rule *r = &p->rules[i];
+	decide(out, r->action, p->dry_run || r->dry_run, r->name, r->reason, r->tag_block,
+	       r->tag_dry, (int)i);
+}
+
+void policy_decide_default(const struct policy *p, struct policy_decision *out)
+{
+	decide(out, p->dflt, p->dry_run, POLICY_RULE_DEFAULT,
+	       "no rule matched: the policy's default action", p->default_tag_block,
+	       p->default_tag_dry, (int)p->nrules);
+}
+
+void policy_eval_from(const struct policy *p, const struct policy_input *in, int is_call,
+                      size_t from, struct policy_decision *out)
+{
+	struct policy_input resolved;
+	if (from < p->nrules && !in->args && in->call_params) {
+		resolved = *in;
+		resolved.args = policy_input_args(in);
+		in = &resolved;
+	}
+	for (size_t i = from; i < p->nrules; i++) {
+		if (rule_matches(p, &p->rules[i], in, is_call)) {
+			policy_decide_rule(p, i, out);
+			return;
+		}
+	}
+	if (is_call) {
+		policy_decide_default(p, out);
+		return;
+	}
+	decide(out, POLICY_ALLOW, 0, NULL, "no rule names this method", NULL, NULL, -1);
+}
+
 void policy_eval(const struct policy *p, const struct policy_input *in,
                  struct policy_decision *out)
 {
 	int is_call = in->method && strcmp(in->method, "tools/call") == 0;
 
 	if (is_call && (!in->tool_known || !in->tool) && p->unknown == POLICY_UNKNOWN_DENY) {
-		decide(out, POLICY_DENY, p->dry_run, POLICY_RULE_UNKNOWN,
-		       in->tool ? "the upstream has not listed this tool, so its annotations are "
-		                  "unknown (list the tools first)"
-		                : "tools/call without a tool name",
-		       p->unknown_tag_block, p->unknown_tag_dry, (int)p->nrules + 1);
+		policy_decide_unknown(p, in, out);
 		return;
 	}
-	for (size_t i = 0; i < p->nrules; i++) {
-		const struct policy_rule *r = &p->rules[i];
-		if (rule_matches(p, r, in, is_call)) {
-			decide(out, r->action, p->dry_run || r->dry_run, r->name, r->reason, r->tag_block,
-			       r->tag_dry, (int)i);
-			return;
-		}
-	}
-	if (is_call) {
-		decide(out, p->dflt, p->dry_run, POLICY_RULE_DEFAULT,
-		       "no rule matched: the policy's default action", p->default_tag_block,
-		       p->default_tag_dry, (int)p->nrules);
-		return;
-	}
-	decide(out, POLICY_ALLOW, 0, NULL, "no rule names this method", NULL, NULL, -1);
+	policy_eval_from(p, in, is_call, 0, out);
 }
 
 /* ---- statistics and accessors ----------------------------------------------------------- */

@@ -75,6 +75,10 @@ struct policy_input {
 	const char *tool;       /* tools/call params.name, or NULL */
 	const json_t *args;     /* tools/call: params.arguments; other methods:
 	                         * params; NULL when absent */
+	/* A tools/call's params (or NULL): when set and args is NULL,
+	 * params.arguments is looked up only if a rule needs it (most calls
+	 * meet no argument matcher). */
+	const json_t *call_params;
 	const char *client;     /* client name (client token), or NULL */
 	const char *upstream;   /* upstream name, or NULL */
 	int tool_known;         /* the tool was listed (now or in a baseline) */
@@ -115,6 +119,68 @@ void policy_free(struct policy *p);  /* accepts NULL */
 /* Decides on one message. Pure (counts nothing): see policy_count. */
 void policy_eval(const struct policy *p, const struct policy_input *in,
                  struct policy_decision *out);
+
+/* ---- memo (policy_memo.c) ---------------------------------------------------
+ * policy_eval for tools/call, with what depends only on the tool kept:
+ * whether a rule's method, tool, client, upstream, annotation and
+ * name-word matchers hold is the same for every call of one tool by one
+ * client through one upstream with the same effective hints. A memo keeps,
+ * per such key, the rules whose name part held (in order, up to the first
+ * one that has no argument matcher), so a call then only evaluates their
+ * argument matchers; first match wins as in policy_eval, and the decision
+ * is the same in every case.
+ *
+ * The key holds the effective hints (and the client and upstream names
+ * when some rule looks at them), so a tool whose annotations change is
+ * simply looked up under another key: no invalidation is needed. A memo
+ * belongs to one policy (a reload makes a new policy, and a new memo).
+ * Bounded: at most POLICY_MEMO_MAX_ENTRIES keys (when full, it is emptied
+ * and refilled), keys over POLICY_MEMO_MAX_KEY bytes are not kept (those
+ * calls are judged by policy_eval), and at most POLICY_MEMO_MAX_CAND rules
+ * per key (evaluation goes on from the next rule in full).
+ * Not thread-safe: the caller serialises policy_memo_eval on one memo. */
+#define POLICY_MEMO_MAX_ENTRIES 1024
+#define POLICY_MEMO_MAX_KEY     256
+#define POLICY_MEMO_MAX_CAND    8
+
+struct policy_memo;
+
+/* p is borrowed and must outlive the memo. Returns an owned memo
+ * (policy_memo_free) or NULL (out of memory). Nothing is allocated for
+ * the table until the first call. */
+struct policy_memo *policy_memo_new(const struct policy *p);
+void policy_memo_free(struct policy_memo *m);  /* accepts NULL */
+
+/* policy_eval(p, in, out) for a tools/call and the memo's policy:
+ * in->method is not read (taken to be "tools/call"). */
+void policy_memo_call(struct policy_memo *m, const struct policy_input *in,
+                      struct policy_decision *out);
+
+/* The kept part itself, for a caller that has a place of its own per
+ * tool (hook_policy keeps one in each listed tool's entry): the rules,
+ * in order, whose non-argument matchers hold for a tools/call, up to the
+ * first without argument matchers; resume: the rule where evaluation goes
+ * on in full once they fail (nrules: the default decides). Valid for the
+ * policy, tool, upstream, effective hints and (when policy_client_keyed)
+ * client it was made for; it never depends on the arguments. */
+struct policy_cands {
+	uint16_t cand[POLICY_MEMO_MAX_CAND];
+	uint16_t resume;
+	uint8_t n;
+};
+void policy_cands_of(const struct policy *p, const struct policy_input *in,
+                     struct policy_cands *c);
+/* policy_eval for a known tool's tools/call (in->tool_known set, in->tool
+ * not NULL; in->method not read) with c made by policy_cands_of for it. */
+void policy_cands_call(const struct policy *p, const struct policy_cands *c,
+                       const struct policy_input *in, struct policy_decision *out);
+/* Whether some rule names clients, so that cands depend on the client. */
+int policy_client_keyed(const struct policy *p);
+
+/* Keys held, and times the memo was emptied because it was full (for
+ * tests and debugging). */
+size_t policy_memo_size(const struct policy_memo *m);
+size_t policy_memo_resets(const struct policy_memo *m);
 
 /* Counts a decision the proxy acted on. listing: the decision was a tool
  * hidden from (or, in a dry run, left in) a tools/list reply rather than
@@ -191,6 +257,11 @@ struct policy_strlist {
 
 struct policy_arg {
 	char *pointer;      /* owned */
+	/* The pointer is "/" and one token without ~ escapes (the usual
+	 * "/sql"): the token is pointer + 1, tok_len bytes, and is looked up
+	 * directly (policy_arg_prepare). */
+	int one_token;
+	size_t tok_len;
 	enum policy_arg_op op;
 	json_t *equals;     /* owned reference (EQUALS) */
 	regex_t re;         /* compiled (MATCHES) */
@@ -225,6 +296,27 @@ struct policy {
 	char *default_tag_block, *default_tag_dry;
 	char *unknown_tag_block, *unknown_tag_dry;
 };
+
+/* For policy_memo.c: the parts of policy_eval. policy_rule_static: the
+ * rule's matchers other than its arguments hold; policy_rule_args: all its
+ * argument matchers hold. policy_eval_from: policy_eval from rule `from`
+ * on, after the unknown-tool check. policy_decide_*: fill out as
+ * policy_eval does for rule i, the default, an unknown tool. */
+int policy_rule_static(const struct policy *p, const struct policy_rule *r,
+                       const struct policy_input *in, int is_call);
+int policy_rule_args(const struct policy_rule *r, const json_t *args);
+int policy_rule_uses_hints(const struct policy_rule *r);
+void policy_eval_from(const struct policy *p, const struct policy_input *in, int is_call,
+                      size_t from, struct policy_decision *out);
+/* in->args, or params.arguments of in->call_params when args is NULL. */
+const json_t *policy_input_args(const struct policy_input *in);
+void policy_decide_rule(const struct policy *p, size_t i, struct policy_decision *out);
+void policy_decide_default(const struct policy *p, struct policy_decision *out);
+void policy_decide_unknown(const struct policy *p, const struct policy_input *in,
+                           struct policy_decision *out);
+
+/* For policy_load.c: fills one_token and tok_len once a->pointer is set. */
+void policy_arg_prepare(struct policy_arg *a);
 
 /* For policy_load.c: frees what a rule owns (not the rule itself). */
 void policy_rule_fini(struct policy_rule *r);

@@ -691,6 +691,8 @@ static void parse_arg(struct load *l, const json_t *v, const char *path, struct 
 		             "escapes");
 	} else if (!(a->pointer = dup_str(json_string_value(ptr)))) {
 		lerr(l, sub, "out of memory");
+	} else {
+		policy_arg_prepare(a);
 	}
 
 	const json_t *eq = json_object_get(v, "equals"), *mt = json_object_get(v, "matches"),

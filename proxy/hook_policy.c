@@ -4,15 +4,22 @@
  * decision.
  *
  *   hook_policy
- *     ├─ cur ─────────▶ pgen {policy, refs}  ◀── where->hook_data[slot]
+ *     ├─ cur ─────────▶ pgen {policy, memo, gen, refs}  ◀── where->hook_data[slot]
  *     │                                          (one ref per exchange that
  *     │                                           sent a client message)
  *     └─ ups[i] {name, live, base}
- *           live: tool table from tools/list results (name -> hints)
+ *           live: tool table from tools/list results (name -> hints, cands)
  *           base: tool table from the contract's baseline file
  *
  * Tool tables are open-addressing hash sets keyed by name, holding only
  * the four hints (not the tool JSON), capped at HOOK_POLICY_MAX_TOOLS.
+ *
+ * A tools/call is judged in two parts (policy.h, "memo"): which rules a
+ * tool's name, hints and upstream let through is worked out once and
+ * kept, and only those rules' argument matchers run per call. It is kept
+ * in the tool's entry, stamped with the policy generation (cands,
+ * cands_gen), or, for tools nobody listed, policies with per-client rules
+ * and exchanges that outlived a reload, in the generation's memo.
  *
  * Left out: per-session tool views (a server may list different tools to
  * different sessions; the union of what an upstream listed is kept), and
@@ -41,6 +48,10 @@ struct tool_entry {
 	char *name;        /* owned; NULL: free slot */
 	uint32_t hash;
 	struct policy_hints hints;
+	/* What the tool's name and hints decide under policy generation
+	 * cands_gen (0: nothing kept): see judge(). */
+	uint64_t cands_gen;
+	struct policy_cands cands;
 };
 
 struct tool_table {
@@ -60,13 +71,13 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
-static const struct tool_entry *table_find(const struct tool_table *t, const char *name)
+static struct tool_entry *table_find(const struct tool_table *t, const char *name)
 {
 	if (!t->n || !name)
 		return NULL;
 	uint32_t h = name_hash(name);
 	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		const struct tool_entry *e = &t->slots[i];
+		struct tool_entry *e = &t->slots[i];
 		if (!e->name)
 			return NULL;
 		if (e->hash == h && strcmp(e->name, name) == 0)
@@ -117,6 +128,7 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 				break;
 			if (e->hash == hash && strcmp(e->name, name) == 0) {
 				e->hints = *h;
+				e->cands_gen = 0;  /* the hints may have changed */
 				return 0;
 			}
 		}
@@ -132,7 +144,7 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 	char *copy = strdup(name);
 	if (!copy)
 		return -1;
-	t->slots[i] = (struct tool_entry){copy, hash, *h};
+	t->slots[i] = (struct tool_entry){.name = copy, .hash = hash, .hints = *h};
 	t->n++;
 	return 0;
 }
@@ -159,7 +171,13 @@ static size_t table_add_tools(struct tool_table *t, const json_t *tools)
 /* A compiled policy shared by the module and the exchanges started under
  * it: freed when the last of them lets go. */
 struct pgen {
-	struct policy *p;   /* owned */
+	struct policy *p;          /* owned */
+	/* What tool names decide under p (see judge()): per listed tool in
+	 * the tool tables, stamped with gen, when no rule names clients;
+	 * else, and for tools nobody listed, in memo. */
+	struct policy_memo *memo;  /* owned */
+	uint64_t gen;              /* unique per pgen, from 1 */
+	int client_keyed;          /* policy_client_keyed(p) */
 	unsigned refs;
 };
 
@@ -178,12 +196,14 @@ struct hook_policy {
 	struct pgen *cur;        /* one ref; NULL: no policy configured */
 	struct up_state *ups;    /* owned array */
 	size_t nups;
+	uint64_t last_gen;       /* of the latest pgen committed */
 	struct hook_policy_stats stats;
 };
 
 static void pgen_unref(struct pgen *g)
 {
 	if (g && --g->refs == 0) {
+		policy_memo_free(g->memo);
 		policy_free(g->p);
 		free(g);
 	}
@@ -219,6 +239,12 @@ static struct up_state *up_get(struct hook_policy *hp, const char *name)
 }
 
 /* ---- judging a message ---------------------------------------------------------- */
+
+/* A member of a JSON object (borrowed), or NULL; NULL or a non-object
+ * obj has none. With the length given, jansson skips a strlen: a lookup
+ * costs about what one walk over a four-member envelope does, so the
+ * hook looks up only what it uses, once. */
+#define MEMBER(obj, lit) json_object_getn((obj), (lit), sizeof(lit) - 1)
 
 /* Copies s into dst for a log line or an error message: control
  * characters become '?', long values are cut with "...". */
@@ -308,14 +334,15 @@ static void count(struct hook_policy *hp, const struct policy_decision *d)
 	case POLICY_NONE:
 		break;
 	}
-	if (d->rule && strcmp(d->rule, POLICY_RULE_UNKNOWN) == 0)
+	/* The first byte spares the call for every other rule. */
+	if (d->rule && d->rule[0] == POLICY_RULE_UNKNOWN[0] && strcmp(d->rule, POLICY_RULE_UNKNOWN) == 0)
 		hp->stats.unknown_tool++;
 }
 
-static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct up_state *up,
-                                  struct inspect_msg *m, const char *method)
+static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct inspect_msg *m,
+                                  const char *method)
 {
-	const json_t *params = json_object_get(m->msg, "params");
+	const json_t *params = MEMBER(m->msg, "params");
 	struct policy_input in = {
 		.method = method,
 		.client = m->where->client_name,
@@ -324,10 +351,14 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 	};
 	int is_call = m->dir == INSPECT_FROM_CLIENT && strcmp(method, "tools/call") == 0;
 
+	struct tool_entry *entry = NULL;
 	if (is_call) {
-		const struct tool_entry *live = NULL, *base = NULL;
-		in.tool = jrpc_tool_name(m->msg);
-		in.args = json_object_get(params, "arguments");
+		struct tool_entry *live = NULL, *base = NULL;
+		in.tool = json_string_value(MEMBER(params, "name"));
+		/* "arguments" is looked up by the policy when a rule needs it. */
+		in.args = NULL;
+		in.call_params = params;
+		struct up_state *up = up_get(hp, m->where->upstream);
 		if (up) {
 			live = table_find(&up->live, in.tool);
 			base = table_find(&up->base, in.tool);
@@ -335,12 +366,29 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 		in.tool_known = live || base;
 		in.hints = live ? &live->hints : base ? &base->hints : NULL;
 		in.baseline = base ? &base->hints : NULL;
+		entry = live ? live : base;
 	} else if (strcmp(method, "tools/call") == 0) {
 		return INSPECT_FORWARD;  /* not a thing a server sends */
 	}
 
+	/* What the tool's name and hints decide is kept in its entry, valid
+	 * while the entry is (a new listing clears it, table_put) and for one
+	 * policy generation: entries are only stamped by and read for the
+	 * policy in force, whose baselines are the tables' (an exchange that
+	 * outlived a reload goes through its own policy's memo instead). The
+	 * upstream is the table's, the client must not count. */
 	struct policy_decision d;
-	policy_eval(g->p, &in, &d);
+	if (entry && g == hp->cur && !g->client_keyed) {
+		if (entry->cands_gen != g->gen) {
+			policy_cands_of(g->p, &in, &entry->cands);
+			entry->cands_gen = g->gen;
+		}
+		policy_cands_call(g->p, &entry->cands, &in, &d);
+	} else if (is_call) {
+		policy_memo_call(g->memo, &in, &d);
+	} else {
+		policy_eval(g->p, &in, &d);
+	}
 	if (!d.rule)
 		return INSPECT_FORWARD;  /* no rule names this method */
 	policy_count(g->p, &d, 0);
@@ -382,13 +430,18 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
  * with a string name and an inputSchema object. */
 static json_t *listed_tools(const struct inspect_msg *m)
 {
-	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	/* The request first: one lookup rules out the results of every
+	 * other method (the two tests commute). */
+	if (m->request) {
+		const char *rm = json_string_value(MEMBER(m->request, "method"));
+		if (!rm || strcmp(rm, "tools/list") != 0)
+			return NULL;
+	}
+	json_t *tools = MEMBER(MEMBER(m->msg, "result"), "tools");
 	if (!json_is_array(tools))
 		return NULL;
-	if (m->request) {
-		const char *rm = jrpc_method(m->request);
-		return rm && strcmp(rm, "tools/list") == 0 ? tools : NULL;
-	}
+	if (m->request)
+		return tools;
 	if (json_array_size(tools) == 0)
 		return NULL;
 	for (size_t i = 0; i < json_array_size(tools); i++) {
@@ -492,14 +545,16 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct hook_policy *hp = arg;
 	struct pgen *g = policy_for(hp, m);
-	struct up_state *up = up_get(hp, m->where->upstream);
-	const char *method = jrpc_method(m->msg);
+	struct up_state *up;
 
+	/* The upstream's state is looked up only by the paths that use it:
+	 * most messages need none. */
 	if (m->dir == INSPECT_FROM_SERVER && m->kind == JRPC_RESULT) {
 		json_t *tools = listed_tools(m);
 		if (!tools)
 			return INSPECT_FORWARD;
 		hp->stats.listings++;
+		up = up_get(hp, m->where->upstream);
 		if (up)
 			remember(hp, up, tools);
 		if (g && policy_may_hide(g->p))
@@ -508,14 +563,18 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	}
 	if (m->kind != JRPC_REQUEST && m->kind != JRPC_NOTIFICATION)
 		return INSPECT_FORWARD;
+	if (!g && m->dir == INSPECT_FROM_CLIENT)
+		return INSPECT_FORWARD;  /* no policy: nothing to judge, nothing to learn */
+	const char *method = json_string_value(MEMBER(m->msg, "method"));
 	if (!method)
 		return INSPECT_FORWARD;
-	if (m->dir == INSPECT_FROM_SERVER && up &&
-	    strcmp(method, "notifications/tools/list_changed") == 0)
+	if (m->dir == INSPECT_FROM_SERVER &&
+	    strcmp(method, "notifications/tools/list_changed") == 0 &&
+	    (up = up_get(hp, m->where->upstream)))
 		up->live.stale = 1;
 	if (!g)
 		return INSPECT_FORWARD;
-	return judge(hp, g, up, m, method);
+	return judge(hp, g, m, method);
 }
 
 static void on_exchange(void *arg, const struct inspect_exchange *x)
@@ -583,7 +642,9 @@ static int stage(const struct px_config *cfg, struct staged *s, char *err, size_
 		return -1;
 	s->g = calloc(1, sizeof(*s->g));
 	s->base = calloc(cfg->nups ? cfg->nups : 1, sizeof(*s->base));
-	if (!s->g || !s->base) {
+	struct policy_memo *memo = policy_memo_new(p);
+	if (!s->g || !s->base || !memo) {
+		policy_memo_free(memo);
 		policy_free(p);
 		free(s->g);
 		s->g = NULL;
@@ -592,6 +653,8 @@ static int stage(const struct px_config *cfg, struct staged *s, char *err, size_
 		return -1;
 	}
 	s->g->p = p;
+	s->g->memo = memo;
+	s->g->client_keyed = policy_client_keyed(p);
 	s->g->refs = 1;
 	s->nbase = cfg->nups;
 	for (size_t i = 0; i < cfg->nups; i++) {
@@ -629,6 +692,7 @@ static void commit(struct hook_policy *hp, const struct px_config *cfg, struct s
 		log_msg(reload ? LOG_INFO : LOG_DEBUG, "policy: none configured");
 		return;
 	}
+	hp->cur->gen = ++hp->last_gen;
 	const struct policy *p = hp->cur->p;
 	log_msg(LOG_INFO, "policy: %zu rules, default %s, unknown tools %s%s", policy_nrules(p),
 	        policy_action_str(policy_default(p)),

@@ -43,6 +43,9 @@
  *     resolver on the raw TAIL.
  *  7. The TAIL's glob pattern, as the "matches" of a rule, loads or is
  *     refused with one error line located at it.
+ *  8. policy_memo_call decides every tools/call exactly as policy_eval,
+ *     first (memo miss) and second time (hit), and with the arguments
+ *     given as the call's params (looked up only when a rule needs them).
  *
  * Regular expressions. policy_load refuses "matches" patterns that glibc's
  * regcomp would take seconds and gigabytes to compile (interval bounds
@@ -251,12 +254,44 @@ static void check_decision(struct policy *p, const struct policy_input *in,
 	}
 }
 
-static void eval_count(struct policy *p, const struct policy_input *in, int listing)
+static int same_decision(const struct policy_decision *a, const struct policy_decision *b)
+{
+	return a->action == b->action && a->rule == b->rule && a->reason == b->reason &&
+	       a->dry_run_would == b->dry_run_would && a->tag == b->tag && a->stat == b->stat;
+}
+
+/* Property 8. */
+static void check_memo(struct policy_memo *m, const struct policy_input *in,
+                       const struct policy_decision *want)
+{
+	struct policy_decision d;
+	if (!m || !in->method || strcmp(in->method, "tools/call") != 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		memset(&d, 0xA5, sizeof d);
+		policy_memo_call(m, in, &d);
+		CHECK(same_decision(&d, want));
+	}
+	json_t *params = json_object();
+	if (in->args)
+		json_object_set(params, "arguments", (json_t *)(uintptr_t)in->args);
+	struct policy_input lazy = *in;
+	lazy.args = NULL;
+	lazy.call_params = params;
+	memset(&d, 0xA5, sizeof d);
+	policy_memo_call(m, &lazy, &d);
+	CHECK(same_decision(&d, want));
+	json_decref(params);
+}
+
+static void eval_count(struct policy *p, struct policy_memo *m, const struct policy_input *in,
+                       int listing)
 {
 	struct policy_decision d;
 	memset(&d, 0xA5, sizeof d); /* every field must be written */
 	policy_eval(p, in, &d);
 	check_decision(p, in, &d);
+	check_memo(m, in, &d);
 	if (d.rule)
 		policy_count(p, &d, listing);
 }
@@ -310,6 +345,7 @@ static void judge(struct policy *p, const json_t *req, const json_t *tools, cons
 	const char *rmethod = json_string_value(json_object_get(req, "method"));
 	const char *rtool = json_string_value(json_object_get(params, "name"));
 	const json_t *rargs = json_object_get(params, "arguments");
+	struct policy_memo *memo = policy_memo_new(p);
 
 	for (size_t c = 0; c < sizeof clients / sizeof *clients; c++) {
 		for (size_t u = 0; u < sizeof upstreams / sizeof *upstreams; u++) {
@@ -328,13 +364,13 @@ static void judge(struct policy *p, const json_t *req, const json_t *tools, cons
 			in.tool_known = live || known;
 			in.hints = live ? &h : known ? &b : NULL;
 			in.baseline = known ? &b : NULL;
-			eval_count(p, &in, 0);
+			eval_count(p, memo, &in, 0);
 
 			/* Other methods, with the request's params. */
 			for (size_t m = 0; m < sizeof methods / sizeof *methods; m++) {
 				in.method = methods[m];
 				in.args = params;
-				eval_count(p, &in, 0);
+				eval_count(p, memo, &in, 0);
 			}
 
 			/* Every listed tool: called with the request's arguments,
@@ -351,14 +387,15 @@ static void judge(struct policy *p, const json_t *req, const json_t *tools, cons
 				in.baseline = known ? &b : NULL;
 				check_hints(in.hints, in.baseline);
 				in.args = rargs;
-				eval_count(p, &in, 0);
+				eval_count(p, memo, &in, 0);
 				in.args = NULL;
-				eval_count(p, &in, 1);
+				eval_count(p, memo, &in, 1);
 				if (c == 0 && u == 0 && name)
 					check_words(p, name, builtin_words);
 			}
 		}
 	}
+	policy_memo_free(memo);
 	check_hints(NULL, NULL);
 	if (rtool)
 		check_words(p, rtool, builtin_words);
@@ -575,7 +612,7 @@ static void check_regex(const char *pat, const char *subj)
 		struct policy_input in = {.method = "tools/call", .tool = "t", .tool_known = 1,
 		                          .args = args};
 		if (args != NULL)
-			eval_count(p, &in, 0);
+			eval_count(p, NULL, &in, 0);
 		json_decref(args);
 		policy_free(p);
 	}

@@ -1470,6 +1470,168 @@ static void test_glue_reload(void **state)
 	rig_stop(&r);
 }
 
+/* The hook keeps what a tool's name decides per policy (policy_memo):
+ * calls repeated after the tool is listed again with other annotations,
+ * or after a reload, must follow the new facts. */
+static void test_glue_memo_follows_listings(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	struct seen s;
+	rig_start(&r, J("{'rules':[{'name':'no-destructive','match':{'annotations':"
+	                "{'destructiveHint':true}},'action':'deny'}]}"), NULL);
+	list_tools(&r, "staging", "{'tools':[{'name':'w','inputSchema':{},'annotations':"
+	                          "{'readOnlyHint':true}}]}");
+	x_begin(&x, "staging", NULL);
+	for (int i = 0; i < 3; i++)
+		assert_forwarded(tcall(&r, &x, "w", NULL));
+	x_end(&r, &x);
+
+	/* Listed again, now destructive: refused from the next call on. */
+	x_begin(&x, "staging", NULL);
+	json_t *n = J("{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_forwarded(deliver(&r, &x, INSPECT_FROM_SERVER, n, NULL));
+	json_decref(n);
+	json_decref(tlist(&r, &x, "{'tools':[{'name':'w','inputSchema':{},'annotations':"
+	                          "{'destructiveHint':true}}]}", NULL, NULL));
+	for (int i = 0; i < 2; i++) {
+		s = tcall(&r, &x, "w", NULL);
+		assert_refused(s, "no-destructive", "deny");
+		json_decref(s.answer);
+	}
+	/* A later page naming it read-only again (no list_changed): allowed. */
+	json_decref(tlist(&r, &x, "{'tools':[{'name':'w','inputSchema':{},'annotations':"
+	                          "{'readOnlyHint':true}}]}", NULL, NULL));
+	assert_forwarded(tcall(&r, &x, "w", NULL));
+	x_end(&r, &x);
+
+	/* The same tool on another upstream is not known there. */
+	x_begin(&x, "prod", NULL);
+	s = tcall(&r, &x, "w", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+	rig_stop(&r);
+}
+
+static void test_glue_memo_reload(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x1, x2;
+	struct seen s;
+	char err[1024];
+	rig_start(&r, J("{'rules':[{'name':'words','match':{'name_words':true},"
+	                "'action':'deny'}]}"), NULL);
+	list_tools(&r, "staging", "{'tools':[{'name':'delete_row','inputSchema':{}},"
+	                          "{'name':'get_row','inputSchema':{}}]}");
+	x_begin(&x1, "staging", NULL);
+	for (int i = 0; i < 3; i++) {
+		s = tcall(&r, &x1, "delete_row", NULL);
+		assert_refused(s, "words", "deny");
+		json_decref(s.answer);
+		assert_forwarded(tcall(&r, &x1, "get_row", NULL));
+	}
+
+	/* The reload turns the rule around; x1 keeps its policy (and what its
+	 * memo holds), x2 starts under the new one. */
+	struct px_config next = r.cfg;
+	next.policy = J("{'change_words':['get'],'rules':[{'name':'gets','match':"
+	                "{'name_words':true},'action':'deny'}]}");
+	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), 0);
+	json_decref(next.policy);
+	x_begin(&x2, "staging", NULL);
+	for (int i = 0; i < 2; i++) {
+		s = tcall(&r, &x1, "delete_row", NULL);
+		assert_refused(s, "words", "deny");
+		json_decref(s.answer);
+		assert_forwarded(tcall(&r, &x1, "get_row", NULL));
+		assert_forwarded(tcall(&r, &x2, "delete_row", NULL));
+		s = tcall(&r, &x2, "get_row", NULL);
+		assert_refused(s, "gets", "deny");
+		json_decref(s.answer);
+	}
+	x_end(&r, &x1);
+	x_end(&r, &x2);
+	rig_stop(&r);
+}
+
+/* With rules that name clients, one tool decides differently per client:
+ * nothing kept for one client may answer another's call. */
+static void test_glue_memo_clients(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch a, b;
+	struct seen s;
+	rig_start(&r, J("{'rules':[{'name':'ci-only-reads','match':{'client':'ci','tool':'w'},"
+	                "'action':'deny'}]}"), NULL);
+	list_tools(&r, "staging", "{'tools':[{'name':'w','inputSchema':{}}]}");
+	x_begin(&a, "staging", "ci");
+	x_begin(&b, "staging", "agent");
+	for (int i = 0; i < 3; i++) {
+		s = tcall(&r, &a, "w", NULL);
+		assert_refused(s, "ci-only-reads", "deny");
+		json_decref(s.answer);
+		assert_forwarded(tcall(&r, &b, "w", NULL));
+	}
+	x_end(&r, &a);
+	x_end(&r, &b);
+	rig_stop(&r);
+}
+
+/* A reload that brings another baseline: an exchange that started before
+ * it keeps its policy but sees the new baseline (as always), so nothing
+ * its policy decided for a tool before the reload may be reused. */
+static void test_glue_memo_reload_baseline(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x1, x2;
+	struct seen s;
+	char err[1024];
+	char path[] = "/tmp/test_policy_memo_baseXXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("{\"tools\":[{\"name\":\"w\",\"inputSchema\":{},\"annotations\":"
+	      "{\"readOnlyHint\":true}}]}", f);
+	fclose(f);
+	json_t *deny_destructive = J("{'rules':[{'name':'no-destructive','match':{'annotations':"
+	                             "{'destructiveHint':true}},'action':'deny'}]}");
+	rig_start(&r, json_deep_copy(deny_destructive), path);
+	list_tools(&r, "staging", "{'tools':[{'name':'w','inputSchema':{},'annotations':"
+	                          "{'readOnlyHint':true}}]}");
+	x_begin(&x1, "staging", NULL);
+	for (int i = 0; i < 2; i++)
+		assert_forwarded(tcall(&r, &x1, "w", NULL));
+
+	/* The baseline now says w destroys: the less safe claim wins. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"tools\":[{\"name\":\"w\",\"inputSchema\":{},\"annotations\":"
+	      "{\"destructiveHint\":true}}]}", f);
+	fclose(f);
+	struct px_config next = r.cfg;
+	next.policy = deny_destructive;
+	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), 0);
+	x_begin(&x2, "staging", NULL);
+	for (int i = 0; i < 2; i++) {
+		s = tcall(&r, &x1, "w", NULL);
+		assert_refused(s, "no-destructive", "deny");
+		json_decref(s.answer);
+		s = tcall(&r, &x2, "w", NULL);
+		assert_refused(s, "no-destructive", "deny");
+		json_decref(s.answer);
+	}
+	x_end(&r, &x1);
+	x_end(&r, &x2);
+	json_decref(deny_destructive);
+	rig_stop(&r);
+	unlink(path);
+}
+
 static void test_glue_no_policy_then_reload(void **state)
 {
 	(void)state;
@@ -1693,6 +1855,10 @@ int main(void)
 		cmocka_unit_test(test_glue_hide),
 		cmocka_unit_test(test_glue_list_changed),
 		cmocka_unit_test(test_glue_reload),
+		cmocka_unit_test(test_glue_memo_follows_listings),
+		cmocka_unit_test(test_glue_memo_reload),
+		cmocka_unit_test(test_glue_memo_clients),
+		cmocka_unit_test(test_glue_memo_reload_baseline),
 		cmocka_unit_test(test_glue_no_policy_then_reload),
 		cmocka_unit_test(test_glue_dry_run_and_log),
 		cmocka_unit_test(test_glue_methods),
