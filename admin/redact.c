@@ -251,10 +251,7 @@ json_t *redact_json(const struct redact *rd, const json_t *v)
 
 static size_t count_chars(const char *s, size_t len)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return n;
+	return sbuf_utf8_chars(s, len);
 }
 
 /* s[0..len) holds at least the first max_chars+1 code points of a text of

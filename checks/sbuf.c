@@ -2,6 +2,7 @@
 #include "checks/sbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,30 +111,114 @@ static const char json_esc[256] = {
 	0,   0,   '"', [92] = '\\',
 };
 
+/* Eight bytes at a time: call records are mostly plain ASCII, and a
+ * block of eight that needs no escape is one 8-byte copy. The masks flag
+ * a block holding a byte < 0x20, '"' or '\\' (SWAR "has less than" and
+ * "has zero" tricks: a flag may be set wrongly only above a true one, so
+ * "any flag" is exact); bytes >= 0x80 never raise one. */
+#define ONES  0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+static inline uint64_t load8(const char *s)
+{
+	uint64_t v;
+	memcpy(&v, s, 8);
+	return v;
+}
+
+static inline uint64_t needs_escape8(uint64_t v)
+{
+	uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+	/* q and b keep v's top bits ('"' and '\\' are ASCII): ~v stands for
+	 * ~q and ~b in their "has zero" tests. */
+	return ((v - ONES * 0x20) | (q - ONES) | (b - ONES)) & ~v & HIGHS;
+}
+
+/* One byte escaped into w; returns the bytes written. */
+static inline size_t escape_byte(char *w, unsigned char c)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char e = json_esc[c];
+	if (!e) {
+		*w = (char)c;
+		return 1;
+	}
+	if (e == 'u') {
+		memcpy(w, "\\u00", 4);
+		w[4] = hex[c >> 4];
+		w[5] = hex[c & 15];
+		return 6;
+	}
+	w[0] = '\\';
+	w[1] = e;
+	return 2;
+}
+
 /* Escapes s[0..n) into w, which has room for 6 * n bytes (every byte may
  * become \u00XX). Returns the bytes written. */
 static size_t escape_into(char *w, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	char *start = w;
+	size_t i = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char e = json_esc[c];
-		if (!e) {
-			*w++ = (char)c;
-		} else if (e == 'u') {
-			memcpy(w, "\\u00", 4);
-			w[4] = hex[c >> 4];
-			w[5] = hex[c & 15];
-			w += 6;
-		} else {
-			w[0] = '\\';
-			w[1] = e;
-			w += 2;
+	while (i + 8 <= n) {
+		uint64_t v = load8(s + i);
+		if (!needs_escape8(v)) {
+			memcpy(w, &v, 8);
+			w += 8;
+			i += 8;
+			continue;
 		}
+		for (size_t k = 0; k < 8; k++)
+			w += escape_byte(w, (unsigned char)s[i + k]);
+		i += 8;
 	}
+	for (; i < n; i++)
+		w += escape_byte(w, (unsigned char)s[i]);
 	return (size_t)(w - start);
+}
+
+size_t sbuf_json_escape_to(char *w, const char *s, size_t n)
+{
+	return escape_into(w, s, n);
+}
+
+size_t sbuf_json_escaped_len(const char *s, size_t n)
+{
+	static const unsigned char extra[256] = {
+		5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5,
+		5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+		0, 0, 1, [92] = 1,
+	};
+	size_t len = n, i = 0;
+	for (;;) {
+		while (i + 8 <= n && !needs_escape8(load8(s + i)))
+			i += 8;
+		if (i >= n)
+			return len;
+		size_t end = i + 8 <= n ? i + 8 : n;
+		for (; i < end; i++)
+			len += extra[(unsigned char)s[i]];
+	}
+}
+
+char *sbuf_room(struct sbuf *b, size_t n)
+{
+	if (b->oom)
+		return NULL;
+	if (n > (size_t)-1 - b->len - 1) {
+		b->oom = 1;
+		return NULL;
+	}
+	if (b->len + n + 1 > b->cap && sbuf_grow(b, n) < 0)
+		return NULL;
+	return b->p + b->len;
+}
+
+void sbuf_wrote(struct sbuf *b, size_t k)
+{
+	b->len += k;
+	b->p[b->len] = '\0';
 }
 
 void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
@@ -148,17 +233,44 @@ void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
 	put(arg, "\"", 1);
 }
 
+/* Continuation bytes (10xxxxxx) in a block of eight. */
+static inline unsigned cont8(uint64_t v)
+{
+	return (unsigned)__builtin_popcountll(v & ~(v << 1) & HIGHS);
+}
+
+size_t sbuf_utf8_chars(const char *s, size_t n)
+{
+	size_t chars = n, i = 0;
+	for (; i + 8 <= n; i += 8)
+		chars -= cont8(load8(s + i));
+	for (; i < n; i++)
+		chars -= ((unsigned char)s[i] & 0xC0) == 0x80;
+	return chars;
+}
+
 size_t sbuf_json_str_chars(const char *s, size_t n)
 {
-	size_t chars = 2;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char e = json_esc[c];
-		if ((c & 0xC0) == 0x80)
-			continue; /* inside a multi-byte sequence: counted at its lead */
-		chars += !e ? 1 : e == 'u' ? 6 : 2;
+	size_t chars = 2, i = 0;
+	for (;;) {
+		/* Plain blocks: a code point per byte but continuation bytes. */
+		for (; i + 8 <= n; i += 8) {
+			uint64_t v = load8(s + i);
+			if (needs_escape8(v))
+				break;
+			chars += 8 - cont8(v);
+		}
+		if (i >= n)
+			return chars;
+		size_t end = i + 8 <= n ? i + 8 : n;
+		for (; i < end; i++) {
+			unsigned char c = (unsigned char)s[i];
+			char e = json_esc[c];
+			if ((c & 0xC0) == 0x80)
+				continue; /* inside a multi-byte sequence: counted at its lead */
+			chars += !e ? 1 : e == 'u' ? 6 : 2;
+		}
 	}
-	return chars;
 }
 
 void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
@@ -206,6 +318,11 @@ int sbuf_utf8_valid(const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < n;) {
+		/* ASCII blocks, eight bytes a test: most text is. */
+		if (i + 8 <= n && !(load8(s + i) & HIGHS)) {
+			i += 8;
+			continue;
+		}
 		if (u[i] < 0x80) {
 			i++;
 			continue;
