@@ -255,18 +255,16 @@ static size_t count_chars(const char *s, size_t len)
 }
 
 /* s[0..len) holds at least the first max_chars+1 code points of a text of
- * total code points. */
-static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total, int *cut)
+ * total code points: appends it, cut to max_chars with the marker, to out
+ * (NUL-terminated as sbufs are). 0, or -1 when memory runs out. */
+static int cut_into(struct sbuf *out, const char *s, size_t len, size_t max_chars, size_t total,
+                    int *cut)
 {
 	if (cut)
 		*cut = 0;
 	if (total <= max_chars) {
-		char *r = malloc(len + 1);
-		if (r) {
-			memcpy(r, s, len);
-			r[len] = '\0';
-		}
-		return r;
+		sbuf_putn(out, s, len);
+		return out->oom ? -1 : 0;
 	}
 	size_t i = 0, chars = 0;
 	for (; i < len; i++) {
@@ -279,14 +277,25 @@ static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total
 	char marker[80];
 	int m = snprintf(marker, sizeof(marker), "\xe2\x80\xa6[cut: %zu of %zu chars]", max_chars,
 	                 total);
-	char *r = malloc(i + (size_t)m + 1);
-	if (!r)
-		return NULL;
-	memcpy(r, s, i);
-	memcpy(r + i, marker, (size_t)m + 1);
+	sbuf_putn(out, s, i);
+	sbuf_putn(out, marker, (size_t)m);
+	if (out->oom)
+		return -1;
 	if (cut)
 		*cut = 1;
-	return r;
+	return 0;
+}
+
+/* cut_into a new string (owned), NULL when memory runs out. */
+static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total, int *cut)
+{
+	struct sbuf b = {0};
+	sbuf_putn(&b, "", 0); /* "" rather than NULL when s is empty */
+	if (cut_into(&b, s, len, max_chars, total, cut) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
 
 char *redact_cut(const char *s, size_t max_chars, int *cut)
@@ -300,7 +309,8 @@ char *redact_cut(const char *s, size_t max_chars, int *cut)
 /* A text of bounded size that still counts every code point offered: what
  * the JSON text and the preview are written into before cut_known(). */
 struct preview {
-	char *buf;
+	char *buf;               /* stack, or owned once it outgrew stack */
+	char *stack;             /* borrowed: the caller's first buffer, or NULL */
 	size_t len, cap, limit;  /* limit: bytes kept */
 	size_t chars;            /* code points offered in all */
 	int oom;
@@ -329,17 +339,35 @@ static void pv_add(struct preview *p, const char *s, size_t len)
 		size_t cap = p->cap ? p->cap : 256;
 		while (cap < p->len + len + 1)
 			cap *= 2;
-		char *b = realloc(p->buf, cap);
+		char *b = p->buf == p->stack ? malloc(cap) : realloc(p->buf, cap);
 		if (!b) {
 			p->oom = 1;
 			return;
 		}
+		if (p->buf && p->buf == p->stack)
+			memcpy(b, p->buf, p->len);
 		p->buf = b;
 		p->cap = cap;
 	}
 	memcpy(p->buf + p->len, s, len);
 	p->len += len;
 	p->buf[p->len] = '\0';
+}
+
+/* Most previews and argument texts are short: they start in the caller's
+ * stack buffer and only a long one costs a malloc. */
+#define PV_STACK 1024
+
+static void pv_start(struct preview *p, char *stack, size_t limit)
+{
+	*p = (struct preview){.buf = stack, .stack = stack, .cap = PV_STACK, .limit = limit};
+	stack[0] = '\0';
+}
+
+static void pv_fini(struct preview *p)
+{
+	if (p->buf != p->stack)
+		free(p->buf);
 }
 
 static void pv_str(struct preview *p, const char *s)
@@ -509,20 +537,38 @@ static char *json_text_by_copy(const struct redact *rd, const json_t *v, size_t 
 	return r;
 }
 
-char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+int redact_json_text_to(const struct redact *rd, const json_t *v, size_t max_chars, int *cut,
+                        struct sbuf *out)
 {
-	struct preview p = {.limit = pv_limit(max_chars)};
+	char stack[PV_STACK];
+	struct preview p;
+	int rc;
 
 	if (!v)
-		return NULL;
+		return -1;
+	pv_start(&p, stack, pv_limit(max_chars));
 	pv_json(rd, &p, v, 0);
-	if (p.fallback || p.oom) {
-		free(p.buf);
-		return p.fallback ? json_text_by_copy(rd, v, max_chars, cut) : NULL;
+	if (p.fallback) {
+		char *t = json_text_by_copy(rd, v, max_chars, cut);
+		sbuf_puts(out, t ? t : "");
+		rc = t && !out->oom ? 0 : -1;
+		free(t);
+	} else {
+		rc = p.oom ? -1 : cut_into(out, p.buf, p.len, max_chars, p.chars, cut);
 	}
-	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
-	free(p.buf);
-	return r;
+	pv_fini(&p);
+	return rc;
+}
+
+char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+{
+	struct sbuf b = {0};
+	sbuf_putn(&b, "", 0);
+	if (!v || redact_json_text_to(rd, v, max_chars, cut, &b) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
 
 /* v's redacted JSON text added to p: what pv_str(p, redact_json_text(v,
@@ -531,11 +577,14 @@ char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_char
 static void pv_add_json(const struct redact *rd, struct preview *p, const json_t *v)
 {
 	struct key_memo memo[KEY_MEMO_SLOTS] = {{0}};
-	struct preview q = {.limit = p->len < p->limit ? p->limit - p->len : 0, .memo = memo};
+	char stack[PV_STACK];
+	struct preview q;
 
+	pv_start(&q, stack, p->len < p->limit ? p->limit - p->len : 0);
+	q.memo = memo;
 	pv_json(rd, &q, v, 0);
 	if (q.fallback || q.oom) {
-		free(q.buf);
+		pv_fini(&q);
 		char *t = q.fallback ? json_text_by_copy(rd, v, (size_t)-1, NULL) : NULL;
 		if (!t) {
 			p->oom = 1;
@@ -549,7 +598,7 @@ static void pv_add_json(const struct redact *rd, struct preview *p, const json_t
 	if (q.len)
 		pv_add(p, q.buf, q.len);
 	p->chars += q.chars - kept;
-	free(q.buf);
+	pv_fini(&q);
 }
 
 /* ---- result previews ------------------------------------------------------ */
@@ -592,13 +641,15 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 	pv_str(p, tag);
 }
 
-char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
-                            int *cut)
+int redact_result_preview_to(const struct redact *rd, const json_t *result, size_t max_chars,
+                             int *cut, struct sbuf *out)
 {
-	struct preview p = {.limit = pv_limit(max_chars)};
+	char stack[PV_STACK];
+	struct preview p;
 	const json_t *content = json_object_get(result, "content");
 	const json_t *structured = json_object_get(result, "structuredContent");
 
+	pv_start(&p, stack, pv_limit(max_chars));
 	if (json_is_array(content) && json_array_size(content) > 0) {
 		for (size_t i = 0; i < json_array_size(content); i++) {
 			if (i)
@@ -609,25 +660,37 @@ char *redact_result_preview(const struct redact *rd, const json_t *result, size_
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {
-		free(p.buf);
-		return NULL;
+		pv_fini(&p);
+		return -1;
 	}
 	/* Literals last, over the whole text: a URI or a tag may hold one. */
 	size_t mlen;
-	int changed;
-	char *masked = mask_literals(rd, p.buf ? p.buf : "", p.len, &mlen, &changed);
+	int changed, rc;
+	char *masked = mask_literals(rd, p.buf, p.len, &mlen, &changed);
 	if (!masked && changed) {
-		free(p.buf);
-		return NULL;
+		pv_fini(&p);
+		return -1;
 	}
 	if (masked) {
 		/* Masking changes the length: recount what is kept. */
-		p.chars = p.chars - count_chars(p.buf, p.len) + count_chars(masked, mlen);
-		free(p.buf);
-		p.buf = masked;
-		p.len = mlen;
+		size_t chars = p.chars - count_chars(p.buf, p.len) + count_chars(masked, mlen);
+		rc = cut_into(out, masked, mlen, max_chars, chars, cut);
+		free(masked);
+	} else {
+		rc = cut_into(out, p.buf, p.len, max_chars, p.chars, cut);
 	}
-	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
-	free(p.buf);
-	return r;
+	pv_fini(&p);
+	return rc;
+}
+
+char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
+                            int *cut)
+{
+	struct sbuf b = {0};
+	sbuf_putn(&b, "", 0);
+	if (redact_result_preview_to(rd, result, max_chars, cut, &b) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
