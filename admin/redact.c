@@ -19,6 +19,7 @@ static const char *const default_keys[] = {
 
 struct redact {
 	char *keys[REDACT_MAX_PATTERNS];    /* owned, normalised */
+	size_t key_len[REDACT_MAX_PATTERNS];
 	size_t nkeys;
 	char *values[REDACT_MAX_PATTERNS];  /* owned, as given */
 	size_t value_len[REDACT_MAX_PATTERNS];
@@ -88,6 +89,7 @@ int redact_add_key(struct redact *rd, const char *pattern)
 	if (!k)
 		return -1;
 	normalise(pattern, k, need + 1);
+	rd->key_len[rd->nkeys] = need;
 	rd->keys[rd->nkeys++] = k;
 	return 0;
 }
@@ -118,8 +120,14 @@ int redact_key_is_secret(const struct redact *rd, const char *key)
 			return 1; /* cannot tell: the safe answer */
 		normalise(key, buf, need + 1);
 	}
-	for (size_t i = 0; i < rd->nkeys && !hit; i++)
-		hit = strstr(buf, rd->keys[i]) != NULL;
+	/* Names are short and patterns few: a plain search, the length
+	 * known, beats strstr's setup. */
+	for (size_t i = 0; i < rd->nkeys && !hit; i++) {
+		const char *k = rd->keys[i];
+		size_t kn = rd->key_len[i];
+		for (size_t j = 0; j + kn <= need && !hit; j++)
+			hit = buf[j] == k[0] && memcmp(buf + j, k, kn) == 0;
+	}
 	if (buf != stack)
 		free(buf);
 	return hit;
@@ -328,30 +336,44 @@ struct key_memo {
 	char key[30];
 };
 
-static void pv_add(struct preview *p, const char *s, size_t len)
+/* Room for n more bytes and a NUL at p->buf + p->len: 0, or -1 (oom). */
+static int pv_reserve(struct preview *p, size_t n)
 {
-	p->chars += count_chars(s, len);
+	if (p->len + n + 1 <= p->cap)
+		return 0;
+	size_t cap = p->cap ? p->cap : 256;
+	while (cap < p->len + n + 1)
+		cap *= 2;
+	char *b = p->buf == p->stack ? malloc(cap) : realloc(p->buf, cap);
+	if (!b) {
+		p->oom = 1;
+		return -1;
+	}
+	if (p->buf && p->buf == p->stack)
+		memcpy(b, p->buf, p->len);
+	p->buf = b;
+	p->cap = cap;
+	return 0;
+}
+
+/* s[0..len), which holds chars code points. */
+static void pv_add_chars(struct preview *p, const char *s, size_t len, size_t chars)
+{
+	p->chars += chars;
 	if (p->len >= p->limit)
 		return;
 	if (len > p->limit - p->len)
 		len = p->limit - p->len;
-	if (p->len + len + 1 > p->cap) {
-		size_t cap = p->cap ? p->cap : 256;
-		while (cap < p->len + len + 1)
-			cap *= 2;
-		char *b = p->buf == p->stack ? malloc(cap) : realloc(p->buf, cap);
-		if (!b) {
-			p->oom = 1;
-			return;
-		}
-		if (p->buf && p->buf == p->stack)
-			memcpy(b, p->buf, p->len);
-		p->buf = b;
-		p->cap = cap;
-	}
+	if (pv_reserve(p, len) < 0)
+		return;
 	memcpy(p->buf + p->len, s, len);
 	p->len += len;
 	p->buf[p->len] = '\0';
+}
+
+static void pv_add(struct preview *p, const char *s, size_t len)
+{
+	pv_add_chars(p, s, len, count_chars(s, len));
 }
 
 /* Most previews and argument texts are short: they start in the caller's
@@ -384,10 +406,30 @@ static void pv_put(void *arg, const char *s, size_t n)
  * past the limit counting needs no scan. */
 static void pv_ascii(struct preview *p, const char *s, size_t n)
 {
-	if (p->len >= p->limit)
-		p->chars += n;
-	else
-		pv_add(p, s, n);
+	pv_add_chars(p, s, n, n);
+}
+
+/* s[0..n) as a quoted JSON string: what sbuf_json_escape(pv_put, p, s, n)
+ * adds, short strings escaped straight into the buffer. */
+static void pv_escaped(struct preview *p, const char *s, size_t n)
+{
+	if (p->len >= p->limit) {
+		p->chars += sbuf_json_str_chars(s, n); /* past the limit: counted only */
+		return;
+	}
+	if (n <= PV_STACK && pv_reserve(p, 6 * n + 2) == 0) {
+		char *w = p->buf + p->len;
+		size_t e = sbuf_json_escape_to(w + 1, s, n) + 2;
+		w[0] = '"';
+		w[e - 1] = '"';
+		p->chars += count_chars(w, e);
+		/* Kept up to the limit, as pv_add keeps it. */
+		p->len += e < p->limit - p->len ? e : p->limit - p->len;
+		p->buf[p->len] = '\0';
+		return;
+	}
+	if (!p->oom)
+		sbuf_json_escape(pv_put, p, s, n);
 }
 
 static int pv_key_secret(const struct redact *rd, struct preview *p, const char *key, size_t n)
@@ -424,10 +466,7 @@ static void pv_json_string(const struct redact *rd, struct preview *p, const cha
 		p->oom = 1;
 		return;
 	}
-	if (p->len >= p->limit)
-		p->chars += sbuf_json_str_chars(m ? m : s, m ? mlen : n); /* past the limit: counted only */
-	else
-		sbuf_json_escape(pv_put, p, m ? m : s, m ? mlen : n);
+	pv_escaped(p, m ? m : s, m ? mlen : n);
 	free(m);
 }
 
@@ -455,10 +494,7 @@ static void pv_json_object(const struct redact *rd, struct preview *p, const jso
 		if (!first)
 			pv_ascii(p, ",", 1);
 		first = 0;
-		if (p->len >= p->limit)
-			p->chars += sbuf_json_str_chars(key, klen);
-		else
-			sbuf_json_escape(pv_put, p, key, klen);
+		pv_escaped(p, key, klen);
 		pv_ascii(p, ":", 1);
 		if (pv_key_secret(rd, p, key, klen))
 			pv_add(p, "\"" REDACT_MASK "\"", sizeof(REDACT_MASK) + 1);

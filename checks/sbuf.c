@@ -134,6 +134,52 @@ static inline uint64_t needs_escape8(uint64_t v)
 	return ((v - ONES * 0x20) | (q - ONES) | (b - ONES)) & ~v & HIGHS;
 }
 
+static inline uint32_t load4(const char *s)
+{
+	uint32_t v;
+	memcpy(&v, s, 4);
+	return v;
+}
+
+/* The OR of s[0..n): its top bits say whether any byte is >= 0x80. Short
+ * texts (names, addresses) are the common case: their bytes are read as
+ * two overlapping blocks, not one at a time. */
+static inline uint64_t or_bytes(const char *s, size_t n)
+{
+	uint64_t acc = 0;
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8)
+			acc |= load8(s + i);
+		return acc | load8(s + n - 8);
+	}
+	if (n >= 4)
+		return load4(s) | load4(s + n - 4);
+	for (size_t i = 0; i < n; i++)
+		acc |= (unsigned char)s[i];
+	return acc;
+}
+
+/* Whether no byte of s[0..n) needs escaping (overlapping blocks, as
+ * or_bytes). */
+static inline int plain_json(const char *s, size_t n)
+{
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8)
+			if (needs_escape8(load8(s + i)))
+				return 0;
+		return !needs_escape8(load8(s + n - 8));
+	}
+	if (n >= 4) {
+		/* a block of the first four and the last four (overlapping) */
+		uint64_t v = (uint64_t)load4(s) | (uint64_t)load4(s + n - 4) << 32;
+		return !needs_escape8(v);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (json_esc[(unsigned char)s[i]])
+			return 0;
+	return 1;
+}
+
 /* One byte escaped into w; returns the bytes written. */
 static inline size_t escape_byte(char *w, unsigned char c)
 {
@@ -191,6 +237,8 @@ size_t sbuf_json_escaped_len(const char *s, size_t n)
 		0, 0, 1, [92] = 1,
 	};
 	size_t len = n, i = 0;
+	if (plain_json(s, n))
+		return n;
 	for (;;) {
 		while (i + 8 <= n && !needs_escape8(load8(s + i)))
 			i += 8;
@@ -317,8 +365,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 int sbuf_utf8_valid(const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
+	if (!(or_bytes(s, n) & HIGHS))
+		return 1; /* ASCII: most text is */
 	for (size_t i = 0; i < n;) {
-		/* ASCII blocks, eight bytes a test: most text is. */
+		/* ASCII blocks, eight bytes a test. */
 		if (i + 8 <= n && !(load8(s + i) & HIGHS)) {
 			i += 8;
 			continue;
