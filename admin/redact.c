@@ -660,7 +660,6 @@ static void pv_text(const struct redact *rd, struct preview *p, const char *s, s
 static void pv_item(const struct redact *rd, struct preview *p, const json_t *item)
 {
 	const char *type = json_string_value(json_object_get(item, "type"));
-	const char *mime = json_string_value(json_object_get(item, "mimeType"));
 	char tag[320];
 
 	if (type && strcmp(type, "text") == 0) {
@@ -669,6 +668,7 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 			pv_text(rd, p, json_string_value(t), json_string_length(t));
 		return;
 	}
+	const char *mime = json_string_value(json_object_get(item, "mimeType"));
 	const char *uri = json_string_value(json_object_get(item, "uri"));
 	if (type && strcmp(type, "resource") == 0)
 		uri = json_string_value(json_object_get(json_object_get(item, "resource"), "uri"));
@@ -683,7 +683,6 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 	char stack[PV_STACK];
 	struct preview p;
 	const json_t *content = json_object_get(result, "content");
-	const json_t *structured = json_object_get(result, "structuredContent");
 
 	pv_start(&p, stack, pv_limit(max_chars));
 	if (json_is_array(content) && json_array_size(content) > 0) {
@@ -693,6 +692,7 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 			pv_item(rd, &p, json_array_get(content, i));
 		}
 	} else {
+		const json_t *structured = json_object_get(result, "structuredContent");
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {

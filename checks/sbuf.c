@@ -83,13 +83,28 @@ void sbuf_cut(struct sbuf *b, size_t len)
 
 size_t sbuf_i64_text(char *buf, long long v)
 {
+	/* Two digits a division: records carry several numbers each. */
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+	                            "31323334353637383940414243444546474849505152535455565758596061"
+	                            "6263646566676869707172737475767778798081828384858687888990919293"
+	                            "949596979899";
 	char tmp[SBUF_I64_MAX], *p = tmp + sizeof(tmp);
 	/* In unsigned arithmetic so that LLONG_MIN negates without overflow. */
 	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+		u /= 100;
+		p -= 2;
+		p[0] = pairs[d];
+		p[1] = pairs[d + 1];
+	}
+	if (u >= 10) {
+		p -= 2;
+		p[0] = pairs[u * 2];
+		p[1] = pairs[u * 2 + 1];
+	} else {
+		*--p = (char)('0' + u);
+	}
 	if (v < 0)
 		*--p = '-';
 	size_t n = (size_t)(tmp + sizeof(tmp) - p);
@@ -206,6 +221,11 @@ static size_t escape_into(char *w, const char *s, size_t n)
 {
 	char *start = w;
 	size_t i = 0;
+
+	if (plain_json(s, n)) {
+		memcpy(w, s, n); /* the common case: nothing to escape */
+		return n;
+	}
 
 	while (i + 8 <= n) {
 		uint64_t v = load8(s + i);

@@ -80,13 +80,18 @@ enum rec_str {
 	F_RULE, F_NOTE, NSTR
 };
 #define F_ANS_FIRST F_PREVIEW
+/* Members kept as they are (the ring's keys, the metrics' labels and id
+ * matching read them); the others are kept as the escaped text of their
+ * JSON string, ready to be copied into records. */
+#define RAW_FIELDS (1u << F_SESSION | 1u << F_METHOD | 1u << F_TOOL | 1u << F_ID)
+#define IS_RAW(f) ((RAW_FIELDS >> (f)) & 1u)
 
 struct rec {
 	/* 1 + offset of the member's NUL-terminated text in its arena; 0:
 	 * null. Offsets, not pointers: an arena may move as it grows. */
 	size_t str[NSTR];
 	size_t len[NSTR];        /* the member's length when not null */
-	size_t esc[NSTR];        /* and its length escaped (sbuf_json_escaped_len) */
+	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
 	/* owned; kept (emptied) across reuses. arena: the members up to
 	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
 	struct sbuf arena, ans;
@@ -154,6 +159,7 @@ struct hr_local {
 	size_t nfree_rx, nfree_pending;
 	struct rx *live;             /* rxs of this thread's open exchanges */
 	struct hook_record_text out; /* owned: the text being handed to the sink */
+	struct sbuf scratch;         /* owned: redacted text before it is escaped */
 	time_t day_sec;              /* the second day_text spells, or -1 */
 	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
 };
@@ -310,25 +316,8 @@ static const char *rec_get(const struct rec *r, enum rec_str f)
 	return r->str[f] ? a->p + r->str[f] - 1 : NULL;
 }
 
-/* Member f is the text its arena holds from off on (just appended, not
- * yet NUL-terminated as a member): kept when it is UTF-8 (header values
- * can be anything, and JSON text must be UTF-8), else null and dropped. */
-static void rec_seal(struct rec *r, enum rec_str f, size_t off)
-{
-	struct sbuf *a = arena_of(r, f);
-	size_t n = a->len - off;
-	if (a->oom || !sbuf_utf8_valid(a->p + off, n)) {
-		r->str[f] = 0;
-		sbuf_cut(a, off);
-		return;
-	}
-	sbuf_putn(a, "", 1); /* its NUL, as part of the arena's content */
-	r->str[f] = a->oom ? 0 : off + 1;
-	r->len[f] = n;
-	r->esc[f] = sbuf_json_escaped_len(a->p + off, n);
-}
-
-/* Stores s[0..n) as member f (NULL: null). */
+/* Stores s[0..n) as member f (NULL: null); text that is not UTF-8
+ * (header values can be anything, and JSON text must be UTF-8) is null. */
 static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 {
 	if (!s || !sbuf_utf8_valid(s, n)) {
@@ -336,6 +325,19 @@ static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 		return;
 	}
 	struct sbuf *a = arena_of(r, f);
+	if (!IS_RAW(f)) {
+		/* escaped once, here; each record then copies it */
+		char *w = sbuf_room(a, 6 * n);
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		size_t e = sbuf_json_escape_to(w, s, n);
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = e;
+		sbuf_wrote(a, e);
+		return;
+	}
 	char *w = sbuf_room(a, n + 1);
 	if (!w) {
 		r->str[f] = 0;
@@ -446,13 +448,14 @@ static void local_free(struct hr_local *l)
 		free(rx);
 	}
 	free(l->out.b.p);
+	free(l->scratch.p);
 	free(l);
 }
 
 /* ---- records ------------------------------------------------------------- */
 
 
-static void record_init(const struct hook_record *hr, struct rec *r,
+static void record_init(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
                         enum rec_kind kind, const json_t *msg, const char *method)
 {
@@ -482,16 +485,15 @@ static void record_init(const struct hook_record *hr, struct rec *r,
 	if (call || (method && strcmp(method, "prompts/get") == 0))
 		args = json_object_get(params, "arguments");
 	if (args) {
-		size_t off = r->arena.len;
-		if (redact_json_text_to(hr->rd, args, REDACT_ARGS_CHARS, &r->arguments_cut,
-		                        &r->arena) < 0) {
+		scratch->len = 0;
+		scratch->oom = 0;
+		if (redact_json_text_to(hr->rd, args, REDACT_ARGS_CHARS, &r->arguments_cut, scratch) <
+		    0) {
 			/* Out of memory: null, as a failed redact_json_text gave. */
-			r->arena.oom = 0;
-			sbuf_cut(&r->arena, off);
 			r->arguments_cut = 0;
 			r->str[F_ARGUMENTS] = 0;
 		} else {
-			rec_seal(r, F_ARGUMENTS, off);
+			rec_setn(r, F_ARGUMENTS, scratch->p, scratch->len);
 		}
 	}
 }
@@ -499,8 +501,8 @@ static void record_init(const struct hook_record *hr, struct rec *r,
 /* Fills the answer members from a response message (a server's answer,
  * a hook's answer, or a client's response to a server request). Returns
  * the outcome it implies. */
-static const char *fill_answer(const struct hook_record *hr, struct rec *r, const json_t *answer,
-                               enum jrpc_kind kind)
+static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
+                               const json_t *answer, enum jrpc_kind kind)
 {
 	if (kind == JRPC_ERROR) {
 		const json_t *err = json_object_get(answer, "error");
@@ -521,16 +523,15 @@ static const char *fill_answer(const struct hook_record *hr, struct rec *r, cons
 	if (!result)
 		return "ok";
 	r->result_cut = 0;
-	size_t off = r->ans.len;
+	scratch->len = 0;
+	scratch->oom = 0;
 	if (redact_result_preview_to(hr->rd, result, REDACT_PREVIEW_CHARS, &r->result_cut,
-	                             &r->ans) < 0) {
+	                             scratch) < 0) {
 		/* Out of memory: null, as a failed redact_result_preview gave. */
-		r->ans.oom = 0;
-		sbuf_cut(&r->ans, off);
 		r->result_cut = 0;
 		r->str[F_PREVIEW] = 0;
 	} else {
-		rec_seal(r, F_PREVIEW, off);
+		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
 	}
 	const char *method = rec_get(r, F_METHOD);
 	if (method && strcmp(method, "tools/call") == 0) {
@@ -978,19 +979,19 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, r, rx->where, rx->wall_us, "client", kind, m->msg, method);
+	record_init(hr, &l->scratch, r, rx->where, rx->wall_us, "client", kind, m->msg, method);
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked". */
 		if (m->answer)
-			fill_answer(hr, r, m->answer, jrpc_classify(m->answer));
+			fill_answer(hr, &l->scratch, r, m->answer, jrpc_classify(m->answer));
 		set_blocked(r, m);
 		settle(p);
 	} else if (kind == RK_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
-		const char *o = fill_answer(hr, r, m->msg, msg_kind(m));
+		const char *o = fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m));
 		if (strcmp(o, "ok") != 0) {
 			r->outcome = o;
 			settle(p);
@@ -1008,8 +1009,8 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, r, rx->where, real_us(), "server", kind, m->msg, method);
-	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, r, m->msg, msg_kind(m)) : "ok";
+	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m->msg, method);
+	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m)) : "ok";
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
@@ -1023,10 +1024,11 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	pending_put(l, p);
 }
 
-static void answer_request(struct hook_record *hr, struct pending *p, struct inspect_msg *m)
+static void answer_request(struct hook_record *hr, struct hr_local *l, struct pending *p,
+                           struct inspect_msg *m)
 {
 	struct rec *r = &p->rec;
-	r->outcome = fill_answer(hr, r, m->msg, msg_kind(m));
+	r->outcome = fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m));
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
@@ -1059,7 +1061,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 			/* An error with a null id answers a request the server could
 			 * not read: all of this exchange's open requests failed. */
 			if (id && !json_is_null(id) ? rec_id_is(&p->rec, id) : m->kind == JRPC_ERROR) {
-				answer_request(hr, p, m);
+				answer_request(hr, l, p, m);
 				matched = 1;
 				if (id && !json_is_null(id))
 					break;
@@ -1244,7 +1246,20 @@ size_t hook_record_inflight_count(const struct hook_record *hr)
 static json_t *str_json(const struct rec *r, enum rec_str f)
 {
 	const char *s = rec_get(r, f);
-	json_t *j = s ? json_string(s) : NULL;
+	json_t *j = NULL;
+	if (s && IS_RAW(f)) {
+		j = json_string(s);
+	} else if (s) {
+		/* kept escaped: read back as the JSON string it spells */
+		char *q = malloc(r->len[f] + 2);
+		if (q) {
+			q[0] = '"';
+			memcpy(q + 1, s, r->len[f]);
+			q[r->len[f] + 1] = '"';
+			j = json_loadb(q, r->len[f] + 2, JSON_DECODE_ANY, NULL);
+			free(q);
+		}
+	}
 	return j ? j : json_null();
 }
 

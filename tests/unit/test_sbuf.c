@@ -244,6 +244,31 @@ static void test_utf8_valid_matches_reference(void **state)
 	}
 }
 
+static void test_i64_text_matches_printf(void **state)
+{
+	(void)state;
+	static const long long edges[] = {0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, -1, -9, -10,
+	                                  -99, -100, 9223372036854775807LL,
+	                                  -9223372036854775807LL - 1};
+	char got[SBUF_I64_MAX + 1], want[32];
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		size_t n = sbuf_i64_text(got, edges[i]);
+		got[n] = '\0';
+		snprintf(want, sizeof(want), "%lld", edges[i]);
+		assert_string_equal(got, want);
+	}
+	for (int round = 0; round < 100000; round++) {
+		/* every magnitude, both signs */
+		long long v = (long long)(((uint64_t)rnd() << 32 | rnd()) >> (rnd() % 64));
+		if (round % 2)
+			v = -v;
+		size_t n = sbuf_i64_text(got, v);
+		got[n] = '\0';
+		snprintf(want, sizeof(want), "%lld", v);
+		assert_string_equal(got, want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_escape_is_what_jansson_writes),
 		cmocka_unit_test(test_chars_match_reference),
 		cmocka_unit_test(test_utf8_valid_matches_reference),
+		cmocka_unit_test(test_i64_text_matches_printf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
