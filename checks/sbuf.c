@@ -83,14 +83,19 @@ void sbuf_cut(struct sbuf *b, size_t len)
 
 size_t sbuf_i64_text(char *buf, long long v)
 {
-	/* Two digits a division: records carry several numbers each. */
+	/* Two digits a division, written in place from the end: records
+	 * carry several numbers each. */
 	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
 	                            "31323334353637383940414243444546474849505152535455565758596061"
 	                            "6263646566676869707172737475767778798081828384858687888990919293"
 	                            "949596979899";
-	char tmp[SBUF_I64_MAX], *p = tmp + sizeof(tmp);
 	/* In unsigned arithmetic so that LLONG_MIN negates without overflow. */
 	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	size_t digits = 1;
+	for (unsigned long long t = u; t >= 10; t /= 10)
+		digits++;
+	size_t n = digits + (v < 0);
+	char *p = buf + n;
 	while (u >= 100) {
 		unsigned d = (unsigned)(u % 100) * 2;
 		u /= 100;
@@ -107,8 +112,6 @@ size_t sbuf_i64_text(char *buf, long long v)
 	}
 	if (v < 0)
 		*--p = '-';
-	size_t n = (size_t)(tmp + sizeof(tmp) - p);
-	memcpy(buf, p, n);
 	return n;
 }
 

@@ -326,8 +326,10 @@ static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 	}
 	struct sbuf *a = arena_of(r, f);
 	if (!IS_RAW(f)) {
-		/* escaped once, here; each record then copies it */
-		char *w = sbuf_room(a, 6 * n);
+		/* Escaped once, here; each record then copies it. Room for the
+		 * worst case when that is small, else for the exact size (a long
+		 * text must not grow a pooled arena sixfold). */
+		char *w = sbuf_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
 		if (!w) {
 			r->str[f] = 0;
 			return;
