@@ -232,15 +232,27 @@ static size_t escape_into(char *w, const char *s, size_t n)
 
 	while (i + 8 <= n) {
 		uint64_t v = load8(s + i);
-		if (!needs_escape8(v)) {
-			memcpy(w, &v, 8);
+		uint64_t m = needs_escape8(v);
+		/* All eight copied (w has room: 6 bytes a byte); kept up to the
+		 * first byte to escape, then the run goes on after it. */
+		memcpy(w, &v, 8);
+		if (!m) {
 			w += 8;
 			i += 8;
 			continue;
 		}
-		for (size_t k = 0; k < 8; k++)
-			w += escape_byte(w, (unsigned char)s[i + k]);
-		i += 8;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* The lowest flag is a true one (see needs_escape8) and, little
+		 * endian, the first byte in memory. */
+		size_t k = (size_t)__builtin_ctzll(m) / 8;
+#else
+		size_t k = 0;
+		while (!json_esc[(unsigned char)s[i + k]])
+			k++;
+#endif
+		w += k;
+		i += k;
+		w += escape_byte(w, (unsigned char)s[i++]);
 	}
 	for (; i < n; i++)
 		w += escape_byte(w, (unsigned char)s[i]);
