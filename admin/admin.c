@@ -1148,29 +1148,32 @@ static void stream_pump(struct admin_x *ax)
 	struct admin *adm = ax->adm;
 
 	while (ax->behind && !ax->dead && !conn_output_full(ax->c)) {
-		pthread_mutex_lock(&adm->lock);
-		uint64_t oldest = ring_oldest_seq(adm->ring);
-		pthread_mutex_unlock(&adm->lock);
-		if (oldest && ax->next_seq < oldest) {
-			char gap[128];
-			int n = snprintf(gap, sizeof(gap),
-			                 "event: gap\ndata: {\"missed_from\":%llu,\"missed_to\":%llu}\n\n",
-			                 (unsigned long long)ax->next_seq,
-			                 (unsigned long long)oldest - 1);
-			stream_write(ax, gap, (size_t)n);
-			ax->next_seq = oldest;
-		}
 		struct ring_filter f = ax->filter;
-		f.since = ax->next_seq - 1;
 		f.oldest_first = 1;
 		f.limit = STREAM_PUMP_BATCH;
 		struct ring_item *items;
+		/* What left the ring and what is read from it, in one look:
+		 * workers append between two (they hold the lock only to
+		 * publish), and a record overwritten in between would be
+		 * missed without its gap. */
 		pthread_mutex_lock(&adm->lock);
+		uint64_t oldest = ring_oldest_seq(adm->ring), from = ax->next_seq;
+		if (oldest && from < oldest)
+			from = oldest;
+		f.since = from - 1;
 		size_t n = ring_read(adm->ring, &f, &items);
 		uint64_t newest = ring_newest_seq(adm->ring);
 		pthread_mutex_unlock(&adm->lock);
 		if (n == (size_t)-1)
 			return; /* out of memory: try again on the next drain or record */
+		if (from > ax->next_seq) {
+			char gap[128];
+			int k = snprintf(gap, sizeof(gap),
+			                 "event: gap\ndata: {\"missed_from\":%llu,\"missed_to\":%llu}\n\n",
+			                 (unsigned long long)ax->next_seq, (unsigned long long)from - 1);
+			stream_write(ax, gap, (size_t)k);
+			ax->next_seq = from;
+		}
 		size_t i = 0;
 		for (; i < n && !conn_output_full(ax->c); i++)
 			stream_event(ax, items[i].seq, items[i].json, items[i].len);
@@ -1333,12 +1336,15 @@ static void notify_cb(evutil_socket_t fd, short what, void *arg)
 static void on_record(void *arg, struct hook_record_text *t, const struct ring_keys *keys)
 {
 	struct admin *adm = arg;
-	uint64_t seq = ring_next_seq(adm->ring);
-	size_t len;
-	/* The recorder's buffer, valid for this call: the ring copies it. */
-	char *s = hook_record_text_seal(t, seq, &len);
+	(void)keys; /* they travel in the block */
+	/* The recorder's buffer moves into the ring, no copy: what the slot
+	 * held goes back to the recorder, which frees or reuses it once the
+	 * lock is released. */
+	struct ring_block *b = hook_record_text_block(t, ring_next_seq(adm->ring));
+	char *s = b->block + (b->json - b->block); /* the ring's once swapped: under the lock */
+	size_t len = b->len;
 
-	if (ring_append(adm->ring, keys, s, len) == 0) {
+	if (ring_swap(adm->ring, b) == 0) {
 		log_msg(LOG_WARN, "admin: a call record of %zu bytes was not kept", len);
 		return;
 	}
@@ -1747,14 +1753,14 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 			goto oom;
 	}
 	/* Last: once registered, the observer is called for every message. */
-	size_t first = inspect_count(ctx->insp);
 	adm->rec = hook_record_new(ctx->insp, adm->rd, adm->m, on_record, adm);
 	if (!adm->rec) {
 		errs_add(&e, "admin: cannot register the call recorder (too many hooks?)");
 		goto fail;
 	}
-	for (size_t i = first; i < inspect_count(ctx->insp); i++)
-		inspect_set_lock(ctx->insp, (int)i, &adm->lock);
+	/* The recorder takes adm->lock itself, only to publish (see
+	 * hook_record_set_lock): its hooks run without it. */
+	hook_record_set_lock(adm->rec, &adm->lock);
 	ctx->admin = adm;
 	if (adm->lst)
 		log_msg(LOG_INFO, "admin endpoint on %s://%s/%s", adm->https ? "https" : "http",

@@ -69,14 +69,6 @@ struct metrics {
 
 /* ---- intern tables -------------------------------------------------------- */
 
-static uint32_t hash_str(const char *s)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 static int labels_init(struct labels *l, size_t max)
 {
 	l->max = max;
@@ -118,27 +110,38 @@ static void label_cut(const char *v, char *out)
 
 /* The index of value v (NULL counts as ""), interning it when there is
  * room; "other" both for the overflow and for a real "other" so that the
- * exposition never holds the same series twice. */
+ * exposition never holds the same series twice. Runs under the admin lock
+ * for every call: a value within METRICS_LABEL_MAX (the usual case) is
+ * looked up in place, not copied first. */
 static size_t labels_index(struct labels *l, const char *v)
 {
-	char key[METRICS_LABEL_MAX + 1];
-	label_cut(v ? v : "", key);
-	if (strcmp(key, OTHER_LABEL) == 0)
+	char cut[METRICS_LABEL_MAX + 1];
+	const char *key = v ? v : "";
+	size_t n = strnlen(key, METRICS_LABEL_MAX + 1);
+	if (n > METRICS_LABEL_MAX) {
+		label_cut(key, cut);
+		key = cut;
+		n = strlen(cut);
+	}
+	if (n == sizeof(OTHER_LABEL) - 1 && memcmp(key, OTHER_LABEL, n) == 0)
 		return l->max;
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)key[i]) * 16777619u;
 	size_t mask = l->nslot - 1;
-	for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		int s = l->slot[i];
 		if (s < 0) {
 			if (l->n >= l->max)
 				return l->max;
-			char *copy = strdup(key);
+			char *copy = strndup(key, n);
 			if (!copy)
 				return l->max;
 			l->name[l->n] = copy;
 			l->slot[i] = (int)l->n;
 			return l->n++;
 		}
-		if (strcmp(l->name[s], key) == 0)
+		if (strncmp(l->name[s], key, n) == 0 && l->name[s][n] == '\0')
 			return (size_t)s;
 	}
 }

@@ -19,6 +19,7 @@ static const char *const default_keys[] = {
 
 struct redact {
 	char *keys[REDACT_MAX_PATTERNS];    /* owned, normalised */
+	size_t key_len[REDACT_MAX_PATTERNS];
 	size_t nkeys;
 	char *values[REDACT_MAX_PATTERNS];  /* owned, as given */
 	size_t value_len[REDACT_MAX_PATTERNS];
@@ -88,6 +89,7 @@ int redact_add_key(struct redact *rd, const char *pattern)
 	if (!k)
 		return -1;
 	normalise(pattern, k, need + 1);
+	rd->key_len[rd->nkeys] = need;
 	rd->keys[rd->nkeys++] = k;
 	return 0;
 }
@@ -118,8 +120,14 @@ int redact_key_is_secret(const struct redact *rd, const char *key)
 			return 1; /* cannot tell: the safe answer */
 		normalise(key, buf, need + 1);
 	}
-	for (size_t i = 0; i < rd->nkeys && !hit; i++)
-		hit = strstr(buf, rd->keys[i]) != NULL;
+	/* Names are short and patterns few: a plain search, the length
+	 * known, beats strstr's setup. */
+	for (size_t i = 0; i < rd->nkeys && !hit; i++) {
+		const char *k = rd->keys[i];
+		size_t kn = rd->key_len[i];
+		for (size_t j = 0; j + kn <= need && !hit; j++)
+			hit = buf[j] == k[0] && memcmp(buf + j, k, kn) == 0;
+	}
 	if (buf != stack)
 		free(buf);
 	return hit;
@@ -251,25 +259,20 @@ json_t *redact_json(const struct redact *rd, const json_t *v)
 
 static size_t count_chars(const char *s, size_t len)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return n;
+	return sbuf_utf8_chars(s, len);
 }
 
 /* s[0..len) holds at least the first max_chars+1 code points of a text of
- * total code points. */
-static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total, int *cut)
+ * total code points: appends it, cut to max_chars with the marker, to out
+ * (NUL-terminated as sbufs are). 0, or -1 when memory runs out. */
+static int cut_into(struct sbuf *out, const char *s, size_t len, size_t max_chars, size_t total,
+                    int *cut)
 {
 	if (cut)
 		*cut = 0;
 	if (total <= max_chars) {
-		char *r = malloc(len + 1);
-		if (r) {
-			memcpy(r, s, len);
-			r[len] = '\0';
-		}
-		return r;
+		sbuf_putn(out, s, len);
+		return out->oom ? -1 : 0;
 	}
 	size_t i = 0, chars = 0;
 	for (; i < len; i++) {
@@ -282,14 +285,25 @@ static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total
 	char marker[80];
 	int m = snprintf(marker, sizeof(marker), "\xe2\x80\xa6[cut: %zu of %zu chars]", max_chars,
 	                 total);
-	char *r = malloc(i + (size_t)m + 1);
-	if (!r)
-		return NULL;
-	memcpy(r, s, i);
-	memcpy(r + i, marker, (size_t)m + 1);
+	sbuf_putn(out, s, i);
+	sbuf_putn(out, marker, (size_t)m);
+	if (out->oom)
+		return -1;
 	if (cut)
 		*cut = 1;
-	return r;
+	return 0;
+}
+
+/* cut_into a new string (owned), NULL when memory runs out. */
+static char *cut_known(const char *s, size_t len, size_t max_chars, size_t total, int *cut)
+{
+	struct sbuf b = {0};
+	sbuf_putn(&b, "", 0); /* "" rather than NULL when s is empty */
+	if (cut_into(&b, s, len, max_chars, total, cut) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
 
 char *redact_cut(const char *s, size_t max_chars, int *cut)
@@ -303,7 +317,8 @@ char *redact_cut(const char *s, size_t max_chars, int *cut)
 /* A text of bounded size that still counts every code point offered: what
  * the JSON text and the preview are written into before cut_known(). */
 struct preview {
-	char *buf;
+	char *buf;               /* stack, or owned once it outgrew stack */
+	char *stack;             /* borrowed: the caller's first buffer, or NULL */
 	size_t len, cap, limit;  /* limit: bytes kept */
 	size_t chars;            /* code points offered in all */
 	int oom;
@@ -321,28 +336,60 @@ struct key_memo {
 	char key[30];
 };
 
-static void pv_add(struct preview *p, const char *s, size_t len)
+/* Room for n more bytes and a NUL at p->buf + p->len: 0, or -1 (oom). */
+static int pv_reserve(struct preview *p, size_t n)
 {
-	p->chars += count_chars(s, len);
+	if (p->len + n + 1 <= p->cap)
+		return 0;
+	size_t cap = p->cap ? p->cap : 256;
+	while (cap < p->len + n + 1)
+		cap *= 2;
+	char *b = p->buf == p->stack ? malloc(cap) : realloc(p->buf, cap);
+	if (!b) {
+		p->oom = 1;
+		return -1;
+	}
+	if (p->buf && p->buf == p->stack)
+		memcpy(b, p->buf, p->len);
+	p->buf = b;
+	p->cap = cap;
+	return 0;
+}
+
+/* s[0..len), which holds chars code points. */
+static void pv_add_chars(struct preview *p, const char *s, size_t len, size_t chars)
+{
+	p->chars += chars;
 	if (p->len >= p->limit)
 		return;
 	if (len > p->limit - p->len)
 		len = p->limit - p->len;
-	if (p->len + len + 1 > p->cap) {
-		size_t cap = p->cap ? p->cap : 256;
-		while (cap < p->len + len + 1)
-			cap *= 2;
-		char *b = realloc(p->buf, cap);
-		if (!b) {
-			p->oom = 1;
-			return;
-		}
-		p->buf = b;
-		p->cap = cap;
-	}
+	if (pv_reserve(p, len) < 0)
+		return;
 	memcpy(p->buf + p->len, s, len);
 	p->len += len;
 	p->buf[p->len] = '\0';
+}
+
+static void pv_add(struct preview *p, const char *s, size_t len)
+{
+	pv_add_chars(p, s, len, count_chars(s, len));
+}
+
+/* Most previews and argument texts are short: they start in the caller's
+ * stack buffer and only a long one costs a malloc. */
+#define PV_STACK 1024
+
+static void pv_start(struct preview *p, char *stack, size_t limit)
+{
+	*p = (struct preview){.buf = stack, .stack = stack, .cap = PV_STACK, .limit = limit};
+	stack[0] = '\0';
+}
+
+static void pv_fini(struct preview *p)
+{
+	if (p->buf != p->stack)
+		free(p->buf);
 }
 
 static void pv_str(struct preview *p, const char *s)
@@ -359,10 +406,30 @@ static void pv_put(void *arg, const char *s, size_t n)
  * past the limit counting needs no scan. */
 static void pv_ascii(struct preview *p, const char *s, size_t n)
 {
-	if (p->len >= p->limit)
-		p->chars += n;
-	else
-		pv_add(p, s, n);
+	pv_add_chars(p, s, n, n);
+}
+
+/* s[0..n) as a quoted JSON string: what sbuf_json_escape(pv_put, p, s, n)
+ * adds, short strings escaped straight into the buffer. */
+static void pv_escaped(struct preview *p, const char *s, size_t n)
+{
+	if (p->len >= p->limit) {
+		p->chars += sbuf_json_str_chars(s, n); /* past the limit: counted only */
+		return;
+	}
+	if (n <= PV_STACK && pv_reserve(p, 6 * n + 2) == 0) {
+		char *w = p->buf + p->len;
+		size_t e = sbuf_json_escape_to(w + 1, s, n) + 2;
+		w[0] = '"';
+		w[e - 1] = '"';
+		p->chars += count_chars(w, e);
+		/* Kept up to the limit, as pv_add keeps it. */
+		p->len += e < p->limit - p->len ? e : p->limit - p->len;
+		p->buf[p->len] = '\0';
+		return;
+	}
+	if (!p->oom)
+		sbuf_json_escape(pv_put, p, s, n);
 }
 
 static int pv_key_secret(const struct redact *rd, struct preview *p, const char *key, size_t n)
@@ -399,10 +466,7 @@ static void pv_json_string(const struct redact *rd, struct preview *p, const cha
 		p->oom = 1;
 		return;
 	}
-	if (p->len >= p->limit)
-		p->chars += sbuf_json_str_chars(m ? m : s, m ? mlen : n); /* past the limit: counted only */
-	else
-		sbuf_json_escape(pv_put, p, m ? m : s, m ? mlen : n);
+	pv_escaped(p, m ? m : s, m ? mlen : n);
 	free(m);
 }
 
@@ -430,10 +494,7 @@ static void pv_json_object(const struct redact *rd, struct preview *p, const jso
 		if (!first)
 			pv_ascii(p, ",", 1);
 		first = 0;
-		if (p->len >= p->limit)
-			p->chars += sbuf_json_str_chars(key, klen);
-		else
-			sbuf_json_escape(pv_put, p, key, klen);
+		pv_escaped(p, key, klen);
 		pv_ascii(p, ":", 1);
 		if (pv_key_secret(rd, p, key, klen))
 			pv_add(p, "\"" REDACT_MASK "\"", sizeof(REDACT_MASK) + 1);
@@ -512,20 +573,38 @@ static char *json_text_by_copy(const struct redact *rd, const json_t *v, size_t 
 	return r;
 }
 
-char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+int redact_json_text_to(const struct redact *rd, const json_t *v, size_t max_chars, int *cut,
+                        struct sbuf *out)
 {
-	struct preview p = {.limit = pv_limit(max_chars)};
+	char stack[PV_STACK];
+	struct preview p;
+	int rc;
 
 	if (!v)
-		return NULL;
+		return -1;
+	pv_start(&p, stack, pv_limit(max_chars));
 	pv_json(rd, &p, v, 0);
-	if (p.fallback || p.oom) {
-		free(p.buf);
-		return p.fallback ? json_text_by_copy(rd, v, max_chars, cut) : NULL;
+	if (p.fallback) {
+		char *t = json_text_by_copy(rd, v, max_chars, cut);
+		sbuf_puts(out, t ? t : "");
+		rc = t && !out->oom ? 0 : -1;
+		free(t);
+	} else {
+		rc = p.oom ? -1 : cut_into(out, p.buf, p.len, max_chars, p.chars, cut);
 	}
-	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
-	free(p.buf);
-	return r;
+	pv_fini(&p);
+	return rc;
+}
+
+char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut)
+{
+	struct sbuf b = {0};
+	sbuf_putn(&b, "", 0);
+	if (!v || redact_json_text_to(rd, v, max_chars, cut, &b) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }
 
 /* v's redacted JSON text added to p: what pv_str(p, redact_json_text(v,
@@ -534,11 +613,14 @@ char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_char
 static void pv_add_json(const struct redact *rd, struct preview *p, const json_t *v)
 {
 	struct key_memo memo[KEY_MEMO_SLOTS] = {{0}};
-	struct preview q = {.limit = p->len < p->limit ? p->limit - p->len : 0, .memo = memo};
+	char stack[PV_STACK];
+	struct preview q;
 
+	pv_start(&q, stack, p->len < p->limit ? p->limit - p->len : 0);
+	q.memo = memo;
 	pv_json(rd, &q, v, 0);
 	if (q.fallback || q.oom) {
-		free(q.buf);
+		pv_fini(&q);
 		char *t = q.fallback ? json_text_by_copy(rd, v, (size_t)-1, NULL) : NULL;
 		if (!t) {
 			p->oom = 1;
@@ -552,7 +634,7 @@ static void pv_add_json(const struct redact *rd, struct preview *p, const json_t
 	if (q.len)
 		pv_add(p, q.buf, q.len);
 	p->chars += q.chars - kept;
-	free(q.buf);
+	pv_fini(&q);
 }
 
 /* ---- result previews ------------------------------------------------------ */
@@ -578,7 +660,6 @@ static void pv_text(const struct redact *rd, struct preview *p, const char *s, s
 static void pv_item(const struct redact *rd, struct preview *p, const json_t *item)
 {
 	const char *type = json_string_value(json_object_get(item, "type"));
-	const char *mime = json_string_value(json_object_get(item, "mimeType"));
 	char tag[320];
 
 	if (type && strcmp(type, "text") == 0) {
@@ -587,6 +668,7 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 			pv_text(rd, p, json_string_value(t), json_string_length(t));
 		return;
 	}
+	const char *mime = json_string_value(json_object_get(item, "mimeType"));
 	const char *uri = json_string_value(json_object_get(item, "uri"));
 	if (type && strcmp(type, "resource") == 0)
 		uri = json_string_value(json_object_get(json_object_get(item, "resource"), "uri"));
@@ -595,13 +677,14 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 	pv_str(p, tag);
 }
 
-char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
-                            int *cut)
+int redact_result_preview_to(const struct redact *rd, const json_t *result, size_t max_chars,
+                             int *cut, struct sbuf *out)
 {
-	struct preview p = {.limit = pv_limit(max_chars)};
+	char stack[PV_STACK];
+	struct preview p;
 	const json_t *content = json_object_get(result, "content");
-	const json_t *structured = json_object_get(result, "structuredContent");
 
+	pv_start(&p, stack, pv_limit(max_chars));
 	if (json_is_array(content) && json_array_size(content) > 0) {
 		for (size_t i = 0; i < json_array_size(content); i++) {
 			if (i)
@@ -609,28 +692,41 @@ char *redact_result_preview(const struct redact *rd, const json_t *result, size_
 			pv_item(rd, &p, json_array_get(content, i));
 		}
 	} else {
+		const json_t *structured = json_object_get(result, "structuredContent");
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {
-		free(p.buf);
-		return NULL;
+		pv_fini(&p);
+		return -1;
 	}
 	/* Literals last, over the whole text: a URI or a tag may hold one. */
 	size_t mlen;
-	int changed;
-	char *masked = mask_literals(rd, p.buf ? p.buf : "", p.len, &mlen, &changed);
+	int changed, rc;
+	char *masked = mask_literals(rd, p.buf, p.len, &mlen, &changed);
 	if (!masked && changed) {
-		free(p.buf);
-		return NULL;
+		pv_fini(&p);
+		return -1;
 	}
 	if (masked) {
 		/* Masking changes the length: recount what is kept. */
-		p.chars = p.chars - count_chars(p.buf, p.len) + count_chars(masked, mlen);
-		free(p.buf);
-		p.buf = masked;
-		p.len = mlen;
+		size_t chars = p.chars - count_chars(p.buf, p.len) + count_chars(masked, mlen);
+		rc = cut_into(out, masked, mlen, max_chars, chars, cut);
+		free(masked);
+	} else {
+		rc = cut_into(out, p.buf, p.len, max_chars, p.chars, cut);
 	}
-	char *r = cut_known(p.buf ? p.buf : "", p.len, max_chars, p.chars, cut);
-	free(p.buf);
-	return r;
+	pv_fini(&p);
+	return rc;
+}
+
+char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
+                            int *cut)
+{
+	struct sbuf b = {0};
+	sbuf_putn(&b, "", 0);
+	if (redact_result_preview_to(rd, result, max_chars, cut, &b) < 0) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
 }

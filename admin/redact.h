@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "checks/sbuf.h"
+
 #define REDACT_MASK          "\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2" /* •••• */
 #define REDACT_ARGS_CHARS    1000  /* tool arguments in a record */
 #define REDACT_PREVIEW_CHARS 800   /* result preview in a record */
@@ -66,6 +68,12 @@ char *redact_cut(const char *s, size_t max_chars, int *cut);
  * NULL when memory runs out. */
 char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_chars, int *cut);
 
+/* The same text appended to out (which stays NUL-terminated) instead of
+ * returned: for callers that gather texts in one buffer. Returns 0, or -1
+ * when memory runs out (out may then hold part of it). */
+int redact_json_text_to(const struct redact *rd, const json_t *v, size_t max_chars, int *cut,
+                        struct sbuf *out);
+
 /* A text preview of a JSON-RPC result (borrowed), redacted and cut to
  * max_chars (owned string): for a tools/call result the text of its
  * content items (non-text items as "[image image/png]", "[resource URI]"…,
@@ -74,5 +82,8 @@ char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_char
  * memory runs out. */
 char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
                             int *cut);
+/* The same appended to out; 0, or -1 as redact_json_text_to. */
+int redact_result_preview_to(const struct redact *rd, const json_t *result, size_t max_chars,
+                             int *cut, struct sbuf *out);
 
 #endif

@@ -4,7 +4,9 @@
  * append reuses the block of the record it overwrites when that is big
  * enough and not much bigger (records of one workload are about one size),
  * so a full ring in steady state appends with one memcpy and no malloc;
- * otherwise it is one realloc. O(1) whatever the ring size.
+ * otherwise it is one realloc. O(1) whatever the ring size. ring_swap
+ * does not even copy: the block changes hands, and the writer gets the
+ * overwritten record's block to write its next one into.
  */
 #include "admin/ring.h"
 
@@ -16,10 +18,11 @@ enum { KEY_METHOD, KEY_TOOL, KEY_SESSION, KEY_OUTCOME, NKEYS };
 
 struct slot {
 	uint64_t seq;             /* 0: empty */
-	char *block;              /* owned: json text, then the keys */
+	char *block;              /* owned: json text and the keys */
 	size_t cap;               /* bytes allocated for block */
+	const char *json;         /* into block */
 	size_t len;               /* json length */
-	const char *key[NKEYS];   /* into block, or NULL */
+	const char *key[NKEYS];   /* into block, static strings, or NULL */
 };
 
 struct ring {
@@ -99,6 +102,7 @@ uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *j
 		r->dropped++;
 	memcpy(block, json, len);
 	block[len] = '\0';
+	s->json = block;
 	char *p = block + len + 1;
 	for (int k = 0; k < NKEYS; k++) {
 		s->key[k] = NULL;
@@ -112,6 +116,27 @@ uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *j
 	assert((size_t)(p - block) == total);
 	s->len = len;
 	s->seq = r->next_seq++;
+	return s->seq;
+}
+
+uint64_t ring_swap(struct ring *r, struct ring_block *b)
+{
+	if (b->len > RING_MAX_RECORD_BYTES)
+		return 0;
+	struct slot *s = &r->slots[(r->next_seq - 1) % r->size];
+	struct ring_block old = {.block = s->block, .cap = s->cap};
+	if (s->seq)
+		r->dropped++;
+	s->block = b->block;
+	s->cap = b->cap;
+	s->json = b->json;
+	s->len = b->len;
+	s->key[KEY_METHOD] = b->keys.method;
+	s->key[KEY_TOOL] = b->keys.tool;
+	s->key[KEY_SESSION] = b->keys.session;
+	s->key[KEY_OUTCOME] = b->keys.outcome;
+	s->seq = r->next_seq++;
+	*b = old;
 	return s->seq;
 }
 
@@ -204,7 +229,7 @@ size_t ring_read(const struct ring *r, const struct ring_filter *f, struct ring_
 			ring_items_free(items, got);
 			return (size_t)-1;
 		}
-		memcpy(copy, s->block, s->len + 1);
+		memcpy(copy, s->json, s->len + 1);
 		items[got++] = (struct ring_item){.seq = seq, .json = copy, .len = s->len};
 	}
 	if (got == 0) {

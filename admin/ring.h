@@ -76,6 +76,27 @@ uint64_t ring_next_seq(const struct ring *r);
  * and the sequence number is not used). */
 uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *json, size_t len);
 
+/* A record handed over whole: block (owned, cap bytes allocated) holds
+ * the NUL-terminated JSON text at json[0..len] and the keys, which point
+ * into block or are static strings (NULL: none). Keys are compared on
+ * their first RING_KEY_MAX - 1 bytes, like ring_append's cut copies. */
+struct ring_block {
+	char *block;
+	size_t cap;
+	const char *json;
+	size_t len;
+	struct ring_keys keys;
+};
+
+/* Appends b without copying: its block moves into the next slot, and b
+ * gets back the block that slot held ({NULL, 0} when it was empty), which
+ * the caller now owns (to reuse or free, preferably outside any lock).
+ * The caller keeps the memory bound: cap at most 2 * what the record
+ * needs + 1024, as ring_append's reuse rule. Returns the record's
+ * sequence number, or 0 when len is over RING_MAX_RECORD_BYTES (nothing
+ * changes, b is left alone). */
+uint64_t ring_swap(struct ring *r, struct ring_block *b);
+
 /* Copies out the records matching f (NULL: all, newest first) into a new
  * array (*out, owned: free with ring_items_free). Returns how many; *out
  * is NULL when none matched. Returns (size_t)-1 when memory runs out. */

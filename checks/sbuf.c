@@ -2,6 +2,7 @@
 #include "checks/sbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,17 +83,35 @@ void sbuf_cut(struct sbuf *b, size_t len)
 
 size_t sbuf_i64_text(char *buf, long long v)
 {
-	char tmp[SBUF_I64_MAX], *p = tmp + sizeof(tmp);
+	/* Two digits a division, written in place from the end: records
+	 * carry several numbers each. */
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+	                            "31323334353637383940414243444546474849505152535455565758596061"
+	                            "6263646566676869707172737475767778798081828384858687888990919293"
+	                            "949596979899";
 	/* In unsigned arithmetic so that LLONG_MIN negates without overflow. */
 	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	size_t digits = 1;
+	for (unsigned long long t = u; t >= 10; t /= 10)
+		digits++;
+	size_t n = digits + (v < 0);
+	char *p = buf + n;
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+		u /= 100;
+		p -= 2;
+		p[0] = pairs[d];
+		p[1] = pairs[d + 1];
+	}
+	if (u >= 10) {
+		p -= 2;
+		p[0] = pairs[u * 2];
+		p[1] = pairs[u * 2 + 1];
+	} else {
+		*--p = (char)('0' + u);
+	}
 	if (v < 0)
 		*--p = '-';
-	size_t n = (size_t)(tmp + sizeof(tmp) - p);
-	memcpy(buf, p, n);
 	return n;
 }
 
@@ -110,30 +129,179 @@ static const char json_esc[256] = {
 	0,   0,   '"', [92] = '\\',
 };
 
+/* Eight bytes at a time: call records are mostly plain ASCII, and a
+ * block of eight that needs no escape is one 8-byte copy. The masks flag
+ * a block holding a byte < 0x20, '"' or '\\' (SWAR "has less than" and
+ * "has zero" tricks: a flag may be set wrongly only above a true one, so
+ * "any flag" is exact); bytes >= 0x80 never raise one. */
+#define ONES  0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+static inline uint64_t load8(const char *s)
+{
+	uint64_t v;
+	memcpy(&v, s, 8);
+	return v;
+}
+
+static inline uint64_t needs_escape8(uint64_t v)
+{
+	uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+	/* q and b keep v's top bits ('"' and '\\' are ASCII): ~v stands for
+	 * ~q and ~b in their "has zero" tests. */
+	return ((v - ONES * 0x20) | (q - ONES) | (b - ONES)) & ~v & HIGHS;
+}
+
+static inline uint32_t load4(const char *s)
+{
+	uint32_t v;
+	memcpy(&v, s, 4);
+	return v;
+}
+
+/* The OR of s[0..n): its top bits say whether any byte is >= 0x80. Short
+ * texts (names, addresses) are the common case: their bytes are read as
+ * two overlapping blocks, not one at a time. */
+static inline uint64_t or_bytes(const char *s, size_t n)
+{
+	uint64_t acc = 0;
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8)
+			acc |= load8(s + i);
+		return acc | load8(s + n - 8);
+	}
+	if (n >= 4)
+		return load4(s) | load4(s + n - 4);
+	for (size_t i = 0; i < n; i++)
+		acc |= (unsigned char)s[i];
+	return acc;
+}
+
+/* Whether no byte of s[0..n) needs escaping (overlapping blocks, as
+ * or_bytes). */
+static inline int plain_json(const char *s, size_t n)
+{
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8)
+			if (needs_escape8(load8(s + i)))
+				return 0;
+		return !needs_escape8(load8(s + n - 8));
+	}
+	if (n >= 4) {
+		/* a block of the first four and the last four (overlapping) */
+		uint64_t v = (uint64_t)load4(s) | (uint64_t)load4(s + n - 4) << 32;
+		return !needs_escape8(v);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (json_esc[(unsigned char)s[i]])
+			return 0;
+	return 1;
+}
+
+/* One byte escaped into w; returns the bytes written. */
+static inline size_t escape_byte(char *w, unsigned char c)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char e = json_esc[c];
+	if (!e) {
+		*w = (char)c;
+		return 1;
+	}
+	if (e == 'u') {
+		memcpy(w, "\\u00", 4);
+		w[4] = hex[c >> 4];
+		w[5] = hex[c & 15];
+		return 6;
+	}
+	w[0] = '\\';
+	w[1] = e;
+	return 2;
+}
+
 /* Escapes s[0..n) into w, which has room for 6 * n bytes (every byte may
  * become \u00XX). Returns the bytes written. */
 static size_t escape_into(char *w, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	char *start = w;
+	size_t i = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char e = json_esc[c];
-		if (!e) {
-			*w++ = (char)c;
-		} else if (e == 'u') {
-			memcpy(w, "\\u00", 4);
-			w[4] = hex[c >> 4];
-			w[5] = hex[c & 15];
-			w += 6;
-		} else {
-			w[0] = '\\';
-			w[1] = e;
-			w += 2;
-		}
+	if (plain_json(s, n)) {
+		memcpy(w, s, n); /* the common case: nothing to escape */
+		return n;
 	}
+
+	while (i + 8 <= n) {
+		uint64_t v = load8(s + i);
+		uint64_t m = needs_escape8(v);
+		/* All eight copied (w has room: 6 bytes a byte); kept up to the
+		 * first byte to escape, then the run goes on after it. */
+		memcpy(w, &v, 8);
+		if (!m) {
+			w += 8;
+			i += 8;
+			continue;
+		}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* The lowest flag is a true one (see needs_escape8) and, little
+		 * endian, the first byte in memory. */
+		size_t k = (size_t)__builtin_ctzll(m) / 8;
+#else
+		size_t k = 0;
+		while (!json_esc[(unsigned char)s[i + k]])
+			k++;
+#endif
+		w += k;
+		i += k;
+		w += escape_byte(w, (unsigned char)s[i++]);
+	}
+	for (; i < n; i++)
+		w += escape_byte(w, (unsigned char)s[i]);
 	return (size_t)(w - start);
+}
+
+size_t sbuf_json_escape_to(char *w, const char *s, size_t n)
+{
+	return escape_into(w, s, n);
+}
+
+size_t sbuf_json_escaped_len(const char *s, size_t n)
+{
+	static const unsigned char extra[256] = {
+		5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5,
+		5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+		0, 0, 1, [92] = 1,
+	};
+	size_t len = n, i = 0;
+	if (plain_json(s, n))
+		return n;
+	for (;;) {
+		while (i + 8 <= n && !needs_escape8(load8(s + i)))
+			i += 8;
+		if (i >= n)
+			return len;
+		size_t end = i + 8 <= n ? i + 8 : n;
+		for (; i < end; i++)
+			len += extra[(unsigned char)s[i]];
+	}
+}
+
+char *sbuf_room(struct sbuf *b, size_t n)
+{
+	if (b->oom)
+		return NULL;
+	if (n > (size_t)-1 - b->len - 1) {
+		b->oom = 1;
+		return NULL;
+	}
+	if (b->len + n + 1 > b->cap && sbuf_grow(b, n) < 0)
+		return NULL;
+	return b->p + b->len;
+}
+
+void sbuf_wrote(struct sbuf *b, size_t k)
+{
+	b->len += k;
+	b->p[b->len] = '\0';
 }
 
 void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
@@ -148,17 +316,44 @@ void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
 	put(arg, "\"", 1);
 }
 
+/* Continuation bytes (10xxxxxx) in a block of eight. */
+static inline unsigned cont8(uint64_t v)
+{
+	return (unsigned)__builtin_popcountll(v & ~(v << 1) & HIGHS);
+}
+
+size_t sbuf_utf8_chars(const char *s, size_t n)
+{
+	size_t chars = n, i = 0;
+	for (; i + 8 <= n; i += 8)
+		chars -= cont8(load8(s + i));
+	for (; i < n; i++)
+		chars -= ((unsigned char)s[i] & 0xC0) == 0x80;
+	return chars;
+}
+
 size_t sbuf_json_str_chars(const char *s, size_t n)
 {
-	size_t chars = 2;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char e = json_esc[c];
-		if ((c & 0xC0) == 0x80)
-			continue; /* inside a multi-byte sequence: counted at its lead */
-		chars += !e ? 1 : e == 'u' ? 6 : 2;
+	size_t chars = 2, i = 0;
+	for (;;) {
+		/* Plain blocks: a code point per byte but continuation bytes. */
+		for (; i + 8 <= n; i += 8) {
+			uint64_t v = load8(s + i);
+			if (needs_escape8(v))
+				break;
+			chars += 8 - cont8(v);
+		}
+		if (i >= n)
+			return chars;
+		size_t end = i + 8 <= n ? i + 8 : n;
+		for (; i < end; i++) {
+			unsigned char c = (unsigned char)s[i];
+			char e = json_esc[c];
+			if ((c & 0xC0) == 0x80)
+				continue; /* inside a multi-byte sequence: counted at its lead */
+			chars += !e ? 1 : e == 'u' ? 6 : 2;
+		}
 	}
-	return chars;
 }
 
 void sbuf_json_str(struct sbuf *b, const char *s, size_t n)
@@ -205,7 +400,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 int sbuf_utf8_valid(const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
+	if (!(or_bytes(s, n) & HIGHS))
+		return 1; /* ASCII: most text is */
 	for (size_t i = 0; i < n;) {
+		/* ASCII blocks, eight bytes a test. */
+		if (i + 8 <= n && !(load8(s + i) & HIGHS)) {
+			i += 8;
+			continue;
+		}
 		if (u[i] < 0x80) {
 			i++;
 			continue;

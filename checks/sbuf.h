@@ -41,9 +41,22 @@ void sbuf_json_str(struct sbuf *b, const char *s, size_t n);
  * for writers that are not an sbuf. */
 typedef void (*sbuf_put_fn)(void *arg, const char *s, size_t n);
 void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n);
+/* s[0..n) escaped as sbuf_json_str writes it, without the quotes, into w
+ * (room for 6 * n bytes: any byte may become \u00XX). Returns the bytes
+ * written, which is sbuf_json_escaped_len(s, n). */
+size_t sbuf_json_escape_to(char *w, const char *s, size_t n);
+size_t sbuf_json_escaped_len(const char *s, size_t n);
+/* For writers that know how much they will write: room for n more bytes
+ * (and a NUL) at the end of b, NULL when out of memory (oom set). Write at
+ * most n bytes there, then sbuf_wrote(b, k) with the k written. */
+char *sbuf_room(struct sbuf *b, size_t n);
+void sbuf_wrote(struct sbuf *b, size_t k);
 /* The code points sbuf_json_str would write for s[0..n), quotes included,
  * without writing them. */
 size_t sbuf_json_str_chars(const char *s, size_t n);
+/* The code points of UTF-8 text s[0..n): the bytes that are not
+ * continuation bytes (10xxxxxx). */
+size_t sbuf_utf8_chars(const char *s, size_t n);
 void sbuf_i64(struct sbuf *b, long long v);
 /* v in decimal into buf (at least SBUF_I64_MAX bytes, not NUL-terminated);
  * returns the length. */

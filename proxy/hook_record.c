@@ -14,14 +14,36 @@
  * and returns the rx to the recorder's pool.
  *
  * Cost. This runs on every call, so a record is a C struct, not a jansson
- * object: its strings (already redacted and cut) go into one arena per
- * record, and the JSON text is written once, straight into a buffer the
- * recorder reuses. The rx and pending structs, arenas included, are pooled:
- * a call in steady state allocates nothing here but what redaction needs.
+ * object: its strings (already redacted and cut) go into arenas per
+ * record, and the JSON text is written once, its exact size reserved up
+ * front, straight into a buffer the recorder reuses. The rx and pending
+ * structs, arenas included, are pooled: a call in steady state allocates
+ * nothing here.
+ *
+ * Threads. Every worker's exchanges come here (inspect_clone shares the
+ * hook), and the admin endpoint reads the in-flight list from its own
+ * thread. The recorder is not registered under a lock
+ * (inspect_set_lock); it takes hr->lock itself, only to publish:
+ *
+ *   worker thread, no lock                 | under hr->lock (short)
+ *   ---------------------------------------+---------------------------------
+ *   request: record built, args redacted   | rx and the pending linked in
+ *   answer: preview redacted, in `ans`     | (settled: an atomic flag)
+ *   exchange end:                          | rx unlinked from hr->rxs
+ *     records finished, JSON text written  | metrics counted, the text
+ *                                          | handed to the sink (ring_swap)
+ *   the displaced ring block kept for the next record, or freed
+ *
+ * What /calls/inflight reads of a linked record (the identifying members,
+ * in `arena`) is written before it is linked and not changed until it is
+ * unlinked; what an answer adds goes to the record's second arena (`ans`),
+ * which the reader never touches. Pools, the text buffer and the time
+ * cache are per thread (struct hr_local): nothing else is shared.
  */
 #include "proxy/hook_record.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,18 +72,29 @@
 
 enum rec_kind { RK_REQUEST, RK_NOTIFICATION, RK_RESPONSE };
 
-/* A record's string members, in the order they are written. */
+/* A record's string members, in the order they are written. From
+ * F_PREVIEW on they are the answer's, kept in rec.ans. */
 enum rec_str {
 	F_SESSION, F_CLIENT, F_CLIENT_NAME, F_UPSTREAM, F_PROTOCOL, F_CLIENT_TRANSPORT,
 	F_UPSTREAM_TRANSPORT, F_METHOD, F_TOOL, F_ID, F_ARGUMENTS, F_PREVIEW, F_ERROR_MESSAGE,
 	F_RULE, F_NOTE, NSTR
 };
+#define F_ANS_FIRST F_PREVIEW
+/* Members kept as they are (the ring's keys, the metrics' labels and id
+ * matching read them); the others are kept as the escaped text of their
+ * JSON string, ready to be copied into records. */
+#define RAW_FIELDS (1u << F_SESSION | 1u << F_METHOD | 1u << F_TOOL | 1u << F_ID)
+#define IS_RAW(f) ((RAW_FIELDS >> (f)) & 1u)
 
 struct rec {
-	/* 1 + offset of the member's NUL-terminated text in arena; 0: null.
-	 * Offsets, not pointers: the arena may move as it grows. */
+	/* 1 + offset of the member's NUL-terminated text in its arena; 0:
+	 * null. Offsets, not pointers: an arena may move as it grows. */
 	size_t str[NSTR];
-	struct sbuf arena;       /* owned; kept (emptied) across reuses */
+	size_t len[NSTR];        /* the member's length when not null */
+	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
+	/* owned; kept (emptied) across reuses. arena: the members up to
+	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
+	struct sbuf arena, ans;
 	uint64_t wall_us;        /* Unix time for "time" */
 	const char *from;        /* static: "client", "server" */
 	enum rec_kind kind;
@@ -82,20 +115,26 @@ struct rec {
 struct pending {
 	struct pending *next;
 	struct rec rec;
-	int settled;            /* an answer or a verdict decided the outcome */
+	/* An answer or a verdict decided the outcome. Atomic: the in-flight
+	 * list reads it without the writer's ordering. */
+	int settled;
 	uint64_t done_us;       /* monotonic, when settled */
 };
 
 struct rx {
 	unsigned magic;
 	struct hook_record *hr;       /* borrowed */
+	struct hr_local *home;        /* borrowed: the thread whose exchange it is */
 	struct inspect_where *where;  /* borrowed: exchange lifetime */
-	struct pending *head;         /* owned list, arrival order */
+	/* owned list, arrival order; changed under hr->lock once linked */
+	struct pending *head;
 	struct pending **tail;
-	unsigned notifications;       /* server notifications on this reply */
+	unsigned notifications;       /* server notifications on this reply (atomic) */
 	int has_requests;             /* a client request came in this exchange */
+	int linked;                   /* in hr->rxs (a client message is listed) */
 	uint64_t wall_us;             /* Unix time of where->start_us */
 	struct rx *prev, *next;       /* hr->rxs, oldest first; next: pool link */
+	struct rx *lprev, *lnext;     /* home->live */
 };
 
 struct srv_req {
@@ -105,7 +144,24 @@ struct srv_req {
 };
 
 struct hook_record_text {
-	struct sbuf b;               /* SEQ_ROOM bytes of room, then the members */
+	/* SEQ_ROOM bytes of room, the members, NUL, then the keys' text */
+	struct sbuf b;
+	size_t json_len;             /* of the members, from b.p + SEQ_ROOM */
+	struct ring_keys keys;       /* into b, or static */
+	struct ring_block rb;        /* hook_record_text_block's */
+};
+
+/* What one thread keeps for itself: nothing here is shared. */
+struct hr_local {
+	struct hr_local *next;       /* hr->locals */
+	struct rx *free_rx;          /* owned pool */
+	struct pending *free_pending;/* owned pool */
+	size_t nfree_rx, nfree_pending;
+	struct rx *live;             /* rxs of this thread's open exchanges */
+	struct hook_record_text out; /* owned: the text being handed to the sink */
+	struct sbuf scratch;         /* owned: redacted text before it is escaped */
+	time_t day_sec;              /* the second day_text spells, or -1 */
+	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
 };
 
 struct hook_record {
@@ -114,16 +170,56 @@ struct hook_record {
 	hook_record_sink_fn sink;
 	void *arg;
 	int slot;                    /* our index in where->hook_data */
-	struct rx *rxs, *rxs_tail;   /* exchanges with records under way */
+	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
+	uint64_t gen;                /* tells this recorder's hr_locals apart */
+	/* Under lock: */
+	struct rx *rxs, *rxs_tail;   /* exchanges with client records under way */
 	struct srv_req srv[SRV_REQ_MAX];
 	size_t srv_next;
-	struct rx *free_rx;          /* owned pool */
-	struct pending *free_pending;/* owned pool */
-	size_t nfree_rx, nfree_pending;
-	struct hook_record_text out; /* owned: the text being handed to the sink */
-	time_t day_sec;              /* the second day_text spells, or -1 */
-	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
+	/* Under locals_lock (a thread's first call, and teardown): */
+	pthread_mutex_t locals_lock;
+	struct hr_local *locals;     /* owned: one per thread that called */
 };
+
+static void hr_lock(const struct hook_record *hr)
+{
+	if (hr->lock)
+		pthread_mutex_lock(hr->lock);
+}
+
+static void hr_unlock(const struct hook_record *hr)
+{
+	if (hr->lock)
+		pthread_mutex_unlock(hr->lock);
+}
+
+/* This thread's hr_local for hr. The thread-local cache names the
+ * recorder by address and generation, so a recorder freed and another
+ * allocated at the same address never finds the old one's. */
+static uint64_t hr_gens;
+static _Thread_local struct {
+	const struct hook_record *hr;
+	uint64_t gen;
+	struct hr_local *l;
+} tl;
+
+static struct hr_local *local_of(struct hook_record *hr)
+{
+	if (tl.hr == hr && tl.gen == hr->gen)
+		return tl.l;
+	struct hr_local *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->day_sec = (time_t)-1;
+	pthread_mutex_lock(&hr->locals_lock);
+	l->next = hr->locals;
+	hr->locals = l;
+	pthread_mutex_unlock(&hr->locals_lock);
+	tl.hr = hr;
+	tl.gen = hr->gen;
+	tl.l = l;
+	return l;
+}
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -153,24 +249,32 @@ void hook_record_time(uint64_t unix_us, char *buf, size_t len)
 
 /* hook_record_time into b, the date part reused while the second lasts:
  * calls come thousands a second, gmtime and strftime once a second. */
-static void put_time(struct hook_record *hr, struct sbuf *b, uint64_t unix_us)
+#define TIME_TEXT_MAX 40 /* what put_time writes at most, quotes included */
+
+/* hook_record_time as a quoted JSON string at w, the date part reused
+ * while the second lasts (per thread): calls come thousands a second,
+ * gmtime and strftime once a second. Returns the end. */
+static char *put_time(struct hr_local *l, char *w, uint64_t unix_us)
 {
 	time_t secs = (time_t)(unix_us / 1000000u);
 	unsigned us = (unsigned)(unix_us % 1000000u);
 	char frac[9] = {'.', 0, 0, 0, 0, 0, 0, 'Z', '"'};
 
-	if (secs != hr->day_sec) {
+	if (secs != l->day_sec) {
 		struct tm tm;
 		gmtime_r(&secs, &tm);
-		if (strftime(hr->day_text, sizeof(hr->day_text), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-			hr->day_text[0] = '\0';
-		hr->day_sec = secs;
+		if (strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+			l->day_text[0] = '\0';
+		l->day_sec = secs;
 	}
 	for (int i = 6; i >= 1; i--, us /= 10)
 		frac[i] = (char)('0' + us % 10);
-	sbuf_putn(b, "\"", 1);
-	sbuf_puts(b, hr->day_text);
-	sbuf_putn(b, frac, sizeof(frac));
+	size_t n = strlen(l->day_text);
+	*w++ = '"';
+	memcpy(w, l->day_text, n);
+	w += n;
+	memcpy(w, frac, sizeof(frac));
+	return w + sizeof(frac);
 }
 
 static const char *session_of(const struct inspect_where *w)
@@ -201,42 +305,70 @@ static const char *end_outcome(enum inspect_end end)
 
 /* ---- record members -------------------------------------------------------- */
 
-static const char *rec_get(const struct rec *r, enum rec_str f)
+static struct sbuf *arena_of(struct rec *r, enum rec_str f)
 {
-	return r->str[f] ? r->arena.p + r->str[f] - 1 : NULL;
+	return f >= F_ANS_FIRST ? &r->ans : &r->arena;
 }
 
-/* Stores s as member f; NULL, and text that is not UTF-8 (header values
- * can be anything, and JSON text must be UTF-8), are null. */
-static void rec_set(struct rec *r, enum rec_str f, const char *s)
+static const char *rec_get(const struct rec *r, enum rec_str f)
 {
-	size_t n = s ? strlen(s) : 0;
+	const struct sbuf *a = f >= F_ANS_FIRST ? &r->ans : &r->arena;
+	return r->str[f] ? a->p + r->str[f] - 1 : NULL;
+}
+
+/* Stores s[0..n) as member f (NULL: null); text that is not UTF-8
+ * (header values can be anything, and JSON text must be UTF-8) is null. */
+static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
+{
 	if (!s || !sbuf_utf8_valid(s, n)) {
 		r->str[f] = 0;
 		return;
 	}
-	size_t off = r->arena.len;
-	sbuf_putn(&r->arena, s, n + 1); /* with its NUL */
-	r->str[f] = r->arena.oom ? 0 : off + 1;
+	struct sbuf *a = arena_of(r, f);
+	if (!IS_RAW(f)) {
+		/* Escaped once, here; each record then copies it. Room for the
+		 * worst case when that is small, else for the exact size (a long
+		 * text must not grow a pooled arena sixfold). */
+		char *w = sbuf_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		size_t e = sbuf_json_escape_to(w, s, n);
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = e;
+		sbuf_wrote(a, e);
+		return;
+	}
+	char *w = sbuf_room(a, n + 1);
+	if (!w) {
+		r->str[f] = 0;
+		return;
+	}
+	memcpy(w, s, n);
+	w[n] = '\0'; /* its NUL, as part of the arena's content */
+	r->str[f] = a->len + 1;
+	r->len[f] = n;
+	r->esc[f] = sbuf_json_escaped_len(s, n);
+	sbuf_wrote(a, n + 1);
+}
+
+static void rec_set(struct rec *r, enum rec_str f, const char *s)
+{
+	rec_setn(r, f, s, s ? strlen(s) : 0);
 }
 
 /* s cut to FIELD_CHARS characters (visibly), or null. */
 static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
 {
-	if (!s || strnlen(s, FIELD_CHARS + 1) <= FIELD_CHARS) {
-		rec_set(r, f, s);
+	size_t n = s ? strnlen(s, FIELD_CHARS + 1) : 0;
+	if (!s || n <= FIELD_CHARS) {
+		rec_setn(r, f, s, n);
 		return;
 	}
 	char *cut = redact_cut(s, FIELD_CHARS, NULL);
 	rec_set(r, f, cut);
 	free(cut);
-}
-
-/* An owned string from redact_*() (NULL: out of memory, null). */
-static void rec_take(struct rec *r, enum rec_str f, char *s)
-{
-	rec_set(r, f, s);
-	free(s);
 }
 
 static void rec_set_id(struct rec *r, const json_t *id)
@@ -269,62 +401,63 @@ static int rec_id_is(const struct rec *r, const json_t *id)
 
 /* ---- the pools ---------------------------------------------------------------- */
 
-static struct pending *pending_get(struct hook_record *hr)
+static struct pending *pending_get(struct hr_local *l)
 {
-	struct pending *p = hr->free_pending;
+	struct pending *p = l->free_pending;
 	if (p) {
-		hr->free_pending = p->next;
-		hr->nfree_pending--;
+		l->free_pending = p->next;
+		l->nfree_pending--;
 	} else if (!(p = calloc(1, sizeof(*p)))) {
 		return NULL;
 	}
-	struct sbuf arena = p->rec.arena;
+	struct sbuf arena = p->rec.arena, ans = p->rec.ans;
 	memset(p, 0, sizeof(*p));
 	p->rec.arena = arena;
 	p->rec.arena.len = 0;
 	p->rec.arena.oom = 0;
+	p->rec.ans = ans;
+	p->rec.ans.len = 0;
+	p->rec.ans.oom = 0;
 	return p;
 }
 
-static void pending_put(struct hook_record *hr, struct pending *p)
+static void pending_put(struct hr_local *l, struct pending *p)
 {
-	if (hr->nfree_pending >= POOL_MAX || p->rec.arena.cap > ARENA_KEEP) {
+	if (l->nfree_pending >= POOL_MAX || p->rec.arena.cap > ARENA_KEEP ||
+	    p->rec.ans.cap > ARENA_KEEP) {
 		free(p->rec.arena.p);
+		free(p->rec.ans.p);
 		free(p);
 		return;
 	}
-	p->next = hr->free_pending;
-	hr->free_pending = p;
-	hr->nfree_pending++;
+	p->next = l->free_pending;
+	l->free_pending = p;
+	l->nfree_pending++;
 }
 
-static void pools_free(struct hook_record *hr)
+static void local_free(struct hr_local *l)
 {
-	while (hr->free_pending) {
-		struct pending *p = hr->free_pending;
-		hr->free_pending = p->next;
+	while (l->free_pending) {
+		struct pending *p = l->free_pending;
+		l->free_pending = p->next;
 		free(p->rec.arena.p);
+		free(p->rec.ans.p);
 		free(p);
 	}
-	while (hr->free_rx) {
-		struct rx *rx = hr->free_rx;
-		hr->free_rx = rx->next;
+	while (l->free_rx) {
+		struct rx *rx = l->free_rx;
+		l->free_rx = rx->next;
 		free(rx);
 	}
+	free(l->out.b.p);
+	free(l->scratch.p);
+	free(l);
 }
 
 /* ---- records ------------------------------------------------------------- */
 
-/* What a record keeps of a request's parameters. */
-static const json_t *recorded_args(const json_t *msg, const char *method)
-{
-	const json_t *params = json_object_get(msg, "params");
-	if (method && (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0))
-		return json_object_get(params, "arguments");
-	return params;
-}
 
-static void record_init(const struct hook_record *hr, struct rec *r,
+static void record_init(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
                         enum rec_kind kind, const json_t *msg, const char *method)
 {
@@ -340,20 +473,40 @@ static void record_init(const struct hook_record *hr, struct rec *r,
 	rec_set(r, F_CLIENT_TRANSPORT, w->client_transport);
 	rec_set(r, F_UPSTREAM_TRANSPORT, w->upstream_transport);
 	rec_set_bounded(r, F_METHOD, method);
-	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST ? jrpc_tool_name(msg) : NULL);
+	/* What a record keeps of a request's parameters: tools/call and
+	 * prompts/get their arguments, other methods all of them. For a
+	 * request, method is the message's own (jrpc_tool_name's test). */
+	const json_t *params = kind == RK_RESPONSE ? NULL : json_object_get(msg, "params");
+	int call = method && strcmp(method, "tools/call") == 0;
+	rec_set_bounded(r, F_TOOL,
+	                kind == RK_REQUEST && call
+	                    ? json_string_value(json_object_get(params, "name"))
+	                    : NULL);
 	rec_set_id(r, jrpc_id(msg));
-	const json_t *args = kind == RK_RESPONSE ? NULL : recorded_args(msg, method);
-	if (args)
-		rec_take(r, F_ARGUMENTS,
-		         redact_json_text(hr->rd, args, REDACT_ARGS_CHARS, &r->arguments_cut));
+	const json_t *args = params;
+	if (call || (method && strcmp(method, "prompts/get") == 0))
+		args = json_object_get(params, "arguments");
+	if (args) {
+		scratch->len = 0;
+		scratch->oom = 0;
+		if (redact_json_text_to(hr->rd, args, REDACT_ARGS_CHARS, &r->arguments_cut, scratch) <
+		    0) {
+			/* Out of memory: null, as a failed redact_json_text gave. */
+			r->arguments_cut = 0;
+			r->str[F_ARGUMENTS] = 0;
+		} else {
+			rec_setn(r, F_ARGUMENTS, scratch->p, scratch->len);
+		}
+	}
 }
 
 /* Fills the answer members from a response message (a server's answer,
  * a hook's answer, or a client's response to a server request). Returns
  * the outcome it implies. */
-static const char *fill_answer(const struct hook_record *hr, struct rec *r, const json_t *answer)
+static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
+                               const json_t *answer, enum jrpc_kind kind)
 {
-	if (jrpc_classify(answer) == JRPC_ERROR) {
+	if (kind == JRPC_ERROR) {
 		const json_t *err = json_object_get(answer, "error");
 		const json_t *code = json_object_get(err, "code");
 		const char *msg = json_string_value(json_object_get(err, "message"));
@@ -361,8 +514,9 @@ static const char *fill_answer(const struct hook_record *hr, struct rec *r, cons
 		r->error_code = r->has_error_code ? (long long)json_integer_value(code) : 0;
 		if (msg) {
 			char *masked = redact_text(hr->rd, msg);
-			rec_take(r, F_ERROR_MESSAGE,
-			         masked ? redact_cut(masked, ERROR_MESSAGE_CHARS, NULL) : NULL);
+			char *cut = masked ? redact_cut(masked, ERROR_MESSAGE_CHARS, NULL) : NULL;
+			rec_set(r, F_ERROR_MESSAGE, cut);
+			free(cut);
 			free(masked);
 		}
 		return "rpc_error";
@@ -371,14 +525,28 @@ static const char *fill_answer(const struct hook_record *hr, struct rec *r, cons
 	if (!result)
 		return "ok";
 	r->result_cut = 0;
-	rec_take(r, F_PREVIEW,
-	         redact_result_preview(hr->rd, result, REDACT_PREVIEW_CHARS, &r->result_cut));
+	scratch->len = 0;
+	scratch->oom = 0;
+	if (redact_result_preview_to(hr->rd, result, REDACT_PREVIEW_CHARS, &r->result_cut,
+	                             scratch) < 0) {
+		/* Out of memory: null, as a failed redact_result_preview gave. */
+		r->result_cut = 0;
+		r->str[F_PREVIEW] = 0;
+	} else {
+		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
+	}
 	const char *method = rec_get(r, F_METHOD);
 	if (method && strcmp(method, "tools/call") == 0) {
 		r->is_error = json_is_true(json_object_get(result, "isError"));
 		return r->is_error ? "tool_error" : "ok";
 	}
 	return "ok";
+}
+
+/* m->msg's kind: the transport classified it, unless a hook rewrote it. */
+static enum jrpc_kind msg_kind(const struct inspect_msg *m)
+{
+	return m->modified ? jrpc_classify(m->msg) : m->kind;
 }
 
 static void set_blocked(struct rec *r, const struct inspect_msg *m)
@@ -390,101 +558,121 @@ static void set_blocked(struct rec *r, const struct inspect_msg *m)
 
 /* ---- the record as JSON text ------------------------------------------------ */
 
-#define LIT(b, s) sbuf_putn((b), (s), sizeof(s) - 1)
+/* Everything rec_write writes but the string members: member names,
+ * punctuation, numbers (at most SBUF_I64_MAX each) and the time. Checked
+ * by an assert after each write. */
+#define FIXED_ROOM 1024
 
-static void put_str(struct sbuf *b, const char *s)
+#define W_LIT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) + sizeof(lit) - 1)
+
+/* A string member as JSON: esc is sbuf_json_escaped_len(s, n). */
+static char *w_str(char *w, const char *s, size_t n, size_t esc)
 {
-	if (s)
-		sbuf_json_str(b, s, strlen(s));
+	if (!s)
+		return W_LIT(w, "null");
+	*w++ = '"';
+	if (esc == n)
+		memcpy(w, s, n); /* nothing to escape: the common case */
 	else
-		LIT(b, "null");
+		sbuf_json_escape_to(w, s, n);
+	w += esc;
+	*w++ = '"';
+	return w;
 }
 
-static void put_bool(struct sbuf *b, int v)
+static char *w_bool(char *w, int v)
 {
-	if (v)
-		LIT(b, "true");
-	else
-		LIT(b, "false");
+	return v ? W_LIT(w, "true") : W_LIT(w, "false");
 }
 
-static void put_u64_or_null(struct sbuf *b, int known, uint64_t v)
+static char *w_i64(char *w, long long v)
 {
-	if (known)
-		sbuf_i64(b, (long long)v);
-	else
-		LIT(b, "null");
+	return w + sbuf_i64_text(w, v);
 }
 
-/* The members after "seq", in the order hook_record.h lists them. */
-static void rec_write(struct hook_record *hr, const struct rec *r, struct sbuf *b)
+static char *w_u64_or_null(char *w, int known, uint64_t v)
 {
-	static const char *const kinds[] = {"request", "notification", "response"};
+	return known ? w_i64(w, (long long)v) : W_LIT(w, "null");
+}
 
-	/* The string members from "session" to "tool", in order; from and
-	 * kind are the record's own static strings. */
-	static const struct {
-		const char *name;
-		int field;   /* enum rec_str, or -1: from, -2: kind */
-	} head[] = {
-		{",\"session\":", F_SESSION}, {",\"client\":", F_CLIENT},
-		{",\"client_name\":", F_CLIENT_NAME}, {",\"upstream\":", F_UPSTREAM},
-		{",\"protocol\":", F_PROTOCOL}, {",\"client_transport\":", F_CLIENT_TRANSPORT},
-		{",\"upstream_transport\":", F_UPSTREAM_TRANSPORT}, {",\"from\":", -1},
-		{",\"kind\":", -2}, {",\"method\":", F_METHOD}, {",\"tool\":", F_TOOL},
-	};
+/* The string members in the order rec_write writes them, static ones
+ * (from, kind, outcome) included. */
+enum { S_FROM = NSTR, S_KIND, S_OUTCOME, NS };
 
-	LIT(b, "\"time\":");
-	put_time(hr, b, r->wall_us);
-	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
-		int f = head[i].field;
-		sbuf_puts(b, head[i].name);
-		put_str(b, f == -1 ? r->from : f == -2 ? kinds[r->kind] : rec_get(r, (enum rec_str)f));
-	}
-	LIT(b, ",\"id\":");
+struct strs {
+	const char *s[NS];
+	size_t n[NS], esc[NS];
+};
+
+/* The members after "seq", in the order hook_record.h lists them, at w
+ * (room for FIXED_ROOM + every string's escaped size). Returns the end. */
+static char *rec_write(struct hr_local *l, const struct rec *r, const struct strs *v, char *w)
+{
+#define STR(f) w_str(w, v->s[f], v->n[f], v->esc[f])
+	w = W_LIT(w, "\"time\":");
+	w = put_time(l, w, r->wall_us);
+	w = W_LIT(w, ",\"session\":");
+	w = STR(F_SESSION);
+	w = W_LIT(w, ",\"client\":");
+	w = STR(F_CLIENT);
+	w = W_LIT(w, ",\"client_name\":");
+	w = STR(F_CLIENT_NAME);
+	w = W_LIT(w, ",\"upstream\":");
+	w = STR(F_UPSTREAM);
+	w = W_LIT(w, ",\"protocol\":");
+	w = STR(F_PROTOCOL);
+	w = W_LIT(w, ",\"client_transport\":");
+	w = STR(F_CLIENT_TRANSPORT);
+	w = W_LIT(w, ",\"upstream_transport\":");
+	w = STR(F_UPSTREAM_TRANSPORT);
+	w = W_LIT(w, ",\"from\":");
+	w = STR(S_FROM);
+	w = W_LIT(w, ",\"kind\":");
+	w = STR(S_KIND);
+	w = W_LIT(w, ",\"method\":");
+	w = STR(F_METHOD);
+	w = W_LIT(w, ",\"tool\":");
+	w = STR(F_TOOL);
+	w = W_LIT(w, ",\"id\":");
 	if (r->id_kind == ID_INT)
-		sbuf_i64(b, r->id_int);
+		w = w_i64(w, r->id_int);
 	else
-		put_str(b, r->id_kind == ID_STR ? rec_get(r, F_ID) : NULL);
-	LIT(b, ",\"arguments\":");
-	put_str(b, rec_get(r, F_ARGUMENTS));
-	LIT(b, ",\"arguments_cut\":");
-	put_bool(b, r->arguments_cut);
-	LIT(b, ",\"result_preview\":");
-	put_str(b, rec_get(r, F_PREVIEW));
-	LIT(b, ",\"result_cut\":");
-	put_bool(b, r->result_cut);
-	LIT(b, ",\"http_status\":");
-	put_u64_or_null(b, r->http_status != 0, (uint64_t)r->http_status);
-	LIT(b, ",\"is_error\":");
-	if (r->is_error < 0)
-		LIT(b, "null");
-	else
-		put_bool(b, r->is_error);
-	LIT(b, ",\"error_code\":");
-	if (r->has_error_code)
-		sbuf_i64(b, r->error_code);
-	else
-		LIT(b, "null");
-	LIT(b, ",\"error_message\":");
-	put_str(b, rec_get(r, F_ERROR_MESSAGE));
-	LIT(b, ",\"outcome\":");
-	put_str(b, r->outcome);
-	LIT(b, ",\"rule\":");
-	put_str(b, rec_get(r, F_RULE));
-	LIT(b, ",\"modified\":");
-	put_bool(b, r->modified);
-	LIT(b, ",\"notifications\":");
-	sbuf_i64(b, r->notifications);
-	LIT(b, ",\"note\":");
-	put_str(b, rec_get(r, F_NOTE));
-	LIT(b, ",\"latency_us\":");
-	put_u64_or_null(b, r->finished, r->latency_us);
-	LIT(b, ",\"bytes_in\":");
-	put_u64_or_null(b, r->finished, r->bytes_in);
-	LIT(b, ",\"bytes_out\":");
-	put_u64_or_null(b, r->finished, r->bytes_out);
-	LIT(b, "}");
+		w = STR(F_ID);
+	w = W_LIT(w, ",\"arguments\":");
+	w = STR(F_ARGUMENTS);
+	w = W_LIT(w, ",\"arguments_cut\":");
+	w = w_bool(w, r->arguments_cut);
+	w = W_LIT(w, ",\"result_preview\":");
+	w = STR(F_PREVIEW);
+	w = W_LIT(w, ",\"result_cut\":");
+	w = w_bool(w, r->result_cut);
+	w = W_LIT(w, ",\"http_status\":");
+	w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
+	w = W_LIT(w, ",\"is_error\":");
+	w = r->is_error < 0 ? W_LIT(w, "null") : w_bool(w, r->is_error);
+	w = W_LIT(w, ",\"error_code\":");
+	w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
+	w = W_LIT(w, ",\"error_message\":");
+	w = STR(F_ERROR_MESSAGE);
+	w = W_LIT(w, ",\"outcome\":");
+	w = STR(S_OUTCOME);
+	w = W_LIT(w, ",\"rule\":");
+	w = STR(F_RULE);
+	w = W_LIT(w, ",\"modified\":");
+	w = w_bool(w, r->modified);
+	w = W_LIT(w, ",\"notifications\":");
+	w = w_i64(w, r->notifications);
+	w = W_LIT(w, ",\"note\":");
+	w = STR(F_NOTE);
+	w = W_LIT(w, ",\"latency_us\":");
+	w = w_u64_or_null(w, r->finished, r->latency_us);
+	w = W_LIT(w, ",\"bytes_in\":");
+	w = w_u64_or_null(w, r->finished, r->bytes_in);
+	w = W_LIT(w, ",\"bytes_out\":");
+	w = w_u64_or_null(w, r->finished, r->bytes_out);
+	*w++ = '}';
+	return w;
+#undef STR
 }
 
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
@@ -496,48 +684,130 @@ char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *le
 	head[n++] = ',';
 	char *start = t->b.p + SEQ_ROOM - n;
 	memcpy(start, head, n);
-	*len = t->b.len - (SEQ_ROOM - n);
+	*len = n + t->json_len;
 	return start;
 }
 
-/* Hands a finished record to metrics and the sink. */
-static void emit(struct hook_record *hr, const struct rec *r)
+struct ring_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
 {
-	struct ring_keys keys = {
-		.method = rec_get(r, F_METHOD),
-		.tool = rec_get(r, F_TOOL),
-		.session = rec_get(r, F_SESSION),
-		.outcome = r->outcome,
+	size_t len;
+	char *s = hook_record_text_seal(t, seq, &len);
+	t->rb = (struct ring_block){
+		.block = t->b.p, .cap = t->b.cap, .json = s, .len = len, .keys = t->keys,
 	};
+	return &t->rb;
+}
+
+/* A key's copy after the text, for the ring (NULL stays NULL). */
+static const char *put_key(char **w, const char *s, size_t n)
+{
+	if (!s)
+		return NULL;
+	char *k = *w;
+	memcpy(k, s, n);
+	k[n] = '\0';
+	*w += n + 1;
+	return k;
+}
+
+/* r's text and keys into l->out, outside any lock: 0, or -1 when memory
+ * runs out (the record is lost, as a failed json_dumps lost it). */
+static int format(struct hr_local *l, const struct rec *r)
+{
+	static const char *const kinds[] = {"request", "notification", "response"};
+	struct hook_record_text *t = &l->out;
+	struct sbuf *b = &t->b;
+	struct strs v;
+	size_t need = SEQ_ROOM + FIXED_ROOM + 3;
+
+	for (int f = 0; f < NSTR; f++) {
+		v.s[f] = rec_get(r, (enum rec_str)f);
+		v.n[f] = v.s[f] ? r->len[f] : 0;
+		v.esc[f] = v.s[f] ? r->esc[f] : 0;
+	}
+	if (r->id_kind != ID_STR)
+		v.s[F_ID] = NULL;
+	/* Our own words: nothing to escape. */
+	v.s[S_FROM] = r->from;
+	v.s[S_KIND] = kinds[r->kind];
+	v.s[S_OUTCOME] = r->outcome;
+	for (int f = S_FROM; f < NS; f++)
+		v.esc[f] = v.n[f] = v.s[f] ? strlen(v.s[f]) : 0;
+	for (int f = 0; f < NS; f++)
+		need += v.esc[f] + 2;
+	/* the keys, after the text */
+	need += v.n[F_METHOD] + v.n[F_TOOL] + v.n[F_SESSION];
+
+	b->len = 0;
+	b->oom = 0;
+	char *start = sbuf_room(b, need);
+	if (!start) {
+		free(b->p);
+		*b = (struct sbuf){0};
+		return -1;
+	}
+	memset(start, ' ', SEQ_ROOM);
+	char *w = rec_write(l, r, &v, start + SEQ_ROOM);
+	t->json_len = (size_t)(w - start) - SEQ_ROOM;
+	*w++ = '\0';
+	t->keys.method = put_key(&w, v.s[F_METHOD], v.n[F_METHOD]);
+	t->keys.tool = put_key(&w, v.s[F_TOOL], v.n[F_TOOL]);
+	t->keys.session = put_key(&w, v.s[F_SESSION], v.n[F_SESSION]);
+	t->keys.outcome = r->outcome; /* static */
+	assert((size_t)(w - start) <= need);
+	sbuf_wrote(b, (size_t)(w - start) - 1); /* the last key's NUL is sbuf's */
+	/* The ring may keep this very block: hold it to ring_append's rule
+	 * (at most twice what it needs, plus 1024). */
+	if (b->cap > 2 * (b->len + 1) + 1024) {
+		char *p = realloc(b->p, b->len + 1);
+		if (p) {
+			b->p = p;
+			b->cap = b->len + 1;
+		}
+	}
+	return 0;
+}
+
+/* Counts a finished record and hands its text (when format made one) to
+ * the sink, under the lock; the ring's displaced block becomes the next
+ * text's buffer. */
+static void publish(struct hook_record *hr, struct hr_local *l, const struct rec *r, int text)
+{
+	struct hook_record_text *t = &l->out;
+	const char *method = rec_get(r, F_METHOD);
+
+	t->rb.block = t->b.p;
+	hr_lock(hr);
 	if (hr->m) {
-		if (strcmp(r->from, "client") == 0) {
+		if (r->from[0] == 'c') { /* "client" */
 			int timed = r->kind == RK_REQUEST && r->finished;
 			/* A client's response to a server request of unknown method
 			 * still gets a readable label. */
-			metrics_call(hr->m, keys.method ? keys.method : "(response)", keys.tool,
-			             keys.outcome, timed ? (int64_t)r->latency_us : -1);
+			metrics_call(hr->m, method ? method : "(response)", rec_get(r, F_TOOL), r->outcome,
+			             timed ? (int64_t)r->latency_us : -1);
 		} else {
-			metrics_server_message(hr->m, keys.method ? keys.method : "(response)");
+			metrics_server_message(hr->m, method ? method : "(response)");
 		}
 	}
-	if (!hr->sink || r->arena.oom)
-		return;
-	struct sbuf *b = &hr->out.b;
-	b->len = 0;
-	b->oom = 0;
-	sbuf_putn(b, "                                ", SEQ_ROOM);
-	rec_write(hr, r, b);
-	if (b->oom) {
-		/* Out of memory: the record is lost, as a failed json_dumps lost it. */
-		free(b->p);
-		*b = (struct sbuf){0};
-		return;
+	if (text)
+		hr->sink(hr->arg, t, &t->keys);
+	hr_unlock(hr);
+	if (t->rb.block != t->b.p) {
+		/* The sink moved the text into the ring (ring_swap): what the
+		 * slot held is ours now. */
+		t->b = (struct sbuf){.p = t->rb.block, .cap = t->rb.cap};
 	}
-	hr->sink(hr->arg, &hr->out, &keys);
-	if (b->cap > ARENA_KEEP * 4) {
-		free(b->p);
-		*b = (struct sbuf){0};
+	if (t->b.cap > ARENA_KEEP * 4) {
+		free(t->b.p);
+		t->b = (struct sbuf){0};
 	}
+}
+
+/* A finished record to metrics and the sink. */
+static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
+{
+	int text = hr->sink && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
+	publish(hr, l, r, text);
 }
 
 /* ---- server requests ----------------------------------------------------- */
@@ -549,6 +819,7 @@ static void id_text(const json_t *id, char *buf, size_t len)
 	free(s);
 }
 
+/* Under hr->lock. */
 static void srv_remember(struct hook_record *hr, const char *session, const json_t *id,
                          const char *method)
 {
@@ -558,54 +829,60 @@ static void srv_remember(struct hook_record *hr, const char *session, const json
 	snprintf(s->method, sizeof(s->method), "%s", method ? method : "");
 }
 
-static const char *srv_lookup(const struct hook_record *hr, const char *session, const json_t *id)
+/* Under hr->lock; the method is copied into out (64 bytes). */
+static const char *srv_lookup(const struct hook_record *hr, const char *session, const json_t *id,
+                              char *out)
 {
 	char want[64];
 	id_text(id, want, sizeof(want));
 	for (size_t i = 0; i < SRV_REQ_MAX; i++) {
 		const struct srv_req *s = &hr->srv[i];
 		if (s->method[0] && strcmp(s->id, want) == 0 &&
-		    strcmp(s->session, session ? session : "") == 0)
-			return s->method;
+		    strcmp(s->session, session ? session : "") == 0) {
+			memcpy(out, s->method, sizeof(s->method));
+			return out;
+		}
 	}
 	return NULL;
 }
 
 /* ---- per exchange --------------------------------------------------------- */
 
-static struct rx *rx_get(struct hook_record *hr, struct inspect_where *w)
+static struct rx *rx_get(struct hook_record *hr, struct hr_local *l, struct inspect_where *w)
 {
 	struct rx *rx = w->hook_data[hr->slot];
 	if (rx) {
 		assert(rx->magic == RX_MAGIC);
 		return rx;
 	}
-	if ((rx = hr->free_rx)) {
-		hr->free_rx = rx->next;
-		hr->nfree_rx--;
+	if ((rx = l->free_rx)) {
+		l->free_rx = rx->next;
+		l->nfree_rx--;
 		memset(rx, 0, sizeof(*rx));
 	} else if (!(rx = calloc(1, sizeof(*rx)))) {
 		return NULL;
 	}
 	rx->magic = RX_MAGIC;
 	rx->hr = hr;
+	rx->home = l;
 	rx->where = w;
 	rx->tail = &rx->head;
 	uint64_t now = mono_us(), age = w->start_us && now > w->start_us ? now - w->start_us : 0;
 	rx->wall_us = real_us() - age;
-	rx->prev = hr->rxs_tail;
-	if (hr->rxs_tail)
-		hr->rxs_tail->next = rx;
-	else
-		hr->rxs = rx;
-	hr->rxs_tail = rx;
+	rx->lnext = l->live;
+	if (l->live)
+		l->live->lprev = rx;
+	l->live = rx;
 	w->hook_data[hr->slot] = rx;
 	return rx;
 }
 
-static void rx_free(struct rx *rx)
+/* Takes rx off hr->rxs: under hr->lock (or alone at teardown). */
+static void rx_unlink(struct rx *rx)
 {
 	struct hook_record *hr = rx->hr;
+	if (!rx->linked)
+		return;
 	if (rx->prev)
 		rx->prev->next = rx->next;
 	else
@@ -614,37 +891,73 @@ static void rx_free(struct rx *rx)
 		rx->next->prev = rx->prev;
 	else
 		hr->rxs_tail = rx->prev;
+	rx->prev = rx->next = NULL;
+	rx->linked = 0;
+}
+
+/* Back to its thread's pools; rx is unlinked. */
+static void rx_free(struct rx *rx)
+{
+	struct hook_record *hr = rx->hr;
+	struct hr_local *l = rx->home;
+	assert(!rx->linked);
 	for (struct pending *p = rx->head, *next; p; p = next) {
 		next = p->next;
-		pending_put(hr, p);
+		pending_put(l, p);
 	}
+	if (rx->lprev)
+		rx->lprev->lnext = rx->lnext;
+	else
+		l->live = rx->lnext;
+	if (rx->lnext)
+		rx->lnext->lprev = rx->lprev;
 	rx->where->hook_data[hr->slot] = NULL;
 	rx->magic = 0;
-	if (hr->nfree_rx >= POOL_MAX) {
+	if (l->nfree_rx >= POOL_MAX) {
 		free(rx);
 		return;
 	}
-	rx->next = hr->free_rx;
-	hr->free_rx = rx;
-	hr->nfree_rx++;
+	rx->next = l->free_rx;
+	l->free_rx = rx;
+	l->nfree_rx++;
 }
 
-static void pending_link(struct rx *rx, struct pending *p)
+/* Appends p, fully built, to rx's records, and lists rx for
+ * /calls/inflight. */
+static void pending_link(struct hook_record *hr, struct rx *rx, struct pending *p)
 {
+	hr_lock(hr);
+	if (!rx->linked) {
+		rx->prev = hr->rxs_tail;
+		if (hr->rxs_tail)
+			hr->rxs_tail->next = rx;
+		else
+			hr->rxs = rx;
+		hr->rxs_tail = rx;
+		rx->linked = 1;
+	}
 	*rx->tail = p;
 	rx->tail = &p->next;
+	hr_unlock(hr);
 }
 
 static void settle(struct pending *p)
 {
-	p->settled = 1;
 	p->done_us = mono_us();
+	__atomic_store_n(&p->settled, 1, __ATOMIC_RELEASE);
 }
 
-static void client_message(struct hook_record *hr, struct rx *rx, struct inspect_msg *m)
+static int settled(const struct pending *p)
+{
+	return __atomic_load_n(&p->settled, __ATOMIC_ACQUIRE);
+}
+
+static void client_message(struct hook_record *hr, struct hr_local *l, struct rx *rx,
+                           struct inspect_msg *m)
 {
 	enum rec_kind kind;
 	const char *method = jrpc_method(m->msg);
+	char srv_method[64];
 
 	switch (m->kind) {
 	case JRPC_REQUEST:
@@ -657,61 +970,67 @@ static void client_message(struct hook_record *hr, struct rx *rx, struct inspect
 	case JRPC_RESULT:
 	case JRPC_ERROR:
 		kind = RK_RESPONSE;
-		method = srv_lookup(hr, rx->where->session_id, jrpc_id(m->msg));
+		hr_lock(hr);
+		method = srv_lookup(hr, rx->where->session_id, jrpc_id(m->msg), srv_method);
+		hr_unlock(hr);
 		break;
 	default:
 		return;
 	}
-	struct pending *p = pending_get(hr);
+	struct pending *p = pending_get(l);
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, r, rx->where, rx->wall_us, "client", kind, m->msg, method);
-	pending_link(rx, p);
+	record_init(hr, &l->scratch, r, rx->where, rx->wall_us, "client", kind, m->msg, method);
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked". */
 		if (m->answer)
-			fill_answer(hr, r, m->answer);
+			fill_answer(hr, &l->scratch, r, m->answer, jrpc_classify(m->answer));
 		set_blocked(r, m);
 		settle(p);
 	} else if (kind == RK_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
-		const char *o = fill_answer(hr, r, m->msg);
+		const char *o = fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m));
 		if (strcmp(o, "ok") != 0) {
 			r->outcome = o;
 			settle(p);
 		}
 	}
+	pending_link(hr, rx, p);
 }
 
 /* A record of its own for something the server sent unprompted. */
-static void server_record(struct hook_record *hr, struct rx *rx, struct inspect_msg *m,
-                          enum rec_kind kind)
+static void server_record(struct hook_record *hr, struct hr_local *l, struct rx *rx,
+                          struct inspect_msg *m, enum rec_kind kind)
 {
 	const char *method = jrpc_method(m->msg);
-	struct pending *p = pending_get(hr);
+	struct pending *p = pending_get(l);
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, r, rx->where, real_us(), "server", kind, m->msg, method);
-	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, r, m->msg) : "ok";
+	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m->msg, method);
+	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m)) : "ok";
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
 		set_blocked(r, m);
-	if (kind == RK_REQUEST)
+	if (kind == RK_REQUEST) {
+		hr_lock(hr);
 		srv_remember(hr, rx->where->session_id, jrpc_id(m->msg), method);
-	emit(hr, r);
-	pending_put(hr, p);
+		hr_unlock(hr);
+	}
+	emit(hr, l, r);
+	pending_put(l, p);
 }
 
-static void answer_request(struct hook_record *hr, struct pending *p, struct inspect_msg *m)
+static void answer_request(struct hook_record *hr, struct hr_local *l, struct pending *p,
+                           struct inspect_msg *m)
 {
 	struct rec *r = &p->rec;
-	r->outcome = fill_answer(hr, r, m->msg);
+	r->outcome = fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m));
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
@@ -719,20 +1038,32 @@ static void answer_request(struct hook_record *hr, struct pending *p, struct ins
 	settle(p);
 }
 
-static void server_message(struct hook_record *hr, struct rx *rx, struct inspect_msg *m)
+static void count_locked(struct hook_record *hr, void (*fn)(struct metrics *, const char *),
+                         const char *label)
+{
+	if (!hr->m)
+		return;
+	hr_lock(hr);
+	fn(hr->m, label);
+	hr_unlock(hr);
+}
+
+static void server_message(struct hook_record *hr, struct hr_local *l, struct rx *rx,
+                           struct inspect_msg *m)
 {
 	switch (m->kind) {
 	case JRPC_RESULT:
 	case JRPC_ERROR: {
 		const json_t *id = jrpc_id(m->msg);
 		int matched = 0;
+		/* Only this thread changes rx's list: reading it needs no lock. */
 		for (struct pending *p = rx->head; p; p = p->next) {
-			if (p->rec.kind != RK_REQUEST || p->settled)
+			if (p->rec.kind != RK_REQUEST || settled(p))
 				continue;
 			/* An error with a null id answers a request the server could
 			 * not read: all of this exchange's open requests failed. */
 			if (id && !json_is_null(id) ? rec_id_is(&p->rec, id) : m->kind == JRPC_ERROR) {
-				answer_request(hr, p, m);
+				answer_request(hr, l, p, m);
 				matched = 1;
 				if (id && !json_is_null(id))
 					break;
@@ -740,23 +1071,25 @@ static void server_message(struct hook_record *hr, struct rx *rx, struct inspect
 		}
 		const char *method = m->request ? jrpc_method(m->request) : NULL;
 		if (hr->m && m->kind == JRPC_RESULT && method && strcmp(method, "initialize") == 0 &&
-		    rx->where->reply_session_id)
+		    rx->where->reply_session_id) {
+			hr_lock(hr);
 			metrics_session_opened(hr->m);
+			hr_unlock(hr);
+		}
 		if (!matched)
-			server_record(hr, rx, m, RK_RESPONSE);
+			server_record(hr, l, rx, m, RK_RESPONSE);
 		break;
 	}
 	case JRPC_NOTIFICATION:
 		if (rx->has_requests) {
-			rx->notifications++;
-			if (hr->m)
-				metrics_server_message(hr->m, jrpc_method(m->msg));
+			__atomic_store_n(&rx->notifications, rx->notifications + 1, __ATOMIC_RELAXED);
+			count_locked(hr, metrics_server_message, jrpc_method(m->msg));
 		} else {
-			server_record(hr, rx, m, RK_NOTIFICATION);
+			server_record(hr, l, rx, m, RK_NOTIFICATION);
 		}
 		break;
 	case JRPC_REQUEST:
-		server_record(hr, rx, m, RK_REQUEST);
+		server_record(hr, l, rx, m, RK_REQUEST);
 		break;
 	default:
 		break;
@@ -767,18 +1100,23 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct hook_record *hr = arg;
 
-	if (hr->m && (m->verdict != INSPECT_FORWARD || m->reason))
+	if (hr->m && (m->verdict != INSPECT_FORWARD || m->reason)) {
+		hr_lock(hr);
 		metrics_policy(hr->m, m->reason ? m->reason : m->decided_by, verdict_str(m->verdict));
-	struct rx *rx = rx_get(hr, m->where);
+		hr_unlock(hr);
+	}
+	struct hr_local *l = local_of(hr);
+	struct rx *rx = l ? rx_get(hr, l, m->where) : NULL;
 	if (!rx)
 		return INSPECT_FORWARD;
 	if (m->dir == INSPECT_FROM_CLIENT)
-		client_message(hr, rx, m);
+		client_message(hr, l, rx, m);
 	else
-		server_message(hr, rx, m);
+		server_message(hr, l, rx, m);
 	return INSPECT_FORWARD;
 }
 
+/* rx is unlinked: nobody else reads its records any more. */
 static void finish(struct rx *rx, struct pending *p, const struct inspect_exchange *x)
 {
 	struct rec *r = &p->rec;
@@ -820,20 +1158,28 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 {
 	struct hook_record *hr = arg;
 	struct inspect_where *w = x->where;
-
-	if (hr->m) {
-		metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
-		if (w->http_method && strcmp(w->http_method, "DELETE") == 0 && w->session_id &&
-		    x->status >= 200 && x->status < 300)
-			metrics_session_closed(hr->m);
-	}
 	struct rx *rx = w->hook_data[hr->slot];
+	int closed = hr->m && w->http_method && strcmp(w->http_method, "DELETE") == 0 &&
+	             w->session_id && x->status >= 200 && x->status < 300;
+
+	if (rx)
+		assert(rx->magic == RX_MAGIC);
+	if (hr->m || (rx && rx->linked)) {
+		hr_lock(hr);
+		if (hr->m) {
+			metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
+			if (closed)
+				metrics_session_closed(hr->m);
+		}
+		if (rx)
+			rx_unlink(rx);
+		hr_unlock(hr);
+	}
 	if (!rx)
 		return;
-	assert(rx->magic == RX_MAGIC);
 	for (struct pending *p = rx->head; p; p = p->next) {
 		finish(rx, p, x);
-		emit(hr, &p->rec);
+		emit(hr, rx->home, &p->rec);
 	}
 	rx_free(rx);
 }
@@ -850,13 +1196,23 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
 	hr->m = m;
 	hr->sink = sink;
 	hr->arg = arg;
-	hr->day_sec = (time_t)-1;
+	hr->gen = __atomic_add_fetch(&hr_gens, 1, __ATOMIC_RELAXED);
+	if (pthread_mutex_init(&hr->locals_lock, NULL) != 0) {
+		free(hr);
+		return NULL;
+	}
 	hr->slot = inspect_add_observer(in, "record", on_message, on_exchange, hr);
 	if (hr->slot < 0) {
+		pthread_mutex_destroy(&hr->locals_lock);
 		free(hr);
 		return NULL;
 	}
 	return hr;
+}
+
+void hook_record_set_lock(struct hook_record *hr, pthread_mutex_t *lock)
+{
+	hr->lock = lock;
 }
 
 void hook_record_free(struct hook_record *hr)
@@ -864,11 +1220,19 @@ void hook_record_free(struct hook_record *hr)
 	if (!hr)
 		return;
 	/* Exchanges still open (teardown without their on_exchange): their
-	 * records are dropped with them. */
-	while (hr->rxs)
-		rx_free(hr->rxs);
-	pools_free(hr);
-	free(hr->out.b.p);
+	 * records are dropped with them. No other thread runs now. */
+	for (struct hr_local *l = hr->locals; l; l = l->next) {
+		while (l->live) {
+			rx_unlink(l->live);
+			rx_free(l->live);
+		}
+	}
+	while (hr->locals) {
+		struct hr_local *l = hr->locals;
+		hr->locals = l->next;
+		local_free(l);
+	}
+	pthread_mutex_destroy(&hr->locals_lock);
 	free(hr);
 }
 
@@ -877,18 +1241,32 @@ size_t hook_record_inflight_count(const struct hook_record *hr)
 	size_t n = 0;
 	for (const struct rx *rx = hr->rxs; rx; rx = rx->next)
 		for (const struct pending *p = rx->head; p; p = p->next)
-			n += p->rec.kind == RK_REQUEST && !p->settled;
+			n += p->rec.kind == RK_REQUEST && !settled(p);
 	return n;
 }
 
 static json_t *str_json(const struct rec *r, enum rec_str f)
 {
 	const char *s = rec_get(r, f);
-	json_t *j = s ? json_string(s) : NULL;
+	json_t *j = NULL;
+	if (s && IS_RAW(f)) {
+		j = json_string(s);
+	} else if (s) {
+		/* kept escaped: read back as the JSON string it spells */
+		char *q = malloc(r->len[f] + 2);
+		if (q) {
+			q[0] = '"';
+			memcpy(q + 1, s, r->len[f]);
+			q[r->len[f] + 1] = '"';
+			j = json_loadb(q, r->len[f] + 2, JSON_DECODE_ANY, NULL);
+			free(q);
+		}
+	}
 	return j ? j : json_null();
 }
 
-/* The identifying members of an open request, as hook_record.h lists. */
+/* The identifying members of an open request, as hook_record.h lists.
+ * Only what was written before the record was linked is read here. */
 static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t now)
 {
 	char when[40];
@@ -910,7 +1288,8 @@ static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t 
 	json_object_set_new(o, "arguments_cut", json_boolean(r->arguments_cut));
 	uint64_t start = rx->where->start_us;
 	json_object_set_new(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
-	json_object_set_new(o, "notifications", json_integer(rx->notifications));
+	json_object_set_new(o, "notifications",
+	                    json_integer(__atomic_load_n(&rx->notifications, __ATOMIC_RELAXED)));
 	return o;
 }
 
@@ -923,7 +1302,7 @@ json_t *hook_record_inflight(const struct hook_record *hr, size_t limit)
 		return NULL;
 	for (const struct rx *rx = hr->rxs; rx; rx = rx->next) {
 		for (const struct pending *p = rx->head; p; p = p->next) {
-			if (p->rec.kind != RK_REQUEST || p->settled)
+			if (p->rec.kind != RK_REQUEST || settled(p))
 				continue;
 			if (json_array_size(out) >= limit)
 				return out;

@@ -55,6 +55,7 @@
 #ifndef MCPWARDEN_HOOK_RECORD_H
 #define MCPWARDEN_HOOK_RECORD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -77,8 +78,16 @@ struct hook_record_text;
  * to the NUL at [*len]) but keeps no pointer into it. */
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len);
 
-/* Receives each finished record. keys point into the record and are
- * valid for the call, like t. */
+/* The sealed text (as hook_record_text_seal) as a ring block, for a sink
+ * that keeps records in a ring: ring_swap(ring, block) moves the buffer
+ * into the ring without copying, and leaves the displaced block in its
+ * place, which the recorder takes back when the sink returns. The keys
+ * are in the buffer too: after the swap they belong to the ring. */
+struct ring_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq);
+
+/* Receives each finished record, holding the recorder's lock (see
+ * hook_record_set_lock). keys point into the record and are valid for the
+ * call, like t (and until t's buffer is given to a ring). */
 typedef void (*hook_record_sink_fn)(void *arg, struct hook_record_text *t,
                                     const struct ring_keys *keys);
 
@@ -90,10 +99,20 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
                                     struct metrics *m, hook_record_sink_fn sink, void *arg);
 void hook_record_free(struct hook_record *hr);  /* accepts NULL */
 
+/* Several threads: the recorder serialises, with lock (borrowed; NULL:
+ * one thread only), what they share: its in-flight list, the metrics it
+ * counts into and the sink. It takes the lock itself, briefly (the costly
+ * work, redaction and writing the text, runs outside it), so its hook must
+ * not be run under a lock too (no inspect_set_lock for it). Readers of
+ * hook_record_inflight*() and of what the sink feeds hold the same lock.
+ * Set it before the first exchange. */
+void hook_record_set_lock(struct hook_record *hr, pthread_mutex_t *lock);
+
 /* The client requests still waiting for an answer, oldest first, at most
  * limit: a new array (owned) of objects with the record's identifying
  * members (time, session, client, upstream, method, tool, id, arguments)
- * plus age_us. NULL when memory runs out. */
+ * plus age_us. NULL when memory runs out. Hold the lock given to
+ * hook_record_set_lock. */
 json_t *hook_record_inflight(const struct hook_record *hr, size_t limit);
 size_t hook_record_inflight_count(const struct hook_record *hr);
 

@@ -261,6 +261,78 @@ static void test_flood_stays_bounded(void **state)
 	ring_free(r);
 }
 
+/* A block as a writer builds it for ring_swap: some room in front (the
+ * recorder's place for "seq"), the text, then the keys. */
+static struct ring_block block_of(int n, const char *method, const char *outcome)
+{
+	struct ring_block b = {0};
+	b.cap = 256;
+	b.block = malloc(b.cap);
+	assert_non_null(b.block);
+	char *json = b.block + 8;
+	int len = snprintf(json, 64, "{\"n\":%d}", n);
+	char *k = json + len + 1;
+	strcpy(k, method);
+	b.json = json;
+	b.len = (size_t)len;
+	b.keys.method = k;
+	b.keys.outcome = outcome; /* a static string */
+	return b;
+}
+
+static void test_swap_moves_blocks(void **state)
+{
+	(void)state;
+	struct ring *r = ring_new(2);
+	struct ring_block b = block_of(1, "a", "ok");
+	char *first = b.block;
+	assert_int_equal(ring_swap(r, &b), 1);
+	assert_null(b.block); /* the slot was empty */
+	assert_int_equal(b.cap, 0);
+	b = block_of(2, "b", "ok");
+	assert_int_equal(ring_swap(r, &b), 2);
+	assert_null(b.block);
+	b = block_of(3, "a", "timeout");
+	char *third = b.block;
+	assert_int_equal(ring_swap(r, &b), 3);
+	/* record 1's block comes back to the writer, whole */
+	assert_ptr_equal(b.block, first);
+	assert_int_equal(b.cap, 256);
+	free(b.block);
+	assert_int_equal(ring_dropped(r), 1);
+	read_as(r, NULL, "3,2");
+	struct ring_filter f = {.method = "a"};
+	read_as(r, &f, "3");
+	f = (struct ring_filter){.outcome = "ok"};
+	read_as(r, &f, "2");
+	/* ring_append over a swapped slot, and a swap over an appended one */
+	assert_int_equal(put(r, 4, "c", NULL, NULL, "ok"), 4);
+	read_as(r, NULL, "4,3");
+	b = block_of(5, "d", "ok");
+	assert_int_equal(ring_swap(r, &b), 5);
+	assert_ptr_equal(b.block, third);
+	free(b.block);
+	read_as(r, NULL, "5,4");
+	f = (struct ring_filter){.method = "c"};
+	read_as(r, &f, "4");
+	ring_free(r);
+}
+
+static void test_swap_too_big_is_refused(void **state)
+{
+	(void)state;
+	struct ring *r = ring_new(2);
+	struct ring_block b = block_of(1, "a", "ok");
+	struct ring_block keep = b;
+	b.len = RING_MAX_RECORD_BYTES + 1;
+	assert_int_equal(ring_swap(r, &b), 0);
+	assert_ptr_equal(b.block, keep.block); /* left alone: still the writer's */
+	assert_int_equal(ring_count(r), 0);
+	assert_int_equal(ring_next_seq(r), 1);
+	free(b.block);
+	ring_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +349,8 @@ int main(void)
 		cmocka_unit_test(test_reads_are_copies),
 		cmocka_unit_test(test_null_keys_and_embedded_data),
 		cmocka_unit_test(test_flood_stays_bounded),
+		cmocka_unit_test(test_swap_moves_blocks),
+		cmocka_unit_test(test_swap_too_big_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,289 @@
+/* Unit tests for proxy/hook_record.c's fast paths: the per-thread time
+ * cache, records handed to a ring without a copy (ring_swap, the displaced
+ * block reused for the next record), and several threads recording under
+ * the recorder's own lock while another reads the in-flight list. The .c
+ * is included to reach its static helpers (h2o's t/00unit style). */
+#include "proxy/hook_record.c"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "admin/ring.h"
+
+/* ---- time --------------------------------------------------------------- */
+
+static void expect_time(struct hr_local *l, uint64_t us)
+{
+	char want[40], got[TIME_TEXT_MAX + 1];
+	hook_record_time(us, want, sizeof(want));
+	char *end = put_time(l, got, us);
+	assert_true((size_t)(end - got) <= TIME_TEXT_MAX);
+	*end = '\0';
+	char quoted[48];
+	snprintf(quoted, sizeof(quoted), "\"%s\"", want);
+	assert_string_equal(got, quoted);
+}
+
+static void test_time_cache_across_seconds(void **state)
+{
+	(void)state;
+	struct hr_local l = {.day_sec = (time_t)-1};
+	/* the last microsecond of a second, the first of the next; a minute,
+	 * a day, a year and a leap day rolling over; then back in time (the
+	 * wall clock may be set back) */
+	static const uint64_t t[] = {
+		1748779199999999ull, 1748779200000000ull, 1748779200000001ull,
+		1748779259999999ull, 1748779260000000ull, 1748822399999999ull,
+		1748822400000000ull, 1767225599999999ull, 1767225600000000ull,
+		1709164799999999ull, 1709164800000000ull, 1748779200123456ull,
+		0ull, 999999ull, 1000000ull,
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		expect_time(&l, t[i]);
+	/* a walk in small random steps, crossing many seconds */
+	uint64_t us = 1748779200000000ull, x = 12345;
+	for (int i = 0; i < 20000; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		us += (x >> 33) % 700000;
+		expect_time(&l, us);
+	}
+}
+
+/* ---- records through a ring ------------------------------------------------- */
+
+struct fix {
+	struct inspect *in;
+	struct redact *rd;
+	struct hook_record *hr;
+	struct ring *ring;
+	pthread_mutex_t lock;
+	int swap;                 /* the sink swaps (else it copies) */
+	char *copies[64];         /* what a copying sink got */
+	size_t ncopies;
+	char *given[8];           /* buffers handed to the ring, in order */
+	size_t ngiven;
+};
+
+static void sink(void *arg, struct hook_record_text *t, const struct ring_keys *keys)
+{
+	struct fix *f = arg;
+	if (!f->swap) {
+		size_t len;
+		char *s = hook_record_text_seal(t, ring_next_seq(f->ring), &len);
+		assert_true(f->ncopies < 64);
+		f->copies[f->ncopies++] = strndup(s, len);
+		ring_append(f->ring, keys, s, len);
+		return;
+	}
+	struct ring_block *b = hook_record_text_block(t, ring_next_seq(f->ring));
+	if (f->ngiven < 8)
+		f->given[f->ngiven++] = b->block;
+	assert_int_not_equal(ring_swap(f->ring, b), 0);
+}
+
+static void fix_init(struct fix *f, int swap, size_t ring_size)
+{
+	memset(f, 0, sizeof(*f));
+	f->swap = swap;
+	f->in = inspect_new();
+	f->rd = redact_new();
+	f->ring = ring_new(ring_size);
+	assert_int_equal(pthread_mutex_init(&f->lock, NULL), 0);
+	f->hr = hook_record_new(f->in, f->rd, NULL, sink, f);
+	assert_non_null(f->hr);
+	hook_record_set_lock(f->hr, &f->lock);
+}
+
+static void fix_fini(struct fix *f)
+{
+	hook_record_free(f->hr);
+	inspect_free(f->in);
+	redact_free(f->rd);
+	ring_free(f->ring);
+	pthread_mutex_destroy(&f->lock);
+	for (size_t i = 0; i < f->ncopies; i++)
+		free(f->copies[i]);
+}
+
+static void one_call(struct inspect *in, struct inspect_where *w, int id, const char *text)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+	         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+	         "\"arguments\":{\"message\":\"%s\",\"token\":\"t\"}}}",
+	         id, text);
+	json_t *req = json_loads(buf, 0, NULL);
+	assert_non_null(req);
+	struct inspect_msg m = {.dir = INSPECT_FROM_CLIENT, .kind = jrpc_classify(req), .msg = req,
+	                        .request = req, .where = w};
+	inspect_message(in, &m);
+	snprintf(buf, sizeof(buf),
+	         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"content\":[{\"type\":\"text\","
+	         "\"text\":\"Echo: %s\"}]}}",
+	         id, text);
+	json_t *res = json_loads(buf, 0, NULL);
+	assert_non_null(res);
+	struct inspect_msg a = {.dir = INSPECT_FROM_SERVER, .kind = jrpc_classify(res), .msg = res,
+	                        .request = req, .where = w};
+	inspect_message(in, &a);
+	struct inspect_exchange x = {.end = INSPECT_END_OK, .where = w, .status = 200,
+	                             .latency_us = 10, .bytes_in = 1, .bytes_out = 2};
+	inspect_exchange_done(in, &x);
+	json_decref(req);
+	json_decref(res);
+}
+
+static struct inspect_where where_of(const char *client)
+{
+	return (struct inspect_where){
+		.client = client, .upstream = "up", .session_id = "s-1", .http_method = "POST",
+		.client_transport = "streamable_http", .upstream_transport = "streamable_http",
+	};
+}
+
+/* The text without "time" and "latency_us", which vary. */
+static char *stable(const char *rec)
+{
+	json_t *j = json_loads(rec, 0, NULL);
+	assert_non_null(j);
+	json_object_del(j, "time");
+	json_object_del(j, "latency_us");
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	return s;
+}
+
+static void test_swapped_records_match_copied_ones(void **state)
+{
+	(void)state;
+	struct fix a, b;
+	fix_init(&a, 0, 64);
+	fix_init(&b, 1, 64);
+	struct inspect_where wa = where_of("127.0.0.1:1"), wb = where_of("127.0.0.1:1");
+	const char *texts[] = {"hello", "a \\\"quoted\\\" word", "tab\\there", "\xc3\xa9t\xc3\xa9",
+	                       "x"};
+	for (int i = 0; i < 5; i++) {
+		one_call(a.in, &wa, i, texts[i]);
+		one_call(b.in, &wb, i, texts[i]);
+	}
+	struct ring_item *items;
+	struct ring_filter oldest = {.oldest_first = 1};
+	size_t n = ring_read(b.ring, &oldest, &items);
+	assert_int_equal(n, 5);
+	assert_int_equal(a.ncopies, 5);
+	for (size_t i = 0; i < n; i++) {
+		char *x = stable(a.copies[i]), *y = stable(items[i].json);
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+	}
+	ring_items_free(items, n);
+	/* keys travel in the block: the filters see them */
+	struct ring_filter f = {.method = "tools/call", .tool = "echo", .session = "s-1",
+	                        .outcome = "ok"};
+	n = ring_read(b.ring, &f, &items);
+	assert_int_equal(n, 5);
+	ring_items_free(items, n);
+	fix_fini(&a);
+	fix_fini(&b);
+}
+
+static void test_displaced_block_is_reused(void **state)
+{
+	(void)state;
+	struct fix f;
+	fix_init(&f, 1, 2);
+	struct inspect_where w = where_of("127.0.0.1:2");
+	one_call(f.in, &w, 1, "one");
+	one_call(f.in, &w, 2, "two");
+	/* the ring is full: each record now displaces one, whose block the
+	 * recorder writes the next record into */
+	one_call(f.in, &w, 3, "three");
+	one_call(f.in, &w, 4, "four");
+	assert_int_equal(f.ngiven, 4);
+	assert_ptr_equal(f.given[3], f.given[0]);
+	assert_int_equal(ring_dropped(f.ring), 2);
+	struct ring_item *items;
+	size_t n = ring_read(f.ring, NULL, &items);
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(items[0].json, "\"seq\":4,"));
+	assert_non_null(strstr(items[0].json, "Echo: four"));
+	assert_non_null(strstr(items[1].json, "Echo: three"));
+	ring_items_free(items, n);
+	fix_fini(&f);
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+#define CALLS_PER_THREAD 2000
+
+struct worker {
+	struct fix *f;
+	struct inspect *in;    /* the worker's clone of the chain */
+	char client[32];
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+	struct inspect_where w = where_of(wk->client);
+	for (int i = 0; i < CALLS_PER_THREAD; i++)
+		one_call(wk->in, &w, i, "hi");
+	return NULL;
+}
+
+static void test_threads_record_under_the_lock(void **state)
+{
+	(void)state;
+	struct fix f;
+	fix_init(&f, 1, 256);
+	struct worker wk[2];
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		wk[i].f = &f;
+		wk[i].in = inspect_clone(f.in);
+		assert_non_null(wk[i].in);
+		snprintf(wk[i].client, sizeof(wk[i].client), "127.0.0.1:%d", 1000 + i);
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &wk[i]), 0);
+	}
+	/* the admin endpoint's side: reads while they write */
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&f.lock);
+		json_t *list = hook_record_inflight(f.hr, 10);
+		size_t count = hook_record_inflight_count(f.hr);
+		struct ring_item *items;
+		size_t n = ring_read(f.ring, NULL, &items);
+		pthread_mutex_unlock(&f.lock);
+		assert_non_null(list);
+		assert_true(json_array_size(list) <= count || count >= 10);
+		json_decref(list);
+		for (size_t k = 0; k < n; k++) {
+			json_t *j = json_loads(items[k].json, 0, NULL);
+			assert_non_null(j);
+			assert_int_equal(json_integer_value(json_object_get(j, "seq")), items[k].seq);
+			json_decref(j);
+		}
+		ring_items_free(items, n);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		inspect_free(wk[i].in);
+	}
+	assert_int_equal(ring_newest_seq(f.ring), 2 * CALLS_PER_THREAD);
+	assert_int_equal(hook_record_inflight_count(f.hr), 0);
+	fix_fini(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_cache_across_seconds),
+		cmocka_unit_test(test_swapped_records_match_copied_ones),
+		cmocka_unit_test(test_displaced_block_is_reused),
+		cmocka_unit_test(test_threads_record_under_the_lock),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
