@@ -342,7 +342,7 @@ static void count(struct hook_policy *hp, const struct policy_decision *d)
 static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct inspect_msg *m,
                                   const char *method)
 {
-	const json_t *params = MEMBER(m->msg, "params");
+	const json_t *params = m->params;
 	struct policy_input in = {
 		.method = method,
 		.client = m->where->client_name,
@@ -354,7 +354,7 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct pgen *g, struct
 	struct tool_entry *entry = NULL;
 	if (is_call) {
 		struct tool_entry *live = NULL, *base = NULL;
-		in.tool = json_string_value(MEMBER(params, "name"));
+		in.tool = m->tool;
 		/* "arguments" is looked up by the policy when a rule needs it. */
 		in.args = NULL;
 		in.call_params = params;
@@ -433,7 +433,7 @@ static json_t *listed_tools(const struct inspect_msg *m)
 	/* The request first: one lookup rules out the results of every
 	 * other method (the two tests commute). */
 	if (m->request) {
-		const char *rm = json_string_value(MEMBER(m->request, "method"));
+		const char *rm = m->request_method;
 		if (!rm || strcmp(rm, "tools/list") != 0)
 			return NULL;
 	}
@@ -565,7 +565,7 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 		return INSPECT_FORWARD;
 	if (!g && m->dir == INSPECT_FROM_CLIENT)
 		return INSPECT_FORWARD;  /* no policy: nothing to judge, nothing to learn */
-	const char *method = json_string_value(MEMBER(m->msg, "method"));
+	const char *method = m->method; /* read once for every hook */
 	if (!method)
 		return INSPECT_FORWARD;
 	if (m->dir == INSPECT_FROM_SERVER &&

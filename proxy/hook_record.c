@@ -459,8 +459,9 @@ static void local_free(struct hr_local *l)
 
 static void record_init(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
-                        enum rec_kind kind, const json_t *msg, const char *method)
+                        enum rec_kind kind, const struct inspect_msg *m, const char *method)
 {
+	const json_t *msg = m->msg;
 	r->wall_us = wall_us;
 	r->from = from;
 	r->kind = kind;
@@ -475,13 +476,11 @@ static void record_init(const struct hook_record *hr, struct sbuf *scratch, stru
 	rec_set_bounded(r, F_METHOD, method);
 	/* What a record keeps of a request's parameters: tools/call and
 	 * prompts/get their arguments, other methods all of them. For a
-	 * request, method is the message's own (jrpc_tool_name's test). */
-	const json_t *params = kind == RK_RESPONSE ? NULL : json_object_get(msg, "params");
+	 * request, method is the message's own (inspect_message read it, and
+	 * the tool's name, once for every hook). */
+	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
 	int call = method && strcmp(method, "tools/call") == 0;
-	rec_set_bounded(r, F_TOOL,
-	                kind == RK_REQUEST && call
-	                    ? json_string_value(json_object_get(params, "name"))
-	                    : NULL);
+	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
 	rec_set_id(r, jrpc_id(msg));
 	const json_t *args = params;
 	if (call || (method && strcmp(method, "prompts/get") == 0))
@@ -956,7 +955,7 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
                            struct inspect_msg *m)
 {
 	enum rec_kind kind;
-	const char *method = jrpc_method(m->msg);
+	const char *method = m->method;
 	char srv_method[64];
 
 	switch (m->kind) {
@@ -981,7 +980,7 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, &l->scratch, r, rx->where, rx->wall_us, "client", kind, m->msg, method);
+	record_init(hr, &l->scratch, r, rx->where, rx->wall_us, "client", kind, m, method);
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
@@ -1006,12 +1005,12 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 static void server_record(struct hook_record *hr, struct hr_local *l, struct rx *rx,
                           struct inspect_msg *m, enum rec_kind kind)
 {
-	const char *method = jrpc_method(m->msg);
+	const char *method = m->method;
 	struct pending *p = pending_get(l);
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m->msg, method);
+	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m, method);
 	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m)) : "ok";
 	if (m->modified)
 		r->modified = 1;
@@ -1069,7 +1068,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 					break;
 			}
 		}
-		const char *method = m->request ? jrpc_method(m->request) : NULL;
+		const char *method = m->request_method;
 		if (hr->m && m->kind == JRPC_RESULT && method && strcmp(method, "initialize") == 0 &&
 		    rx->where->reply_session_id) {
 			hr_lock(hr);
@@ -1083,7 +1082,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	case JRPC_NOTIFICATION:
 		if (rx->has_requests) {
 			__atomic_store_n(&rx->notifications, rx->notifications + 1, __ATOMIC_RELAXED);
-			count_locked(hr, metrics_server_message, jrpc_method(m->msg));
+			count_locked(hr, metrics_server_message, m->method);
 		} else {
 			server_record(hr, l, rx, m, RK_NOTIFICATION);
 		}

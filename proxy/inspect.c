@@ -102,9 +102,11 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 	STAT_INC(in, messages[m->dir == INSPECT_FROM_SERVER]);
 	m->verdict = INSPECT_FORWARD;
 	if (m->kind == JRPC_REQUEST || m->kind == JRPC_NOTIFICATION)
-		jrpc_names(m->msg, &m->method, &m->tool);
-	else
+		jrpc_names(m->msg, &m->method, &m->tool, &m->params);
+	else {
 		m->method = m->tool = NULL;
+		m->params = NULL;
+	}
 	m->request_method = m->request == m->msg ? m->method
 	                    : m->request ? jrpc_method(m->request) : NULL;
 	for (size_t i = 0; i < in->n; i++) {
@@ -119,7 +121,7 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 			m->result_raw_len = 0;
 		}
 		if (m->modified && m->method) {
-			jrpc_names(m->msg, &m->method, &m->tool);
+			jrpc_names(m->msg, &m->method, &m->tool, &m->params);
 			if (m->request == m->msg)
 				m->request_method = m->method;
 		}

@@ -68,11 +68,12 @@ struct inspect_msg {
 	 * exchange (borrowed), else NULL. For a request: msg itself. */
 	const json_t *request;
 	struct inspect_where *where;
-	/* msg's method and, for tools/call, params.name (borrowed from msg, or
-	 * NULL), read once by inspect_message for every hook, and read again
-	 * after a hook modifies msg. */
+	/* msg's method, params and, for tools/call, params.name (borrowed from
+	 * msg, or NULL), read once by inspect_message for every hook, and read
+	 * again after a hook modifies msg. */
 	const char *method;
 	const char *tool;
+	json_t *params;
 	/* The method of the request msg answers, when known (request != NULL;
 	 * for a request, its own method). */
 	const char *request_method;

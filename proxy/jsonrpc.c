@@ -153,15 +153,17 @@ json_t *jrpc_id(const json_t *msg)
 	return json_object_get(msg, "id");
 }
 
-void jrpc_names(const json_t *msg, const char **method, const char **tool)
+void jrpc_names(const json_t *msg, const char **method, const char **tool, json_t **params)
 {
 	struct envelope e;
 
 	*method = *tool = NULL;
+	*params = NULL;
 	if (!json_is_object(msg))
 		return;
 	envelope_of(msg, &e);
 	*method = json_string_value(e.method);
+	*params = e.params;
 	if (*method && strcmp(*method, "tools/call") == 0)
 		*tool = json_string_value(json_object_get(e.params, "name"));
 }

@@ -51,8 +51,9 @@ const char *jrpc_method(const json_t *msg);
 json_t *jrpc_id(const json_t *msg);
 /* params.name of a tools/call request, or NULL. */
 const char *jrpc_tool_name(const json_t *msg);
-/* Both of the above in one pass over the envelope (borrowed, or NULL). */
-void jrpc_names(const json_t *msg, const char **method, const char **tool);
+/* Both of the above and params, in one pass over the envelope (borrowed,
+ * or NULL). */
+void jrpc_names(const json_t *msg, const char **method, const char **tool, json_t **params);
 
 /* Whether v nests deeper than max (arrays and objects count one level
  * each). Recursion stops at max, so the stack stays bounded. */
