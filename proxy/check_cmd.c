@@ -829,9 +829,9 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 static int up_on_head(void *arg, const struct http_msg *resp)
 {
 	struct hreq *h = arg;
-	const char *ct = http_msg_header(resp, "content-type");
-	const char *sid = http_msg_header(resp, "mcp-session-id");
-	const char *loc = http_msg_header(resp, "location");
+	const char *ct = http_msg_get(resp, HH_CONTENT_TYPE);
+	const char *sid = http_msg_get(resp, HH_MCP_SESSION_ID);
+	const char *loc = http_msg_get(resp, HH_LOCATION);
 
 	h->status = http_msg_status(resp);
 	h->is_sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;

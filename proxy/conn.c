@@ -206,7 +206,7 @@ static int on_req_headers(void *arg, const struct http_msg *m)
 		c->reject_status = 413;
 		return -1;
 	}
-	const char *expect = http_msg_header(m, "expect");
+	const char *expect = http_msg_get(m, HH_EXPECT);
 	if (expect && strcasecmp(expect, "100-continue") == 0 && http_msg_version(m) >= 11)
 		bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	return 0;

@@ -168,11 +168,18 @@ static const unsigned char tchar[256] = {
 	['y'] = 1, ['z'] = 1,
 };
 
-/* want is lower case; name any case. The first letter decides most. */
+/* want is lower case; name any case. Inline: the names are short, and a
+ * call to strncasecmp cost more than the comparison. */
 static int name_eq(const char *name, const char *want, size_t len)
 {
-	return ((unsigned char)name[0] | 0x20) == (unsigned char)want[0] &&
-	       strncasecmp(name, want, len) == 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (unsigned char)(c + ('a' - 'A'));
+		if (c != (unsigned char)want[i])
+			return 0;
+	}
+	return 1;
 }
 
 enum http_hdr_id http_hdr_id(const char *n, size_t len)
@@ -495,15 +502,19 @@ enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i)
 	return i < m->nhdr ? m->hdr[i].id : HH_OTHER;
 }
 
+const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id)
+{
+	unsigned k = id > HH_OTHER && id < HH__COUNT ? m->first[id] : 0;
+	/* A header still being parsed (k - 1 == nhdr) has no value yet. */
+	return k && k - 1 < m->nhdr ? m->buf + m->hdr[k - 1].val_off : NULL;
+}
+
 const char *http_msg_header(const struct http_msg *m, const char *name)
 {
 	size_t n = strlen(name);
 	enum http_hdr_id id = http_hdr_id(name, n);
-	if (id != HH_OTHER) {
-		unsigned k = m->first[id];
-		/* A header still being parsed (k - 1 == nhdr) has no value yet. */
-		return k && k - 1 < m->nhdr ? m->buf + m->hdr[k - 1].val_off : NULL;
-	}
+	if (id != HH_OTHER)
+		return http_msg_get(m, id);
 	for (size_t i = 0; i < m->nhdr; i++)
 		if (m->hdr[i].name_len == n && strncasecmp(m->buf + m->hdr[i].name_off, name, n) == 0)
 			return m->buf + m->hdr[i].val_off;

@@ -101,6 +101,9 @@ enum http_hdr_id {
 
 /* The id of a header name (case-insensitive), HH_OTHER when none. */
 enum http_hdr_id http_hdr_id(const char *name, size_t len);
+/* The first header of that id (not HH_OTHER), NUL-terminated, or NULL:
+ * http_msg_header without comparing a single letter. */
+const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id);
 /* The id of the i-th header (HH_OTHER past the end). */
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i);
 

@@ -362,7 +362,7 @@ void mirror_result_fini(struct mirror_result *out)
 enum mirror_era mirror_era_of(const struct http_msg *req, const json_t *body,
                               const char **version)
 {
-	const char *hv = req ? http_msg_header(req, "mcp-protocol-version") : NULL;
+	const char *hv = req ? http_msg_get(req, HH_MCP_PROTOCOL_VERSION) : NULL;
 	const char *m = json_is_object(body) ? jrpc_method(body) : NULL;
 
 	if (version)

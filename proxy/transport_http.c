@@ -89,6 +89,9 @@ struct exchange {
 	struct sesslimit_entry *slot;       /* held: the session's slot, or NULL */
 	enum sesslimit_kind slot_kind;
 	char path[256];                     /* request path without query, for logs */
+	/* Whether the body holds a request, asked twice per call: 0 not yet
+	 * known, 1 no, 2 yes. Hooks change messages, never their kind. */
+	unsigned char has_request;
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -226,7 +229,7 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
                                       struct evbuffer *body)
 {
 	const struct http_msg *m = ex->req;
-	const char *connection = http_msg_header(m, "connection");
+	const char *connection = http_msg_get(m, HH_CONNECTION);
 	const char *method = http_msg_method(m);
 	struct evbuffer *out = evbuffer_new();
 	int has_auth = 0;
@@ -360,7 +363,7 @@ static int forwardable_response_header(enum http_hdr_id id, const char *name, si
 
 static struct evbuffer *filter_response_headers(const struct http_msg *m)
 {
-	const char *connection = http_msg_header(m, "connection");
+	const char *connection = http_msg_get(m, HH_CONNECTION);
 	struct evbuffer *h = evbuffer_new();
 	if (!h)
 		return NULL;
@@ -709,15 +712,22 @@ static void note_session_end(struct exchange *ex, int status)
 		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
 }
 
-static int notifications_only(const struct exchange *ex)
+static int body_has_request(struct exchange *ex)
 {
-	return ex->body && !jrpc_body_has_request(ex->body);
+	if (!ex->has_request)
+		ex->has_request = ex->body && jrpc_body_has_request(ex->body) ? 2 : 1;
+	return ex->has_request == 2;
+}
+
+static int notifications_only(struct exchange *ex)
+{
+	return ex->body && !body_has_request(ex);
 }
 
 static int up_on_head(void *arg, const struct http_msg *resp)
 {
 	struct exchange *ex = arg;
-	const char *ct = http_msg_header(resp, "content-type");
+	const char *ct = http_msg_get(resp, HH_CONTENT_TYPE);
 	int status = http_msg_status(resp);
 
 	if (transport_sse_probe(ex->ctx, ex->up_index, ex->req, ex->body, status, ct)) {
@@ -731,7 +741,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	}
 	ex->up_status = status;
 	ex->up_length = http_msg_content_length(resp);
-	const char *sid = http_msg_header(resp, "mcp-session-id");
+	const char *sid = http_msg_get(resp, HH_MCP_SESSION_ID);
 	if (sid && strlen(sid) < sizeof(ex->reply_session)) {
 		memcpy(ex->reply_session, sid, strlen(sid) + 1);
 		ex->where.reply_session_id = ex->reply_session;
@@ -866,8 +876,8 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	ex->req = req;
 	ex->where.conn_id = conn_id(c);
 	ex->where.client = conn_peer(c);
-	ex->where.session_id = http_msg_header(req, "mcp-session-id");
-	ex->where.protocol = http_msg_header(req, "mcp-protocol-version");
+	ex->where.session_id = http_msg_get(req, HH_MCP_SESSION_ID);
+	ex->where.protocol = http_msg_get(req, HH_MCP_PROTOCOL_VERSION);
 	ex->where.http_method = http_msg_method(req);
 	ex->where.client_transport = "streamable_http";
 	ex->where.upstream_transport = "streamable_http";
@@ -906,7 +916,7 @@ static void reply_json_with(struct exchange *ex, int status, const char *headers
 static int authenticate(struct exchange *ex)
 {
 	const struct px_config *cfg = ex->ctx->cfg;
-	const char *auth = http_msg_header(ex->req, "authorization");
+	const char *auth = http_msg_get(ex->req, HH_AUTHORIZATION);
 	const struct px_client *who = NULL;
 
 	if (cfg->ntokens == 0) {
@@ -965,12 +975,12 @@ static int check_origin(struct exchange *ex)
 		.norigins = cfg->norigins,
 		.loopback_only = cfg->listen_loopback,
 	};
-	const char *host = http_msg_header(ex->req, "host");
+	const char *host = http_msg_get(ex->req, HH_HOST);
 	if (!origin_host_allowed(&p, host)) {
 		reply_error(ex, 403, JRPC_INVALID_REQUEST, "Host not allowed", NULL);
 		return -1;
 	}
-	if (!origin_origin_allowed(&p, http_msg_header(ex->req, "origin"), host)) {
+	if (!origin_origin_allowed(&p, http_msg_get(ex->req, HH_ORIGIN), host)) {
 		reply_error(ex, 403, JRPC_INVALID_REQUEST, "Origin not allowed", NULL);
 		return -1;
 	}
@@ -1086,8 +1096,7 @@ static int session_over_cap(struct exchange *ex)
 	if (ex->is_stream) {
 		ex->slot_kind = SESSLIMIT_STREAM;
 		cap = cfg->limits.max_streams_per_session;
-	} else if (strcmp(http_msg_method(ex->req), "POST") == 0 &&
-	           jrpc_body_has_request(ex->body)) {
+	} else if (strcmp(http_msg_method(ex->req), "POST") == 0 && body_has_request(ex)) {
 		ex->slot_kind = SESSLIMIT_INFLIGHT;
 		cap = cfg->limits.max_inflight_per_session;
 	} else {

@@ -117,7 +117,7 @@ static void set_outcome(struct transport_sse_ex *x, enum inspect_end end, const 
  * tokens of its own (the same rule as transport_http). */
 static const char *passed_authorization(const struct transport_sse_ex *x)
 {
-	return x->ctx->cfg->ntokens == 0 ? http_msg_header(x->req, "authorization") : NULL;
+	return x->ctx->cfg->ntokens == 0 ? http_msg_get(x->req, HH_AUTHORIZATION) : NULL;
 }
 
 static void bind_session(struct transport_sse_ex *x, struct session *s)
@@ -625,7 +625,7 @@ static void legacy_post(struct transport_sse_ex *x, json_t *body, struct evbuffe
 
 static struct session *streamable_session(struct transport_sse_ex *x)
 {
-	const char *sid = http_msg_header(x->req, "mcp-session-id");
+	const char *sid = http_msg_get(x->req, HH_MCP_SESSION_ID);
 	struct session *s = sid ? session_find(x->ctx->translated, sid) : NULL;
 
 	if (!sid) {
@@ -644,7 +644,7 @@ static struct session *streamable_session(struct transport_sse_ex *x)
 
 static int accepts_sse(const struct http_msg *req)
 {
-	const char *a = http_msg_header(req, "accept");
+	const char *a = http_msg_get(req, HH_ACCEPT);
 	return a && strcasestr(a, "text/event-stream") != NULL;
 }
 
@@ -680,7 +680,7 @@ static void streamable_post(struct transport_sse_ex *x, json_t *body, struct evb
 {
 	x->accepts_sse = accepts_sse(x->req);
 	x->batch = json_is_array(body);
-	if (!http_msg_header(x->req, "mcp-session-id")) {
+	if (!http_msg_get(x->req, HH_MCP_SESSION_ID)) {
 		json_t *m = json_is_object(body) ? body : NULL;
 		if (!m || jrpc_classify(m) != JRPC_REQUEST || strcmp(jrpc_method(m), "initialize") != 0) {
 			reply_error(x, 400, m ? jrpc_id(m) : NULL, JRPC_UPSTREAM_ERROR,
@@ -792,7 +792,7 @@ int transport_sse_claims(struct px_ctx *ctx, const struct http_msg *req, const c
 		if (strcmp(path, cfg->ups[i].path) != 0)
 			continue;
 		*up = i;
-		const char *sid = http_msg_header(req, "mcp-session-id");
+		const char *sid = http_msg_get(req, HH_MCP_SESSION_ID);
 		if (sid && session_find(t, sid))
 			return 1;
 		enum px_transport tr = session_table_transport(t, i);
@@ -816,7 +816,7 @@ struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *re
 		if (path_is(path, cfg->ups[i].messages_path))
 			id = query_param(url, "sessionId", sid, sizeof(sid)) == 0 ? sid : NULL;
 		else if (strcmp(path, cfg->ups[i].path) == 0)
-			id = http_msg_header(req, "mcp-session-id");
+			id = http_msg_get(req, HH_MCP_SESSION_ID);
 	}
 	int w = affinity_get(ctx->affinity, id);
 	return w >= 0 && (size_t)w < ctx->nworkers ? ctx->workers[w] : NULL;
@@ -870,7 +870,7 @@ int transport_sse_probe(struct px_ctx *ctx, size_t up, const struct http_msg *re
 
 	/* Cheapest first: every call in a session carries its id. */
 	if (!ctx->translated || uc->transport != PX_TRANSPORT_AUTO || !json_is_object(body) ||
-	    http_msg_header(req, "mcp-session-id") ||
+	    http_msg_get(req, HH_MCP_SESSION_ID) ||
 	    jrpc_classify(body) != JRPC_REQUEST || strcmp(jrpc_method(body), "initialize") != 0)
 		return 0;
 	if (status >= 200 && status < 300) {

@@ -628,7 +628,7 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 		switch_to_sse(f, op);
 		return refuse(op);
 	}
-	const char *sid = http_msg_header(resp, "mcp-session-id");
+	const char *sid = http_msg_get(resp, HH_MCP_SESSION_ID);
 	if (ok && sid && !f->session_id[0] && strlen(sid) < sizeof(f->session_id) &&
 	    visible_ascii(sid, strlen(sid)))
 		memcpy(f->session_id, sid, strlen(sid) + 1);
@@ -699,7 +699,7 @@ static int stream_head(struct op *op, int status, const char *ct)
 static int op_on_head(void *arg, const struct http_msg *resp)
 {
 	struct op *op = arg;
-	const char *ct = http_msg_header(resp, "content-type");
+	const char *ct = http_msg_get(resp, HH_CONTENT_TYPE);
 
 	op->status = http_msg_status(resp);
 	if (op->f->closing && op->kind != OP_DELETE)

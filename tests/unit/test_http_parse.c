@@ -537,7 +537,11 @@ static void test_header_lookup_matches_scan(void **state)
 				assert_null(got);
 			else
 				assert_ptr_equal(got, want);
+			enum http_hdr_id id = http_hdr_id(names[i], strlen(names[i]));
+			if (id != HH_OTHER)
+				assert_ptr_equal(http_msg_get(m, id), want);
 		}
+		assert_null(http_msg_get(m, HH_OTHER));
 		for (size_t i = 0; i < http_msg_header_count(m); i++) {
 			const char *n, *v;
 			size_t nl, vl;
