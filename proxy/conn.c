@@ -48,6 +48,8 @@ struct conn {
 	struct bufferevent *bev;        /* owned */
 	struct event *step;             /* owned: deferred next step */
 	struct event *deadline;         /* owned: header/body deadline (slowloris) */
+	unsigned timeouts_ms;           /* the idle timeout set on bev, if timeouts_set */
+	int timeouts_set;
 	struct http_parser *parser;     /* owned */
 	struct evbuffer *body;          /* owned: request body being read */
 	struct exchange *ex;            /* owned through ops->free */
@@ -104,13 +106,20 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void set_timeouts(struct conn *c, int reading)
+/* The idle timeout, both ways, set once and again only when a reload
+ * changed it: setting timeouts re-adds both events, and doing it twice per
+ * request cost ~600 instructions. While the adapter runs, a quiet client
+ * is normal (a long tool call, a GET stream): event_cb lets a read
+ * timeout pass then; only a client that stops reading its reply is cut. */
+static void set_timeouts(struct conn *c)
 {
 	unsigned ms = c->ctx->cfg->timeouts.client_idle_ms;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	/* While the adapter runs, a quiet client is normal (a long tool call,
-	 * a GET stream): only a client that stops reading its reply is cut. */
-	bufferevent_set_timeouts(c->bev, reading && ms ? &tv : NULL, ms ? &tv : NULL);
+	if (c->timeouts_set && c->timeouts_ms == ms)
+		return;
+	bufferevent_set_timeouts(c->bev, ms ? &tv : NULL, ms ? &tv : NULL);
+	c->timeouts_ms = ms;
+	c->timeouts_set = 1;
 }
 
 static void conn_free(struct conn *c)
@@ -395,7 +404,6 @@ static void dispatch(struct conn *c)
 	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining;
 	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
 	c->body = evbuffer_new();
-	set_timeouts(c, 0);
 	if (!c->body) {
 		evbuffer_free(body);
 		conn_abort(c, "out of memory");
@@ -491,8 +499,9 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	http_parser_reset(c->parser);
 	c->state = CONN_IDLE;
 	c->reject_status = 0;
-	set_timeouts(c, 1);
-	bufferevent_enable(c->bev, EV_READ);
+	set_timeouts(c);
+	if (!(bufferevent_get_enabled(c->bev) & EV_READ))
+		bufferevent_enable(c->bev, EV_READ);
 	parse_input(c);
 }
 
@@ -544,6 +553,12 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	/* A TLS handshake finished: nothing to do, requests follow. */
 	if (what == BEV_EVENT_CONNECTED)
 		return;
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && c->state == CONN_BUSY) {
+		/* A client quiet while its call runs: libevent stopped reading,
+		 * read on (a close or a pipelined request is still seen). */
+		bufferevent_enable(c->bev, EV_READ);
+		return;
+	}
 	if (c->state == CONN_READING && (what & BEV_EVENT_TIMEOUT)) {
 		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
 		return;
@@ -641,7 +656,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 		event_priority_set(c->deadline, PX_PRIO_LOW);
 	}
 	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
-	set_timeouts(c, 1);
+	set_timeouts(c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
 	size_t n = peers_add(ctx->peers, c->share);

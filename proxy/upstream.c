@@ -44,6 +44,7 @@ struct upconn {
 	int connected;
 	unsigned uses;
 	struct timeval idle_since;      /* loop time it went back to the pool */
+	unsigned idle_ms;               /* read timeout set on bev; 0: none */
 };
 
 struct upstream {
@@ -188,10 +189,17 @@ static void pool_put(struct upconn *uc)
 	}
 	uc->req = NULL;
 	http_parser_reset(uc->parser);
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	bufferevent_set_timeouts(uc->bev, &tv, NULL);
+	/* The idle timeout stays set while the connection is in use (a read
+	 * timeout then is let pass, upstream_event_cb): setting timeouts
+	 * re-adds both events, twice per request when it was cleared. */
+	if (uc->idle_ms != ms) {
+		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+		bufferevent_set_timeouts(uc->bev, &tv, NULL);
+		uc->idle_ms = ms;
+	}
 	bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
-	bufferevent_enable(uc->bev, EV_READ);
+	if (!(bufferevent_get_enabled(uc->bev) & EV_READ))
+		bufferevent_enable(uc->bev, EV_READ);
 	uc->next = u->idle;
 	u->idle = uc;
 	event_base_gettimeofday_cached(u->ctx->base, &uc->idle_since);
@@ -236,8 +244,6 @@ static struct upconn *pool_get(struct upstream *u)
 			break;
 		upconn_free(uc);
 	}
-	if (uc)
-		bufferevent_set_timeouts(uc->bev, NULL, NULL);
 	return uc;
 }
 
@@ -299,6 +305,8 @@ static int req_attach(struct upstream_req *r, struct upconn *uc)
 	if (sent == evbuffer_get_length(r->request)) {
 		/* All sent: enabling EV_WRITE would register for writability
 		 * (libevent adds the event whether or not output is pending). */
+		if (bufferevent_get_enabled(uc->bev) & EV_READ)
+			return 0; /* a pooled connection reads already */
 		return bufferevent_enable(uc->bev, EV_READ);
 	}
 	/* A reference, not a copy: the request stays intact for a retry. What
@@ -404,10 +412,17 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		uc->connected = 1;
 		bufferevent_set_timeouts(bev, NULL, NULL);
+		uc->idle_ms = 0;
 		return;
 	}
 	if (!r || r->finished)
 		return;
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && uc->connected) {
+		/* The pool's idle timeout, still set on a reused connection: the
+		 * request's own deadline (r->timer) is the one that counts. */
+		bufferevent_enable(bev, EV_READ);
+		return;
+	}
 	/* Bytes that arrived with the close are still ours to parse. */
 	req_process_input(r);
 	if (r->finished)

@@ -15,7 +15,10 @@
 //   max_connections            accepting pauses: the next connection waits
 //                              in the kernel's queue and is served when one
 //                              closes
-//   client_idle_ms             an idle keep-alive connection is closed
+//   client_idle_ms             an idle keep-alive connection is closed; a
+//                              client quiet while its call runs is not
+//   upstream_idle_ms           a pooled connection reused for a call that
+//                              outlasts it is not cut
 //   connect_ms                 an upstream whose accept queue is full (the
 //                              connect hangs): 502 once it runs out
 //   max_sessions               a third translated session: 503
@@ -351,7 +354,7 @@ describe('connections and timeouts: max_connections, client_idle_ms, connect_ms'
         { name: 'ok', url: peer.url },
         { name: 'hole', path: '/hole/mcp', url: `http://127.0.0.1:${hole.port}/mcp`, timeouts: { connect_ms: 600, request_ms: 5000 } },
       ],
-      timeouts: { client_idle_ms: 800 },
+      timeouts: { client_idle_ms: 800, upstream_idle_ms: 500 },
       limits: { max_connections: MAXC },
       admin: { listen: 'off' },
     })]);
@@ -397,6 +400,29 @@ describe('connections and timeouts: max_connections, client_idle_ms, connect_ms'
     const idle = closedAt - t0;
     assert.ok(idle >= 700 && idle < 2000, `closed after ${idle} ms idle (client_idle_ms 800)`);
     assert.equal(c.buf.length, 0, 'nothing sent on an idle close');
+  });
+
+  test('idle timeouts only end idle connections: a call outlasting client_idle_ms and upstream_idle_ms on reused connections is answered', T, async () => {
+    await sleep(300);
+    const c = await openRaw(w.port);
+    // A quick call first: the client connection is kept alive and the
+    // upstream connection goes back to the pool, its idle timeout set.
+    await c.write(rawPost(w.port, ping(90)));
+    assert.equal((await c.readResponse({ timeout: 3000 })).status, 200);
+    const before = peer.received.length;
+    // Then, on both reused connections, 1.8 s of silence before the answer:
+    // over client_idle_ms (800) and upstream_idle_ms (500) more than twice.
+    const t0 = Date.now();
+    await c.write(rawPost(w.port, ping(91), [['X-Test-Mode', 'late-json'], ['X-Test-Delay-Ms', '1800']]));
+    const res = await c.readResponse({ timeout: 6000 });
+    assert.equal(res.status, 200);
+    assert.equal(JSON.parse(res.text).id, 91);
+    assert.ok(Date.now() - t0 >= 1700, 'the answer came after the upstream\'s silence');
+    assert.equal(peer.received.length, before + 1, 'the call reached the upstream once, not retried');
+    // And the client connection is still usable.
+    await c.write(rawPost(w.port, ping(92)));
+    assert.equal(JSON.parse((await c.readResponse({ timeout: 3000 })).text).id, 92);
+    c.close();
   });
 
   test('connect_ms: an upstream that does not accept → 502 naming the timeout, the request\'s id', T, async () => {

@@ -14,6 +14,8 @@
 //                goes away (client-disconnect and keep-alive-comment cases).
 //   truncate-sse text/event-stream, one event, then a TCP reset.
 //   silent       reads the request and never answers.
+//   late-json    the json answer, after X-Test-Delay-Ms (default 1000) of
+//                silence on the connection.
 //   reset        starts a JSON reply (headers + part of the body), then resets.
 //   not-http     answers bytes that are not HTTP at all, then closes.
 //   bad-json     Content-Type: application/json with a body that is not JSON.
@@ -152,6 +154,11 @@ export async function startScriptedPeer({
         return relay(rec, req, res);
       case 'silent':
         return; // never answer; the socket stays open
+      case 'late-json': {
+        const ms = Number(req.headers['x-test-delay-ms'] ?? 1000);
+        await new Promise((r) => setTimeout(r, ms));
+        return answer(rec, msg, res, 'json');
+      }
       case 'not-http':
         req.socket.end(NOT_HTTP_BYTES);
         return;
