@@ -169,7 +169,8 @@ struct finding {
 struct memo_ent;
 
 struct tool_rec {
-	char *name;      /* owned, NULL when the tool has none */
+	char *name;      /* owned (borrowed from the memo entry when ent is
+	                    set), NULL when the tool has none */
 	size_t page, index;
 	size_t f_first, f_end;   /* its findings (duplicate-name included) are
 	                            f[f_first..f_end) when nothing was dropped */
@@ -207,7 +208,8 @@ void contract_report_free(struct contract_report *r)
 		free(r->f[i].pointer);
 	}
 	for (size_t i = 0; i < r->nt; i++)
-		free(r->t[i].name);
+		if (r->t[i].ent == NULL)
+			free(r->t[i].name);
 	free(r->f);
 	free(r->t);
 	free(r);
@@ -319,10 +321,22 @@ struct ctx {
 	/* current tool */
 	long rec;
 	size_t page, index;
+	int lazy;                 /* ptr does not name the tool yet (tool_ptr) */
 	size_t budget;            /* subschemas left to visit for this tool */
 	const char *headers[CONTRACT_MAX_PROPS]; /* borrowed: valid x-mcp-header values */
 	size_t nheaders;
 };
+
+/* Makes c->ptr name the current tool. The memo's path does only when a
+ * finding needs it: most tools replayed have none. */
+static void tool_ptr(struct ctx *c)
+{
+	if (c->lazy) {
+		sbuf_puts(&c->ptr, "/tools");
+		sbuf_index(&c->ptr, c->index);
+		c->lazy = 0;
+	}
+}
 
 static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -904,6 +918,7 @@ static void check_dup(struct ctx *c)
 	if (first == -2) {
 		r->oom = 1;
 	} else if (first >= 0) {
+		tool_ptr(c);
 		size_t base = c->ptr.len;
 		char q[QBUF];
 		const struct tool_rec *f = &r->t[first];
@@ -1204,9 +1219,7 @@ static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
 	e->index = -1;
 	e->text = malloc(tx->len ? tx->len : 1);
 	e->f = n ? calloc(n, sizeof *e->f) : NULL;
-	const char *name = r->t[c->rec].name;
-	e->name = name ? strdup(name) : NULL;
-	if (e->text == NULL || (n && e->f == NULL) || (name && e->name == NULL))
+	if (e->text == NULL || (n && e->f == NULL))
 		goto fail;
 	memcpy(e->text, tx->at, tx->len);
 	for (size_t k = f0; k < r->nf; k++) {
@@ -1231,6 +1244,9 @@ static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
 		if (k < split)
 			e->split = e->nf;
 	}
+	/* The record's name moves to the entry, which the record then
+	 * borrows it from (its findings point at it already). */
+	e->name = r->t[c->rec].name;
 	return e;
 fail:
 	ent_free(m, e);
@@ -1238,15 +1254,15 @@ fail:
 }
 
 /* The current record from entry e, as check_tool would have made it. */
-static void memo_replay(struct ctx *c, const struct memo_ent *e)
+static void memo_replay(struct ctx *c, struct memo_ent *e)
 {
 	struct contract_report *r = c->r;
 	struct tool_rec *t = &r->t[c->rec];
+	t->name = e->name; /* borrowed: t->ent is set */
+	t->ent = e;
+	if (e->nf > 0)
+		tool_ptr(c);
 	size_t base = c->ptr.len;
-	if (e->name != NULL && (t->name = strdup(e->name)) == NULL) {
-		r->oom = 1;
-		return;
-	}
 	for (size_t k = 0; k < e->nf; k++) {
 		if (k == e->split && e->more)
 			check_dup(c);
@@ -1278,6 +1294,7 @@ static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool
 		memo_replay(c, e);
 	} else {
 		size_t f0 = r->nf, dropped = r->dropped, split;
+		tool_ptr(c);
 		c->budget = CONTRACT_MAX_NODES;
 		c->nheaders = 0;
 		int more = check_tool_head(c, tool);
@@ -1382,16 +1399,20 @@ static struct contract_report *check_pages(const json_t *const pages[], size_t n
 				continue;
 			}
 			c.index = i;
-			sbuf_puts(&c.ptr, "/tools");
-			sbuf_index(&c.ptr, i);
 			if (m != NULL) {
+				c.lazy = 1;
 				memo_tool(&c, m, json_array_get(tools, i), &texts[i], now);
-			} else if (new_rec(&c) < 0) {
-				r->oom = 1;
+				c.lazy = 0;
 			} else {
+				sbuf_puts(&c.ptr, "/tools");
+				sbuf_index(&c.ptr, i);
 				size_t split;
-				check_tool(&c, json_array_get(tools, i), &split);
-				r->t[c.rec].f_end = r->nf;
+				if (new_rec(&c) < 0) {
+					r->oom = 1;
+				} else {
+					check_tool(&c, json_array_get(tools, i), &split);
+					r->t[c.rec].f_end = r->nf;
+				}
 			}
 			sbuf_cut(&c.ptr, pbase);
 		}

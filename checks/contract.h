@@ -243,7 +243,9 @@ void contract_memo_free(struct contract_memo *m);  /* accepts NULL */
  * value is what makes replaying safe: pass nothing else). When ntexts is
  * not the size of that array, or page has none, the check is a plain one
  * and m is left as it was. m (not NULL) is updated to this listing.
- * Returns what contract_check() returns. */
+ * Returns what contract_check() returns, except that the report borrows
+ * tool names from m: free it before the next call with m and before
+ * contract_memo_free(m). */
 struct contract_report *contract_check_memo(const json_t *page, const struct contract_text *texts,
                                             size_t ntexts, const struct contract_opts *opts,
                                             struct contract_memo *m);

@@ -76,11 +76,13 @@ struct up_state {
 	size_t prev_len, prev_cap;
 	struct jparse_elem *prev_spans; /* owned: CONTRACT_MAX_TOOLS, into prev */
 	size_t nprev;
+	int prev_now;                /* prev is the page being checked now */
 };
 
 /* What checking a one-page listing did, to do again for the same bytes. */
 struct verdict_cache {
-	char *bytes;                 /* owned: the result's text as it arrived */
+	char *bytes;                 /* owned: the result's text as it arrived;
+	                                NULL: it is up_state.prev (shared) */
 	size_t len;
 	char *era;                   /* owned, or NULL */
 	enum log_level level;
@@ -646,8 +648,18 @@ static json_t *joined_tools(const json_t *pages)
 	return all;
 }
 
+/* Before prev changes: a verdict kept on its bytes goes. */
+static void prev_release(struct up_state *us)
+{
+	if (us->cache && !us->cache->bytes) {
+		cache_free(us->cache);
+		us->cache = NULL;
+	}
+}
+
 static void memo_free(struct up_state *us)
 {
+	prev_release(us);
 	contract_memo_free(us->memo);
 	free(us->texts);
 	free(us->spans);
@@ -667,10 +679,14 @@ static void memo_free(struct up_state *us)
  * since its last such listing are checked, the others' findings are
  * replayed (checks/contract.h, "Incremental checking"). */
 static struct contract_report *check_pages(struct up_state *us, const json_t *const *pages,
-                                           size_t n, const struct contract_opts *opts,
-                                           const struct inspect_msg *m)
+                                           size_t n, int orphan, const struct contract_opts *opts,
+                                           const struct inspect_msg *m, uint64_t *checked)
 {
-	const json_t *tools = n == 1 ? page_tools(pages[0]) : NULL;
+	*checked = UINT64_MAX; /* a plain check: every tool examined */
+	/* Only a whole listing in one page, the kind the verdict cache keeps:
+	 * pages of longer ones would push its bytes out of prev. */
+	const json_t *tools = n == 1 && !orphan && !page_next_cursor(pages[0])
+	                          ? page_tools(pages[0]) : NULL;
 	if (!json_is_array(tools) || !m->result_raw || m->result_raw_len > HOOK_CONTRACT_CACHE_BYTES ||
 	    json_array_size(tools) > CONTRACT_MAX_TOOLS || json_is_array(pages[0]))
 		return contract_check(pages, n, opts);
@@ -694,7 +710,9 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
 		us->texts[i] = (struct contract_text){us->spans[i].at, us->spans[i].len};
 	struct contract_report *r = contract_check_memo(pages[0], us->texts, (size_t)k, opts,
 	                                                us->memo);
-	/* Keep this text for the next listing's skim. */
+	*checked = contract_memo_rechecked(us->memo);
+	/* Keep this text for the next listing's skim (and the verdict cache). */
+	prev_release(us);
 	if (us->prev_cap < m->result_raw_len) {
 		char *p = realloc(us->prev, m->result_raw_len);
 		if (!p)
@@ -708,6 +726,7 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
 		us->prev_spans[i] = (struct jparse_elem){us->prev + (us->spans[i].at - raw),
 		                                         us->spans[i].len};
 	us->nprev = (size_t)k;
+	us->prev_now = 1;
 	return r;
 }
 
@@ -725,12 +744,14 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 
 	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
 		pages[i] = json_array_get(l->pages, i);
-	struct contract_report *r = check_pages(us, pages, n, &opts, m);
+	uint64_t checked;
+	struct contract_report *r = check_pages(us, pages, n, l->orphan, &opts, m, &checked);
 	if (!r) {
 		log_msg(LOG_ERROR, "contract: out of memory checking a tool list: forwarded unchecked");
 		e->cacheable = 0;
 		return 0;
 	}
+	hc->stats.tools_checked += checked == UINT64_MAX ? contract_report_ntools(r) : checked;
 	struct drift_report *d = NULL;
 	if (us->baseline_tools) {
 		json_t *all = joined_tools(l->pages);
@@ -818,7 +839,7 @@ static int cache_hit(const struct up_state *us, const struct inspect_msg *m, con
 {
 	const struct verdict_cache *c = us->cache;
 	return c && m->result_raw && m->result_raw_len == c->len && same_era(era, c->era) &&
-	       memcmp(m->result_raw, c->bytes, c->len) == 0;
+	       memcmp(m->result_raw, c->bytes ? c->bytes : us->prev, c->len) == 0;
 }
 
 static void stats_add(struct hook_contract_stats *to, const struct hook_contract_stats *d)
@@ -887,11 +908,16 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
                      const char *line, enum log_level level)
 {
 	struct verdict_cache *c = calloc(1, sizeof(*c));
-	if (!c || !(c->bytes = malloc(m->result_raw_len)) || (era && !(c->era = dup_str(era)))) {
+	/* The memo kept these bytes already: share them (prev_release drops
+	 * this verdict before they change). */
+	int shared = us->prev_now && us->prev_len == m->result_raw_len;
+	if (!c || (!shared && !(c->bytes = malloc(m->result_raw_len))) ||
+	    (era && !(c->era = dup_str(era)))) {
 		cache_free(c);
 		return;
 	}
-	memcpy(c->bytes, m->result_raw, m->result_raw_len);
+	if (!shared)
+		memcpy(c->bytes, m->result_raw, m->result_raw_len);
 	c->len = m->result_raw_len;
 	c->level = level;
 	snprintf(c->line, sizeof(c->line), "%s", line);
@@ -922,6 +948,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	struct listing *l = cursor ? listing_find(hc, up, session, cursor) : NULL;
 	const char *era = cursor ? NULL : message_era(m);
 
+	us->prev_now = 0;
 	if (!cursor && cache_hit(us, m, era)) {
 		replay(hc, us, m);
 		return;
@@ -1133,8 +1160,8 @@ void hook_contract_free(struct hook_contract *hc)
 	for (size_t i = 0; i < hc->nups; i++) {
 		json_decref(hc->ups[i].baseline);
 		json_decref(hc->ups[i].latest);
+		memo_free(&hc->ups[i]); /* first: it may free a cache sharing its text */
 		cache_free(hc->ups[i].cache);
-		memo_free(&hc->ups[i]);
 	}
 	free(hc->ups);
 	if (hc->locked)

@@ -130,6 +130,9 @@ struct hook_contract_stats {
 	uint64_t replies_failed;   /* pages replaced by a JSON-RPC error */
 	uint64_t evicted;          /* listings dropped to stay within bounds */
 	uint64_t replayed;         /* pages answered from the kept verdict (of pages) */
+	uint64_t tools_checked;    /* tools checked afresh: not replayed with a
+	                              verdict nor from the memo of per-tool
+	                              results ("Changed lists") */
 };
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out);
 

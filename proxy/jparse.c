@@ -635,12 +635,13 @@ long jparse_elements(const char *text, size_t len, const char *name, struct jpar
 }
 
 /* Bytes a and b have in common from the start (at most n), and from the
- * end (at most n). Blocks of 256 bytes through memcmp, then bytes. */
+ * end (at most n): blocks through memcmp, smaller and smaller, then bytes. */
 static size_t common_head(const char *a, const char *b, size_t n)
 {
 	size_t i = 0;
-	while (i + 256 <= n && memcmp(a + i, b + i, 256) == 0)
-		i += 256;
+	for (size_t blk = 16384; blk >= 64; blk /= 16)
+		while (i + blk <= n && memcmp(a + i, b + i, blk) == 0)
+			i += blk;
 	while (i < n && a[i] == b[i])
 		i++;
 	return i;
@@ -649,8 +650,9 @@ static size_t common_head(const char *a, const char *b, size_t n)
 static size_t common_tail(const char *a, size_t alen, const char *b, size_t blen, size_t n)
 {
 	size_t i = 0;
-	while (i + 256 <= n && memcmp(a + alen - i - 256, b + blen - i - 256, 256) == 0)
-		i += 256;
+	for (size_t blk = 16384; blk >= 64; blk /= 16)
+		while (i + blk <= n && memcmp(a + alen - i - blk, b + blen - i - blk, blk) == 0)
+			i += blk;
 	while (i < n && a[alen - 1 - i] == b[blen - 1 - i])
 		i++;
 	return i;
