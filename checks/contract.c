@@ -593,18 +593,21 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				const char *key = json_object_iter_key(it);
 				const json_t *p = json_object_iter_value(it);
 				sbuf_token(&c->ptr, key);
-				sbuf_quote(q, sizeof q, key, QMAX);
+				/* The name is quoted only for a finding: most have none. */
 				if (!json_is_object(p) && !json_is_boolean(p)) {
-					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what, q);
+					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what,
+					             sbuf_quote(q, sizeof q, key, QMAX));
 				} else if (input && !json_is_false(p)) {
 					/* A false schema forbids the parameter on purpose:
 					 * nothing to type or describe. */
 					if (!json_is_object(p) || !typed(p))
 						tool_finding(c, C_PARAM_UNTYPED,
-						             "parameter \"%s\" declares no type", q);
+						             "parameter \"%s\" declares no type",
+						             sbuf_quote(q, sizeof q, key, QMAX));
 					if (!described(c, s, p, 0))
 						tool_finding(c, C_PARAM_UNDESCRIBED,
-						             "parameter \"%s\" has no description", q);
+						             "parameter \"%s\" has no description",
+						             sbuf_quote(q, sizeof q, key, QMAX));
 				}
 				sbuf_cut(&c->ptr, pbase);
 			}
@@ -1054,7 +1057,8 @@ struct memo_finding {
  * that hold the same text; owned by the memo. */
 struct memo_ent {
 	uint64_t hash;            /* hash_bytes(text) */
-	char *text;               /* owned copy of the tool's text */
+	char *text;               /* copy of the tool's text, in the same block
+	                             (just after the struct) */
 	size_t len;
 	char *name;               /* owned, NULL when the tool has none */
 	int more;                 /* an object: duplicate-name and the body apply */
@@ -1099,7 +1103,6 @@ static void ent_free(struct contract_memo *m, struct memo_ent *e)
 	}
 	m->nfindings -= e->nf;
 	free(e->f);
-	free(e->text);
 	free(e->name);
 	json_decref(e->json);
 	free(e);
@@ -1210,18 +1213,21 @@ static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
 		n += !r->f[k].pub.list_level;
 	if (m->nfindings + n > CONTRACT_MAX_FINDINGS)
 		return NULL;
-	struct memo_ent *e = calloc(1, sizeof *e);
+	/* One block for the entry and its text: a fresh list makes a
+	 * thousand of them. */
+	struct memo_ent *e = malloc(sizeof *e + tx->len);
 	if (e == NULL)
 		return NULL;
+	memset(e, 0, sizeof *e);
 	e->hash = hash;
 	e->len = tx->len;
 	e->more = more;
 	e->index = -1;
-	e->text = malloc(tx->len ? tx->len : 1);
-	e->f = n ? calloc(n, sizeof *e->f) : NULL;
-	if (e->text == NULL || (n && e->f == NULL))
-		goto fail;
+	e->text = (char *)(e + 1);
 	memcpy(e->text, tx->at, tx->len);
+	e->f = n ? calloc(n, sizeof *e->f) : NULL;
+	if (n && e->f == NULL)
+		goto fail;
 	for (size_t k = f0; k < r->nf; k++) {
 		const struct finding *f = &r->f[k];
 		if (f->pub.list_level)

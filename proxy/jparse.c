@@ -486,9 +486,17 @@ json_t *jparse_copy(const json_t *v)
  * text), and a string's end is found with memchr. Anything unexpected
  * answers -1, never a guess. */
 
+enum { SK_OTHER = 0, SK_WS, SK_QUOTE, SK_OPEN, SK_CLOSE, SK_SEP };
+
+static const unsigned char sk_class[256] = {
+	[' '] = SK_WS, ['\t'] = SK_WS, ['\n'] = SK_WS, ['\r'] = SK_WS, ['"'] = SK_QUOTE,
+	['{'] = SK_OPEN, ['['] = SK_OPEN, ['}'] = SK_CLOSE, [']'] = SK_CLOSE,
+	[','] = SK_SEP, [':'] = SK_SEP,
+};
+
 static const char *sk_ws(const char *p, const char *end)
 {
-	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+	while (p < end && sk_class[(unsigned char)*p] == SK_WS)
 		p++;
 	return p;
 }
@@ -514,45 +522,40 @@ static const char *sk_string(const char *p, const char *end)
 static const char *sk_value(const char *p, const char *end)
 {
 	size_t depth = 0;
-	do {
-		p = sk_ws(p, end);
-		if (p >= end)
-			return NULL;
-		switch (*p) {
-		case '"':
+	while (p < end) {
+		switch (sk_class[(unsigned char)*p]) {
+		case SK_WS:
+			p++;
+			continue;
+		case SK_QUOTE:
 			if (!(p = sk_string(p + 1, end)))
 				return NULL;
 			break;
-		case '{':
-		case '[':
+		case SK_OPEN:
 			if (++depth > JSON_PARSER_MAX_DEPTH + 1)
 				return NULL;
 			p++;
-			break;
-		case '}':
-		case ']':
+			continue;
+		case SK_CLOSE:
 			if (depth == 0)
 				return NULL;
 			depth--;
 			p++;
 			break;
-		case ',':
-		case ':':
+		case SK_SEP:
 			if (depth == 0)
 				return NULL;
 			p++;
-			break;
-		default: {
-			const char *s = p;
-			while (p < end && *p != ',' && *p != ']' && *p != '}' && *p != ':' && *p != '"' &&
-			       *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t' && *p != '{' && *p != '[')
+			continue;
+		default:
+			do
 				p++;
-			if (p == s)
-				return NULL;
+			while (p < end && sk_class[(unsigned char)*p] == SK_OTHER);
 		}
-		}
-	} while (depth > 0);
-	return p;
+		if (depth == 0)
+			return p;
+	}
+	return NULL;
 }
 
 /* The members of an object from p (just after '{' or after a member's
