@@ -657,6 +657,21 @@ static void prev_release(struct up_state *us)
 	}
 }
 
+/* prev[0..len) := raw[0..len), prev holding plen bytes of the previous
+ * text: a text of the same length (a description edited in place) is
+ * copied where it differs only. */
+static void prev_update(char *prev, size_t plen, const char *raw, size_t len)
+{
+	size_t i = 0, j = len;
+	if (plen == len) {
+		while (i + 4096 <= len && memcmp(prev + i, raw + i, 4096) == 0)
+			i += 4096;
+		while (j >= i + 4096 && memcmp(prev + j - 4096, raw + j - 4096, 4096) == 0)
+			j -= 4096;
+	}
+	memcpy(prev + i, raw + i, j - i);
+}
+
 static void memo_free(struct up_state *us)
 {
 	prev_release(us);
@@ -720,7 +735,7 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
 		us->prev = p;
 		us->prev_cap = m->result_raw_len;
 	}
-	memcpy(us->prev, raw, m->result_raw_len);
+	prev_update(us->prev, us->prev_len, raw, m->result_raw_len);
 	us->prev_len = m->result_raw_len;
 	for (long i = 0; i < k; i++)
 		us->prev_spans[i] = (struct jparse_elem){us->prev + (us->spans[i].at - raw),

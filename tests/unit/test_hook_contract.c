@@ -984,6 +984,10 @@ static void test_changed_list_same_as_fresh(void **state)
 	static const char *const lists[] = {
 		"{'tools':[" GOOD("search") "," NODESC("nodesc") "," BADREQ("bad") "]}",
 		"{'tools':[" GOOD("search") "," NODESC("nodesc") "," GOOD("bad") "]}",
+		/* Same lengths, edits far apart (the kept text is patched). */
+		"{'tools':[" GOOD("searcH") "," NODESC("nodesc") "," GOOD("bad") "]}",
+		"{'tools':[" GOOD("searcH") "," NODESC("nodesX") "," GOOD("baD") "]}",
+		"{'tools':[" GOOD("search") "," NODESC("nodesX") "," GOOD("baD") "]}",
 		"{'tools':[" GOOD("fetch") "," GOOD("search") "," NODESC("nodesc") "," GOOD("bad") "]}",
 		"{'tools':[" GOOD("search") "," GOOD("search") "," NODESC("nodesc") "]}",
 		"{'tools':[" NODESC("nodesc") "," GOOD("search") "]}",
@@ -999,10 +1003,10 @@ static void test_changed_list_same_as_fresh(void **state)
 	assert_int_equal(stats_of(f).tools_checked, 3);
 	json_decref(exchange_raw(f, "s1", "2025-11-25", lists[1], NULL).msg);
 	assert_int_equal(stats_of(f).tools_checked, 4);
-	json_decref(exchange_raw(f, "s1", "2025-11-25", lists[2], NULL).msg);
+	json_decref(exchange_raw(f, "s1", "2025-11-25", lists[5], NULL).msg);
 	assert_int_equal(stats_of(f).tools_checked, 5);
 	/* Without the text from the transport: the whole list. */
-	json_decref(exchange(f, "s1", NULL, lists[2]).msg);
+	json_decref(exchange(f, "s1", NULL, lists[5]).msg);
 	assert_int_equal(stats_of(f).tools_checked, 9);
 	fx_free(f);
 
