@@ -1179,6 +1179,10 @@ static struct memo_ent *memo_find(struct contract_memo *m, size_t i,
                                   const struct contract_text *tx, uint64_t *hash, int *hashed)
 {
 	*hashed = 0;
+	/* The caller's word that the text is the same: nothing to read. */
+	if (tx->same_as > 0 && tx->same_as <= m->ncur && m->cur[tx->same_as - 1] != NULL &&
+	    m->cur[tx->same_as - 1]->len == tx->len)
+		return m->cur[tx->same_as - 1];
 	if (i < m->ncur && m->cur[i] != NULL && m->cur[i]->len == tx->len &&
 	    memcmp(m->cur[i]->text, tx->at, tx->len) == 0)
 		return m->cur[i];

@@ -232,6 +232,11 @@ struct contract_memo;
 struct contract_text {
 	const char *at;
 	size_t len;
+	/* 1 + the index of the tool of the previous contract_check_memo() call
+	 * with the same memo whose text this is, byte for byte (the caller
+	 * knows it without comparing: jparse_elements_since); 0 when not
+	 * known: the memo then compares texts itself. */
+	size_t same_as;
 };
 
 /* A new, empty memo (owned; contract_memo_free), NULL when out of memory. */

@@ -722,9 +722,12 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
 	if (k < 0 || (size_t)k != json_array_size(tools))
 		return contract_check(pages, n, opts);
 	for (long i = 0; i < k; i++)
-		us->texts[i] = (struct contract_text){us->spans[i].at, us->spans[i].len};
+		us->texts[i] = (struct contract_text){us->spans[i].at, us->spans[i].len,
+		                                      us->spans[i].same_as};
 	struct contract_report *r = contract_check_memo(pages[0], us->texts, (size_t)k, opts,
 	                                                us->memo);
+	if (!r)
+		return NULL; /* prev (nprev 0 now) and the memo may disagree: no hints next time */
 	*checked = contract_memo_rechecked(us->memo);
 	/* Keep this text for the next listing's skim (and the verdict cache). */
 	prev_release(us);
@@ -739,7 +742,7 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
 	us->prev_len = m->result_raw_len;
 	for (long i = 0; i < k; i++)
 		us->prev_spans[i] = (struct jparse_elem){us->prev + (us->spans[i].at - raw),
-		                                         us->spans[i].len};
+		                                         us->spans[i].len, 0};
 	us->nprev = (size_t)k;
 	us->prev_now = 1;
 	return r;

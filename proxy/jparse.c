@@ -607,7 +607,7 @@ static int sk_members(const char *p, const char *end, const char *name, size_t n
 			const char *s = p;
 			if (!(p = sk_value(p, end)) || (size_t)*found >= max)
 				return -1;
-			out[*found] = (struct jparse_elem){s, (size_t)(p - s)};
+			out[*found] = (struct jparse_elem){s, (size_t)(p - s), 0};
 			(*found)++;
 			p = sk_ws(p, end);
 			if (p < end && *p == ',') {
@@ -697,7 +697,7 @@ long jparse_elements_since(const char *text, size_t len, const char *name,
 		return jparse_elements(text, len, name, out, max);
 	}
 	for (size_t i = 0; i < k; i++)
-		out[i] = (struct jparse_elem){text + (prev[i].at - old), prev[i].len};
+		out[i] = (struct jparse_elem){text + (prev[i].at - old), prev[i].len, i + 1};
 	long n = (long)k;
 	size_t j = k; /* old elements ending before the sync point are passed */
 	for (;;) {
@@ -705,7 +705,7 @@ long jparse_elements_since(const char *text, size_t len, const char *name,
 			const char *s = p;
 			if (!(p = sk_value(p, end)) || (size_t)n >= max)
 				return -1;
-			out[n++] = (struct jparse_elem){s, (size_t)(p - s)};
+			out[n++] = (struct jparse_elem){s, (size_t)(p - s), 0};
 			size_t y = (size_t)(p - text);
 			if (y >= len - S) {
 				ptrdiff_t oy = (ptrdiff_t)y - d;
@@ -716,7 +716,7 @@ long jparse_elements_since(const char *text, size_t len, const char *name,
 						return -1;
 					for (size_t i = j + 1; i < nprev; i++)
 						out[n++] = (struct jparse_elem){text + (prev[i].at - old) + d,
-						                                prev[i].len};
+						                                prev[i].len, i + 1};
 					return n;
 				}
 			}

@@ -55,6 +55,9 @@ json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *sp
 struct jparse_elem {
 	const char *at;     /* into text */
 	size_t len;
+	size_t same_as;     /* jparse_elements_since: 1 + the index of the
+	                       earlier text's element with these very bytes,
+	                       found without reading them; 0: not known */
 };
 long jparse_elements(const char *text, size_t len, const char *name, struct jparse_elem *out,
                      size_t max);

@@ -540,7 +540,7 @@ static int memo_once(struct contract_memo *m, const char *text, size_t len,
 		return 0;
 	}
 	for (long i = 0; i < n; i++)
-		tx[i] = (struct contract_text){el[i].at, el[i].len};
+		tx[i] = (struct contract_text){el[i].at, el[i].len, 0};
 	const json_t *one[1] = {page};
 	struct contract_report *full = contract_check(one, 1, o);
 	struct contract_report *inc = contract_check_memo(page, tx, (size_t)n, o, m);

@@ -191,6 +191,12 @@ static long spans_of(const char *text, struct jparse_elem *out, const char *prev
 	for (long i = 0; i < n; i++) {
 		assert_ptr_equal(full[i].at, out[i].at);
 		assert_int_equal(full[i].len, out[i].len);
+		/* A claimed twin has the very bytes. */
+		if (out[i].same_as) {
+			assert_true(out[i].same_as <= np);
+			assert_int_equal(out[i].len, pspans[out[i].same_as - 1].len);
+			assert_memory_equal(out[i].at, pspans[out[i].same_as - 1].at, out[i].len);
+		}
 	}
 	return n;
 }
@@ -220,8 +226,9 @@ static void test_memo_equals_full_check(void **state)
 		char *text = render(result);
 		long n = spans_of(text, spans, prev, prev ? strlen(prev) : 0, pspans, np);
 		assert_int_equal(n, (long)json_array_size(tools));
+		/* With the skim's word on which tools kept their text. */
 		for (long i = 0; i < n; i++)
-			texts[i] = (struct contract_text){spans[i].at, spans[i].len};
+			texts[i] = (struct contract_text){spans[i].at, spans[i].len, spans[i].same_as};
 		json_t *page = jparse(text, strlen(text), 0);
 		assert_non_null(page);
 		struct contract_opts o = {.era = rnd(25) == 0 ? "2026-07-28" : "2025-11-25",
@@ -262,7 +269,7 @@ static struct contract_report *check_text(struct contract_memo *m, const char *t
 	long n = jparse_elements(text, strlen(text), "tools", spans, CONTRACT_MAX_TOOLS);
 	assert_true(n >= 0);
 	for (long i = 0; i < n; i++)
-		texts[i] = (struct contract_text){spans[i].at, spans[i].len};
+		texts[i] = (struct contract_text){spans[i].at, spans[i].len, 0};
 	json_t *page = jparse(text, strlen(text), 0);
 	assert_non_null(page);
 	struct contract_report *r = contract_check_memo(page, texts, (size_t)n, NULL, m);
@@ -322,7 +329,7 @@ static void test_memo_rechecks_only_changed_tools(void **state)
 	struct contract_text texts[CONTRACT_MAX_TOOLS];
 	long n = jparse_elements(text, strlen(text), "tools", spans, CONTRACT_MAX_TOOLS);
 	for (long i = 0; i < n; i++)
-		texts[i] = (struct contract_text){spans[i].at, spans[i].len};
+		texts[i] = (struct contract_text){spans[i].at, spans[i].len, 0};
 	struct contract_opts o = {.era = "2026-07-28"};
 	r = contract_check_memo(result, texts, (size_t)n, &o, m);
 	assert_int_equal(contract_memo_rechecked(m), 201);
