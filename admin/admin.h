@@ -54,8 +54,9 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen);
  * exchanges end) and before the event base is freed. Accepts NULL. */
 void admin_free(struct admin *adm);
 
-/* The contract module's latest report for an upstream (borrowed: copied
- * now): {"tools":[…],"problems":[…],"score":…,"passed":…,"changes":[…]}.
+/* The contract module's latest report for an upstream (a reference is
+ * kept: the caller must never change it, nor anything in it, afterwards):
+ * {"tools":[…],"problems":[…],"score":…,"passed":…,"changes":[…]}.
  * Served on /contract and summarised in /metrics. adm may be NULL (the
  * endpoint is off): nothing happens. */
 void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report);

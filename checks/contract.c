@@ -166,9 +166,17 @@ struct finding {
 	long rec;        /* tool record, -1 for page-level findings */
 };
 
+struct memo_ent;
+
 struct tool_rec {
-	char *name;      /* owned, NULL when the tool has none */
+	char *name;      /* owned (borrowed from the memo entry when ent is
+	                    set), NULL when the tool has none */
 	size_t page, index;
+	size_t f_first, f_end;   /* its findings (duplicate-name included) are
+	                            f[f_first..f_end) when nothing was dropped */
+	struct memo_ent *ent;    /* borrowed: the memo entry that holds its
+	                            result, valid while report->memo_gen is the
+	                            memo's generation; NULL when none */
 	int failed;      /* a tool-level problem */
 	int dup_failed;  /* repeats a name while duplicate-name is a problem */
 };
@@ -186,6 +194,9 @@ struct contract_report {
 	int truncated;
 	int spec_only;
 	int oom;
+	const struct contract_memo *memo;  /* borrowed: the memo it was checked
+	                                      with, or NULL */
+	unsigned long memo_gen;            /* that memo's generation then */
 };
 
 void contract_report_free(struct contract_report *r)
@@ -197,18 +208,17 @@ void contract_report_free(struct contract_report *r)
 		free(r->f[i].pointer);
 	}
 	for (size_t i = 0; i < r->nt; i++)
-		free(r->t[i].name);
+		if (r->t[i].ent == NULL)
+			free(r->t[i].name);
 	free(r->f);
 	free(r->t);
 	free(r);
 }
 
-static void add_finding(struct contract_report *r, enum code code, long rec, size_t page,
-                        long tool_index, int list_level, const char *pointer,
-                        const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static void add_finding(struct contract_report *r, enum code code, long rec, size_t page,
-                        long tool_index, int list_level, const char *pointer,
-                        const char *fmt, ...)
+/* Adds one finding whose message is already written. */
+static void add_finding_s(struct contract_report *r, enum code code, long rec, size_t page,
+                          long tool_index, int list_level, const char *pointer,
+                          const char *msg)
 {
 	int problem = codes[code].rule == R_SPEC ||
 	              (codes[code].rule == R_USABILITY && !r->spec_only);
@@ -236,11 +246,6 @@ static void add_finding(struct contract_report *r, enum code code, long rec, siz
 		r->f = f;
 		r->capf = cap;
 	}
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	struct finding *f = &r->f[r->nf];
 	memset(f, 0, sizeof *f);
 	f->message = strdup(msg);
@@ -264,21 +269,74 @@ static void add_finding(struct contract_report *r, enum code code, long rec, siz
 	r->nf++;
 }
 
+static void add_finding(struct contract_report *r, enum code code, long rec, size_t page,
+                        long tool_index, int list_level, const char *pointer,
+                        const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static void add_finding(struct contract_report *r, enum code code, long rec, size_t page,
+                        long tool_index, int list_level, const char *pointer,
+                        const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	add_finding_s(r, code, rec, page, tool_index, list_level, pointer, msg);
+}
+
 /* ---- checking ------------------------------------------------------------- */
+
+/* Names seen so far (duplicate-name): open addressing over record
+ * indices, at most half full. Cheaper than a jansson object, which
+ * allocated a key and an integer per tool. */
+struct nameset {
+	long *slot;      /* owned: record index, -1 for a free slot */
+	uint32_t *hash;  /* owned: the name's hash, per slot */
+	size_t cap, n;
+};
+
+/* FNV-1a over 8-byte words (a name, a tool's text): fast, not keyed;
+ * every hit is confirmed by comparing the bytes. */
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0x100000001b3u;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
+	return h ^ (h >> 32) ^ n;
+}
 
 /* State of one contract_check call. */
 struct ctx {
 	struct contract_report *r;
 	struct sbuf ptr;          /* pointer of the place being examined */
-	json_t *seen;             /* owned: tool name -> record index */
+	struct nameset seen;      /* tool name -> record index */
 	int modern;               /* era >= 2026-07-28 */
 	/* current tool */
 	long rec;
 	size_t page, index;
+	int lazy;                 /* ptr does not name the tool yet (tool_ptr) */
 	size_t budget;            /* subschemas left to visit for this tool */
 	const char *headers[CONTRACT_MAX_PROPS]; /* borrowed: valid x-mcp-header values */
 	size_t nheaders;
 };
+
+/* Makes c->ptr name the current tool. The memo's path does only when a
+ * finding needs it: most tools replayed have none. */
+static void tool_ptr(struct ctx *c)
+{
+	if (c->lazy) {
+		sbuf_puts(&c->ptr, "/tools");
+		sbuf_index(&c->ptr, c->index);
+		c->lazy = 0;
+	}
+}
 
 static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -289,7 +347,7 @@ static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	add_finding(c->r, code, c->rec, c->page, (long)c->index, 0, sbuf_str(&c->ptr), "%s", msg);
+	add_finding_s(c->r, code, c->rec, c->page, (long)c->index, 0, sbuf_str(&c->ptr), msg);
 }
 
 const json_t *contract_resolve_ref(const json_t *root, const char *ref)
@@ -535,18 +593,21 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				const char *key = json_object_iter_key(it);
 				const json_t *p = json_object_iter_value(it);
 				sbuf_token(&c->ptr, key);
-				sbuf_quote(q, sizeof q, key, QMAX);
+				/* The name is quoted only for a finding: most have none. */
 				if (!json_is_object(p) && !json_is_boolean(p)) {
-					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what, q);
+					tool_finding(c, bad_props, "%s property \"%s\" is not a schema", what,
+					             sbuf_quote(q, sizeof q, key, QMAX));
 				} else if (input && !json_is_false(p)) {
 					/* A false schema forbids the parameter on purpose:
 					 * nothing to type or describe. */
 					if (!json_is_object(p) || !typed(p))
 						tool_finding(c, C_PARAM_UNTYPED,
-						             "parameter \"%s\" declares no type", q);
+						             "parameter \"%s\" declares no type",
+						             sbuf_quote(q, sizeof q, key, QMAX));
 					if (!described(c, s, p, 0))
 						tool_finding(c, C_PARAM_UNDESCRIBED,
-						             "parameter \"%s\" has no description", q);
+						             "parameter \"%s\" has no description",
+						             sbuf_quote(q, sizeof q, key, QMAX));
 				}
 				sbuf_cut(&c->ptr, pbase);
 			}
@@ -767,58 +828,115 @@ static int new_rec(struct ctx *c)
 	memset(&r->t[r->nt], 0, sizeof r->t[r->nt]);
 	r->t[r->nt].page = c->page;
 	r->t[r->nt].index = c->index;
+	r->t[r->nt].f_first = r->nf;
 	c->rec = (long)r->nt++;
 	return 0;
 }
 
-/* c->ptr names the tool ("/tools/3" or "/1/tools/3"). */
-static void check_tool(struct ctx *c, const json_t *tool)
+/* The record of the first tool named name (nlen bytes), or -1; adds rec
+ * under that name when there is none. -2 when out of memory. */
+static long nameset_put(struct ctx *c, const char *name, size_t nlen, long rec)
+{
+	struct nameset *ns = &c->seen;
+	if (2 * (ns->n + 1) > ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 64;
+		long *slot = malloc(cap * sizeof *slot);
+		uint32_t *hash = malloc(cap * sizeof *hash);
+		if (slot == NULL || hash == NULL) {
+			free(slot);
+			free(hash);
+			return -2;
+		}
+		for (size_t i = 0; i < cap; i++)
+			slot[i] = -1;
+		for (size_t i = 0; i < ns->cap; i++) {
+			if (ns->slot[i] < 0)
+				continue;
+			size_t j = ns->hash[i] & (cap - 1);
+			while (slot[j] >= 0)
+				j = (j + 1) & (cap - 1);
+			slot[j] = ns->slot[i];
+			hash[j] = ns->hash[i];
+		}
+		free(ns->slot);
+		free(ns->hash);
+		ns->slot = slot;
+		ns->hash = hash;
+		ns->cap = cap;
+	}
+	uint32_t h = (uint32_t)hash_bytes(name, nlen);
+	size_t i = h & (ns->cap - 1);
+	for (; ns->slot[i] >= 0; i = (i + 1) & (ns->cap - 1))
+		if (ns->hash[i] == h && strcmp(c->r->t[ns->slot[i]].name, name) == 0)
+			return ns->slot[i];
+	ns->slot[i] = rec;
+	ns->hash[i] = h;
+	ns->n++;
+	return -1;
+}
+
+/* The first part of a tool's checks, up to its name: everything before
+ * duplicate-name. c->ptr names the tool. Returns 0 when the tool is not
+ * an object (nothing more to check) or memory ran out, else 1. */
+static int check_tool_head(struct ctx *c, const json_t *tool)
 {
 	struct contract_report *r = c->r;
 	size_t base = c->ptr.len;
 	char q[QBUF];
 
-	if (new_rec(c) < 0) {
-		r->oom = 1;
-		return;
-	}
-	c->budget = CONTRACT_MAX_NODES;
-	c->nheaders = 0;
 	if (!json_is_object(tool)) {
 		tool_finding(c, C_TOOL_NOT_OBJECT, "tools[%zu] is not an object", c->index);
-		return;
+		return 0;
 	}
-
 	const json_t *name = json_object_get(tool, "name");
 	if (json_is_string(name) && json_string_length(name) > 0) {
 		struct tool_rec *t = &r->t[c->rec];
 		t->name = strdup(json_string_value(name));
 		if (t->name == NULL) {
 			r->oom = 1;
-			return;
+			return 0;
 		}
 	}
 	sbuf_puts(&c->ptr, "/name");
 	if (r->t[c->rec].name == NULL) {
 		tool_finding(c, C_NAME_MISSING, "tools[%zu] has no name (absent, not a string, or empty)",
 		             c->index);
-	} else {
-		const char *n = r->t[c->rec].name;
-		sbuf_quote(q, sizeof q, n, QMAX);
-		if (!name_format_ok(name))
-			tool_finding(c, C_NAME_FORMAT,
-			             "name \"%s\" is not 1-128 characters of letters, digits, _ - .", q);
-		const json_t *first = json_object_get(c->seen, n);
-		if (first != NULL) {
-			const struct tool_rec *f = &r->t[json_integer_value(first)];
-			add_finding(r, C_DUPLICATE_NAME, c->rec, c->page, (long)c->index, 1,
-			            sbuf_str(&c->ptr), "name \"%s\" already used by tools[%zu] of page %zu",
-			            q, f->index, f->page);
-		} else if (json_object_set_new(c->seen, n, json_integer(c->rec)) < 0) {
-			r->oom = 1;
-		}
+	} else if (!name_format_ok(name)) {
+		tool_finding(c, C_NAME_FORMAT,
+		             "name \"%s\" is not 1-128 characters of letters, digits, _ - .",
+		             sbuf_quote(q, sizeof q, r->t[c->rec].name, QMAX));
 	}
 	sbuf_cut(&c->ptr, base);
+	return 1;
+}
+
+/* duplicate-name for the current record, whose name is known. */
+static void check_dup(struct ctx *c)
+{
+	struct contract_report *r = c->r;
+	const char *n = r->t[c->rec].name;
+	if (n == NULL)
+		return;
+	long first = nameset_put(c, n, strlen(n), c->rec);
+	if (first == -2) {
+		r->oom = 1;
+	} else if (first >= 0) {
+		tool_ptr(c);
+		size_t base = c->ptr.len;
+		char q[QBUF];
+		const struct tool_rec *f = &r->t[first];
+		sbuf_puts(&c->ptr, "/name");
+		add_finding(r, C_DUPLICATE_NAME, c->rec, c->page, (long)c->index, 1,
+		            sbuf_str(&c->ptr), "name \"%s\" already used by tools[%zu] of page %zu",
+		            sbuf_quote(q, sizeof q, n, QMAX), f->index, f->page);
+		sbuf_cut(&c->ptr, base);
+	}
+}
+
+/* The rest of an object tool's checks, after duplicate-name. */
+static void check_tool_body(struct ctx *c, const json_t *tool)
+{
+	size_t base = c->ptr.len;
 
 	const json_t *desc = json_object_get(tool, "description");
 	sbuf_puts(&c->ptr, "/description");
@@ -849,6 +967,20 @@ static void check_tool(struct ctx *c, const json_t *tool)
 	}
 }
 
+/* c->ptr names the tool ("/tools/3" or "/1/tools/3"); the record is made.
+ * *split: findings of the tool before duplicate-name (for the memo). */
+static void check_tool(struct ctx *c, const json_t *tool, size_t *split)
+{
+	c->budget = CONTRACT_MAX_NODES;
+	c->nheaders = 0;
+	int more = check_tool_head(c, tool);
+	*split = c->r->nf;
+	if (!more)
+		return;
+	check_dup(c);
+	check_tool_body(c, tool);
+}
+
 /* Page-level findings: c->ptr is the page prefix ("" or "/1"). */
 static void page_finding(struct ctx *c, enum code code, const char *member, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -862,7 +994,7 @@ static void page_finding(struct ctx *c, enum code code, const char *member, cons
 	va_end(ap);
 	if (member != NULL)
 		sbuf_token(&c->ptr, member);
-	add_finding(c->r, code, -1, c->page, -1, 1, sbuf_str(&c->ptr), "%s", msg);
+	add_finding_s(c->r, code, -1, c->page, -1, 1, sbuf_str(&c->ptr), msg);
 	sbuf_cut(&c->ptr, base);
 }
 
@@ -911,8 +1043,294 @@ long contract_cursor_loop(const char *const cursors[], size_t n)
 	return -1;
 }
 
-struct contract_report *contract_check(const json_t *const pages[], size_t npages,
-                                       const struct contract_opts *opts)
+/* ---- the memo (contract.h, "Incremental checking") -------------------------- */
+
+/* One finding of a tool as its check wrote it; the pointer without the
+ * tool's own prefix ("/tools/3"), which depends on where the tool sits. */
+struct memo_finding {
+	enum code code;
+	char *suffix;    /* owned */
+	char *message;   /* owned */
+};
+
+/* What checking one tool text found. Shared by the listing positions
+ * that hold the same text; owned by the memo. */
+struct memo_ent {
+	uint64_t hash;            /* hash_bytes(text) */
+	char *text;               /* copy of the tool's text, in the same block
+	                             (just after the struct) */
+	size_t len;
+	char *name;               /* owned, NULL when the tool has none */
+	int more;                 /* an object: duplicate-name and the body apply */
+	long index;               /* >= 0: a message names the tool's index, so
+	                             the result holds at that index only */
+	struct memo_finding *f;   /* owned: tool-level findings, in order */
+	size_t nf, split;         /* f[0..split) come before duplicate-name */
+	json_t *json;             /* owned, or NULL: the tool's entry of the JSON
+	                             report, built for json_index and
+	                             json_spec_only; immutable once built */
+	size_t json_index;
+	int json_spec_only;
+	unsigned long gen;        /* the last check that used it */
+	int dying;                /* being freed (an entry may sit at several
+	                             positions) */
+};
+
+struct contract_memo {
+	struct memo_ent **cur;    /* owned entries, by position in the last
+	                             listing (NULL: not kept) */
+	size_t ncur;
+	struct memo_ent **tab;    /* owned array of borrowed entries (of cur),
+	                             by hash; built when a call first needs it */
+	size_t tabcap;
+	int tab_built;
+	int modern;               /* the era rules the entries were made under */
+	unsigned long gen;        /* calls so far */
+	size_t nfindings;         /* findings held by all entries */
+	size_t rechecked;         /* tools checked afresh by the last call */
+};
+
+struct contract_memo *contract_memo_new(void)
+{
+	return calloc(1, sizeof(struct contract_memo));
+}
+
+static void ent_free(struct contract_memo *m, struct memo_ent *e)
+{
+	for (size_t i = 0; i < e->nf; i++) {
+		free(e->f[i].suffix);
+		free(e->f[i].message);
+	}
+	m->nfindings -= e->nf;
+	free(e->f);
+	free(e->name);
+	json_decref(e->json);
+	free(e);
+}
+
+/* Frees the entries of m->cur whose generation is not gen, and cur. */
+static void memo_drop_old(struct contract_memo *m, unsigned long gen)
+{
+	/* An entry may sit at several positions: list each once (in cur
+	 * itself, behind the reading position), then free the list. */
+	size_t nd = 0;
+	for (size_t i = 0; i < m->ncur; i++) {
+		struct memo_ent *e = m->cur[i];
+		if (e == NULL || e->gen == gen || e->dying)
+			continue;
+		e->dying = 1;
+		m->cur[nd++] = e;
+	}
+	for (size_t k = 0; k < nd; k++)
+		ent_free(m, m->cur[k]);
+	free(m->cur);
+	m->cur = NULL;
+	m->ncur = 0;
+	free(m->tab);
+	m->tab = NULL;
+	m->tabcap = 0;
+	m->tab_built = 0;
+}
+
+void contract_memo_free(struct contract_memo *m)
+{
+	if (m == NULL)
+		return;
+	memo_drop_old(m, m->gen + 1);
+	free(m);
+}
+
+size_t contract_memo_rechecked(const struct contract_memo *m)
+{
+	return m ? m->rechecked : 0;
+}
+
+/* The table of m->cur by hash; 0, or -1 when out of memory (then no
+ * lookup by content: a miss). */
+static int memo_tab(struct contract_memo *m)
+{
+	if (m->tab_built)
+		return m->tab ? 0 : -1;
+	m->tab_built = 1;
+	size_t cap = 64;
+	while (cap < 2 * m->ncur)
+		cap *= 2;
+	m->tab = calloc(cap, sizeof *m->tab);
+	if (m->tab == NULL)
+		return -1;
+	m->tabcap = cap;
+	for (size_t i = 0; i < m->ncur; i++) {
+		struct memo_ent *e = m->cur[i];
+		if (e == NULL)
+			continue;
+		size_t j = (size_t)e->hash & (cap - 1);
+		while (m->tab[j] != NULL && m->tab[j] != e)
+			j = (j + 1) & (cap - 1);
+		m->tab[j] = e;
+	}
+	return 0;
+}
+
+/* The entry for text tx at position i: first the entry that was at i
+ * (a list that changed in a few places keeps most tools where they were),
+ * else any entry with the same text. *hash: the text's hash when it was
+ * computed, else 0 with *hashed 0. */
+static struct memo_ent *memo_find(struct contract_memo *m, size_t i,
+                                  const struct contract_text *tx, uint64_t *hash, int *hashed)
+{
+	*hashed = 0;
+	/* The caller's word that the text is the same: nothing to read. */
+	if (tx->same_as > 0 && tx->same_as <= m->ncur && m->cur[tx->same_as - 1] != NULL &&
+	    m->cur[tx->same_as - 1]->len == tx->len)
+		return m->cur[tx->same_as - 1];
+	if (i < m->ncur && m->cur[i] != NULL && m->cur[i]->len == tx->len &&
+	    memcmp(m->cur[i]->text, tx->at, tx->len) == 0)
+		return m->cur[i];
+	*hash = hash_bytes(tx->at, tx->len);
+	*hashed = 1;
+	if (m->ncur == 0 || memo_tab(m) < 0)
+		return NULL;
+	for (size_t j = (size_t)*hash & (m->tabcap - 1); m->tab[j] != NULL;
+	     j = (j + 1) & (m->tabcap - 1)) {
+		const struct memo_ent *e = m->tab[j];
+		if (e->hash == *hash && e->len == tx->len && memcmp(e->text, tx->at, tx->len) == 0)
+			return m->tab[j];
+	}
+	return NULL;
+}
+
+/* An entry for what check_tool just found: findings r->f[f0..) of the
+ * current record, split at `split`. NULL when it cannot be kept (a finding
+ * was dropped over the cap, the memo holds too many, out of memory): the
+ * tool is then checked afresh next time. */
+static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
+                                  const struct contract_text *tx, uint64_t hash, size_t f0,
+                                  size_t split, size_t dropped_before, int more)
+{
+	struct contract_report *r = c->r;
+	size_t plen = c->ptr.len;
+	const char *prefix = sbuf_str(&c->ptr);
+	size_t n = 0;
+	if (r->oom || r->dropped != dropped_before)
+		return NULL;
+	for (size_t k = f0; k < r->nf; k++)
+		n += !r->f[k].pub.list_level;
+	if (m->nfindings + n > CONTRACT_MAX_FINDINGS)
+		return NULL;
+	/* One block for the entry and its text: a fresh list makes a
+	 * thousand of them. */
+	struct memo_ent *e = malloc(sizeof *e + tx->len);
+	if (e == NULL)
+		return NULL;
+	memset(e, 0, sizeof *e);
+	e->hash = hash;
+	e->len = tx->len;
+	e->more = more;
+	e->index = -1;
+	e->text = (char *)(e + 1);
+	memcpy(e->text, tx->at, tx->len);
+	e->f = n ? calloc(n, sizeof *e->f) : NULL;
+	if (n && e->f == NULL)
+		goto fail;
+	for (size_t k = f0; k < r->nf; k++) {
+		const struct finding *f = &r->f[k];
+		if (f->pub.list_level)
+			continue;
+		if (strncmp(f->pointer, prefix, plen) != 0)
+			goto fail; /* cannot happen: every tool finding is under it */
+		struct memo_finding *mf = &e->f[e->nf];
+		mf->code = C_COUNT;
+		for (int code = 0; code < C_COUNT; code++)
+			if (codes[code].name == f->pub.code)
+				mf->code = (enum code)code;
+		mf->suffix = strdup(f->pointer + plen);
+		mf->message = strdup(f->message);
+		e->nf++;
+		m->nfindings++;
+		if (mf->code == C_COUNT || mf->suffix == NULL || mf->message == NULL)
+			goto fail;
+		if (mf->code == C_TOOL_NOT_OBJECT || mf->code == C_NAME_MISSING)
+			e->index = (long)c->index;
+		if (k < split)
+			e->split = e->nf;
+	}
+	/* The record's name moves to the entry, which the record then
+	 * borrows it from (its findings point at it already). */
+	e->name = r->t[c->rec].name;
+	return e;
+fail:
+	ent_free(m, e);
+	return NULL;
+}
+
+/* The current record from entry e, as check_tool would have made it. */
+static void memo_replay(struct ctx *c, struct memo_ent *e)
+{
+	struct contract_report *r = c->r;
+	struct tool_rec *t = &r->t[c->rec];
+	t->name = e->name; /* borrowed: t->ent is set */
+	t->ent = e;
+	if (e->nf > 0)
+		tool_ptr(c);
+	size_t base = c->ptr.len;
+	for (size_t k = 0; k < e->nf; k++) {
+		if (k == e->split && e->more)
+			check_dup(c);
+		sbuf_puts(&c->ptr, e->f[k].suffix);
+		add_finding_s(r, e->f[k].code, c->rec, c->page, (long)c->index, 0, sbuf_str(&c->ptr),
+		              e->f[k].message);
+		sbuf_cut(&c->ptr, base);
+	}
+	if (e->nf == e->split && e->more)
+		check_dup(c);
+}
+
+/* Tool i of a one-page listing whose text is tx: replayed from the memo
+ * or checked (and kept). next[i] gets the entry. */
+static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool,
+                      const struct contract_text *tx, struct memo_ent **next)
+{
+	struct contract_report *r = c->r;
+	uint64_t hash = 0;
+	int hashed;
+	if (new_rec(c) < 0) {
+		r->oom = 1;
+		return;
+	}
+	struct memo_ent *e = memo_find(m, c->index, tx, &hash, &hashed);
+	if (e != NULL && e->index >= 0 && e->index != (long)c->index)
+		e = NULL;
+	if (e != NULL) {
+		memo_replay(c, e);
+	} else {
+		size_t f0 = r->nf, dropped = r->dropped, split;
+		tool_ptr(c);
+		c->budget = CONTRACT_MAX_NODES;
+		c->nheaders = 0;
+		int more = check_tool_head(c, tool);
+		split = r->nf;
+		if (more) {
+			check_dup(c);
+			check_tool_body(c, tool);
+		}
+		m->rechecked++;
+		if (!hashed)
+			hash = hash_bytes(tx->at, tx->len);
+		e = memo_keep(m, c, tx, hash, f0, split, dropped, more);
+	}
+	r->t[c->rec].f_end = r->nf;
+	r->t[c->rec].ent = e;
+	next[c->index] = e;
+	if (e != NULL)
+		e->gen = m->gen;
+}
+
+/* contract_check, and contract_check_memo when m is not NULL: then
+ * texts[0..ntexts) are the texts of the only page's tools. */
+static struct contract_report *check_pages(const json_t *const pages[], size_t npages,
+                                           const struct contract_opts *opts,
+                                           struct contract_memo *m,
+                                           const struct contract_text *texts, size_t ntexts)
 {
 	if (pages == NULL || npages == 0)
 		return NULL;
@@ -920,11 +1338,29 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 	if (r == NULL)
 		return NULL;
 	struct ctx c = {.r = r, .rec = -1};
+	struct memo_ent **now = NULL; /* m's entries by position, this time */
 	r->spec_only = opts != NULL && opts->spec_only;
 	c.modern = opts != NULL && era_is_modern(opts->era);
-	c.seen = json_object();
-	if (c.seen == NULL)
-		goto fail;
+	if (m != NULL) {
+		const json_t *tools = json_is_array(pages[0]) ? pages[0]
+		                                              : json_object_get(pages[0], "tools");
+		if (npages != 1 || texts == NULL || !json_is_array(tools) ||
+		    ntexts != json_array_size(tools)) {
+			m = NULL; /* not what the memo is for: a plain check */
+		} else {
+			size_t nnext = ntexts < CONTRACT_MAX_TOOLS ? ntexts : CONTRACT_MAX_TOOLS;
+			now = calloc(nnext ? nnext : 1, sizeof *now);
+			if (now == NULL)
+				goto fail;
+			if (m->modern != c.modern)
+				memo_drop_old(m, m->gen + 1); /* other rules: nothing holds */
+			m->modern = c.modern;
+			m->gen++;
+			m->rechecked = 0;
+			r->memo = m;
+			r->memo_gen = m->gen;
+		}
+	}
 
 	int multi = npages > 1;
 	size_t n = npages < CONTRACT_MAX_PAGES ? npages : CONTRACT_MAX_PAGES;
@@ -973,9 +1409,21 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 				continue;
 			}
 			c.index = i;
-			sbuf_puts(&c.ptr, "/tools");
-			sbuf_index(&c.ptr, i);
-			check_tool(&c, json_array_get(tools, i));
+			if (m != NULL) {
+				c.lazy = 1;
+				memo_tool(&c, m, json_array_get(tools, i), &texts[i], now);
+				c.lazy = 0;
+			} else {
+				sbuf_puts(&c.ptr, "/tools");
+				sbuf_index(&c.ptr, i);
+				size_t split;
+				if (new_rec(&c) < 0) {
+					r->oom = 1;
+				} else {
+					check_tool(&c, json_array_get(tools, i), &split);
+					r->t[c.rec].f_end = r->nf;
+				}
+			}
 			sbuf_cut(&c.ptr, pbase);
 		}
 		r->page_count[p] = r->nt - r->page_first[p];
@@ -1008,16 +1456,41 @@ struct contract_report *contract_check(const json_t *const pages[], size_t npage
 		page_finding(&c, C_NO_TOOLS, "tools", "the server lists no tools");
 	}
 
+	if (m != NULL) {
+		/* This listing's entries replace the last one's, failed or not:
+		 * each in next is whole. */
+		memo_drop_old(m, m->gen);
+		m->cur = now;
+		m->ncur = r->page_count[0];
+		now = NULL;
+	}
 	if (r->oom || c.ptr.oom)
 		goto fail;
-	json_decref(c.seen);
+	free(c.seen.slot);
+	free(c.seen.hash);
 	free(c.ptr.p);
 	return r;
 fail:
-	json_decref(c.seen);
+	free(now);
+	free(c.seen.slot);
+	free(c.seen.hash);
 	free(c.ptr.p);
 	contract_report_free(r);
 	return NULL;
+}
+
+struct contract_report *contract_check(const json_t *const pages[], size_t npages,
+                                       const struct contract_opts *opts)
+{
+	return check_pages(pages, npages, opts, NULL, NULL, 0);
+}
+
+struct contract_report *contract_check_memo(const json_t *page, const struct contract_text *texts,
+                                            size_t ntexts, const struct contract_opts *opts,
+                                            struct contract_memo *m)
+{
+	const json_t *pages[1] = {page};
+	return check_pages(pages, 1, opts, m, texts, ntexts);
 }
 
 /* ---- accessors -------------------------------------------------------------- */
@@ -1095,12 +1568,28 @@ static json_t *finding_json(const struct finding *f, int with_tool)
 	return o;
 }
 
+/* The report's root around its three arrays (stolen, even on failure). */
+static json_t *report_root(const struct contract_report *r, json_t *tools, json_t *problems,
+                           json_t *warnings)
+{
+	json_t *root = json_pack("{s:o,s:o,s:o,s:f,s:b,s:b}", "tools", tools, "problems", problems,
+	                         "warnings", warnings, "score", contract_report_score(r), "passed",
+	                         contract_report_passed(r), "truncated", r->truncated);
+	if (root == NULL)
+		return NULL; /* "o" stole the arrays even on failure */
+	if (r->dropped > 0 &&
+	    json_object_set_new(root, "findings_dropped", json_integer((json_int_t)r->dropped)) < 0) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
 json_t *contract_report_json(const struct contract_report *r)
 {
 	json_t *tools = json_array();
 	json_t *problems = json_array();
 	json_t *warnings = json_array();
-	json_t *root = NULL;
 	if (tools == NULL || problems == NULL || warnings == NULL)
 		goto fail;
 	for (size_t i = 0; i < r->nt; i++) {
@@ -1133,17 +1622,77 @@ json_t *contract_report_json(const struct contract_report *r)
 		if (o == NULL || json_array_append_new(dst, o) < 0)
 			goto fail;
 	}
-	root = json_pack("{s:o,s:o,s:o,s:f,s:b,s:b}", "tools", tools, "problems", problems,
-	                 "warnings", warnings, "score", contract_report_score(r), "passed",
-	                 contract_report_passed(r), "truncated", r->truncated);
-	if (root == NULL)
-		return NULL; /* "o" stole the arrays even on failure */
-	if (r->dropped > 0 &&
-	    json_object_set_new(root, "findings_dropped", json_integer((json_int_t)r->dropped)) < 0) {
-		json_decref(root);
+	return report_root(r, tools, problems, warnings);
+fail:
+	json_decref(tools);
+	json_decref(problems);
+	json_decref(warnings);
+	return NULL;
+}
+
+/* Tool i's entry of the JSON report, from its findings f[f_first..f_end)
+ * (so only when none was dropped). */
+static json_t *tool_json(const struct contract_report *r, size_t i)
+{
+	const struct tool_rec *t = &r->t[i];
+	json_t *o = json_object();
+	json_t *name = t->name ? json_string(t->name) : json_null();
+	json_t *problems = json_array(), *warnings = json_array();
+	if (o == NULL || json_object_set_new_nocheck(o, "name", name) < 0 ||
+	    json_object_set_new_nocheck(o, "problems", problems) < 0 ||
+	    json_object_set_new_nocheck(o, "warnings", warnings) < 0) {
+		json_decref(o); /* set_new took what it was given either way */
 		return NULL;
 	}
-	return root;
+	for (size_t k = t->f_first; k < t->f_end; k++) {
+		const struct finding *f = &r->f[k];
+		if (f->pub.list_level)
+			continue;
+		json_t *fo = finding_json(f, 0);
+		if (fo == NULL || json_array_append_new(f->pub.problem ? problems : warnings, fo) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+json_t *contract_report_json_memo(const struct contract_report *r, struct contract_memo *m)
+{
+	if (m == NULL || r->memo != m || r->memo_gen != m->gen || r->dropped > 0 || r->npages != 1)
+		return contract_report_json(r);
+	json_t *tools = json_array();
+	json_t *problems = json_array();
+	json_t *warnings = json_array();
+	if (tools == NULL || problems == NULL || warnings == NULL)
+		goto fail;
+	for (size_t i = 0; i < r->nt; i++) {
+		struct memo_ent *e = r->t[i].ent;
+		json_t *t;
+		if (e != NULL && e->json != NULL && e->json_index == r->t[i].index &&
+		    e->json_spec_only == r->spec_only) {
+			t = json_incref(e->json);
+		} else {
+			t = tool_json(r, i);
+			if (t != NULL && e != NULL) {
+				json_decref(e->json);
+				e->json = json_incref(t);
+				e->json_index = r->t[i].index;
+				e->json_spec_only = r->spec_only;
+			}
+		}
+		if (t == NULL || json_array_append_new(tools, t) < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < r->nf; i++) {
+		const struct finding *f = &r->f[i];
+		if (!f->pub.list_level)
+			continue;
+		json_t *o = finding_json(f, 1);
+		if (o == NULL || json_array_append_new(f->pub.problem ? problems : warnings, o) < 0)
+			goto fail;
+	}
+	return report_root(r, tools, problems, warnings);
 fail:
 	json_decref(tools);
 	json_decref(problems);

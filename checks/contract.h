@@ -207,4 +207,63 @@ char *contract_report_text(const struct contract_report *r);
 json_t *contract_filter(const json_t *page, size_t page_index,
                         const struct contract_report *r);
 
+/* ---- Incremental checking ---------------------------------------------------
+ *
+ * A proxy checks the same upstream's listing again and again, and from one
+ * listing to the next most tools are the same text (a deploy changes a
+ * few). A memo keeps, per tool text, what checking that tool found, so
+ * that contract_check_memo() checks only the tools whose text it has not
+ * seen in the last listing checked with it, and replays the rest. The
+ * report is the one contract_check() gives for the same page, finding for
+ * finding: a tool's own findings depend only on its value (parsed from
+ * its text), the era rules (a change of rules empties the memo) and, for
+ * two codes whose message names it, its index (those hold at that index
+ * only); duplicate-name, page and list findings are worked out afresh
+ * every time.
+ *
+ * Bounds: the memo holds the entries of the last listing only (at most
+ * CONTRACT_MAX_TOOLS, each with a copy of its tool's text, so about the
+ * listing's size) and at most CONTRACT_MAX_FINDINGS findings in all; a
+ * tool over that is checked afresh every time. Not thread-safe: one memo
+ * per upstream, used under the caller's lock. */
+struct contract_memo;
+
+/* The JSON text a tool was parsed from (borrowed). */
+struct contract_text {
+	const char *at;
+	size_t len;
+	/* 1 + the index of the tool of the previous contract_check_memo() call
+	 * with the same memo whose text this is, byte for byte (the caller
+	 * knows it without comparing: jparse_elements_since); 0 when not
+	 * known: the memo then compares texts itself. */
+	size_t same_as;
+};
+
+/* A new, empty memo (owned; contract_memo_free), NULL when out of memory. */
+struct contract_memo *contract_memo_new(void);
+void contract_memo_free(struct contract_memo *m);  /* accepts NULL */
+
+/* contract_check() of the one page `page`, with texts[i] the exact text
+ * that tool i of its tools array was parsed from (same bytes for the same
+ * value is what makes replaying safe: pass nothing else). When ntexts is
+ * not the size of that array, or page has none, the check is a plain one
+ * and m is left as it was. m (not NULL) is updated to this listing.
+ * Returns what contract_check() returns, except that the report borrows
+ * tool names from m: free it before the next call with m and before
+ * contract_memo_free(m). */
+struct contract_report *contract_check_memo(const json_t *page, const struct contract_text *texts,
+                                            size_t ntexts, const struct contract_opts *opts,
+                                            struct contract_memo *m);
+
+/* Tools the last contract_check_memo() call with m checked afresh (not
+ * replayed); for tests and counters. */
+size_t contract_memo_rechecked(const struct contract_memo *m);
+
+/* contract_report_json() of r, equal to it, reusing the per-tool objects
+ * of "tools" built for earlier reports from m when r is m's latest report
+ * (otherwise it is contract_report_json). The tool objects are shared:
+ * they and the arrays inside must never be modified; the root and its
+ * other members are the caller's own. */
+json_t *contract_report_json_memo(const struct contract_report *r, struct contract_memo *m);
+
 #endif

@@ -17,6 +17,9 @@
  * hook_contract.h, "Unchanged lists"): the result's bytes as they arrived,
  * and what checking them did (counters, log line, report, the reply's
  * change). A listing with the same bytes replays it instead of checking.
+ * And it keeps a memo of per-tool results with the last one-page
+ * listing's text and tool spans ("Changed lists"), so that a listing with
+ * other bytes costs the tools that changed.
  */
 #include "proxy/hook_contract.h"
 
@@ -58,13 +61,28 @@ struct up_state {
 	const char *baseline_file;   /* borrowed from conf->contract, or NULL */
 	json_t *baseline;            /* owned: the loaded document, or NULL */
 	const json_t *baseline_tools;/* borrowed from baseline */
-	json_t *latest;              /* owned: latest report, or NULL */
+	json_t *latest;              /* owned: latest report, or NULL; never
+	                                changed once published (admin keeps a
+	                                reference) */
 	struct verdict_cache *cache; /* owned: last one-page listing's verdict, or NULL */
+	struct contract_memo *memo;  /* owned: per-tool results of the last
+	                                one-page listing, or NULL */
+	struct contract_text *texts; /* owned: scratch, CONTRACT_MAX_TOOLS */
+	struct jparse_elem *spans;   /* owned: scratch, CONTRACT_MAX_TOOLS */
+	/* The text of the last listing checked with the memo and where its
+	 * tools sit in it, so that the next one is skimmed only where it
+	 * differs (jparse_elements_since). */
+	char *prev;                  /* owned copy, or NULL */
+	size_t prev_len, prev_cap;
+	struct jparse_elem *prev_spans; /* owned: CONTRACT_MAX_TOOLS, into prev */
+	size_t nprev;
+	int prev_now;                /* prev is the page being checked now */
 };
 
 /* What checking a one-page listing did, to do again for the same bytes. */
 struct verdict_cache {
-	char *bytes;                 /* owned: the result's text as it arrived */
+	char *bytes;                 /* owned: the result's text as it arrived;
+	                                NULL: it is up_state.prev (shared) */
 	size_t len;
 	char *era;                   /* owned, or NULL */
 	enum log_level level;
@@ -362,12 +380,12 @@ struct verdict {
 	int passed;           /* no problem, no breaking change, all examined */
 };
 
-static json_t *build_report(const struct up_state *us, const struct listing *l,
+static json_t *build_report(struct up_state *us, const struct listing *l,
                             const struct contract_report *r, json_t *changes,
                             const struct verdict *v)
 {
 	char now[32];
-	json_t *o = contract_report_json(r);
+	json_t *o = contract_report_json_memo(r, us->memo);
 	if (!o) {
 		json_decref(changes);
 		return NULL;
@@ -630,6 +648,106 @@ static json_t *joined_tools(const json_t *pages)
 	return all;
 }
 
+/* Before prev changes: a verdict kept on its bytes goes. */
+static void prev_release(struct up_state *us)
+{
+	if (us->cache && !us->cache->bytes) {
+		cache_free(us->cache);
+		us->cache = NULL;
+	}
+}
+
+/* prev[0..len) := raw[0..len), prev holding plen bytes of the previous
+ * text: a text of the same length (a description edited in place) is
+ * copied where it differs only. */
+static void prev_update(char *prev, size_t plen, const char *raw, size_t len)
+{
+	size_t i = 0, j = len;
+	if (plen == len) {
+		while (i + 4096 <= len && memcmp(prev + i, raw + i, 4096) == 0)
+			i += 4096;
+		while (j >= i + 4096 && memcmp(prev + j - 4096, raw + j - 4096, 4096) == 0)
+			j -= 4096;
+	}
+	memcpy(prev + i, raw + i, j - i);
+}
+
+static void memo_free(struct up_state *us)
+{
+	prev_release(us);
+	contract_memo_free(us->memo);
+	free(us->texts);
+	free(us->spans);
+	free(us->prev);
+	free(us->prev_spans);
+	us->memo = NULL;
+	us->texts = NULL;
+	us->spans = NULL;
+	us->prev = NULL;
+	us->prev_spans = NULL;
+	us->prev_len = us->prev_cap = us->nprev = 0;
+}
+
+/* contract_check() of the listing's pages. A listing of one page whose
+ * text the transport kept (the common case: a client listing tools
+ * again) goes through the upstream's memo: only tools whose text is new
+ * since its last such listing are checked, the others' findings are
+ * replayed (checks/contract.h, "Incremental checking"). */
+static struct contract_report *check_pages(struct up_state *us, const json_t *const *pages,
+                                           size_t n, int orphan, const struct contract_opts *opts,
+                                           const struct inspect_msg *m, uint64_t *checked)
+{
+	*checked = UINT64_MAX; /* a plain check: every tool examined */
+	/* Only a whole listing in one page, the kind the verdict cache keeps:
+	 * pages of longer ones would push its bytes out of prev. */
+	const json_t *tools = n == 1 && !orphan && !page_next_cursor(pages[0])
+	                          ? page_tools(pages[0]) : NULL;
+	if (!json_is_array(tools) || !m->result_raw || m->result_raw_len > HOOK_CONTRACT_CACHE_BYTES ||
+	    json_array_size(tools) > CONTRACT_MAX_TOOLS || json_is_array(pages[0]))
+		return contract_check(pages, n, opts);
+	if (!us->memo) {
+		us->memo = contract_memo_new();
+		us->texts = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->texts));
+		us->spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->spans));
+		us->prev_spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->prev_spans));
+		if (!us->memo || !us->texts || !us->spans || !us->prev_spans) {
+			memo_free(us);
+			return contract_check(pages, n, opts);
+		}
+	}
+	const char *raw = m->result_raw;
+	long k = jparse_elements_since(raw, m->result_raw_len, "tools", us->spans, CONTRACT_MAX_TOOLS,
+	                               us->prev, us->prev_len, us->prev_spans, us->nprev);
+	us->nprev = 0;
+	if (k < 0 || (size_t)k != json_array_size(tools))
+		return contract_check(pages, n, opts);
+	for (long i = 0; i < k; i++)
+		us->texts[i] = (struct contract_text){us->spans[i].at, us->spans[i].len,
+		                                      us->spans[i].same_as};
+	struct contract_report *r = contract_check_memo(pages[0], us->texts, (size_t)k, opts,
+	                                                us->memo);
+	if (!r)
+		return NULL; /* prev (nprev 0 now) and the memo may disagree: no hints next time */
+	*checked = contract_memo_rechecked(us->memo);
+	/* Keep this text for the next listing's skim (and the verdict cache). */
+	prev_release(us);
+	if (us->prev_cap < m->result_raw_len) {
+		char *p = realloc(us->prev, m->result_raw_len);
+		if (!p)
+			return r;
+		us->prev = p;
+		us->prev_cap = m->result_raw_len;
+	}
+	prev_update(us->prev, us->prev_len, raw, m->result_raw_len);
+	us->prev_len = m->result_raw_len;
+	for (long i = 0; i < k; i++)
+		us->prev_spans[i] = (struct jparse_elem){us->prev + (us->spans[i].at - raw),
+		                                         us->spans[i].len, 0};
+	us->nprev = (size_t)k;
+	us->prev_now = 1;
+	return r;
+}
+
 /* Checks the listing with its newest page and decides what the client
  * gets. Returns 1 when the listing is over (complete, or failed in fail
  * mode) and can be dropped. */
@@ -644,12 +762,14 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 
 	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
 		pages[i] = json_array_get(l->pages, i);
-	struct contract_report *r = contract_check(pages, n, &opts);
+	uint64_t checked;
+	struct contract_report *r = check_pages(us, pages, n, l->orphan, &opts, m, &checked);
 	if (!r) {
 		log_msg(LOG_ERROR, "contract: out of memory checking a tool list: forwarded unchecked");
 		e->cacheable = 0;
 		return 0;
 	}
+	hc->stats.tools_checked += checked == UINT64_MAX ? contract_report_ntools(r) : checked;
 	struct drift_report *d = NULL;
 	if (us->baseline_tools) {
 		json_t *all = joined_tools(l->pages);
@@ -737,7 +857,7 @@ static int cache_hit(const struct up_state *us, const struct inspect_msg *m, con
 {
 	const struct verdict_cache *c = us->cache;
 	return c && m->result_raw && m->result_raw_len == c->len && same_era(era, c->era) &&
-	       memcmp(m->result_raw, c->bytes, c->len) == 0;
+	       memcmp(m->result_raw, c->bytes ? c->bytes : us->prev, c->len) == 0;
 }
 
 static void stats_add(struct hook_contract_stats *to, const struct hook_contract_stats *d)
@@ -774,8 +894,15 @@ static void replay(struct hook_contract *hc, struct up_state *us, struct inspect
 	if (c->line[0])
 		log_msg(c->level, "#%llu %s", m->where->conn_id, c->line);
 	utc_now(now, sizeof(now));
-	json_object_set_new(c->report, "time", json_string(now));
-	publish(hc, us, json_incref(c->report));
+	/* A new root sharing every member: the kept report was published and
+	 * is never changed (admin may be reading it). */
+	json_t *report = json_object();
+	if (report && (json_object_update(report, c->report) < 0 ||
+	               json_object_set_new(report, "time", json_string(now)) < 0)) {
+		json_decref(report);
+		report = NULL;
+	}
+	publish(hc, us, report ? report : json_incref(c->report));
 	if (c->error) {
 		json_t *err = jparse_copy(c->error);
 		if (err) {
@@ -799,11 +926,16 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
                      const char *line, enum log_level level)
 {
 	struct verdict_cache *c = calloc(1, sizeof(*c));
-	if (!c || !(c->bytes = malloc(m->result_raw_len)) || (era && !(c->era = dup_str(era)))) {
+	/* The memo kept these bytes already: share them (prev_release drops
+	 * this verdict before they change). */
+	int shared = us->prev_now && us->prev_len == m->result_raw_len;
+	if (!c || (!shared && !(c->bytes = malloc(m->result_raw_len))) ||
+	    (era && !(c->era = dup_str(era)))) {
 		cache_free(c);
 		return;
 	}
-	memcpy(c->bytes, m->result_raw, m->result_raw_len);
+	if (!shared)
+		memcpy(c->bytes, m->result_raw, m->result_raw_len);
 	c->len = m->result_raw_len;
 	c->level = level;
 	snprintf(c->line, sizeof(c->line), "%s", line);
@@ -834,6 +966,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	struct listing *l = cursor ? listing_find(hc, up, session, cursor) : NULL;
 	const char *era = cursor ? NULL : message_era(m);
 
+	us->prev_now = 0;
 	if (!cursor && cache_hit(us, m, era)) {
 		replay(hc, us, m);
 		return;
@@ -1045,6 +1178,7 @@ void hook_contract_free(struct hook_contract *hc)
 	for (size_t i = 0; i < hc->nups; i++) {
 		json_decref(hc->ups[i].baseline);
 		json_decref(hc->ups[i].latest);
+		memo_free(&hc->ups[i]); /* first: it may free a cache sharing its text */
 		cache_free(hc->ups[i].cache);
 	}
 	free(hc->ups);

@@ -47,6 +47,16 @@
  * bytes are compared whole (no hash to collide), one result of at most
  * HOOK_CONTRACT_CACHE_BYTES per upstream.
  *
+ * Changed lists. A one-page listing whose bytes differ (of at most
+ * HOOK_CONTRACT_CACHE_BYTES) is checked through the upstream's memo
+ * (checks/contract.h, "Incremental checking"): only tools whose text is
+ * new since the previous such listing are checked, the rest replayed;
+ * the tools' texts are located by skimming only where the result's text
+ * differs from the previous one (proxy/jparse.h). Same report, same
+ * reply, as a full check. Published reports are never changed afterwards
+ * (admin keeps a reference), so their per-tool parts can be shared from
+ * one report to the next.
+ *
  * Not here: a tools/list response that reaches the hook without its
  * request (m->request NULL: replayed on a resumed GET stream, or a legacy
  * transport that did not correlate it) is not checked; the proxy's own
@@ -120,6 +130,9 @@ struct hook_contract_stats {
 	uint64_t replies_failed;   /* pages replaced by a JSON-RPC error */
 	uint64_t evicted;          /* listings dropped to stay within bounds */
 	uint64_t replayed;         /* pages answered from the kept verdict (of pages) */
+	uint64_t tools_checked;    /* tools checked afresh: not replayed with a
+	                              verdict nor from the memo of per-tool
+	                              results ("Changed lists") */
 };
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out);
 

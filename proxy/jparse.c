@@ -478,3 +478,262 @@ json_t *jparse_copy(const json_t *v)
 		return NULL;
 	}
 }
+
+/* ---- element spans ------------------------------------------------------------
+ *
+ * A skimmer, not a parser: the text was parsed already (it is the one
+ * jparse accepted), so only strings need care (a bracket inside one is
+ * text), and a string's end is found with memchr. Anything unexpected
+ * answers -1, never a guess. */
+
+enum { SK_OTHER = 0, SK_WS, SK_QUOTE, SK_OPEN, SK_CLOSE, SK_SEP };
+
+static const unsigned char sk_class[256] = {
+	[' '] = SK_WS, ['\t'] = SK_WS, ['\n'] = SK_WS, ['\r'] = SK_WS, ['"'] = SK_QUOTE,
+	['{'] = SK_OPEN, ['['] = SK_OPEN, ['}'] = SK_CLOSE, [']'] = SK_CLOSE,
+	[','] = SK_SEP, [':'] = SK_SEP,
+};
+
+static const char *sk_ws(const char *p, const char *end)
+{
+	while (p < end && sk_class[(unsigned char)*p] == SK_WS)
+		p++;
+	return p;
+}
+
+/* p just after an opening quote: just after the closing one, or NULL. */
+static const char *sk_string(const char *p, const char *end)
+{
+	const char *s = p;
+	for (;;) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		if (!q)
+			return NULL;
+		const char *b = q;
+		while (b > s && b[-1] == '\\')
+			b--;
+		if (((q - b) & 1) == 0)
+			return q + 1;
+		p = q + 1;
+	}
+}
+
+/* One value from p (no leading blanks): just after it, or NULL. */
+static const char *sk_value(const char *p, const char *end)
+{
+	size_t depth = 0;
+	while (p < end) {
+		switch (sk_class[(unsigned char)*p]) {
+		case SK_WS:
+			p++;
+			continue;
+		case SK_QUOTE:
+			if (!(p = sk_string(p + 1, end)))
+				return NULL;
+			break;
+		case SK_OPEN:
+			if (++depth > JSON_PARSER_MAX_DEPTH + 1)
+				return NULL;
+			p++;
+			continue;
+		case SK_CLOSE:
+			if (depth == 0)
+				return NULL;
+			depth--;
+			p++;
+			break;
+		case SK_SEP:
+			if (depth == 0)
+				return NULL;
+			p++;
+			continue;
+		default:
+			do
+				p++;
+			while (p < end && sk_class[(unsigned char)*p] == SK_OTHER);
+		}
+		if (depth == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* The members of an object from p (just after '{' or after a member's
+ * value, blanks skipped), up to its '}'. The elements of a member named
+ * name[0..nlen) go to out (at most max), *found counting them; a second
+ * such member, or anything unexpected, answers -1. */
+static int sk_members(const char *p, const char *end, const char *name, size_t nlen,
+                      struct jparse_elem *out, size_t max, long *found, int first)
+{
+	for (;;) {
+		p = sk_ws(p, end);
+		if (p < end && *p == '}')
+			return first ? -1 : 0;  /* "{}" has no such member */
+		if (!first) {
+			if (p >= end || *p != ',')
+				return -1;
+			p = sk_ws(p + 1, end);
+		}
+		first = 0;
+		if (p >= end || *p != '"')
+			return -1;
+		const char *k = p + 1;
+		if (!(p = sk_string(k, end)))
+			return -1;
+		/* An escaped name could spell `name` differently; a second one
+		 * would replace the first (jparse keeps the last). */
+		size_t klen = (size_t)(p - 1 - k);
+		if (memchr(k, '\\', klen))
+			return -1;
+		int is_name = klen == nlen && memcmp(k, name, nlen) == 0;
+		p = sk_ws(p, end);
+		if (p >= end || *p != ':')
+			return -1;
+		p = sk_ws(p + 1, end);
+		if (!is_name) {
+			if (!(p = sk_value(p, end)))
+				return -1;
+			continue;
+		}
+		if (*found >= 0 || p >= end || *p != '[')
+			return -1;
+		*found = 0;
+		p = sk_ws(p + 1, end);
+		if (p < end && *p == ']') {
+			p++;
+			continue;
+		}
+		for (;;) {
+			const char *s = p;
+			if (!(p = sk_value(p, end)) || (size_t)*found >= max)
+				return -1;
+			out[*found] = (struct jparse_elem){s, (size_t)(p - s), 0};
+			(*found)++;
+			p = sk_ws(p, end);
+			if (p < end && *p == ',') {
+				p = sk_ws(p + 1, end);
+				continue;
+			}
+			if (p < end && *p == ']') {
+				p++;
+				break;
+			}
+			return -1;
+		}
+	}
+}
+
+long jparse_elements(const char *text, size_t len, const char *name, struct jparse_elem *out,
+                     size_t max)
+{
+	long found = -1;
+	if (!text)
+		return -1;
+	const char *p = sk_ws(text, text + len);
+	if (p >= text + len || *p != '{')
+		return -1;
+	if (sk_members(p + 1, text + len, name, strlen(name), out, max, &found, 1) < 0)
+		return -1;
+	return found;
+}
+
+/* Bytes a and b have in common from the start (at most n), and from the
+ * end (at most n): blocks through memcmp, smaller and smaller, then bytes. */
+static size_t common_head(const char *a, const char *b, size_t n)
+{
+	size_t i = 0;
+	for (size_t blk = 16384; blk >= 64; blk /= 16)
+		while (i + blk <= n && memcmp(a + i, b + i, blk) == 0)
+			i += blk;
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+static size_t common_tail(const char *a, size_t alen, const char *b, size_t blen, size_t n)
+{
+	size_t i = 0;
+	for (size_t blk = 16384; blk >= 64; blk /= 16)
+		while (i + blk <= n && memcmp(a + alen - i - blk, b + blen - i - blk, blk) == 0)
+			i += blk;
+	while (i < n && a[alen - 1 - i] == b[blen - 1 - i])
+		i++;
+	return i;
+}
+
+/* The window: with P bytes in common at the head and S at the tail (not
+ * overlapping), old element j is the same in the new text when it ends
+ * before P (its last byte and the one after it decide where it ends), at
+ * the same offset; an old element that ends at or past len - S ends at the
+ * same distance from the end in both. So the new text is skimmed from the
+ * first element not wholly in the head, in the state an element starts
+ * in, until an element ends where an old one ended (same distance from
+ * the end, inside the tail): from there on both texts are the same bytes
+ * read in the same state, and the old spans hold, shifted. Reaching the
+ * array's end first, the members after it are skimmed again. */
+long jparse_elements_since(const char *text, size_t len, const char *name,
+                           struct jparse_elem *out, size_t max, const char *old, size_t oldlen,
+                           const struct jparse_elem *prev, size_t nprev)
+{
+	if (!text || !old || nprev == 0 || nprev > max)
+		return jparse_elements(text, len, name, out, max);
+	size_t m = len < oldlen ? len : oldlen;
+	size_t P = common_head(text, old, m);
+	size_t S = common_tail(text, len, old, oldlen, m - P);
+	ptrdiff_t d = (ptrdiff_t)len - (ptrdiff_t)oldlen;
+	const char *end = text + len;
+	size_t k = 0;
+	while (k < nprev && (size_t)(prev[k].at + prev[k].len - old) < P)
+		k++;
+	const char *p;
+	int in_value;
+	if (k < nprev && (size_t)(prev[k].at - old) <= P) {
+		p = text + (prev[k].at - old);
+		in_value = 1;
+	} else if (k > 0) {
+		p = text + (prev[k - 1].at + prev[k - 1].len - old);
+		in_value = 0;
+	} else {
+		return jparse_elements(text, len, name, out, max);
+	}
+	for (size_t i = 0; i < k; i++)
+		out[i] = (struct jparse_elem){text + (prev[i].at - old), prev[i].len, i + 1};
+	long n = (long)k;
+	size_t j = k; /* old elements ending before the sync point are passed */
+	for (;;) {
+		if (in_value) {
+			const char *s = p;
+			if (!(p = sk_value(p, end)) || (size_t)n >= max)
+				return -1;
+			out[n++] = (struct jparse_elem){s, (size_t)(p - s), 0};
+			size_t y = (size_t)(p - text);
+			if (y >= len - S) {
+				ptrdiff_t oy = (ptrdiff_t)y - d;
+				while (j < nprev && prev[j].at + prev[j].len - old < oy)
+					j++;
+				if (j < nprev && prev[j].at + prev[j].len - old == oy) {
+					if ((size_t)n + (nprev - j - 1) > max)
+						return -1;
+					for (size_t i = j + 1; i < nprev; i++)
+						out[n++] = (struct jparse_elem){text + (prev[i].at - old) + d,
+						                                prev[i].len, i + 1};
+					return n;
+				}
+			}
+		}
+		p = sk_ws(p, end);
+		if (p < end && *p == ',') {
+			p = sk_ws(p + 1, end);
+			in_value = 1;
+			continue;
+		}
+		if (p < end && *p == ']')
+			break;
+		return -1;
+	}
+	/* The array ended before the texts met again: the members after it. */
+	long dummy = 0;
+	if (sk_members(p + 1, end, name, strlen(name), NULL, 0, &dummy, 0) < 0)
+		return -1;
+	return n;
+}

@@ -44,6 +44,31 @@ struct jparse_span {
  * member's bytes as they arrived without serialising the value again. */
 json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span);
 
+/* Where each element of the array that member `name` of the object
+ * text[0..len) holds sits in the text, for a hook that keys a cache on
+ * each element's bytes (hook_contract: a tool list's tools). For text
+ * jparse accepted, and that only: it skims, it does not validate. Fills
+ * out[0..n) in order and returns n; -1 when the text is no object, has no
+ * such member or more than one, names a member with an escape (it could
+ * spell `name` another way), the member is not an array, or it has more
+ * than max elements. Element spans exclude surrounding blanks. */
+struct jparse_elem {
+	const char *at;     /* into text */
+	size_t len;
+	size_t same_as;     /* jparse_elements_since: 1 + the index of the
+	                       earlier text's element with these very bytes,
+	                       found without reading them; 0: not known */
+};
+long jparse_elements(const char *text, size_t len, const char *name, struct jparse_elem *out,
+                     size_t max);
+/* The same answer for text, skimming only where it differs from an
+ * earlier text old[0..oldlen) whose jparse_elements() gave prev[0..nprev)
+ * (pointing into old) for the same name: a list that changed in one tool
+ * costs that tool, not the list. Falls back to jparse_elements. */
+long jparse_elements_since(const char *text, size_t len, const char *name,
+                           struct jparse_elem *out, size_t max, const char *old, size_t oldlen,
+                           const struct jparse_elem *prev, size_t nprev);
+
 /* A deep copy of v (owned), equal to json_deep_copy(v), NULL when memory
  * runs out. jansson 2.14's copy checks each object and array for cycles
  * with a formatted pointer in a hash table, which costs more than the copy

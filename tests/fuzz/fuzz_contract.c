@@ -33,6 +33,11 @@
  *     report.
  *  8. contract_resolve_ref("#" + pointer) finds the very node the pointer
  *     was built from ('%' written as %25), "#" the root.
+ *  9. Through a memo (contract_check_memo, tools located in the text by
+ *     jparse_elements), the report is the full check's, finding for
+ *     finding, JSON and text alike: on the input, on it again under every
+ *     option (all replayed), and on its tools rotated by one and re-dumped
+ *     (found by their text at other places).
  *
  * The module bounds its work (contract.h, BOUNDS); deep and huge inputs
  * are in the corpus (big-*) to keep those bounds honest.
@@ -48,6 +53,7 @@
 #include <jansson.h>
 
 #include "checks/contract.h"
+#include "proxy/jparse.h"
 #include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -489,6 +495,86 @@ static void check_cursors(const json_t *v)
 	CHECK(contract_cursor_loop(NULL, 3) == -1);
 }
 
+/* ---- the memo ------------------------------------------------------------------------ */
+
+static void same_report(const struct contract_report *a, const struct contract_report *b,
+                        struct contract_memo *m)
+{
+	CHECK(contract_report_nfindings(a) == contract_report_nfindings(b));
+	CHECK(contract_report_nproblems(a) == contract_report_nproblems(b));
+	CHECK(contract_report_nwarnings(a) == contract_report_nwarnings(b));
+	CHECK(contract_report_ntools(a) == contract_report_ntools(b));
+	CHECK(contract_report_nfailed(a) == contract_report_nfailed(b));
+	CHECK(contract_report_truncated(a) == contract_report_truncated(b));
+	for (size_t i = 0; i < contract_report_nfindings(a); i++) {
+		const struct contract_finding *x = contract_report_finding(a, i);
+		const struct contract_finding *y = contract_report_finding(b, i);
+		CHECK(strcmp(x->code, y->code) == 0 && strcmp(x->pointer, y->pointer) == 0 &&
+		      strcmp(x->message, y->message) == 0 && x->problem == y->problem &&
+		      x->tool_index == y->tool_index && x->list_level == y->list_level &&
+		      !x->tool == !y->tool && (!x->tool || strcmp(x->tool, y->tool) == 0));
+	}
+	for (size_t i = 0; i <= contract_report_ntools(a); i++)
+		CHECK(contract_report_tool_failed(a, 0, i) == contract_report_tool_failed(b, 0, i));
+	json_t *ja = contract_report_json(a), *jb = contract_report_json_memo(b, m);
+	CHECK(ja && jb && json_equal(ja, jb));
+	json_decref(ja);
+	json_decref(jb);
+	char *ta = contract_report_text(a), *tb = contract_report_text(b);
+	CHECK(ta && tb && strcmp(ta, tb) == 0);
+	free(ta);
+	free(tb);
+}
+
+/* text (a result object's) through m and in full; 0 when the memo could
+ * not be fed (no tools array found in the text). */
+static int memo_once(struct contract_memo *m, const char *text, size_t len,
+                     const struct contract_opts *o)
+{
+	static struct jparse_elem el[CONTRACT_MAX_TOOLS];
+	static struct contract_text tx[CONTRACT_MAX_TOOLS];
+	long n = jparse_elements(text, len, "tools", el, CONTRACT_MAX_TOOLS);
+	json_t *page = jparse(text, len, 0);
+	if (n < 0 || !page) {
+		json_decref(page);
+		return 0;
+	}
+	for (long i = 0; i < n; i++)
+		tx[i] = (struct contract_text){el[i].at, el[i].len, 0};
+	const json_t *one[1] = {page};
+	struct contract_report *full = contract_check(one, 1, o);
+	struct contract_report *inc = contract_check_memo(page, tx, (size_t)n, o, m);
+	CHECK(full && inc);
+	same_report(full, inc, m);
+	contract_report_free(full);
+	contract_report_free(inc);
+	json_decref(page);
+	return 1;
+}
+
+static void check_memo(const uint8_t *data, size_t size, const json_t *v,
+                       const struct contract_opts opts[4])
+{
+	struct contract_memo *m = contract_memo_new();
+	CHECK(m != NULL);
+	if (memo_once(m, (const char *)data, size, &opts[0])) {
+		for (int i = 0; i < 4; i++)
+			memo_once(m, (const char *)data, size, &opts[i]);
+		json_t *rot = json_deep_copy(v);
+		json_t *tools = json_object_get(rot, "tools");
+		if (json_array_size(tools) > 1) {
+			json_array_append(tools, json_array_get(tools, 0));
+			json_array_remove(tools, 0);
+		}
+		char *text = json_dumps(rot, JSON_COMPACT);
+		if (text)
+			memo_once(m, text, strlen(text), &opts[size % 4]);
+		free(text);
+		json_decref(rot);
+	}
+	contract_memo_free(m);
+}
+
 /* ---- entry ------------------------------------------------------------------------- */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -553,6 +639,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	contract_report_free(r);
 
+	if (json_is_object(v))
+		check_memo(data, size, v, opts);
 	check_refs(v);
 	json_decref(v);
 	return 0;

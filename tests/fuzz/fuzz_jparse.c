@@ -6,7 +6,10 @@
  * json_equal, and the same compact text (so member order, duplicate
  * members, -0.0 and real formatting agree too), also for jparse_copy()
  * of the value. jparse_span's bytes of a
- * top-level member parse on their own to that member's value. abort() on
+ * top-level member parse on their own to that member's value. For each
+ * top-level array member, jparse_elements' spans (when it answers) parse
+ * to its elements, and jparse_elements_since, from the input to the input
+ * with one byte changed, answers what jparse_elements does. abort() on
  * any mismatch.
  *
  * Built with libFuzzer (make fuzz-run FUZZ=jparse) or with
@@ -97,10 +100,76 @@ static void check_spans(const uint8_t *data, size_t size)
 	json_decref(v);
 }
 
+#define MAXEL 64
+
+/* jparse_elements of text for name, checked against the parsed value v. */
+static long elements_of(const uint8_t *data, size_t size, const char *text, size_t len,
+                        const char *name, const json_t *arr, struct jparse_elem *out)
+{
+	long n = jparse_elements(text, len, name, out, MAXEL);
+	if (n < 0)
+		return n; /* allowed: it answers only when sure */
+	if (!json_is_array(arr) || (size_t)n != json_array_size(arr))
+		fuzz_fail("jparse_elements counts another array", data, size);
+	for (long i = 0; i < n; i++) {
+		json_t *alone = jparse(out[i].at, out[i].len, 1);
+		if (!alone || !json_equal(alone, json_array_get(arr, (size_t)i)))
+			fuzz_fail("an element span is not its element", data, size);
+		json_decref(alone);
+	}
+	return n;
+}
+
+static void check_elements(const uint8_t *data, size_t size)
+{
+	json_t *v = jparse((const char *)data, size, 0);
+	const char *key;
+	json_t *val;
+	static struct jparse_elem old[MAXEL], full[MAXEL], since[MAXEL];
+
+	if (!json_is_object(v)) {
+		json_decref(v);
+		return;
+	}
+	char *edit = malloc(size ? size : 1);
+	if (!edit)
+		abort();
+	json_object_foreach(v, key, val) {
+		if (!json_is_array(val))
+			continue;
+		long no = elements_of(data, size, (const char *)data, size, key, val, old);
+		if (no < 0)
+			continue;
+		/* One byte changed anywhere: where the texts differ is skimmed
+		 * again, the rest taken from the old spans. */
+		for (size_t at = 0; at < size; at += 1 + size / 8) {
+			memcpy(edit, data, size);
+			edit[at] = (char)(edit[at] == '1' ? '2' : edit[at] == ' ' ? '\n' : '1');
+			json_t *w = jparse(edit, size, 0);
+			if (!json_is_object(w)) {
+				json_decref(w);
+				continue;
+			}
+			long nf = elements_of(data, size, edit, size, key, json_object_get(w, key), full);
+			long ns = jparse_elements_since(edit, size, key, since, MAXEL, (const char *)data,
+			                                size, old, (size_t)no);
+			if (nf != ns)
+				fuzz_fail("jparse_elements_since counts otherwise", data, size);
+			for (long i = 0; i < nf; i++)
+				if (full[i].at != since[i].at || full[i].len != since[i].len)
+					fuzz_fail("jparse_elements_since spans differ", data, size);
+			json_decref(w);
+		}
+	}
+	free(edit);
+	json_decref(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	compare(data, size, 0);
 	compare(data, size, 1);
 	check_spans(data, size);
+	check_elements(data, size);
 	return 0;
 }

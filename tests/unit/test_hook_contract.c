@@ -975,6 +975,65 @@ static void test_changed_list_checked(void **state)
 	fx_free(f);
 }
 
+/* A list that changed since the last one is checked incrementally (the
+ * upstream's memo): the reply and the report must be those of a hook that
+ * never saw the earlier lists, in every mode. */
+static void test_changed_list_same_as_fresh(void **state)
+{
+	(void)state;
+	static const char *const lists[] = {
+		"{'tools':[" GOOD("search") "," NODESC("nodesc") "," BADREQ("bad") "]}",
+		"{'tools':[" GOOD("search") "," NODESC("nodesc") "," GOOD("bad") "]}",
+		/* Same lengths, edits far apart (the kept text is patched). */
+		"{'tools':[" GOOD("searcH") "," NODESC("nodesc") "," GOOD("bad") "]}",
+		"{'tools':[" GOOD("searcH") "," NODESC("nodesX") "," GOOD("baD") "]}",
+		"{'tools':[" GOOD("search") "," NODESC("nodesX") "," GOOD("baD") "]}",
+		"{'tools':[" GOOD("fetch") "," GOOD("search") "," NODESC("nodesc") "," GOOD("bad") "]}",
+		"{'tools':[" GOOD("search") "," GOOD("search") "," NODESC("nodesc") "]}",
+		"{'tools':[" NODESC("nodesc") "," GOOD("search") "]}",
+		"{'tools':[" NODESC("nodesc") "," GOOD("search") "],'_meta':{'x':1}}",
+		"{'tools':[]}",
+		"{'tools':[" GOOD("search") "]}",
+	};
+	static const char *const modes[] = {"{'mode':'report'}", "{'mode':'filter'}",
+	                                    "{'mode':'fail'}"};
+	/* Through the memo: one tool changed, one tool checked. */
+	struct fx *f = fx_new("{'mode':'report'}");
+	json_decref(exchange_raw(f, "s1", "2025-11-25", lists[0], NULL).msg);
+	assert_int_equal(stats_of(f).tools_checked, 3);
+	json_decref(exchange_raw(f, "s1", "2025-11-25", lists[1], NULL).msg);
+	assert_int_equal(stats_of(f).tools_checked, 4);
+	json_decref(exchange_raw(f, "s1", "2025-11-25", lists[5], NULL).msg);
+	assert_int_equal(stats_of(f).tools_checked, 5);
+	/* Without the text from the transport: the whole list. */
+	json_decref(exchange(f, "s1", NULL, lists[5]).msg);
+	assert_int_equal(stats_of(f).tools_checked, 9);
+	fx_free(f);
+
+	for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+		struct fx *warm = fx_new(modes[k]);
+		for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+			struct fx *fresh = fx_new(modes[k]);
+			struct sent a = exchange_raw(warm, "s1", "2025-11-25", lists[i], NULL);
+			struct sent b = exchange_raw(fresh, "s1", "2025-11-25", lists[i], NULL);
+			assert_int_equal(a.v, b.v);
+			assert_int_equal(a.modified, b.modified);
+			assert_true(json_equal(a.msg, b.msg));
+			json_t *ra = hook_contract_report(warm->ctx.contract, "a");
+			json_t *rb = hook_contract_report(fresh->ctx.contract, "a");
+			json_object_del(ra, "time");
+			json_object_del(rb, "time");
+			assert_true(json_equal(ra, rb));
+			json_decref(ra);
+			json_decref(rb);
+			json_decref(a.msg);
+			json_decref(b.msg);
+			fx_free(fresh);
+		}
+		fx_free(warm);
+	}
+}
+
 int main(void)
 {
 	log_setup(LOG_ERROR, 0);
@@ -1006,6 +1065,7 @@ int main(void)
 		cmocka_unit_test(test_unchanged_list_replayed_filter),
 		cmocka_unit_test(test_unchanged_list_replayed_fail),
 		cmocka_unit_test(test_changed_list_checked),
+		cmocka_unit_test(test_changed_list_same_as_fresh),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	json_decref(admin_report);
