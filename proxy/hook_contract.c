@@ -1033,7 +1033,7 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 
 	if (m->dir != INSPECT_FROM_SERVER || !m->request || !m->where || !m->where->upstream)
 		return INSPECT_FORWARD;
-	const char *method = jrpc_method(m->request);
+	const char *method = m->request_method; /* read once for every hook */
 	if (!method || strcmp(method, "tools/list") != 0 || m->kind != JRPC_RESULT)
 		return INSPECT_FORWARD;
 	for (size_t i = 0; i < hc->nups; i++) {

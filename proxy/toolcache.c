@@ -177,7 +177,7 @@ static void take_page(struct toolcache *tc, const char *upstream, const json_t *
 static void observe(struct toolcache *tc, const char *upstream, struct inspect_msg *m)
 {
 	if (m->kind == JRPC_NOTIFICATION) {
-		const char *method = jrpc_method(m->msg);
+		const char *method = m->method;
 		if (method && strcmp(method, "notifications/tools/list_changed") == 0) {
 			struct tc_entry *e = entry_find(tc, upstream);
 			if (e)
@@ -271,11 +271,11 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 		return INSPECT_FORWARD;
 	/* Only what concerns tools takes the lock. */
 	if (m->kind == JRPC_NOTIFICATION) {
-		const char *method = jrpc_method(m->msg);
+		const char *method = m->method; /* inspect_message read it for every hook */
 		if (!method || strcmp(method, "notifications/tools/list_changed") != 0)
 			return INSPECT_FORWARD;
 	} else {
-		const char *method = m->kind == JRPC_RESULT && m->request ? jrpc_method(m->request) : NULL;
+		const char *method = m->kind == JRPC_RESULT ? m->request_method : NULL;
 		if (!method || strcmp(method, "tools/list") != 0)
 			return INSPECT_FORWARD;
 	}
