@@ -178,7 +178,7 @@ struct pgen {
 	struct policy_memo *memo;  /* owned */
 	uint64_t gen;              /* unique per pgen, from 1 */
 	int client_keyed;          /* policy_client_keyed(p) */
-	unsigned refs;
+	unsigned refs;           /* atomic: an exchange gives its ref back unlocked */
 };
 
 struct up_state {
@@ -188,8 +188,12 @@ struct up_state {
 };
 
 struct hook_policy {
-	/* Every worker's hook calls run holding it (inspect_set_lock), and so
-	 * do reload and the readers below: tables, refs and counters. */
+	/* Held by the hook for what it reads or changes of the shared state
+	 * (the current pgen, tables, memo, counters), by reload and by the
+	 * readers below. Not taken for the messages the policy has nothing to
+	 * do with (most replies) nor to give back an exchange's pgen ref: with
+	 * two busy workers, taking it three times a call made one call in
+	 * eight wait for the other worker. */
 	pthread_mutex_t lock;
 	struct px_ctx *ctx;      /* borrowed */
 	int slot;                /* our index in where->hook_data */
@@ -202,7 +206,9 @@ struct hook_policy {
 
 static void pgen_unref(struct pgen *g)
 {
-	if (g && --g->refs == 0) {
+	/* The last ref is never hp->cur's while it is current, so no one can
+	 * take a new ref once the count reaches zero. */
+	if (g && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		policy_memo_free(g->memo);
 		policy_free(g->p);
 		free(g);
@@ -535,24 +541,21 @@ static struct pgen *policy_for(struct hook_policy *hp, struct inspect_msg *m)
 	if (g || !hp->cur)
 		return g ? g : hp->cur;
 	if (m->dir == INSPECT_FROM_CLIENT) {
-		hp->cur->refs++;
+		__atomic_add_fetch(&hp->cur->refs, 1, __ATOMIC_RELAXED);
 		m->where->hook_data[hp->slot] = hp->cur;
 	}
 	return hp->cur;
 }
 
-static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+static enum inspect_verdict on_message_locked(struct hook_policy *hp, struct inspect_msg *m,
+                                              json_t *tools)
 {
-	struct hook_policy *hp = arg;
 	struct pgen *g = policy_for(hp, m);
 	struct up_state *up;
 
 	/* The upstream's state is looked up only by the paths that use it:
 	 * most messages need none. */
-	if (m->dir == INSPECT_FROM_SERVER && m->kind == JRPC_RESULT) {
-		json_t *tools = listed_tools(m);
-		if (!tools)
-			return INSPECT_FORWARD;
+	if (tools) {
 		hp->stats.listings++;
 		up = up_get(hp, m->where->upstream);
 		if (up)
@@ -577,12 +580,32 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	return judge(hp, g, m, method);
 }
 
+static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+{
+	struct hook_policy *hp = arg;
+	json_t *tools = NULL;
+
+	/* What needs no shared state is sorted out before the lock: a result
+	 * is ours only when it lists tools (listed_tools reads the message
+	 * alone), an error never. */
+	if (m->dir == INSPECT_FROM_SERVER && m->kind == JRPC_RESULT) {
+		if (!(tools = listed_tools(m)))
+			return INSPECT_FORWARD;
+	} else if (m->kind != JRPC_REQUEST && m->kind != JRPC_NOTIFICATION) {
+		return INSPECT_FORWARD;
+	}
+	pthread_mutex_lock(&hp->lock);
+	enum inspect_verdict v = on_message_locked(hp, m, tools);
+	pthread_mutex_unlock(&hp->lock);
+	return v;
+}
+
 static void on_exchange(void *arg, const struct inspect_exchange *x)
 {
 	struct hook_policy *hp = arg;
 	struct pgen *g = x->where->hook_data[hp->slot];
 	x->where->hook_data[hp->slot] = NULL;
-	pgen_unref(g);
+	pgen_unref(g); /* atomic: no lock */
 }
 
 /* ---- setup, reload, teardown ------------------------------------------------------------- */
@@ -720,7 +743,7 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		snprintf(err, errlen, "policy: no free slot in the message hook");
 		return -1;
 	}
-	inspect_set_lock(ctx->insp, hp->slot, &hp->lock);
+	/* No inspect_set_lock: on_message locks for what needs it. */
 	for (size_t i = 0; i < ctx->cfg->nups; i++)
 		up_get(hp, ctx->cfg->ups[i].name);
 	commit(hp, ctx->cfg, &s, 0);

@@ -5,8 +5,12 @@
  *
  * An entry is made by the first acquire of a session and freed by the
  * release that brings every count back to zero, so an idle session costs
- * nothing and the table never needs sweeping. One mutex guards it all: the
- * critical sections are a hash, a short chain walk and a counter.
+ * nothing and the table never needs sweeping. The buckets never move, so a
+ * mutex guards a stripe of them: two workers take the same one only when
+ * their sessions hash to the same stripe (one mutex for all made every
+ * eighth call of two busy workers wait for the other). The critical
+ * sections are a hash, a short chain walk and a counter; the entry count
+ * and the statistics are atomics.
  */
 #include "proxy/sesslimit.h"
 
@@ -16,6 +20,7 @@
 #include <string.h>
 
 #define SESSLIMIT_MIN_BUCKETS 64u
+#define SESSLIMIT_STRIPES 32u /* at most SESSLIMIT_MIN_BUCKETS; a power of two */
 #define SESSLIMIT_MAX_BUCKETS 65536u
 
 struct sesslimit_entry {
@@ -27,12 +32,16 @@ struct sesslimit_entry {
 };
 
 struct sesslimit {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock[SESSLIMIT_STRIPES]; /* bucket b: lock[b % STRIPES] */
 	struct sesslimit_entry **buckets;  /* owned array of owned chains */
 	size_t nbuckets;                   /* a power of two */
-	size_t nentries, max_entries;
-	struct sesslimit_stats stats;      /* entries and held kept up to date */
+	size_t nentries, max_entries;      /* nentries: atomic */
+	struct sesslimit_stats stats;      /* atomics; entries and held kept up to date */
 };
+
+#define ADD(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
+#define SUB(x, n) __atomic_sub_fetch(&(x), (n), __ATOMIC_RELAXED)
+#define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* FNV-1a over the upstream index, then the id. */
 static size_t bucket_of(const struct sesslimit *t, size_t up, const char *sid)
@@ -57,7 +66,12 @@ struct sesslimit *sesslimit_new(size_t max_entries)
 	while (t->nbuckets < SESSLIMIT_MAX_BUCKETS && t->nbuckets * 2 < t->max_entries)
 		t->nbuckets *= 2;
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	if (!t->buckets || pthread_mutex_init(&t->lock, NULL) != 0) {
+	size_t i = 0;
+	while (t->buckets && i < SESSLIMIT_STRIPES && pthread_mutex_init(&t->lock[i], NULL) == 0)
+		i++;
+	if (i < SESSLIMIT_STRIPES) {
+		while (i--)
+			pthread_mutex_destroy(&t->lock[i]);
 		free(t->buckets);
 		free(t);
 		return NULL;
@@ -76,15 +90,22 @@ void sesslimit_free(struct sesslimit *t)
 		}
 	}
 	free(t->buckets);
-	pthread_mutex_destroy(&t->lock);
+	for (size_t i = 0; i < SESSLIMIT_STRIPES; i++)
+		pthread_mutex_destroy(&t->lock[i]);
 	free(t);
 }
 
-/* The entry of (up, sid) and the link pointing at it, or NULL. Locked. */
-static struct sesslimit_entry *find(struct sesslimit *t, size_t up, const char *sid,
+static pthread_mutex_t *stripe_lock(struct sesslimit *t, size_t bucket)
+{
+	return &t->lock[bucket & (SESSLIMIT_STRIPES - 1)];
+}
+
+/* The entry of (up, sid) in bucket b and the link pointing at it, or NULL.
+ * With b's stripe locked. */
+static struct sesslimit_entry *find(struct sesslimit *t, size_t b, size_t up, const char *sid,
                                     struct sesslimit_entry ***linkp)
 {
-	struct sesslimit_entry **pp = &t->buckets[bucket_of(t, up, sid)];
+	struct sesslimit_entry **pp = &t->buckets[b];
 	for (; *pp; pp = &(*pp)->chain) {
 		if ((*pp)->up == up && strcmp((*pp)->sid, sid) == 0) {
 			if (linkp)
@@ -97,21 +118,25 @@ static struct sesslimit_entry *find(struct sesslimit *t, size_t up, const char *
 	return NULL;
 }
 
-/* A new entry at *link (the end of its chain), or NULL. Locked. */
+/* A new entry at *link (the end of its chain), or NULL. Stripe locked;
+ * the count is shared by every stripe: taken first, given back on failure. */
 static struct sesslimit_entry *entry_add(struct sesslimit *t, size_t up, const char *sid,
                                          struct sesslimit_entry **link)
 {
 	size_t len = strlen(sid);
-	if (t->nentries >= t->max_entries)
+	if (ADD(t->nentries, 1) > t->max_entries) {
+		SUB(t->nentries, 1);
 		return NULL;
+	}
 	struct sesslimit_entry *e = calloc(1, sizeof(*e) + len + 1);
-	if (!e)
+	if (!e) {
+		SUB(t->nentries, 1);
 		return NULL;
+	}
 	e->up = up;
 	memcpy(e->sid, sid, len + 1);
 	*link = e;
-	t->nentries++;
-	t->stats.entries = t->nentries;
+	ADD(t->stats.entries, 1);
 	return e;
 }
 
@@ -123,21 +148,23 @@ enum sesslimit_rc sesslimit_acquire(struct sesslimit *t, size_t up, const char *
 	struct sesslimit_entry **link;
 
 	assert(kind < SESSLIMIT_NKINDS && sid);
-	pthread_mutex_lock(&t->lock);
-	struct sesslimit_entry *e = find(t, up, sid, &link);
+	size_t b = bucket_of(t, up, sid);
+	pthread_mutex_t *lock = stripe_lock(t, b);
+	pthread_mutex_lock(lock);
+	struct sesslimit_entry *e = find(t, b, up, sid, &link);
 	if (e && cap && e->held[kind] >= cap) {
 		rc = e->warned[kind] ? SESSLIMIT_OVER : SESSLIMIT_OVER_FIRST;
 		e->warned[kind] = 1;
-		t->stats.refused[kind]++;
+		ADD(t->stats.refused[kind], 1);
 	} else if (!e && !(e = entry_add(t, up, sid, link))) {
 		rc = SESSLIMIT_FULL;
-		t->stats.full++;
+		ADD(t->stats.full, 1);
 	} else {
 		e->held[kind]++;
-		t->stats.held[kind]++;
+		ADD(t->stats.held[kind], 1);
 		*slot = e;
 	}
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(lock);
 	return rc;
 }
 
@@ -147,40 +174,49 @@ void sesslimit_release(struct sesslimit *t, struct sesslimit_entry *slot,
 	struct sesslimit_entry **link;
 
 	assert(kind < SESSLIMIT_NKINDS);
-	pthread_mutex_lock(&t->lock);
+	size_t b = bucket_of(t, slot->up, slot->sid);
+	pthread_mutex_t *lock = stripe_lock(t, b);
+	pthread_mutex_lock(lock);
 	/* Releasing what was not acquired is a bug in the caller. */
-	assert(slot->held[kind] > 0 && t->stats.held[kind] > 0);
+	assert(slot->held[kind] > 0 && GET(t->stats.held[kind]) > 0);
 	slot->held[kind]--;
-	t->stats.held[kind]--;
+	SUB(t->stats.held[kind], 1);
 	int idle = 1;
 	for (size_t k = 0; k < SESSLIMIT_NKINDS; k++)
 		idle &= slot->held[k] == 0;
 	if (idle) {
-		struct sesslimit_entry *e = find(t, slot->up, slot->sid, &link);
+		struct sesslimit_entry *e = find(t, b, slot->up, slot->sid, &link);
 		assert(e == slot);
 		*link = e->chain;
-		t->nentries--;
-		t->stats.entries = t->nentries;
+		SUB(t->nentries, 1);
+		SUB(t->stats.entries, 1);
 		free(e);
 	}
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(lock);
 }
 
 size_t sesslimit_held(struct sesslimit *t, size_t up, const char *sid, enum sesslimit_kind kind)
 {
 	assert(kind < SESSLIMIT_NKINDS);
-	pthread_mutex_lock(&t->lock);
-	const struct sesslimit_entry *e = find(t, up, sid, NULL);
+	size_t b = bucket_of(t, up, sid);
+	pthread_mutex_t *lock = stripe_lock(t, b);
+	pthread_mutex_lock(lock);
+	const struct sesslimit_entry *e = find(t, b, up, sid, NULL);
 	size_t n = e ? e->held[kind] : 0;
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(lock);
 	return n;
 }
 
 void sesslimit_get_stats(struct sesslimit *t, struct sesslimit_stats *out)
 {
-	pthread_mutex_lock(&t->lock);
-	*out = t->stats;
-	pthread_mutex_unlock(&t->lock);
+	/* Each figure on its own (a snapshot across stripes would need them
+	 * all locked): a gauge, as the metrics endpoint reads it. */
+	out->entries = GET(t->stats.entries);
+	out->full = GET(t->stats.full);
+	for (size_t k = 0; k < SESSLIMIT_NKINDS; k++) {
+		out->held[k] = GET(t->stats.held[k]);
+		out->refused[k] = GET(t->stats.refused[k]);
+	}
 }
 
 const char *sesslimit_kind_str(enum sesslimit_kind kind)
