@@ -109,7 +109,8 @@ struct listing {
 };
 
 struct hook_contract {
-	/* Shared by every worker: the hook runs holding it (inspect_set_lock). */
+	/* Shared by every worker: contract_on_message holds it while it
+	 * handles a tool listing (the only messages that touch this state). */
 	pthread_mutex_t lock;
 	int locked;                  /* lock initialised */
 	struct px_ctx *ctx;          /* borrowed */
@@ -1036,6 +1037,10 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 	const char *method = m->request_method; /* read once for every hook */
 	if (!method || strcmp(method, "tools/list") != 0 || m->kind != JRPC_RESULT)
 		return INSPECT_FORWARD;
+	/* Only tool listings take the lock: every other message of every
+	 * worker used to, twice a call. */
+	if (hc->locked)
+		pthread_mutex_lock(&hc->lock);
 	for (size_t i = 0; i < hc->nups; i++) {
 		if (strcmp(hc->ups[i].conf->name, m->where->upstream) == 0) {
 			/* off: not even parsed pages are kept; the benchmark's
@@ -1045,6 +1050,8 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 			break;
 		}
 	}
+	if (hc->locked)
+		pthread_mutex_unlock(&hc->lock);
 	return INSPECT_FORWARD;
 }
 
@@ -1156,8 +1163,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		hook_contract_free(hc);
 		return -1;
 	}
-	hc->locked = 1;
-	inspect_set_lock(ctx->insp, slot, &hc->lock);
+	hc->locked = 1; /* taken by contract_on_message for tool listings only */
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
 		if (us->mode != MODE_REPORT || us->baseline || us->spec_only)

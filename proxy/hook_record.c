@@ -770,13 +770,13 @@ static int format(struct hr_local *l, const struct rec *r)
 /* Counts a finished record and hands its text (when format made one) to
  * the sink, under the lock; the ring's displaced block becomes the next
  * text's buffer. */
-static void publish(struct hook_record *hr, struct hr_local *l, const struct rec *r, int text)
+static void publish_locked(struct hook_record *hr, struct hr_local *l, const struct rec *r,
+                           int text)
 {
 	struct hook_record_text *t = &l->out;
 	const char *method = rec_get(r, F_METHOD);
 
 	t->rb.block = t->b.p;
-	hr_lock(hr);
 	if (hr->m) {
 		if (r->from[0] == 'c') { /* "client" */
 			int timed = r->kind == RK_REQUEST && r->finished;
@@ -790,7 +790,13 @@ static void publish(struct hook_record *hr, struct hr_local *l, const struct rec
 	}
 	if (text)
 		hr->sink(hr->arg, t, &t->keys);
-	hr_unlock(hr);
+}
+
+/* After publish_locked, the lock released. */
+static void publish_done(struct hr_local *l)
+{
+	struct hook_record_text *t = &l->out;
+
 	if (t->rb.block != t->b.p) {
 		/* The sink moved the text into the ring (ring_swap): what the
 		 * slot held is ours now. */
@@ -802,11 +808,24 @@ static void publish(struct hook_record *hr, struct hr_local *l, const struct rec
 	}
 }
 
+static void publish(struct hook_record *hr, struct hr_local *l, const struct rec *r, int text)
+{
+	hr_lock(hr);
+	publish_locked(hr, l, r, text);
+	hr_unlock(hr);
+	publish_done(l);
+}
+
+/* Whether r's text was written (into l->out) for the sink. */
+static int write_text(struct hook_record *hr, struct hr_local *l, const struct rec *r)
+{
+	return hr->sink && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
+}
+
 /* A finished record to metrics and the sink. */
 static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
 {
-	int text = hr->sink && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
-	publish(hr, l, r, text);
+	publish(hr, l, r, write_text(hr, l, r));
 }
 
 /* ---- server requests ----------------------------------------------------- */
@@ -1163,7 +1182,19 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 
 	if (rx)
 		assert(rx->magic == RX_MAGIC);
-	if (hr->m || (rx && rx->linked)) {
+	/* The common exchange has one record, answered: it is written first,
+	 * then published in the same hold of the lock as the exchange's
+	 * counts (the lock every worker's recorder shares). Only a settled
+	 * record may be finished while still listed: /calls/inflight skips
+	 * those, and finish writes into the record's arena. */
+	struct pending *one = rx && rx->head && !rx->head->next && settled(rx->head) ? rx->head
+	                                                                          : NULL;
+	int text = 0;
+	if (one) {
+		finish(rx, one, x);
+		text = write_text(hr, rx->home, &one->rec);
+	}
+	if (hr->m || (rx && rx->linked) || one) {
 		hr_lock(hr);
 		if (hr->m) {
 			metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
@@ -1172,11 +1203,15 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 		}
 		if (rx)
 			rx_unlink(rx);
+		if (one)
+			publish_locked(hr, rx->home, &one->rec, text);
 		hr_unlock(hr);
+		if (one)
+			publish_done(rx->home);
 	}
 	if (!rx)
 		return;
-	for (struct pending *p = rx->head; p; p = p->next) {
+	for (struct pending *p = one ? NULL : rx->head; p; p = p->next) {
 		finish(rx, p, x);
 		emit(hr, rx->home, &p->rec);
 	}
