@@ -47,6 +47,9 @@ struct conn {
 	struct px_ctx *ctx;             /* borrowed */
 	struct bufferevent *bev;        /* owned */
 	struct event *step;             /* owned: deferred next step */
+	struct event *flush_ev;         /* owned: a stream's bytes out, once a turn */
+	int flush_due;                  /* flush_ev is active */
+	int stream_reply;               /* the reply's length is not known ahead */
 	struct event *deadline;         /* owned: header/body deadline (slowloris) */
 	unsigned timeouts_ms;           /* the idle timeout set on bev, if timeouts_set */
 	int timeouts_set;
@@ -149,6 +152,8 @@ static void conn_free(struct conn *c)
 		bev_release(c->bev, c->handed_off);
 	if (c->step)
 		event_free(c->step);
+	if (c->flush_ev)
+		event_free(c->flush_ev);
 	http_parser_free(c->parser);
 	if (c->body)
 		evbuffer_free(c->body);
@@ -173,6 +178,31 @@ static void flush(struct conn *c)
 		evbuffer_write(c->staged, bufferevent_getfd(c->bev));
 	if (evbuffer_get_length(c->staged))
 		bufferevent_write_buffer(c->bev, c->staged);
+}
+
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+	(void)what;
+	c->flush_due = 0;
+	flush(c);
+}
+
+/* A stream's pieces (head, events, end) go out together when they come in
+ * the same loop turn, as they do for a short SSE reply: one write, not one
+ * per piece (each a syscall and a wake-up of the client). The head of a
+ * long stream still leaves at the end of the turn that made it. */
+static void flush_soon(struct conn *c)
+{
+	if (!c->stream_reply || !c->flush_ev) {
+		flush(c);
+		return;
+	}
+	if (!c->flush_due) {
+		c->flush_due = 1;
+		event_active(c->flush_ev, 0, 0);
+	}
 }
 
 /* Send what is queued, then close. */
@@ -629,6 +659,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 		c->bev = bufferevent_socket_new(ctx->base, fd, BEV_OPT_DEFER_CALLBACKS);
 	}
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
+	c->flush_ev = event_new(ctx->base, -1, 0, flush_cb, c);
 	c->deadline = evtimer_new(ctx->base, deadline_cb, c);
 	c->parser = http_parser_new(HTTP_KIND_REQUEST, ctx->cfg->limits.max_header_bytes,
 	                            &req_cbs, c);
@@ -643,7 +674,8 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	if (ops->low_priority)
 		ctx->nconns_low++;
 	PX_STAT_INC(ctx, connections);
-	if (!c->bev || !c->step || !c->deadline || !c->parser || !c->body || !c->staged) {
+	if (!c->bev || !c->step || !c->flush_ev || !c->deadline || !c->parser || !c->body ||
+	    !c->staged) {
 		if (!c->bev)
 			evutil_closesocket(fd);
 		conn_free(c);
@@ -770,8 +802,12 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 	evbuffer_add(out, "\r\n", 2);
 	c->bytes_out += evbuffer_get_length(out) - before;
 	/* A reply of known length is written with its body; a stream's head
-	 * goes now: the client may wait for it long before the first event. */
-	if (content_length < 0 || no_body)
+	 * goes this turn: the client may wait for it long before the first
+	 * event. */
+	c->stream_reply = content_length < 0 && !no_body;
+	if (c->stream_reply)
+		flush_soon(c);
+	else if (no_body)
 		flush(c);
 	return 0;
 }
@@ -784,6 +820,19 @@ int conn_replied(const struct conn *c)
 int conn_reply_status(const struct conn *c)
 {
 	return c->reply_status;
+}
+
+/* "<len in hex>\r\n" in one add, no printf. Returns 0 or 1 (failed). */
+static int chunk_size_line(struct evbuffer *out, size_t len)
+{
+	char line[2 * sizeof(size_t) + 2], *p = line + sizeof(line);
+	*--p = '\n';
+	*--p = '\r';
+	do {
+		*--p = "0123456789abcdef"[len & 0xf];
+		len >>= 4;
+	} while (len);
+	return evbuffer_add(out, p, (size_t)(line + sizeof(line) - p)) != 0;
 }
 
 static void note_output(struct conn *c)
@@ -800,12 +849,12 @@ int conn_reply_body(struct conn *c, const void *data, size_t len)
 	if (!c->replied || c->reply_done || c->aborting || len == 0 || c->req_head)
 		return c->replied && !c->aborting ? 0 : -1;
 	if (c->chunked)
-		rc |= evbuffer_add_printf(out, "%zx\r\n", len) < 0;
+		rc |= chunk_size_line(out, len);
 	rc |= evbuffer_add(out, data, len);
 	if (c->chunked)
 		rc |= evbuffer_add(out, "\r\n", 2);
 	c->bytes_out += len;
-	flush(c);
+	flush_soon(c);
 	note_output(c);
 	return rc ? -1 : 0;
 }
@@ -823,12 +872,12 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf)
 		return 0;
 	}
 	if (c->chunked)
-		rc |= evbuffer_add_printf(out, "%zx\r\n", len) < 0;
+		rc |= chunk_size_line(out, len);
 	rc |= evbuffer_add_buffer(out, buf);
 	if (c->chunked)
 		rc |= evbuffer_add(out, "\r\n", 2);
 	c->bytes_out += len;
-	flush(c);
+	flush_soon(c);
 	note_output(c);
 	return rc ? -1 : 0;
 }

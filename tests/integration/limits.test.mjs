@@ -38,7 +38,7 @@ import { openRaw, openStream, postJson, rawRequestBytes } from './lib/http.mjs';
 import { assertRpcError } from './lib/assert-rpc.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { legacyStream, INIT } from './lib/translate-util.mjs';
-import { sleep, waitFor } from './lib/util.mjs';
+import { sleep, waitFor, withTimeout } from './lib/util.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
 
 const T = { timeout: 30000 };
@@ -400,6 +400,28 @@ describe('connections and timeouts: max_connections, client_idle_ms, connect_ms'
     const idle = closedAt - t0;
     assert.ok(idle >= 700 && idle < 2000, `closed after ${idle} ms idle (client_idle_ms 800)`);
     assert.equal(c.buf.length, 0, 'nothing sent on an idle close');
+  });
+
+  test('a streamed reply: its head leaves before the first event, each event as it comes (pieces of one turn are written together)', T, async () => {
+    // slow-sse: the upstream sends its head at once, then an event every
+    // 300 ms. The proxy coalesces what one loop turn produces into one
+    // write; that must not hold a head or an event back to the next piece.
+    const st = await openStream(w.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'x-test-mode': 'slow-sse' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'sl', method: 'tools/call',
+        params: { name: 'x', arguments: {}, _meta: { progressToken: 'p' } } }),
+    });
+    assert.equal(st.status, 200);
+    assert.match(st.headers['content-type'], /^text\/event-stream/);
+    assert.ok(st.tHead - st.t0 < 250, `head after ${st.tHead - st.t0} ms: before the first event (300 ms)`);
+    const end = await withTimeout(st.ended, 8000, 'the streamed reply');
+    assert.equal(end.how, 'end');
+    const ts = st.sse.events.filter((e) => e.data).map((e) => e.t);
+    assert.equal(ts.length, 6, 'five progress events and the result');
+    for (let i = 1; i < ts.length; i++)
+      assert.ok(ts[i] - ts[i - 1] >= 150, `event ${i} came ${ts[i] - ts[i - 1]} ms after the one before: each as it came`);
   });
 
   test('idle timeouts only end idle connections: a call outlasting client_idle_ms and upstream_idle_ms on reused connections is answered', T, async () => {
