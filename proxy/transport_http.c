@@ -885,7 +885,7 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	const char *url = http_msg_url(req);
 	size_t plen = strcspn(url, "?");
 	if (plen >= sizeof(ex->path))
-		plen = sizeof(ex->path) - 1; /* for logs only: cut, as before */
+		plen = sizeof(ex->path) - 1; /* cut, as snprintf did */
 	memcpy(ex->path, url, plen);
 	ex->path[plen] = '\0';
 	return ex;
