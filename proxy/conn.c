@@ -195,7 +195,7 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
  * long stream still leaves at the end of the turn that made it. */
 static void flush_soon(struct conn *c)
 {
-	if (!c->stream_reply || !c->flush_ev) {
+	if (!c->stream_reply) {
 		flush(c);
 		return;
 	}

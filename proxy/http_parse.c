@@ -497,6 +497,15 @@ int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, si
 	return 0;
 }
 
+void http_url_path(char *dst, size_t cap, const char *url)
+{
+	size_t n = strcspn(url, "?");
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, url, n);
+	dst[n] = '\0';
+}
+
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i)
 {
 	return i < m->nhdr ? m->hdr[i].id : HH_OTHER;

@@ -80,6 +80,10 @@ size_t http_msg_header_count(const struct http_msg *m);
 /* The i-th header; returns 0, or -1 past the end. Value is trimmed. */
 int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, size_t *name_len,
                        const char **value, size_t *value_len);
+/* dst = the path of request-target url, without its query, cut to cap - 1
+ * bytes; NUL-terminated. Every request needs it: no printf. */
+void http_url_path(char *dst, size_t cap, const char *url);
+
 /* The first header named `name` (case-insensitive), NUL-terminated, or NULL.
  * For the names of enum http_hdr_id this is a table lookup. */
 const char *http_msg_header(const struct http_msg *m, const char *name);

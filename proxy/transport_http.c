@@ -883,11 +883,7 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	ex->where.upstream_transport = "streamable_http";
 	ex->where.start_us = conn_request_start_us(c);
 	const char *url = http_msg_url(req);
-	size_t plen = strcspn(url, "?");
-	if (plen >= sizeof(ex->path))
-		plen = sizeof(ex->path) - 1; /* cut, as snprintf did */
-	memcpy(ex->path, url, plen);
-	ex->path[plen] = '\0';
+	http_url_path(ex->path, sizeof(ex->path), url);
 	return ex;
 }
 

@@ -802,17 +802,6 @@ int transport_sse_claims(struct px_ctx *ctx, const struct http_msg *req, const c
 	return 0;
 }
 
-/* The path of url, without its query, cut to fit (every request comes
- * through here: no printf). */
-static void url_path(char *dst, size_t cap, const char *url)
-{
-	size_t n = strcspn(url, "?");
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(dst, url, n);
-	dst[n] = '\0';
-}
-
 struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *req)
 {
 	const struct px_config *cfg = ctx->cfg;
@@ -822,7 +811,7 @@ struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *re
 
 	if (ctx->nworkers < 2 || !ctx->affinity || !ctx->translated)
 		return NULL;
-	url_path(path, sizeof(path), url);
+	http_url_path(path, sizeof(path), url);
 	for (size_t i = 0; i < cfg->nups && !id; i++) {
 		if (path_is(path, cfg->ups[i].messages_path))
 			id = query_param(url, "sessionId", sid, sizeof(sid)) == 0 ? sid : NULL;
@@ -848,7 +837,7 @@ struct transport_sse_ex *transport_sse_start(struct conn *c, const struct http_m
 		return NULL;
 	}
 	const struct px_upstream_conf *uc = up_conf(x);
-	url_path(path, sizeof(path), url);
+	http_url_path(path, sizeof(path), url);
 	int post = strcmp(method, "POST") == 0;
 	if (path_is(path, uc->sse_path)) {
 		if (strcmp(method, "GET") == 0)

@@ -552,6 +552,20 @@ static void test_header_lookup_matches_scan(void **state)
 	http_parser_free(p);
 }
 
+static void test_url_path(void **state)
+{
+	(void)state;
+	char b[8];
+	http_url_path(b, sizeof(b), "/mcp?session=1");
+	assert_string_equal(b, "/mcp");
+	http_url_path(b, sizeof(b), "/mcp");
+	assert_string_equal(b, "/mcp");
+	http_url_path(b, sizeof(b), "?q");
+	assert_string_equal(b, "");
+	http_url_path(b, sizeof(b), "/longer/than/eight?x");
+	assert_string_equal(b, "/longer"); /* cut to fit, NUL-terminated */
+}
+
 static void test_header_value_whitespace_trimmed(void **state)
 {
 	(void)state;
@@ -1152,6 +1166,7 @@ int main(void)
 		cmocka_unit_test(test_close_delimited_every_split),
 		cmocka_unit_test(test_header_lookup_case_insensitive),
 		cmocka_unit_test(test_header_ids),
+		cmocka_unit_test(test_url_path),
 		cmocka_unit_test(test_header_lookup_matches_scan),
 		cmocka_unit_test(test_header_value_whitespace_trimmed),
 		cmocka_unit_test(test_header_value_trim_lookup),
