@@ -52,10 +52,10 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { freePort, canConnect } from '../integration/lib/ports.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(HERE, '../..');
@@ -132,24 +132,6 @@ async function stopChild(h) {
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function canConnect(port) {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host: '127.0.0.1' });
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => { s.destroy(); resolve(false); });
-  });
-}
 
 async function startFixture(node, name, fixtureArgs = []) {
   const h = spawnChild(node, [path.join(HERE, 'fixture-server.mjs'), '--port', '0', '--quiet', '--stdin-guard', ...fixtureArgs], { stdin: 'pipe' });
