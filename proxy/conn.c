@@ -30,6 +30,7 @@
 #include "proxy/jsonrpc.h"
 #include "proxy/log.h"
 #include "proxy/peers.h"
+#include "proxy/sockread.h"
 #include "proxy/transport.h"
 
 #define CONN_MAGIC 0x636f6e6eu /* "conn" */
@@ -46,6 +47,7 @@ struct conn {
 	unsigned magic;
 	struct px_ctx *ctx;             /* borrowed */
 	struct bufferevent *bev;        /* owned */
+	struct sockread *rd;            /* owned: bev's read side */
 	struct event *step;             /* owned: deferred next step */
 	struct event *flush_ev;         /* owned: a stream's bytes out, once a turn */
 	int flush_due;                  /* flush_ev is active */
@@ -120,7 +122,7 @@ static void set_timeouts(struct conn *c)
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	if (c->timeouts_set && c->timeouts_ms == ms)
 		return;
-	bufferevent_set_timeouts(c->bev, ms ? &tv : NULL, ms ? &tv : NULL);
+	sockread_set_timeouts(c->rd, ms ? &tv : NULL, ms ? &tv : NULL);
 	c->timeouts_ms = ms;
 	c->timeouts_set = 1;
 }
@@ -148,6 +150,7 @@ static void conn_free(struct conn *c)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
 		event_free(c->deadline);
+	sockread_free(c->rd);
 	if (c->bev)
 		bev_release(c->bev, c->handed_off);
 	if (c->step)
@@ -210,7 +213,7 @@ static void conn_close_after_flush(struct conn *c)
 {
 	flush(c);
 	c->state = CONN_CLOSING;
-	bufferevent_disable(c->bev, EV_READ);
+	sockread_disable(c->rd);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		conn_free(c);
@@ -402,7 +405,8 @@ static int handoff(struct conn *c, struct px_ctx *to, const struct http_msg *m)
 	}
 	/* Off this loop before the target's sees the socket: no byte may be
 	 * read here once the other worker reads. */
-	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	sockread_disable(c->rd);
+	bufferevent_disable(c->bev, EV_WRITE);
 	h->fd = bufferevent_getfd(c->bev);
 	h->ssl = bufferevent_openssl_get_ssl(c->bev);
 	c->handed_off = 1;
@@ -530,8 +534,8 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	c->state = CONN_IDLE;
 	c->reject_status = 0;
 	set_timeouts(c);
-	if (!(bufferevent_get_enabled(c->bev) & EV_READ))
-		bufferevent_enable(c->bev, EV_READ);
+	if (!sockread_enabled(c->rd))
+		sockread_enable(c->rd);
 	parse_input(c);
 }
 
@@ -586,7 +590,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && c->state == CONN_BUSY) {
 		/* A client quiet while its call runs: libevent stopped reading,
 		 * read on (a close or a pipelined request is still seen). */
-		bufferevent_enable(c->bev, EV_READ);
+		sockread_enable(c->rd);
 		return;
 	}
 	if (c->state == CONN_READING && (what & BEV_EVENT_TIMEOUT)) {
@@ -658,6 +662,8 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	} else {
 		c->bev = bufferevent_socket_new(ctx->base, fd, BEV_OPT_DEFER_CALLBACKS);
 	}
+	if (c->bev)
+		c->rd = sockread_new(c->bev, ssl == NULL);
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
 	c->flush_ev = event_new(ctx->base, -1, 0, flush_cb, c);
 	c->deadline = evtimer_new(ctx->base, deadline_cb, c);
@@ -674,7 +680,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	if (ops->low_priority)
 		ctx->nconns_low++;
 	PX_STAT_INC(ctx, connections);
-	if (!c->bev || !c->step || !c->flush_ev || !c->deadline || !c->parser || !c->body ||
+	if (!c->bev || !c->rd || !c->step || !c->flush_ev || !c->deadline || !c->parser || !c->body ||
 	    !c->staged) {
 		if (!c->bev)
 			evutil_closesocket(fd);
@@ -689,7 +695,8 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	}
 	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
 	set_timeouts(c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	sockread_enable(c->rd);
+	bufferevent_enable(c->bev, EV_WRITE);
 	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
 	size_t n = peers_add(ctx->peers, c->share);
 	c->counted = n > 0;
@@ -933,7 +940,7 @@ void conn_abort(struct conn *c, const char *reason)
 		return;
 	c->aborting = 1;
 	c->abort_reason = reason;
-	bufferevent_disable(c->bev, EV_READ);
+	sockread_disable(c->rd);
 	event_active(c->step, 0, 0);
 }
 

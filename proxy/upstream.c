@@ -33,11 +33,13 @@
 #include "proxy/http_parse.h"
 #include "proxy/limits.h"
 #include "proxy/log.h"
+#include "proxy/sockread.h"
 #include "proxy/tls.h"
 
 struct upconn {
 	struct upstream *up;            /* borrowed */
 	struct bufferevent *bev;        /* owned */
+	struct sockread *rd;            /* owned: bev's read side */
 	struct http_parser *parser;     /* owned */
 	struct upstream_req *req;       /* borrowed: the exchange using it, or NULL */
 	struct upconn *next;            /* idle list link */
@@ -95,6 +97,7 @@ static void upconn_free(struct upconn *uc)
 {
 	if (!uc)
 		return;
+	sockread_free(uc->rd);
 	if (uc->bev)
 		bufferevent_free(uc->bev);
 	http_parser_free(uc->parser);
@@ -129,7 +132,9 @@ static struct upconn *upconn_connect(struct upstream *u)
 		uc->bev = bufferevent_socket_new(u->ctx->base, -1,
 		                                 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	}
-	if (!uc->parser || !uc->bev) {
+	if (uc->bev)
+		uc->rd = sockread_new(uc->bev, !u->tls);
+	if (!uc->parser || !uc->bev || !uc->rd) {
 		upconn_free(uc);
 		return NULL;
 	}
@@ -194,12 +199,12 @@ static void pool_put(struct upconn *uc)
 	 * re-adds both events, twice per request when it was cleared. */
 	if (uc->idle_ms != ms) {
 		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-		bufferevent_set_timeouts(uc->bev, &tv, NULL);
+		sockread_set_timeouts(uc->rd, &tv, NULL);
 		uc->idle_ms = ms;
 	}
 	bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
-	if (!(bufferevent_get_enabled(uc->bev) & EV_READ))
-		bufferevent_enable(uc->bev, EV_READ);
+	if (!sockread_enabled(uc->rd))
+		sockread_enable(uc->rd);
 	uc->next = u->idle;
 	u->idle = uc;
 	event_base_gettimeofday_cached(u->ctx->base, &uc->idle_since);
@@ -305,9 +310,9 @@ static int req_attach(struct upstream_req *r, struct upconn *uc)
 	if (sent == evbuffer_get_length(r->request)) {
 		/* All sent: enabling EV_WRITE would register for writability
 		 * (libevent adds the event whether or not output is pending). */
-		if (bufferevent_get_enabled(uc->bev) & EV_READ)
+		if (sockread_enabled(uc->rd))
 			return 0; /* a pooled connection reads already */
-		return bufferevent_enable(uc->bev, EV_READ);
+		return sockread_enable(uc->rd);
 	}
 	/* A reference, not a copy: the request stays intact for a retry. What
 	 * went out already is drained from the reference only. */
@@ -315,7 +320,9 @@ static int req_attach(struct upstream_req *r, struct upconn *uc)
 	if (evbuffer_add_buffer_reference(out, r->request) < 0 ||
 	    (sent && evbuffer_drain(out, sent) < 0))
 		return -1;
-	return bufferevent_enable(uc->bev, EV_READ | EV_WRITE);
+	if (!sockread_enabled(uc->rd) && sockread_enable(uc->rd) < 0)
+		return -1;
+	return bufferevent_enable(uc->bev, EV_WRITE);
 }
 
 static int req_start_fresh(struct upstream_req *r)
@@ -411,7 +418,7 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		uc->connected = 1;
-		bufferevent_set_timeouts(bev, NULL, NULL);
+		sockread_set_timeouts(uc->rd, NULL, NULL);
 		uc->idle_ms = 0;
 		return;
 	}
@@ -420,7 +427,7 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && uc->connected) {
 		/* The pool's idle timeout, still set on a reused connection: the
 		 * request's own deadline (r->timer) is the one that counts. */
-		bufferevent_enable(bev, EV_READ);
+		sockread_enable(uc->rd);
 		return;
 	}
 	/* Bytes that arrived with the close are still ours to parse. */
@@ -677,7 +684,7 @@ void upstream_req_pause(struct upstream_req *r)
 	if (r->paused || !r->uc)
 		return;
 	r->paused = 1;
-	bufferevent_disable(r->uc->bev, EV_READ);
+	sockread_disable(r->uc->rd);
 }
 
 void upstream_req_resume(struct upstream_req *r)
@@ -687,7 +694,7 @@ void upstream_req_resume(struct upstream_req *r)
 	r->paused = 0;
 	if (!r->uc || r->finished)
 		return;
-	bufferevent_enable(r->uc->bev, EV_READ);
+	sockread_enable(r->uc->rd);
 	/* Bytes read before the pause are parsed from the loop, not from
 	 * inside the caller's stack. */
 	if (evbuffer_get_length(bufferevent_get_input(r->uc->bev)) || r->held_event)
