@@ -52,6 +52,20 @@ bench_tree() { # PID
 	echo "$p"
 }
 
+# CPU time (user + system, in clock ticks) used so far by a PID and all its
+# descendants, threads included: what a target spent, however the machine's
+# two cores were shared, so a figure per request holds better than seconds.
+bench_cpu_ticks() { # PID
+	local p t=0 v
+	for p in $(bench_tree "$1"); do
+		# Fields 14 and 15 after the ")" that ends the command name.
+		v=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}')
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
 # A process's start time (field 22 of /proc/PID/stat), so a PID is only
 # signalled again while it is still the process this script started.
 bench_started() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null; }

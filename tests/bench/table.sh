@@ -9,7 +9,8 @@
 # `wrk -t1 -cCONNS` per round, ROUNDS rounds, targets interleaved within a
 # round (and their order rotated each round) so machine drift hits all
 # alike. Printed per target: requests/s, p50 and p99 (medians over the
-# rounds), peak resident memory of its processes during that scenario,
+# rounds), CPU time its own processes spent per request (user + system,
+# median; for "direct", the fixture's), peak resident memory of its processes during that scenario,
 # ratios to nginx and to direct, and every non-2xx reply or socket error.
 #
 #   DURATION=10 ROUNDS=3 CONNS=50 WARMUP=2 SG_SESSIONS=10 \
@@ -84,8 +85,8 @@ scenario_title() {
 }
 
 run_scenario() { # SCENARIO
-	local s=$1 t r i rps p50 p99 errs
-	declare -A R50 R99 RPS ERR HWM
+	local s=$1 t r i rps p50 p99 reqs errs c0 c1
+	declare -A R50 R99 RPS ERR HWM CPU
 	for t in $TARGETS; do
 		[ -n "${BROKEN[$t]:-}" ] && continue
 		local chk
@@ -101,9 +102,14 @@ run_scenario() { # SCENARIO
 		for i in $(seq 0 $((${#targets[@]} - 1))); do
 			t=${targets[$(((i + r - 1) % ${#targets[@]}))]}
 			[ -n "${BROKEN[$t]:-}" ] && continue
-			read -r rps p50 p99 _ errs < <(run_wrk "http://127.0.0.1:${PORT[$t]}/mcp" "$WORK/sessions-$t" "$s" \
+			c0=$(bench_cpu_ticks "${ROOT[$t]}")
+			read -r rps p50 p99 reqs errs < <(run_wrk "http://127.0.0.1:${PORT[$t]}/mcp" "$WORK/sessions-$t" "$s" \
 				"${DURATION}s" "$CONNS" "$t-$s")
+			c1=$(bench_cpu_ticks "${ROOT[$t]}")
 			RPS[$t]="${RPS[$t]:-} $rps" R50[$t]="${R50[$t]:-} $p50" R99[$t]="${R99[$t]:-} $p99"
+			# CPU per request in tenths of a microsecond (median-able integers).
+			CPU[$t]="${CPU[$t]:-} $(awk -v a="$c0" -v b="$c1" -v n="$reqs" -v hz="$CLK_TCK" \
+				'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1e7 / hz / n : 0) }')"
 			[ "$errs" = - ] || ERR[$t]="${ERR[$t]:-}round $r: $errs; "
 		done
 	done
@@ -112,10 +118,12 @@ run_scenario() { # SCENARIO
 		HWM[$t]=$(bench_tree_kib VmHWM "${ROOT[$t]}")
 		# shellcheck disable=SC2086
 		RPS[$t]=$(bench_median ${RPS[$t]}) R50[$t]=$(bench_median ${R50[$t]}) R99[$t]=$(bench_median ${R99[$t]})
+		# shellcheck disable=SC2086
+		CPU[$t]=$(bench_median ${CPU[$t]})
 	done
 	echo
 	echo "-- $(scenario_title "$s")"
-	printf '%-30s %9s %9s %9s %10s %17s %9s  %s\n' target "req/s" p50 p99 "peak RSS" "vs nginx req,p99" "vs direct" "errors"
+	printf '%-30s %9s %9s %9s %9s %10s %17s %9s  %s\n' target "req/s" p50 p99 "CPU/req" "peak RSS" "vs nginx req,p99" "vs direct" "errors"
 	for t in $TARGETS; do
 		if [ -n "${BROKEN[$t]:-}" ]; then
 			printf '%-30s %s\n' "${NAME[$t]}" "not measured: ${BROKEN[$t]}"
@@ -127,8 +135,9 @@ run_scenario() { # SCENARIO
 				'BEGIN { printf "%.2fx, %.2fx", a / b, (d > 0 ? c / d : 0) }')
 		[ -n "${RPS[direct]:-}" ] && [ "${RPS[direct]}" != 0 ] &&
 			vd=$(awk -v a="${RPS[$t]}" -v b="${RPS[direct]}" 'BEGIN { printf "%.2fx", a / b }')
-		printf '%-30s %9s %9s %9s %10s %17s %9s  %s\n' "${NAME[$t]}" "$(fmt_int "${RPS[$t]}")" \
+		printf '%-30s %9s %9s %9s %9s %10s %17s %9s  %s\n' "${NAME[$t]}" "$(fmt_int "${RPS[$t]}")" \
 			"$(fmt_us "${R50[$t]}")" "$(fmt_us "${R99[$t]}")" \
+			"$(awk -v v="${CPU[$t]}" 'BEGIN { printf "%.1f us", v / 10 }')" \
 			"$(awk -v k="${HWM[$t]}" 'BEGIN { printf "%.1f MiB", k / 1024 }')" "$vn" "$vd" "${ERR[$t]:-none}"
 	done
 }
