@@ -20,6 +20,7 @@
 struct jp {
 	const char *p, *end;
 	size_t depth;
+	size_t nest, nest_max;  /* containers open now, most ever */
 	struct jparse_span *span;  /* borrowed, or NULL */
 	char *scratch;          /* owned: decoded strings with escapes */
 	size_t scratch_cap;
@@ -343,12 +344,18 @@ static json_t *parse_items(struct jp *jp, json_t *c, char close,
 {
 	if (!c)
 		return NULL;
-	if (opens_empty(jp, close))
+	if (++jp->nest > jp->nest_max)
+		jp->nest_max = jp->nest;
+	if (opens_empty(jp, close)) {
+		jp->nest--;
 		return c;
+	}
 	for (;;) {
 		int next = item(jp, c) < 0 ? -1 : next_or_close(jp, close);
-		if (next > 0)
+		if (next > 0) {
+			jp->nest--;
 			return c;
+		}
 		if (next < 0)
 			break;
 	}
@@ -407,12 +414,8 @@ static json_t *parse_value(struct jp *jp)
 	return v;
 }
 
-json_t *jparse(const char *buf, size_t len, int any)
-{
-	return jparse_span(buf, len, any, NULL);
-}
-
-json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span)
+static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_span *span,
+                           size_t *nest)
 {
 	struct jp jp = {.p = buf, .end = buf + len, .span = span};
 
@@ -439,7 +442,24 @@ json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *sp
 			span->at = NULL;
 		return NULL;
 	}
+	if (nest)
+		*nest = jp.nest_max;
 	return v;
+}
+
+json_t *jparse(const char *buf, size_t len, int any)
+{
+	return jparse_span(buf, len, any, NULL);
+}
+
+json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span)
+{
+	return jparse_full(buf, len, any, span, NULL);
+}
+
+json_t *jparse_nest(const char *buf, size_t len, int any, size_t *nest)
+{
+	return jparse_full(buf, len, any, NULL, nest);
 }
 
 json_t *jparse_copy(const json_t *v)

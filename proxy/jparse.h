@@ -44,6 +44,11 @@ struct jparse_span {
  * member's bytes as they arrived without serialising the value again. */
 json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span);
 
+/* jparse(), also telling how deeply objects and arrays nest in the value
+ * (*nest: 0 for a scalar, 1 for a container of scalars, ...), so a
+ * caller's depth limit needs no second walk over the tree. */
+json_t *jparse_nest(const char *buf, size_t len, int any, size_t *nest);
+
 /* Where each element of the array that member `name` of the object
  * text[0..len) holds sits in the text, for a hook that keys a cache on
  * each element's bytes (hook_contract: a tool list's tools). For text

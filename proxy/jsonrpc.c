@@ -176,27 +176,6 @@ const char *jrpc_tool_name(const json_t *msg)
 	return json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
 }
 
-int jrpc_too_deep(const json_t *v, size_t max)
-{
-	if (!json_is_object(v) && !json_is_array(v))
-		return 0;
-	if (max == 0)
-		return 1;
-	if (json_is_array(v)) {
-		for (size_t i = 0; i < json_array_size(v); i++)
-			if (jrpc_too_deep(json_array_get(v, i), max - 1))
-				return 1;
-		return 0;
-	}
-	const char *k;
-	json_t *x;
-	json_object_foreach((json_t *)(uintptr_t)v, k, x) {
-		if (jrpc_too_deep(x, max - 1))
-			return 1;
-	}
-	return 0;
-}
-
 int jrpc_id_equal(const json_t *a, const json_t *b)
 {
 	if (!a || !b)

@@ -55,10 +55,6 @@ const char *jrpc_tool_name(const json_t *msg);
  * or NULL). */
 void jrpc_names(const json_t *msg, const char **method, const char **tool, json_t **params);
 
-/* Whether v nests deeper than max (arrays and objects count one level
- * each). Recursion stops at max, so the stack stays bounded. */
-int jrpc_too_deep(const json_t *v, size_t max);
-
 /* Two ids are the same id (string or integer). */
 int jrpc_id_equal(const json_t *a, const json_t *b);
 

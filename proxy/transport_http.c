@@ -943,13 +943,14 @@ static int parse_post(struct exchange *ex, struct evbuffer *body)
 
 	/* Any JSON value parses here, so that `42` is told apart from `{`:
 	 * the first is not JSON-RPC (-32600), the second not JSON (-32700). */
-	ex->body = len ? jparse(bytes, len, 1) : NULL;
+	size_t nest = 0;
+	ex->body = len ? jparse_nest(bytes, len, 1, &nest) : NULL;
 	if (!ex->body) {
 		reply_error(ex, 400, JRPC_PARSE_ERROR, "Parse error: the body is not valid JSON", NULL);
 		return -1;
 	}
 	size_t depth = ex->ctx->cfg->limits.max_json_depth;
-	if (depth && jrpc_too_deep(ex->body, depth)) {
+	if (depth && nest > depth) {
 		reply_error(ex, 400, JRPC_INVALID_REQUEST, "JSON nested too deeply", NULL);
 		return -1;
 	}

@@ -5,7 +5,7 @@
  * they must agree on whether it is JSON, and when it is, on the value:
  * json_equal, and the same compact text (so member order, duplicate
  * members, -0.0 and real formatting agree too), also for jparse_copy()
- * of the value. jparse_span's bytes of a
+ * of the value. jparse_nest's depth is the value's nesting. jparse_span's bytes of a
  * top-level member parse on their own to that member's value. For each
  * top-level array member, jparse_elements' spans (when it answers) parse
  * to its elements, and jparse_elements_since, from the input to the input
@@ -165,10 +165,41 @@ static void check_elements(const uint8_t *data, size_t size)
 	json_decref(v);
 }
 
+/* How deeply objects and arrays nest in v, by walking it. */
+static size_t nest_of(const json_t *v)
+{
+	size_t most = 0, n;
+	const char *key;
+	json_t *x;
+	if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++)
+			if ((n = nest_of(json_array_get(v, i))) > most)
+				most = n;
+		return most + 1;
+	}
+	if (!json_is_object(v))
+		return 0;
+	json_object_foreach((json_t *)(uintptr_t)v, key, x)
+		if ((n = nest_of(x)) > most)
+			most = n;
+	return most + 1;
+}
+
+/* jparse_nest's answer is the parsed value's nesting. */
+static void check_nest(const uint8_t *data, size_t size)
+{
+	size_t nest = (size_t)-1;
+	json_t *v = jparse_nest((const char *)data, size, 1, &nest);
+	if (v && nest != nest_of(v))
+		fuzz_fail("jparse_nest's depth is not the value's", data, size);
+	json_decref(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	compare(data, size, 0);
 	compare(data, size, 1);
+	check_nest(data, size);
 	check_spans(data, size);
 	check_elements(data, size);
 	return 0;

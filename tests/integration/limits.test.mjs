@@ -121,6 +121,23 @@ describe('limits and slow clients', () => {
     assert.match(JSON.parse(res.body).error.message, /nested too deeply/);
     assert.equal(peer.received.length, n);
   });
+
+  test('max_json_depth is a bound, not a cut-off below it: 16 levels pass, 17 are refused', T, async () => {
+    // The body nests 3 objects (message, params, arguments) around `deep`.
+    const body = (k) => {
+      let deep = 'null';
+      for (let i = 0; i < k; i++) deep = i % 2 ? `{"x":${deep}}` : `[${deep}]`;
+      return `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","arguments":{"a":${deep}}}}`;
+    };
+    const n = peer.received.length;
+    const ok = await postJson(warden.url, body(13));
+    assert.equal(ok.status, 200, ok.body);
+    assert.equal(peer.received.length, n + 1, 'the 16-level call reached the upstream');
+    const refused = await postJson(warden.url, body(14));
+    assert.equal(refused.status, 400);
+    assert.match(JSON.parse(refused.body).error.message, /nested too deeply/);
+    assert.equal(peer.received.length, n + 1);
+  });
 });
 
 // ---- sizes: headers both ways, SSE events, batches --------------------------
