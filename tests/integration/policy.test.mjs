@@ -253,6 +253,54 @@ for (const json of [false, true]) {
   });
 }
 
+describe('hide: each listing is judged by the policy in force (what a tool decides is kept per policy)', () => {
+  let peer;
+  let warden;
+  let s;
+  let file;
+
+  before(async () => {
+    peer = await startPolicyPeer({ json: true, pageSize: 100 });
+    file = policyFile(HIDE_POLICY);
+    const wp = await freePort();
+    warden = await startWarden(wp, ['--listen', `127.0.0.1:${wp}`, '--upstream', peer.url, '--policy', file]);
+    s = await connectClient(warden.url, { name: 'hide-reload' });
+  }, T);
+
+  after(async () => {
+    await s?.close();
+    await stopAll();
+    await peer?.close();
+  });
+
+  test('the same listing again, then after reloads that drop and restore the hide rules', T, async () => {
+    const names = async () => (await listAll(s)).names.sort();
+    const hup = async () => { warden.proc.child.kill('SIGHUP'); await sleep(200); };
+    // Twice: the second listing is decided from what the first kept.
+    assert.deepEqual(await names(), VISIBLE.slice().sort());
+    assert.deepEqual(await names(), VISIBLE.slice().sort());
+
+    writeFileSync(file, JSON.stringify({ default: 'allow' }));
+    await hup();
+    const all = TOOLS.map((t) => t.name).sort();
+    await waitFor(async () => JSON.stringify(await names()) === JSON.stringify(all),
+      { timeout: 5000, what: 'every tool listed once no rule hides' });
+    assert.deepEqual(await names(), all);
+
+    // Only the name rule now: the destructive tools come back.
+    writeFileSync(file, JSON.stringify({ rules: [HIDE_POLICY.rules[1]] }));
+    await hup();
+    const noAdmin = all.filter((n) => !n.startsWith('admin.'));
+    await waitFor(async () => JSON.stringify(await names()) === JSON.stringify(noAdmin),
+      { timeout: 5000, what: 'only admin.* hidden' });
+
+    writeFileSync(file, JSON.stringify(HIDE_POLICY));
+    await hup();
+    await waitFor(async () => JSON.stringify(await names()) === JSON.stringify(VISIBLE.slice().sort()),
+      { timeout: 5000, what: 'both hide rules again' });
+  });
+});
+
 // ---- dry run ----------------------------------------------------------------------------
 
 describe('dry run: refusals are forwarded and logged', () => {
