@@ -31,6 +31,9 @@ struct http_msg {
 	int64_t content_length;
 	uint32_t url_off, url_len;
 	int url_done;
+	/* The first Connection header lists a token that is not one of the
+	 * fixed hop-by-hop names (set when the head is complete). */
+	int conn_options;
 	/* 1 + index of the first header of each id; 0: absent. Cleared with
 	 * the fields above it on reset (it sits before hdr). */
 	uint8_t first[HH__COUNT];
@@ -310,12 +313,32 @@ static int on_header_value_complete(llhttp_t *ll)
 	return 0;
 }
 
+/* Whether a Connection value names anything but the fixed hop-by-hop
+ * headers: only then must a forwarding filter look each header up in it
+ * (http_msg_connection_options). The walk is http_resp.c's token_listed,
+ * an empty token included: a list ending in a separator yields one there. */
+static int lists_options(const char *p)
+{
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *s = p;
+		while (*p && *p != ',' && *p != ' ' && *p != '\t')
+			p++;
+		if (http_hdr_id(s, (size_t)(p - s)) < HH_FIRST_HOP_BY_HOP)
+			return 1;
+	}
+	return 0;
+}
+
 static int on_headers_complete(llhttp_t *ll)
 {
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
 	m->in_trailers = 1;
+	if (m->first[HH_CONNECTION])
+		m->conn_options = lists_options(http_msg_get(m, HH_CONNECTION));
 	/* The proxy never switches protocols or tunnels (Upgrade and
 	 * Connection are hop-by-hop and dropped; RFC 9110 §7.8 lets a server
 	 * ignore Upgrade): parse on as HTTP/1.1 instead of stopping. */
@@ -559,6 +582,14 @@ const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id)
 	unsigned k = id > HH_OTHER && id < HH__COUNT ? m->first[id] : 0;
 	/* A header still being parsed (k - 1 == nhdr) has no value yet. */
 	return k && k - 1 < m->nhdr ? m->buf + m->hdr[k - 1].val_off : NULL;
+}
+
+const char *http_msg_connection_options(const struct http_msg *m)
+{
+	/* Before the head is complete, conn_options is not known yet. */
+	if (!m->in_trailers || m->conn_options)
+		return http_msg_get(m, HH_CONNECTION);
+	return NULL;
 }
 
 const char *http_msg_header(const struct http_msg *m, const char *name)
