@@ -779,6 +779,10 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 	size_t before = evbuffer_get_length(out);
 	int version = c->req_version == 10 ? 10 : 11;
 	int no_body = status < 200 || status == 204 || status == 304;
+	/* The framing lines after the upstream's: the head goes out in one
+	 * add (each add is a chain lookup and a callback check). */
+	char tail[HTTP_RESP_CL_LINE_MAX + 64];
+	size_t t = 0;
 
 	if (c->replied || c->aborting)
 		return -1;
@@ -786,27 +790,30 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 	c->reply_status = status;
 	if (status >= 100 && status < 600)
 		PX_STAT_INC(c->ctx, responses_by_class[status / 100]);
-	http_resp_status_line(out, version, status);
-	if (headers)
-		evbuffer_add_buffer(out, headers);
 	if (no_body) {
 		/* no framing */
 	} else if (c->req_head) {
 		if (content_length >= 0)
-			http_resp_content_length(out, (uint64_t)content_length);
+			t += http_resp_content_length_line(tail + t, (uint64_t)content_length);
 	} else if (content_length >= 0) {
-		http_resp_content_length(out, (uint64_t)content_length);
+		t += http_resp_content_length_line(tail + t, (uint64_t)content_length);
 	} else if (version == 11) {
-		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+		memcpy(tail + t, "Transfer-Encoding: chunked\r\n", 28);
+		t += 28;
 		c->chunked = 1;
 	} else {
 		c->close_after = 1; /* HTTP/1.0: the body ends with the connection */
 	}
-	if (c->close_after || c->ctx->draining)
-		evbuffer_add(out, "Connection: close\r\n", 19);
-	else if (version == 10)
-		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-	evbuffer_add(out, "\r\n", 2);
+	if (c->close_after || c->ctx->draining) {
+		memcpy(tail + t, "Connection: close\r\n", 19);
+		t += 19;
+	} else if (version == 10) {
+		memcpy(tail + t, "Connection: keep-alive\r\n", 24);
+		t += 24;
+	}
+	memcpy(tail + t, "\r\n", 2);
+	t += 2;
+	http_resp_head(out, version, status, headers, tail, t);
 	c->bytes_out += evbuffer_get_length(out) - before;
 	/* A reply of known length is written with its body; a stream's head
 	 * goes this turn: the client may wait for it long before the first

@@ -110,5 +110,11 @@ enum http_hdr_id http_hdr_id(const char *name, size_t len);
 const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id);
 /* The id of the i-th header (HH_OTHER past the end). */
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i);
+/* What the hop-by-hop filters need of the Connection header: its value
+ * when it lists a token besides the fixed hop-by-hop names, else NULL.
+ * Passed to http_hop_by_hop_id in place of the value, it gives the same
+ * answers (a fixed name has a hop-by-hop id already) without a walk of
+ * "keep-alive" per forwarded header. */
+const char *http_msg_connection_options(const struct http_msg *m);
 
 #endif

@@ -48,15 +48,15 @@ const char *http_resp_reason(int status)
 /* Each line goes out in one evbuffer_add: an add per piece costs a chain
  * lookup and a callback check each, and headers are written per request. */
 
-int http_resp_status_line(struct evbuffer *out, int version, int status)
+/* The status line into line (128 bytes), or 0 when the status or its
+ * reason does not fit the fixed layout (then printf writes it). */
+static size_t status_line_fmt(char *line, int version, int status)
 {
-	char line[128];
 	const char *reason = http_resp_reason(status);
 	size_t rlen = strlen(reason), n = 0;
 
 	if (status < 100 || status > 999 || rlen > 64)
-		return evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", version == 10 ? 0 : 1, status,
-		                           reason) < 0 ? -1 : 0;
+		return 0;
 	memcpy(line, version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
 	n = 9;
 	line[n++] = (char)('0' + status / 100);
@@ -66,8 +66,48 @@ int http_resp_status_line(struct evbuffer *out, int version, int status)
 	memcpy(line + n, reason, rlen);
 	n += rlen;
 	memcpy(line + n, "\r\n", 2);
-	n += 2;
+	return n + 2;
+}
+
+int http_resp_status_line(struct evbuffer *out, int version, int status)
+{
+	char line[128];
+	size_t n = status_line_fmt(line, version, status);
+
+	if (!n)
+		return evbuffer_add_printf(out, "HTTP/1.%d %d %s\r\n", version == 10 ? 0 : 1, status,
+		                           http_resp_reason(status)) < 0 ? -1 : 0;
 	return evbuffer_add(out, line, n) ? -1 : 0;
+}
+
+int http_resp_head(struct evbuffer *out, int version, int status, struct evbuffer *headers,
+                   const char *tail, size_t tail_len)
+{
+	/* Big enough for the heads the proxy writes itself and most an
+	 * upstream sends; a larger one goes out in pieces. */
+	char head[4096];
+	size_t hl = headers ? evbuffer_get_length(headers) : 0;
+	size_t n = hl + tail_len < sizeof(head) - 128 ? status_line_fmt(head, version, status) : 0;
+
+	if (!n) {
+		int rc = http_resp_status_line(out, version, status);
+		if (headers && evbuffer_add_buffer(out, headers))
+			rc = -1;
+		if (evbuffer_add(out, tail, tail_len))
+			rc = -1;
+		return rc;
+	}
+	if (hl) {
+		/* The lines are in one chain in practice: pullup then does not
+		 * copy, and costs less than evbuffer_remove's copyout. */
+		const unsigned char *h = evbuffer_pullup(headers, -1);
+		if (!h)
+			return -1;
+		memcpy(head + n, h, hl);
+		evbuffer_drain(headers, hl);
+	}
+	memcpy(head + n + hl, tail, tail_len);
+	return evbuffer_add(out, head, n + hl + tail_len) ? -1 : 0;
 }
 
 int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
@@ -88,10 +128,12 @@ int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
 	return 0;
 }
 
-int http_resp_content_length(struct evbuffer *out, uint64_t n)
+size_t http_resp_content_length_line(char *line, uint64_t n)
 {
-	char line[48] = "Content-Length: ", digits[24];
+	char digits[24];
 	size_t k = 0, len = 16;
+
+	memcpy(line, "Content-Length: ", 16);
 	do {
 		digits[k++] = (char)('0' + n % 10);
 		n /= 10;
@@ -99,7 +141,13 @@ int http_resp_content_length(struct evbuffer *out, uint64_t n)
 	while (k)
 		line[len++] = digits[--k];
 	memcpy(line + len, "\r\n", 2);
-	return evbuffer_add(out, line, len + 2) ? -1 : 0;
+	return len + 2;
+}
+
+int http_resp_content_length(struct evbuffer *out, uint64_t n)
+{
+	char line[HTTP_RESP_CL_LINE_MAX];
+	return evbuffer_add(out, line, http_resp_content_length_line(line, n)) ? -1 : 0;
 }
 
 /* Whether the comma-separated token list holds name. */

@@ -21,6 +21,15 @@ int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
                      const char *value, size_t value_len);
 /* "Content-Length: n\r\n". Returns 0 or -1. */
 int http_resp_content_length(struct evbuffer *out, uint64_t n);
+/* The same line into line (HTTP_RESP_CL_LINE_MAX bytes); returns its length. */
+#define HTTP_RESP_CL_LINE_MAX 40
+size_t http_resp_content_length_line(char *line, uint64_t n);
+/* A whole head in one add, as one write wants it: the status line, then
+ * the header lines in headers (NULL, or drained into out), then tail (the
+ * proxy's own lines and the blank line). A head too large for a stack
+ * buffer goes in pieces, same bytes. Returns 0 or -1. */
+int http_resp_head(struct evbuffer *out, int version, int status, struct evbuffer *headers,
+                   const char *tail, size_t tail_len);
 
 /* Whether a header must not cross the proxy (RFC 9110 §7.6.1): the fixed
  * hop-by-hop set plus every token listed in the message's Connection header

@@ -229,7 +229,7 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
                                       struct evbuffer *body)
 {
 	const struct http_msg *m = ex->req;
-	const char *connection = http_msg_get(m, HH_CONNECTION);
+	const char *connection = http_msg_connection_options(m);
 	const char *method = http_msg_method(m);
 	struct evbuffer *out = evbuffer_new();
 	int has_auth = 0;
@@ -363,7 +363,7 @@ static int forwardable_response_header(enum http_hdr_id id, const char *name, si
 
 static struct evbuffer *filter_response_headers(const struct http_msg *m)
 {
-	const char *connection = http_msg_get(m, HH_CONNECTION);
+	const char *connection = http_msg_connection_options(m);
 	struct evbuffer *h = evbuffer_new();
 	if (!h)
 		return NULL;

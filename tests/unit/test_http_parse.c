@@ -108,6 +108,30 @@ static int cb_body(void *arg, const char *data, size_t len)
 
 static const struct http_parser_cbs test_cbs = {cb_headers, cb_body};
 
+/* The names of enum http_hdr_id, for a reference lookup that shares no
+ * code with the parser's (a plain strncasecmp scan). */
+static const struct { const char *name; enum http_hdr_id id; } known_names[] = {
+	{"host", HH_HOST}, {"content-type", HH_CONTENT_TYPE},
+	{"content-length", HH_CONTENT_LENGTH}, {"authorization", HH_AUTHORIZATION},
+	{"origin", HH_ORIGIN}, {"accept", HH_ACCEPT}, {"accept-encoding", HH_ACCEPT_ENCODING},
+	{"expect", HH_EXPECT}, {"location", HH_LOCATION}, {"last-event-id", HH_LAST_EVENT_ID},
+	{"mcp-session-id", HH_MCP_SESSION_ID}, {"mcp-protocol-version", HH_MCP_PROTOCOL_VERSION},
+	{"x-accel-buffering", HH_X_ACCEL_BUFFERING}, {"connection", HH_CONNECTION},
+	{"keep-alive", HH_KEEP_ALIVE}, {"proxy-connection", HH_PROXY_CONNECTION}, {"te", HH_TE},
+	{"trailer", HH_TRAILER}, {"transfer-encoding", HH_TRANSFER_ENCODING},
+	{"upgrade", HH_UPGRADE}, {"proxy-authenticate", HH_PROXY_AUTHENTICATE},
+	{"proxy-authorization", HH_PROXY_AUTHORIZATION},
+};
+#define NKNOWN (sizeof(known_names) / sizeof(known_names[0]))
+
+static enum http_hdr_id ref_id(const char *n, size_t nl)
+{
+	for (size_t i = 0; i < NKNOWN; i++)
+		if (strlen(known_names[i].name) == nl && strncasecmp(n, known_names[i].name, nl) == 0)
+			return known_names[i].id;
+	return HH_OTHER;
+}
+
 /* Appends the message the parser holds, then forgets its body. */
 static void log_message(struct run *r, const struct http_msg *m)
 {
@@ -124,6 +148,9 @@ static void log_message(struct run *r, const struct http_msg *m)
 		/* Both are NUL-terminated where the lengths say. */
 		assert_int_equal(n[nl], '\0');
 		assert_int_equal(v[vl], '\0');
+		/* Every message of every test, whole or split, also checks the
+		 * ids the parser gave against the reference. */
+		assert_int_equal(http_msg_header_id(m, i), ref_id(n, nl));
 		log_put(r, "[", 1);
 		log_escaped(r, n, nl);
 		log_put(r, "=", 1);
@@ -453,37 +480,111 @@ static void test_header_lookup_case_insensitive(void **state)
 static void test_header_ids(void **state)
 {
 	(void)state;
-	static const struct { const char *name; enum http_hdr_id id; } known[] = {
-		{"host", HH_HOST}, {"content-type", HH_CONTENT_TYPE},
-		{"content-length", HH_CONTENT_LENGTH}, {"authorization", HH_AUTHORIZATION},
-		{"origin", HH_ORIGIN}, {"accept", HH_ACCEPT}, {"accept-encoding", HH_ACCEPT_ENCODING},
-		{"expect", HH_EXPECT}, {"location", HH_LOCATION}, {"last-event-id", HH_LAST_EVENT_ID},
-		{"mcp-session-id", HH_MCP_SESSION_ID}, {"mcp-protocol-version", HH_MCP_PROTOCOL_VERSION},
-		{"x-accel-buffering", HH_X_ACCEL_BUFFERING}, {"connection", HH_CONNECTION},
-		{"keep-alive", HH_KEEP_ALIVE}, {"proxy-connection", HH_PROXY_CONNECTION}, {"te", HH_TE},
-		{"trailer", HH_TRAILER}, {"transfer-encoding", HH_TRANSFER_ENCODING},
-		{"upgrade", HH_UPGRADE}, {"proxy-authenticate", HH_PROXY_AUTHENTICATE},
-		{"proxy-authorization", HH_PROXY_AUTHORIZATION},
-	};
 	int seen[HH__COUNT] = {0};
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+	for (size_t i = 0; i < NKNOWN; i++) {
 		char up[64], off[64];
-		size_t n = strlen(known[i].name);
-		assert_int_equal(http_hdr_id(known[i].name, n), known[i].id);
+		const char *name = known_names[i].name;
+		size_t n = strlen(name);
+		assert_int_equal(http_hdr_id(name, n), known_names[i].id);
 		for (size_t k = 0; k < n; k++)
-			up[k] = (char)(k % 2 ? toupper((unsigned char)known[i].name[k]) : known[i].name[k]);
-		assert_int_equal(http_hdr_id(up, n), known[i].id);
+			up[k] = (char)(k % 2 ? toupper((unsigned char)name[k]) : name[k]);
+		assert_int_equal(http_hdr_id(up, n), known_names[i].id);
+		for (size_t k = 0; k < n; k++)
+			up[k] = (char)toupper((unsigned char)name[k]);
+		assert_int_equal(http_hdr_id(up, n), known_names[i].id);
 		for (size_t k = 0; k < n; k++) {
-			memcpy(off, known[i].name, n);
+			memcpy(off, name, n);
 			off[k] = off[k] == 'z' ? 'y' : 'z';
 			assert_int_equal(http_hdr_id(off, n), HH_OTHER);
 		}
-		assert_int_equal(http_hdr_id(known[i].name, n - 1), HH_OTHER);
-		seen[known[i].id]++;
+		assert_int_equal(http_hdr_id(name, n - 1), HH_OTHER);
+		assert_int_equal(http_hdr_id(name + 1, n - 1), HH_OTHER);
+		seen[known_names[i].id]++;
 	}
 	for (int id = 1; id < HH__COUNT; id++)
 		assert_int_equal(seen[id], 1); /* the table above names every id */
 	assert_int_equal(http_hdr_id("x-unknown", 9), HH_OTHER);
+	assert_int_equal(http_hdr_id("", 0), HH_OTHER);
+}
+
+/* The names are compared a word at a time with a case bit or'ed in: only
+ * the two cases of a letter may match it, and only '-' matches '-'. Every
+ * byte value at every position of every name: CR is '-' with the case bit,
+ * '@' is '`' without it, '[' is '{'. */
+static void test_header_ids_fold_only_letters(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NKNOWN; i++) {
+		const char *name = known_names[i].name;
+		size_t n = strlen(name);
+		for (size_t k = 0; k < n; k++) {
+			for (int b = 0; b < 256; b++) {
+				char s[64];
+				memcpy(s, name, n);
+				s[k] = (char)b;
+				int same = tolower(b) == (unsigned char)name[k];
+				assert_int_equal(http_hdr_id(s, n), same ? known_names[i].id : HH_OTHER);
+				/* The same name from the parser, in the heap and unpadded. */
+				char *h = malloc(n);
+				assert_non_null(h);
+				memcpy(h, s, n);
+				assert_int_equal(http_hdr_id(h, n), same ? known_names[i].id : HH_OTHER);
+				free(h);
+			}
+		}
+	}
+}
+
+/* A known name skips the token check (it can only have matched letters
+ * and '-'); a name of the same length with any other byte in it is still
+ * checked, refused if it is not a token, whole or split anywhere. */
+static void test_field_name_not_a_token(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"Content Type", "Content\"Type", "Host(", "Mcp-Session-I}", "T@",
+		"Connection/", "X Foo",
+	};
+	for (int kind = 0; kind < 2; kind++) {
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char in[256];
+			if (kind == 0)
+				snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: a\r\n%s: v\r\n\r\n", bad[i]);
+			else
+				snprintf(in, sizeof(in), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n%s: v\r\n\r\n",
+				         bad[i]);
+			struct run *t = run_new(kind == 0 ? HTTP_KIND_REQUEST : HTTP_KIND_RESPONSE);
+			run_whole(t, in);
+			assert_string_equal(t->log, "error=1");
+			check_every_split(t, in);
+			free(t);
+		}
+	}
+}
+
+/* Known names in any case, split anywhere (a name may come in pieces
+ * over several feeds): the same headers and ids as fed whole; the ids are
+ * checked by log_message. */
+static void test_header_ids_every_split(void **state)
+{
+	(void)state;
+	static const char resp[] = "HTTP/1.1 200 OK\r\n"
+	                           "sERVER: nginx\r\n"
+	                           "CONTENT-type: application/json\r\n"
+	                           "Content-Length: 2\r\n"
+	                           "mcp-session-ID: s1\r\n"
+	                           "Connection: keep-alive\r\n"
+	                           "X-Accel-Bufferinh: no\r\n"
+	                           "te: x\r\n\r\n{}";
+	struct run *t = run_new(HTTP_KIND_RESPONSE);
+
+	run_whole(t, resp);
+	assert_string_equal(t->log, "{200 v11 ka1 cl2 [sERVER=nginx]"
+	                            "[CONTENT-type=application/json][Content-Length=2]"
+	                            "[mcp-session-ID=s1][Connection=keep-alive]"
+	                            "[X-Accel-Bufferinh=no][te=x] body={}}");
+	check_every_split(t, resp);
+	free(t);
 }
 
 /* A lookup by name (a table for known names) gives what a scan of the
@@ -1166,6 +1267,9 @@ int main(void)
 		cmocka_unit_test(test_close_delimited_every_split),
 		cmocka_unit_test(test_header_lookup_case_insensitive),
 		cmocka_unit_test(test_header_ids),
+		cmocka_unit_test(test_header_ids_fold_only_letters),
+		cmocka_unit_test(test_field_name_not_a_token),
+		cmocka_unit_test(test_header_ids_every_split),
 		cmocka_unit_test(test_url_path),
 		cmocka_unit_test(test_header_lookup_matches_scan),
 		cmocka_unit_test(test_header_value_whitespace_trimmed),

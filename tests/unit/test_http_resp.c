@@ -82,6 +82,102 @@ static void test_hop_by_hop_connection_tokens(void **state)
 	assert_false(hop("X-Only", ""));
 	assert_false(hop("X-Only", " , ,"));
 	assert_false(hop("X-Only", NULL));
+	/* Last token without a separator after it; a tab inside ends one. */
+	assert_true(hop("b", "a,b"));
+	assert_true(hop("b", "a\tb"));
+	assert_false(hop("a\tb", "a\tb"));
+}
+
+static const struct http_parser_cbs no_cbs = {NULL, NULL};
+
+/* http_msg_connection_options in place of the Connection value gives the
+ * same hop-by-hop answers for every header, over random lists mixing the
+ * fixed hop-by-hop names (which let it return NULL), other tokens, empty
+ * entries and every separator, in any case. */
+static void test_connection_options_same_answers(void **state)
+{
+	(void)state;
+	static const char *const toks[] = {
+		"keep-alive", "Keep-Alive", "close", "upgrade", "TE", "trailer", "x-foo", "X-Bar",
+		"content-type", "Mcp-Session-Id", "transfer-encoding", "proxy-connection", "",
+	};
+	static const char *const seps[] = {",", ", ", " ,", "\t", ",,", " "};
+	static const char *const names[] = {
+		"Host", "X-Foo", "x-bar", "Content-Type", "Mcp-Session-Id", "Close", "Keep-Alive",
+		"Upgrade", "Te", "Accept", "X-Other", "Trailer",
+	};
+	const size_t nt = sizeof(toks) / sizeof(toks[0]), ns = sizeof(seps) / sizeof(seps[0]);
+	const size_t nn = sizeof(names) / sizeof(names[0]);
+	struct http_parser *p = http_parser_new(HTTP_KIND_RESPONSE, 0, &no_cbs, NULL);
+	unsigned seed = 7;
+	int saw_null = 0, saw_value = 0;
+
+	assert_non_null(p);
+	for (int round = 0; round < 3000; round++) {
+		char conn[256] = "", resp[2048];
+		int k = (int)(rand_r(&seed) % 4) + (round % 10 == 0 ? 0 : 1);
+		for (int i = 0; i < k; i++) {
+			if (i || rand_r(&seed) % 4 == 0)
+				strcat(conn, seps[rand_r(&seed) % ns]);
+			strcat(conn, toks[rand_r(&seed) % nt]);
+		}
+		if (rand_r(&seed) % 4 == 0)
+			strcat(conn, seps[rand_r(&seed) % ns]);
+		size_t len = (size_t)snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\n");
+		int with_conn = round % 7 != 0;
+		if (with_conn)
+			len += (size_t)snprintf(resp + len, sizeof(resp) - len, "Connection: %s\r\n", conn);
+		for (size_t i = 0; i < nn; i++)
+			len += (size_t)snprintf(resp + len, sizeof(resp) - len, "%s: v\r\n", names[i]);
+		len += (size_t)snprintf(resp + len, sizeof(resp) - len, "Content-Length: 0\r\n\r\n");
+		size_t used;
+		/* A new parser each time: after "close" one takes no more. */
+		http_parser_free(p);
+		p = http_parser_new(HTTP_KIND_RESPONSE, 0, &no_cbs, NULL);
+		assert_non_null(p);
+		if (http_parser_feed(p, resp, len, &used) != HTTP_PARSE_DONE) {
+			print_error("%s: %s\n", resp, http_parser_reason(p));
+			fail();
+		}
+		const struct http_msg *m = http_parser_msg(p);
+		const char *value = http_msg_get(m, HH_CONNECTION), *opts = http_msg_connection_options(m);
+		if (!with_conn)
+			assert_null(value);
+		if (opts)
+			assert_ptr_equal(opts, value);
+		saw_null += value && !opts;
+		saw_value += opts != NULL;
+		for (size_t i = 0; i < http_msg_header_count(m); i++) {
+			const char *n, *v;
+			size_t nl, vl;
+			http_msg_header_at(m, i, &n, &nl, &v, &vl);
+			enum http_hdr_id id = http_msg_header_id(m, i);
+			if (http_hop_by_hop_id(id, n, nl, value) != http_hop_by_hop_id(id, n, nl, opts)) {
+				print_error("Connection: \"%s\", header %s\n", value ? value : "", n);
+				fail();
+			}
+		}
+	}
+	/* Both ways were taken. */
+	assert_true(saw_null > 100);
+	assert_true(saw_value > 100);
+	http_parser_free(p);
+}
+
+/* Until the head is complete the options are not known: the value then. */
+static void test_connection_options_before_head(void **state)
+{
+	(void)state;
+	static const char part[] = "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nX: y\r\n";
+	struct http_parser *p = http_parser_new(HTTP_KIND_RESPONSE, 0, &no_cbs, NULL);
+	size_t used;
+
+	assert_int_equal(http_parser_feed(p, part, sizeof(part) - 1, &used), HTTP_PARSE_MORE);
+	const struct http_msg *m = http_parser_msg(p);
+	assert_string_equal(http_msg_connection_options(m), "keep-alive");
+	assert_int_equal(http_parser_feed(p, "\r\n", 2, &used), HTTP_PARSE_MORE);
+	assert_null(http_msg_connection_options(m));
+	http_parser_free(p);
 }
 
 static void test_status_line(void **state)
@@ -132,6 +228,79 @@ static void test_header_line(void **state)
 	assert_string_equal(s, "Mcp-Session-Id: abc\r\nX-A: 12\r\nX-Empty: \r\n");
 	free(s);
 	evbuffer_free(b);
+}
+
+/* The same bytes as the status line, the headers and the tail added one
+ * by one, for every size of header block around the stack buffer's, for
+ * statuses written by printf, for both versions and for no headers; the
+ * headers are drained; a head that fits goes out in one add. */
+static void count_adds(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+	(void)b;
+	if (info->n_added)
+		(*(int *)arg)++;
+}
+
+static void test_head_one_add(void **state)
+{
+	(void)state;
+	static const int statuses[] = {200, 404, 202, 99, 1000, 599};
+	static const size_t sizes[] = {0, 1, 30, 3800, 3900, 3950, 3967, 3968, 3969, 4000, 4096,
+	                               9000};
+	static const char tail[] = "Content-Length: 12\r\nConnection: close\r\n\r\n";
+
+	for (size_t si = 0; si < sizeof(statuses) / sizeof(statuses[0]); si++) {
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			for (int version = 10; version <= 11; version++) {
+				struct evbuffer *want = evbuffer_new(), *got = evbuffer_new();
+				struct evbuffer *h = evbuffer_new();
+				int adds = 0;
+				char *hdrs = malloc(sizes[k] + 1);
+				assert_non_null(hdrs);
+				for (size_t i = 0; i < sizes[k]; i++)
+					hdrs[i] = (char)('a' + i % 26);
+				/* In two chains (the second moved in), as a head built
+				 * from several buffers is. */
+				struct evbuffer *second = evbuffer_new();
+				evbuffer_add(h, hdrs, sizes[k] / 2);
+				evbuffer_add(second, hdrs + sizes[k] / 2, sizes[k] - sizes[k] / 2);
+				evbuffer_add_buffer(h, second);
+				evbuffer_free(second);
+				http_resp_status_line(want, version, statuses[si]);
+				evbuffer_add(want, hdrs, sizes[k]);
+				evbuffer_add(want, tail, sizeof(tail) - 1);
+				evbuffer_add_cb(got, count_adds, &adds);
+				assert_int_equal(http_resp_head(got, version, statuses[si],
+				                                sizes[k] ? h : NULL, tail, sizeof(tail) - 1),
+				                 0);
+				assert_int_equal(evbuffer_get_length(h), sizes[k] ? 0 : sizes[k]);
+				char *w = drain_str(want), *g = drain_str(got);
+				assert_string_equal(g, w);
+				if (statuses[si] >= 100 && statuses[si] <= 999 && sizes[k] < 3900)
+					assert_int_equal(adds, 1);
+				free(w);
+				free(g);
+				free(hdrs);
+				evbuffer_free(h);
+				evbuffer_free(want);
+				evbuffer_free(got);
+			}
+		}
+	}
+}
+
+static void test_content_length_line(void **state)
+{
+	(void)state;
+	static const uint64_t ns[] = {0, 1, 9, 10, 12345, UINT64_MAX};
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		char line[HTTP_RESP_CL_LINE_MAX + 1], want[64];
+		size_t n = http_resp_content_length_line(line, ns[i]);
+		line[n] = '\0';
+		snprintf(want, sizeof(want), "Content-Length: %llu\r\n", (unsigned long long)ns[i]);
+		assert_string_equal(line, want);
+		assert_true(n <= HTTP_RESP_CL_LINE_MAX);
+	}
 }
 
 static void test_json_bytes(void **state)
@@ -237,9 +406,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hop_by_hop_fixed_set),
 		cmocka_unit_test(test_hop_by_hop_connection_tokens),
+		cmocka_unit_test(test_connection_options_same_answers),
+		cmocka_unit_test(test_connection_options_before_head),
 		cmocka_unit_test(test_status_line),
 		cmocka_unit_test(test_reason_fallbacks),
 		cmocka_unit_test(test_header_line),
+		cmocka_unit_test(test_head_one_add),
+		cmocka_unit_test(test_content_length_line),
 		cmocka_unit_test(test_json_bytes),
 		cmocka_unit_test(test_json_parses_back),
 	};
