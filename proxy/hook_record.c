@@ -371,6 +371,18 @@ static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
 	free(cut);
 }
 
+/* Whether member f (a raw one) already holds s as rec_set_bounded would
+ * store it: most exchanges end with the session they started with. */
+static int rec_holds(const struct rec *r, enum rec_str f, const char *s)
+{
+	assert(IS_RAW(f));
+	if (!s)
+		return !r->str[f];
+	size_t n = strnlen(s, FIELD_CHARS + 1);
+	return n <= FIELD_CHARS && r->str[f] && r->len[f] == n &&
+	       memcmp(rec_get(r, f), s, n) == 0;
+}
+
 static void rec_set_id(struct rec *r, const json_t *id)
 {
 	if (json_is_integer(id)) {
@@ -557,10 +569,16 @@ static void set_blocked(struct rec *r, const struct inspect_msg *m)
 
 /* ---- the record as JSON text ------------------------------------------------ */
 
-/* Everything rec_write writes but the string members: member names,
- * punctuation, numbers (at most SBUF_I64_MAX each) and the time. Checked
- * by an assert after each write. */
-#define FIXED_ROOM 1024
+/* Everything rec_write writes but the string members: the 29 member
+ * names with their punctuation (364 bytes), the time (TIME_TEXT_MAX), 7
+ * numbers (SBUF_I64_MAX each), 4 booleans ("false") and the 2 bytes a
+ * null string member writes beyond the 2 counted for its quotes (19 of
+ * them), and '}'. A tight bound: the ring keeps the block the text is
+ * written in. Checked by an assert after each write. */
+#define FIXED_ROOM (364 + TIME_TEXT_MAX + 7 * SBUF_I64_MAX + 4 * 5 + 19 * 2 + 1)
+/* A text's buffer grows to its need rounded up to this, not by doubling:
+ * blocks the ring keeps stay near their record's size. */
+#define TEXT_ROUND 256
 
 #define W_LIT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) + sizeof(lit) - 1)
 
@@ -739,12 +757,17 @@ static int format(struct hr_local *l, const struct rec *r)
 
 	b->len = 0;
 	b->oom = 0;
-	char *start = sbuf_room(b, need);
-	if (!start) {
+	if (b->cap < need + 1) {
+		/* Nothing in it to keep: a fresh block, not a realloc's copy. */
+		size_t cap = (need + 1 + TEXT_ROUND - 1) / TEXT_ROUND * TEXT_ROUND;
 		free(b->p);
-		*b = (struct sbuf){0};
-		return -1;
+		*b = (struct sbuf){.p = malloc(cap), .cap = cap};
+		if (!b->p) {
+			*b = (struct sbuf){0};
+			return -1;
+		}
 	}
+	char *start = b->p;
 	memset(start, ' ', SEQ_ROOM);
 	char *w = rec_write(l, r, &v, start + SEQ_ROOM);
 	t->json_len = (size_t)(w - start) - SEQ_ROOM;
@@ -1140,7 +1163,8 @@ static void finish(struct rx *rx, struct pending *p, const struct inspect_exchan
 	struct rec *r = &p->rec;
 	const struct inspect_where *w = rx->where;
 
-	rec_set_bounded(r, F_SESSION, session_of(w));
+	if (!rec_holds(r, F_SESSION, session_of(w)))
+		rec_set_bounded(r, F_SESSION, session_of(w));
 	r->http_status = x->status;
 	r->finished = 1;
 	r->bytes_in = x->bytes_in;
