@@ -21,6 +21,9 @@ struct redact {
 	char *keys[REDACT_MAX_PATTERNS];    /* owned, normalised */
 	size_t key_len[REDACT_MAX_PATTERNS];
 	size_t nkeys;
+	/* Names the key patterns for the thread-local memo (pv_key_secret):
+	 * new at each change of them, unique across redactors. */
+	uint64_t gen;
 	char *values[REDACT_MAX_PATTERNS];  /* owned, as given */
 	size_t value_len[REDACT_MAX_PATTERNS];
 	size_t nvalues;
@@ -47,11 +50,19 @@ static size_t normalise(const char *s, char *out, size_t cap)
 	return n;
 }
 
+static uint64_t redact_gens;
+
+static void new_gen(struct redact *rd)
+{
+	rd->gen = __atomic_add_fetch(&redact_gens, 1, __ATOMIC_RELAXED);
+}
+
 struct redact *redact_new(void)
 {
 	struct redact *rd = calloc(1, sizeof(*rd));
 	if (!rd)
 		return NULL;
+	new_gen(rd);
 	for (size_t i = 0; i < sizeof(default_keys) / sizeof(default_keys[0]); i++) {
 		if (redact_add_key(rd, default_keys[i]) < 0) {
 			redact_free(rd);
@@ -66,6 +77,7 @@ void redact_clear_keys(struct redact *rd)
 	for (size_t i = 0; i < rd->nkeys; i++)
 		free(rd->keys[i]);
 	rd->nkeys = 0;
+	new_gen(rd);
 }
 
 void redact_free(struct redact *rd)
@@ -91,6 +103,7 @@ int redact_add_key(struct redact *rd, const char *pattern)
 	normalise(pattern, k, need + 1);
 	rd->key_len[rd->nkeys] = need;
 	rd->keys[rd->nkeys++] = k;
+	new_gen(rd);
 	return 0;
 }
 
@@ -133,11 +146,9 @@ int redact_key_is_secret(const struct redact *rd, const char *key)
 	return hit;
 }
 
-/* s[0..len) with every literal masked: a new buffer (*out_len), or NULL
- * with *changed = 0 when nothing matched; NULL with *changed = 1 when
- * memory ran out. */
-static char *mask_literals(const struct redact *rd, const char *s, size_t len, size_t *out_len,
-                           int *changed)
+/* mask_literals when there are literals. */
+static char *mask_some(const struct redact *rd, const char *s, size_t len, size_t *out_len,
+                       int *changed)
 {
 	const size_t mlen = sizeof(REDACT_MASK) - 1;
 	char *cur = NULL;
@@ -179,6 +190,20 @@ static char *mask_literals(const struct redact *rd, const char *s, size_t len, s
 	}
 	*out_len = cur_len;
 	return cur;
+}
+
+/* s[0..len) with every literal masked: a new buffer (*out_len), or NULL
+ * with *changed = 0 when nothing matched; NULL with *changed = 1 when
+ * memory ran out. Inline: most configurations have no literals, and it
+ * runs for every name and string of a record. */
+static inline char *mask_literals(const struct redact *rd, const char *s, size_t len,
+                                  size_t *out_len, int *changed)
+{
+	if (rd->nvalues == 0) {
+		*changed = 0;
+		return NULL;
+	}
+	return mask_some(rd, s, len, out_len, changed);
 }
 
 char *redact_text(const struct redact *rd, const char *s)
@@ -323,18 +348,21 @@ struct preview {
 	size_t chars;            /* code points offered in all */
 	int oom;
 	int fallback;            /* pv_json: take the copying path */
-	/* Member names repeat ("type", "description"... a thousand times in a
-	 * tool list): redact_key_is_secret's answer for recent ones, or NULL
-	 * (small values are not worth clearing the table for). */
-	struct key_memo *memo;   /* borrowed: KEY_MEMO_SLOTS of them */
 };
 
+/* Member names repeat, within a message ("type", "description"... a
+ * thousand times in a tool list) and from call to call (a tool's
+ * argument names): redact_key_is_secret's answer for recent ones, per
+ * thread. An answer is kept with the generation of the patterns it was
+ * found for (rd->gen), so it is never given for other patterns. */
 #define KEY_MEMO_SLOTS 64
 struct key_memo {
-	unsigned char len;       /* 0: empty slot */
+	uint64_t gen;            /* 0: empty slot */
+	unsigned char len;
 	char secret;
 	char key[30];
 };
+static _Thread_local struct key_memo key_memo[KEY_MEMO_SLOTS];
 
 /* Room for n more bytes and a NUL at p->buf + p->len: 0, or -1 (oom). */
 static int pv_reserve(struct preview *p, size_t n)
@@ -409,6 +437,18 @@ static void pv_ascii(struct preview *p, const char *s, size_t n)
 	pv_add_chars(p, s, n, n);
 }
 
+/* One ASCII character (punctuation): pv_ascii without a copy call. */
+static void pv_char(struct preview *p, char c)
+{
+	if (p->len >= p->limit || p->len + 2 > p->cap) {
+		pv_add_chars(p, &c, 1, 1);
+		return;
+	}
+	p->chars++;
+	p->buf[p->len++] = c;
+	p->buf[p->len] = '\0';
+}
+
 /* s[0..n) as a quoted JSON string: what sbuf_json_escape(pv_put, p, s, n)
  * adds, short strings escaped straight into the buffer. */
 static void pv_escaped(struct preview *p, const char *s, size_t n)
@@ -419,10 +459,18 @@ static void pv_escaped(struct preview *p, const char *s, size_t n)
 	}
 	if (n <= PV_STACK && pv_reserve(p, 6 * n + 2) == 0) {
 		char *w = p->buf + p->len;
-		size_t e = sbuf_json_escape_to(w + 1, s, n) + 2;
+		size_t e;
+		if (sbuf_json_plain(s, n)) {
+			/* ASCII, nothing to escape: a code point a byte */
+			memcpy(w + 1, s, n);
+			e = n + 2;
+			p->chars += e;
+		} else {
+			e = sbuf_json_escape_to(w + 1, s, n) + 2;
+			p->chars += count_chars(w + 1, e - 2) + 2;
+		}
 		w[0] = '"';
 		w[e - 1] = '"';
-		p->chars += count_chars(w, e);
 		/* Kept up to the limit, as pv_add keeps it. */
 		p->len += e < p->limit - p->len ? e : p->limit - p->len;
 		p->buf[p->len] = '\0';
@@ -432,16 +480,18 @@ static void pv_escaped(struct preview *p, const char *s, size_t n)
 		sbuf_json_escape(pv_put, p, s, n);
 }
 
-static int pv_key_secret(const struct redact *rd, struct preview *p, const char *key, size_t n)
+/* redact_key_is_secret(rd, key), key being n bytes long. */
+static int pv_key_secret(const struct redact *rd, const char *key, size_t n)
 {
-	if (!p->memo || n == 0 || n > sizeof(p->memo[0].key))
+	if (n == 0 || n > sizeof(key_memo[0].key))
 		return redact_key_is_secret(rd, key);
 	unsigned h = (unsigned)n;
 	for (size_t i = 0; i < n; i++)
 		h = h * 31u + (unsigned char)key[i];
-	struct key_memo *m = &p->memo[h % KEY_MEMO_SLOTS];
-	if (m->len == n && memcmp(m->key, key, n) == 0)
+	struct key_memo *m = &key_memo[h % KEY_MEMO_SLOTS];
+	if (m->gen == rd->gen && m->len == n && memcmp(m->key, key, n) == 0)
 		return m->secret;
+	m->gen = rd->gen;
 	m->len = (unsigned char)n;
 	memcpy(m->key, key, n);
 	m->secret = (char)redact_key_is_secret(rd, key);
@@ -467,7 +517,8 @@ static void pv_json_string(const struct redact *rd, struct preview *p, const cha
 		return;
 	}
 	pv_escaped(p, m ? m : s, m ? mlen : n);
-	free(m);
+	if (m)
+		free(m); /* free(NULL) is a call too, for every string */
 }
 
 static void pv_json(const struct redact *rd, struct preview *p, const json_t *v, int depth);
@@ -479,7 +530,7 @@ static void pv_json_object(const struct redact *rd, struct preview *p, const jso
 	const char *key;
 	int first = 1;
 
-	pv_ascii(p, "{", 1);
+	pv_char(p, '{');
 	json_object_foreach(src, key, val) {
 		size_t klen = strlen(key), mlen;
 		int changed;
@@ -492,18 +543,18 @@ static void pv_json_object(const struct redact *rd, struct preview *p, const jso
 			return;
 		}
 		if (!first)
-			pv_ascii(p, ",", 1);
+			pv_char(p, ',');
 		first = 0;
 		pv_escaped(p, key, klen);
-		pv_ascii(p, ":", 1);
-		if (pv_key_secret(rd, p, key, klen))
+		pv_char(p, ':');
+		if (pv_key_secret(rd, key, klen))
 			pv_add(p, "\"" REDACT_MASK "\"", sizeof(REDACT_MASK) + 1);
 		else
 			pv_json(rd, p, val, depth + 1);
 		if (p->oom || p->fallback)
 			return;
 	}
-	pv_ascii(p, "}", 1);
+	pv_char(p, '}');
 }
 
 /* Writes v as compact JSON text with both rules applied, without copying
@@ -521,13 +572,13 @@ static void pv_json(const struct redact *rd, struct preview *p, const json_t *v,
 		pv_json_object(rd, p, v, depth);
 		return;
 	case JSON_ARRAY:
-		pv_ascii(p, "[", 1);
+		pv_char(p, '[');
 		for (size_t i = 0; i < json_array_size(v) && !p->oom && !p->fallback; i++) {
 			if (i)
-				pv_ascii(p, ",", 1);
+				pv_char(p, ',');
 			pv_json(rd, p, json_array_get(v, i), depth + 1);
 		}
-		pv_ascii(p, "]", 1);
+		pv_char(p, ']');
 		return;
 	case JSON_STRING:
 		pv_json_string(rd, p, json_string_value(v), json_string_length(v));
@@ -612,12 +663,10 @@ char *redact_json_text(const struct redact *rd, const json_t *v, size_t max_char
  * its start (a large result is counted, not copied, past the limit). */
 static void pv_add_json(const struct redact *rd, struct preview *p, const json_t *v)
 {
-	struct key_memo memo[KEY_MEMO_SLOTS] = {{0}};
 	char stack[PV_STACK];
 	struct preview q;
 
 	pv_start(&q, stack, p->len < p->limit ? p->limit - p->len : 0);
-	q.memo = memo;
 	pv_json(rd, &q, v, 0);
 	if (q.fallback || q.oom) {
 		pv_fini(&q);
@@ -659,19 +708,19 @@ static void pv_text(const struct redact *rd, struct preview *p, const char *s, s
 
 static void pv_item(const struct redact *rd, struct preview *p, const json_t *item)
 {
-	const char *type = json_string_value(json_object_get(item, "type"));
+	const char *type = json_string_value(REDACT_MEMBER(item, "type"));
 	char tag[320];
 
 	if (type && strcmp(type, "text") == 0) {
-		const json_t *t = json_object_get(item, "text");
+		const json_t *t = REDACT_MEMBER(item, "text");
 		if (json_is_string(t))
 			pv_text(rd, p, json_string_value(t), json_string_length(t));
 		return;
 	}
-	const char *mime = json_string_value(json_object_get(item, "mimeType"));
-	const char *uri = json_string_value(json_object_get(item, "uri"));
+	const char *mime = json_string_value(REDACT_MEMBER(item, "mimeType"));
+	const char *uri = json_string_value(REDACT_MEMBER(item, "uri"));
 	if (type && strcmp(type, "resource") == 0)
-		uri = json_string_value(json_object_get(json_object_get(item, "resource"), "uri"));
+		uri = json_string_value(REDACT_MEMBER(REDACT_MEMBER(item, "resource"), "uri"));
 	snprintf(tag, sizeof(tag), "[%.32s%s%.200s]", type ? type : "?",
 	         uri || mime ? " " : "", uri ? uri : mime ? mime : "");
 	pv_str(p, tag);
@@ -682,7 +731,7 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 {
 	char stack[PV_STACK];
 	struct preview p;
-	const json_t *content = json_object_get(result, "content");
+	const json_t *content = REDACT_MEMBER(result, "content");
 
 	pv_start(&p, stack, pv_limit(max_chars));
 	if (json_is_array(content) && json_array_size(content) > 0) {
@@ -692,7 +741,7 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 			pv_item(rd, &p, json_array_get(content, i));
 		}
 	} else {
-		const json_t *structured = json_object_get(result, "structuredContent");
+		const json_t *structured = REDACT_MEMBER(result, "structuredContent");
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {

@@ -91,9 +91,25 @@ size_t sbuf_i64_text(char *buf, long long v)
 	                            "949596979899";
 	/* In unsigned arithmetic so that LLONG_MIN negates without overflow. */
 	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	/* Counted by comparisons, four at a step: numbers in records are
+	 * mostly short (a status, a count, an id), and a division costs. */
 	size_t digits = 1;
-	for (unsigned long long t = u; t >= 10; t /= 10)
-		digits++;
+	for (unsigned long long t = u;; t /= 10000, digits += 4) {
+		if (t < 10)
+			break;
+		if (t < 100) {
+			digits += 1;
+			break;
+		}
+		if (t < 1000) {
+			digits += 2;
+			break;
+		}
+		if (t < 10000) {
+			digits += 3;
+			break;
+		}
+	}
 	size_t n = digits + (v < 0);
 	char *p = buf + n;
 	while (u >= 100) {
@@ -194,6 +210,28 @@ static inline int plain_json(const char *s, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (json_esc[(unsigned char)s[i]])
+			return 0;
+	return 1;
+}
+
+int sbuf_json_plain(const char *s, size_t n)
+{
+	/* plain_json's blocks, also flagging bytes >= 0x80 */
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8) {
+			uint64_t v = load8(s + i);
+			if (needs_escape8(v) | (v & HIGHS))
+				return 0;
+		}
+		uint64_t v = load8(s + n - 8);
+		return !(needs_escape8(v) | (v & HIGHS));
+	}
+	if (n >= 4) {
+		uint64_t v = (uint64_t)load4(s) | (uint64_t)load4(s + n - 4) << 32;
+		return !(needs_escape8(v) | (v & HIGHS));
+	}
+	for (size_t i = 0; i < n; i++)
+		if (json_esc[(unsigned char)s[i]] || (unsigned char)s[i] >= 0x80)
 			return 0;
 	return 1;
 }

@@ -65,6 +65,10 @@ void sbuf_i64(struct sbuf *b, long long v);
 #define SBUF_I64_MAX 20
 size_t sbuf_i64_text(char *buf, long long v);
 
+/* Whether s[0..n) is ASCII with nothing to escape: valid UTF-8 that is
+ * its own JSON string text (one scan for what names and addresses are). */
+int sbuf_json_plain(const char *s, size_t n);
+
 /* Whether s[0..n) is UTF-8 as jansson accepts it (shortest forms, no
  * surrogates, nothing past U+10FFFF; NUL bytes allowed). */
 int sbuf_utf8_valid(const char *s, size_t n);

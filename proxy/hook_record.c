@@ -316,15 +316,49 @@ static const char *rec_get(const struct rec *r, enum rec_str f)
 	return r->str[f] ? a->p + r->str[f] - 1 : NULL;
 }
 
+/* sbuf_room and sbuf_wrote for an arena, the common case (room enough)
+ * without a call: a record sets a dozen members. */
+static inline char *arena_room(struct sbuf *a, size_t n)
+{
+	if (!a->oom && n < a->cap && a->len < a->cap - n)
+		return a->p + a->len;
+	return sbuf_room(a, n);
+}
+
+static inline void arena_wrote(struct sbuf *a, size_t k)
+{
+	a->len += k;
+	a->p[a->len] = '\0';
+}
+
 /* Stores s[0..n) as member f (NULL: null); text that is not UTF-8
  * (header values can be anything, and JSON text must be UTF-8) is null. */
 static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 {
-	if (!s || !sbuf_utf8_valid(s, n)) {
+	if (!s) {
 		r->str[f] = 0;
 		return;
 	}
 	struct sbuf *a = arena_of(r, f);
+	if (sbuf_json_plain(s, n)) {
+		/* Names, addresses, ids: mostly their own JSON text, found so
+		 * in one scan. A raw member keeps its NUL in the arena. */
+		char *w = arena_room(a, n + 1);
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		memcpy(w, s, n);
+		w[n] = '\0';
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = n;
+		arena_wrote(a, IS_RAW(f) ? n + 1 : n);
+		return;
+	}
+	if (!sbuf_utf8_valid(s, n)) {
+		r->str[f] = 0;
+		return;
+	}
 	if (!IS_RAW(f)) {
 		/* Escaped once, here; each record then copies it. Room for the
 		 * worst case when that is small, else for the exact size (a long
@@ -369,6 +403,18 @@ static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
 	char *cut = redact_cut(s, FIELD_CHARS, NULL);
 	rec_set(r, f, cut);
 	free(cut);
+}
+
+/* Whether member f (a raw one) already holds s as rec_set_bounded would
+ * store it: most exchanges end with the session they started with. */
+static int rec_holds(const struct rec *r, enum rec_str f, const char *s)
+{
+	assert(IS_RAW(f));
+	if (!s)
+		return !r->str[f];
+	size_t n = strnlen(s, FIELD_CHARS + 1);
+	return n <= FIELD_CHARS && r->str[f] && r->len[f] == n &&
+	       memcmp(rec_get(r, f), s, n) == 0;
 }
 
 static void rec_set_id(struct rec *r, const json_t *id)
@@ -481,10 +527,10 @@ static void record_init(const struct hook_record *hr, struct sbuf *scratch, stru
 	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
 	int call = method && strcmp(method, "tools/call") == 0;
 	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
-	rec_set_id(r, jrpc_id(msg));
+	rec_set_id(r, REDACT_MEMBER(msg, "id"));
 	const json_t *args = params;
 	if (call || (method && strcmp(method, "prompts/get") == 0))
-		args = json_object_get(params, "arguments");
+		args = REDACT_MEMBER(params, "arguments");
 	if (args) {
 		scratch->len = 0;
 		scratch->oom = 0;
@@ -506,9 +552,9 @@ static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratc
                                const json_t *answer, enum jrpc_kind kind)
 {
 	if (kind == JRPC_ERROR) {
-		const json_t *err = json_object_get(answer, "error");
-		const json_t *code = json_object_get(err, "code");
-		const char *msg = json_string_value(json_object_get(err, "message"));
+		const json_t *err = REDACT_MEMBER(answer, "error");
+		const json_t *code = REDACT_MEMBER(err, "code");
+		const char *msg = json_string_value(REDACT_MEMBER(err, "message"));
 		r->has_error_code = json_is_integer(code);
 		r->error_code = r->has_error_code ? (long long)json_integer_value(code) : 0;
 		if (msg) {
@@ -520,7 +566,7 @@ static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratc
 		}
 		return "rpc_error";
 	}
-	const json_t *result = json_object_get(answer, "result");
+	const json_t *result = REDACT_MEMBER(answer, "result");
 	if (!result)
 		return "ok";
 	r->result_cut = 0;
@@ -536,7 +582,7 @@ static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratc
 	}
 	const char *method = rec_get(r, F_METHOD);
 	if (method && strcmp(method, "tools/call") == 0) {
-		r->is_error = json_is_true(json_object_get(result, "isError"));
+		r->is_error = json_is_true(REDACT_MEMBER(result, "isError"));
 		return r->is_error ? "tool_error" : "ok";
 	}
 	return "ok";
@@ -557,10 +603,16 @@ static void set_blocked(struct rec *r, const struct inspect_msg *m)
 
 /* ---- the record as JSON text ------------------------------------------------ */
 
-/* Everything rec_write writes but the string members: member names,
- * punctuation, numbers (at most SBUF_I64_MAX each) and the time. Checked
- * by an assert after each write. */
-#define FIXED_ROOM 1024
+/* Everything rec_write writes but the string members: the 29 member
+ * names with their punctuation (364 bytes), the time (TIME_TEXT_MAX), 7
+ * numbers (SBUF_I64_MAX each), 4 booleans ("false") and the 2 bytes a
+ * null string member writes beyond the 2 counted for its quotes (19 of
+ * them), and '}'. A tight bound: the ring keeps the block the text is
+ * written in. Checked by an assert after each write. */
+#define FIXED_ROOM (364 + TIME_TEXT_MAX + 7 * SBUF_I64_MAX + 4 * 5 + 19 * 2 + 1)
+/* A text's buffer grows to its need rounded up to this, not by doubling:
+ * blocks the ring keeps stay near their record's size. */
+#define TEXT_ROUND 256
 
 #define W_LIT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) + sizeof(lit) - 1)
 
@@ -594,20 +646,33 @@ static char *w_u64_or_null(char *w, int known, uint64_t v)
 	return known ? w_i64(w, (long long)v) : W_LIT(w, "null");
 }
 
-/* The string members in the order rec_write writes them, static ones
- * (from, kind, outcome) included. */
-enum { S_FROM = NSTR, S_KIND, S_OUTCOME, NS };
+/* String members: the record's (NSTR) and our own words (from, kind,
+ * outcome), nothing to escape in those. */
+#define NS (NSTR + 3)
 
-struct strs {
-	const char *s[NS];
-	size_t n[NS], esc[NS];
+static const char *const kind_words[] = {"request", "notification", "response"};
+
+/* Member f of r as JSON. */
+static char *w_member(char *w, const struct rec *r, enum rec_str f)
+{
+	return w_str(w, rec_get(r, f), r->len[f], r->esc[f]);
+}
+
+static char *w_word(char *w, const char *s, size_t n)
+{
+	return w_str(w, s, n, n);
+}
+
+/* The lengths of r's words, outcome 0 when it is null. */
+struct words {
+	size_t from, kind, outcome;
 };
 
 /* The members after "seq", in the order hook_record.h lists them, at w
  * (room for FIXED_ROOM + every string's escaped size). Returns the end. */
-static char *rec_write(struct hr_local *l, const struct rec *r, const struct strs *v, char *w)
+static char *rec_write(struct hr_local *l, const struct rec *r, const struct words *n, char *w)
 {
-#define STR(f) w_str(w, v->s[f], v->n[f], v->esc[f])
+#define STR(f) w_member(w, r, f)
 	w = W_LIT(w, "\"time\":");
 	w = put_time(l, w, r->wall_us);
 	w = W_LIT(w, ",\"session\":");
@@ -625,9 +690,9 @@ static char *rec_write(struct hr_local *l, const struct rec *r, const struct str
 	w = W_LIT(w, ",\"upstream_transport\":");
 	w = STR(F_UPSTREAM_TRANSPORT);
 	w = W_LIT(w, ",\"from\":");
-	w = STR(S_FROM);
+	w = w_word(w, r->from, n->from);
 	w = W_LIT(w, ",\"kind\":");
-	w = STR(S_KIND);
+	w = w_word(w, kind_words[r->kind], n->kind);
 	w = W_LIT(w, ",\"method\":");
 	w = STR(F_METHOD);
 	w = W_LIT(w, ",\"tool\":");
@@ -635,8 +700,10 @@ static char *rec_write(struct hr_local *l, const struct rec *r, const struct str
 	w = W_LIT(w, ",\"id\":");
 	if (r->id_kind == ID_INT)
 		w = w_i64(w, r->id_int);
-	else
+	else if (r->id_kind == ID_STR)
 		w = STR(F_ID);
+	else
+		w = W_LIT(w, "null");
 	w = W_LIT(w, ",\"arguments\":");
 	w = STR(F_ARGUMENTS);
 	w = W_LIT(w, ",\"arguments_cut\":");
@@ -654,7 +721,7 @@ static char *rec_write(struct hr_local *l, const struct rec *r, const struct str
 	w = W_LIT(w, ",\"error_message\":");
 	w = STR(F_ERROR_MESSAGE);
 	w = W_LIT(w, ",\"outcome\":");
-	w = STR(S_OUTCOME);
+	w = w_word(w, r->outcome, n->outcome);
 	w = W_LIT(w, ",\"rule\":");
 	w = STR(F_RULE);
 	w = W_LIT(w, ",\"modified\":");
@@ -713,45 +780,48 @@ static const char *put_key(char **w, const char *s, size_t n)
  * runs out (the record is lost, as a failed json_dumps lost it). */
 static int format(struct hr_local *l, const struct rec *r)
 {
-	static const char *const kinds[] = {"request", "notification", "response"};
 	struct hook_record_text *t = &l->out;
 	struct sbuf *b = &t->b;
-	struct strs v;
-	size_t need = SEQ_ROOM + FIXED_ROOM + 3;
-
-	for (int f = 0; f < NSTR; f++) {
-		v.s[f] = rec_get(r, (enum rec_str)f);
-		v.n[f] = v.s[f] ? r->len[f] : 0;
-		v.esc[f] = v.s[f] ? r->esc[f] : 0;
-	}
-	if (r->id_kind != ID_STR)
-		v.s[F_ID] = NULL;
-	/* Our own words: nothing to escape. */
-	v.s[S_FROM] = r->from;
-	v.s[S_KIND] = kinds[r->kind];
-	v.s[S_OUTCOME] = r->outcome;
-	for (int f = S_FROM; f < NS; f++)
-		v.esc[f] = v.n[f] = v.s[f] ? strlen(v.s[f]) : 0;
-	for (int f = 0; f < NS; f++)
-		need += v.esc[f] + 2;
+	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL),
+		   *session = rec_get(r, F_SESSION);
+	size_t n_method = method ? r->len[F_METHOD] : 0, n_tool = tool ? r->len[F_TOOL] : 0,
+	       n_session = session ? r->len[F_SESSION] : 0;
+	struct words n = {
+		.from = strlen(r->from),
+		.kind = strlen(kind_words[r->kind]),
+		.outcome = r->outcome ? strlen(r->outcome) : 0,
+	};
+	/* Every string member's escaped text, quotes aside, is in the
+	 * arenas but for the raw members', which are there unescaped: their
+	 * escaped sizes on top (an over-count, not a per-member sum). */
+	size_t need = SEQ_ROOM + FIXED_ROOM + 3 + 2 * NS + r->arena.len + r->ans.len + n.from +
+	              n.kind + n.outcome;
+	for (int f = 0; f < F_ANS_FIRST; f++)
+		if (IS_RAW(f) && r->str[f])
+			need += r->esc[f];
 	/* the keys, after the text */
-	need += v.n[F_METHOD] + v.n[F_TOOL] + v.n[F_SESSION];
+	need += n_method + n_tool + n_session;
 
 	b->len = 0;
 	b->oom = 0;
-	char *start = sbuf_room(b, need);
-	if (!start) {
+	if (b->cap < need + 1) {
+		/* Nothing in it to keep: a fresh block, not a realloc's copy. */
+		size_t cap = (need + 1 + TEXT_ROUND - 1) / TEXT_ROUND * TEXT_ROUND;
 		free(b->p);
-		*b = (struct sbuf){0};
-		return -1;
+		*b = (struct sbuf){.p = malloc(cap), .cap = cap};
+		if (!b->p) {
+			*b = (struct sbuf){0};
+			return -1;
+		}
 	}
+	char *start = b->p;
 	memset(start, ' ', SEQ_ROOM);
-	char *w = rec_write(l, r, &v, start + SEQ_ROOM);
+	char *w = rec_write(l, r, &n, start + SEQ_ROOM);
 	t->json_len = (size_t)(w - start) - SEQ_ROOM;
 	*w++ = '\0';
-	t->keys.method = put_key(&w, v.s[F_METHOD], v.n[F_METHOD]);
-	t->keys.tool = put_key(&w, v.s[F_TOOL], v.n[F_TOOL]);
-	t->keys.session = put_key(&w, v.s[F_SESSION], v.n[F_SESSION]);
+	t->keys.method = put_key(&w, method, n_method);
+	t->keys.tool = put_key(&w, tool, n_tool);
+	t->keys.session = put_key(&w, session, n_session);
 	t->keys.outcome = r->outcome; /* static */
 	assert((size_t)(w - start) <= need);
 	sbuf_wrote(b, (size_t)(w - start) - 1); /* the last key's NUL is sbuf's */
@@ -1072,7 +1142,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	switch (m->kind) {
 	case JRPC_RESULT:
 	case JRPC_ERROR: {
-		const json_t *id = jrpc_id(m->msg);
+		const json_t *id = REDACT_MEMBER(m->msg, "id");
 		int matched = 0;
 		/* Only this thread changes rx's list: reading it needs no lock. */
 		for (struct pending *p = rx->head; p; p = p->next) {
@@ -1140,7 +1210,8 @@ static void finish(struct rx *rx, struct pending *p, const struct inspect_exchan
 	struct rec *r = &p->rec;
 	const struct inspect_where *w = rx->where;
 
-	rec_set_bounded(r, F_SESSION, session_of(w));
+	if (!rec_holds(r, F_SESSION, session_of(w)))
+		rec_set_bounded(r, F_SESSION, session_of(w));
 	r->http_status = x->status;
 	r->finished = 1;
 	r->bytes_in = x->bytes_in;

@@ -448,6 +448,32 @@ static void test_header_values(void **state)
 	           "\"latency_us\":0,\"bytes_in\":100,\"bytes_out\":200}");
 }
 
+/* The session an exchange ends with is the record's: a request without
+ * one whose reply names one (initialize) takes the reply's, and the
+ * session key with it; one that had it from the start keeps it. */
+static void test_session_known_at_the_end(void **state)
+{
+	struct fixture *f = *state;
+	f->where.session_id = NULL;
+	send(f, INSPECT_FROM_CLIENT, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}",
+	     NULL);
+	f->where.reply_session_id = "late-one";
+	send(f, INSPECT_FROM_SERVER, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", NULL);
+	end(f, INSPECT_END_OK, 200, NULL);
+	assert_int_equal(f->nrecs, 1);
+	assert_non_null(strstr(f->recs[0], "\"session\":\"late-one\","));
+	assert_string_equal(f->keys[0][2], "late-one");
+
+	f->where.session_id = "sess-2";
+	f->where.reply_session_id = NULL;
+	send(f, INSPECT_FROM_CLIENT, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", NULL);
+	send(f, INSPECT_FROM_SERVER, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}", NULL);
+	end(f, INSPECT_END_OK, 200, NULL);
+	assert_int_equal(f->nrecs, 2);
+	assert_non_null(strstr(f->recs[1], "\"session\":\"sess-2\","));
+	assert_string_equal(f->keys[1][2], "sess-2");
+}
+
 static void test_deep_arguments(void **state)
 {
 	struct fixture *f = *state;
@@ -522,6 +548,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_and_null_id_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_header_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_known_at_the_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inflight, setup, teardown),
 		cmocka_unit_test(test_time_format),

@@ -5,6 +5,7 @@
  * is included to reach its static helpers (h2o's t/00unit style). */
 #include "proxy/hook_record.c"
 
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -216,6 +217,46 @@ static void test_displaced_block_is_reused(void **state)
 	fix_fini(&f);
 }
 
+/* ---- the text's room ----------------------------------------------------- */
+
+/* The widest record format can meet for its strings' sizes: every string
+ * member null, every number at its longest. format's bound on the rest
+ * (FIXED_ROOM) must hold it (its assert), and the text must be JSON. */
+static void test_fixed_room_holds_the_widest_record(void **state)
+{
+	(void)state;
+	struct hr_local l = {.day_sec = (time_t)-1};
+	struct rec r;
+	memset(&r, 0, sizeof(r));
+	/* year 9999, the widest date strftime gives four digits */
+	r.wall_us = 253402300799999999ull;
+	r.from = "client";
+	r.kind = RK_NOTIFICATION;
+	r.outcome = "upstream_error";
+	r.id_kind = ID_INT;
+	r.id_int = LLONG_MIN;
+	r.has_error_code = 1;
+	r.error_code = LLONG_MIN;
+	r.http_status = INT_MIN;
+	r.is_error = 0;
+	r.notifications = UINT_MAX;
+	r.finished = 1;
+	r.latency_us = r.bytes_in = r.bytes_out = 1ull << 63;
+	assert_int_equal(format(&l, &r), 0);
+	size_t len;
+	char *s = hook_record_text_seal(&l.out, 1, &len);
+	json_error_t e;
+	json_t *j = json_loadb(s, len, 0, &e);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "id")), LLONG_MIN);
+	assert_true(json_is_null(json_object_get(j, "session")));
+	json_decref(j);
+	/* the text is in a block sized to its need, not doubled past it
+	 * (the words: "client", "notification", "upstream_error") */
+	assert_true(l.out.b.cap < SEQ_ROOM + FIXED_ROOM + 3 + 2 * NS + 32 + TEXT_ROUND);
+	free(l.out.b.p);
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
 #define CALLS_PER_THREAD 2000
@@ -283,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_time_cache_across_seconds),
 		cmocka_unit_test(test_swapped_records_match_copied_ones),
 		cmocka_unit_test(test_displaced_block_is_reused),
+		cmocka_unit_test(test_fixed_room_holds_the_widest_record),
 		cmocka_unit_test(test_threads_record_under_the_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,76 @@ static void test_configured_keys_replace_defaults(void **state)
 	redact_free(rd);
 }
 
+/* The answers for member names are remembered from call to call (per
+ * thread): never across a change of the patterns, nor from one redactor
+ * to another. */
+static void expect_text(const struct redact *rd, const char *in, const char *want)
+{
+	json_t *j = parse(in);
+	char *t = redact_json_text(rd, j, 1000, NULL);
+	assert_non_null(t);
+	assert_string_equal(t, want);
+	free(t);
+	json_decref(j);
+}
+
+static void test_key_answers_follow_the_patterns(void **state)
+{
+	(void)state;
+	struct redact *a = redact_new(), *b = redact_new();
+	redact_clear_keys(b);
+	assert_int_equal(redact_add_key(b, "message"), 0);
+	for (int i = 0; i < 3; i++) {
+		expect_text(a, "{\"message\":\"hi\",\"password\":\"x\"}",
+		            "{\"message\":\"hi\",\"password\":\"" M "\"}");
+		expect_text(b, "{\"message\":\"hi\",\"password\":\"x\"}",
+		            "{\"message\":\"" M "\",\"password\":\"x\"}");
+	}
+	/* a's patterns change after its answers were remembered */
+	redact_clear_keys(a);
+	expect_text(a, "{\"message\":\"hi\",\"password\":\"x\"}",
+	            "{\"message\":\"hi\",\"password\":\"x\"}");
+	assert_int_equal(redact_add_key(a, "mess"), 0);
+	expect_text(a, "{\"message\":\"hi\",\"password\":\"x\"}",
+	            "{\"message\":\"" M "\",\"password\":\"x\"}");
+	/* a redactor freed and another made: none of the old answers */
+	redact_free(b);
+	b = redact_new();
+	expect_text(b, "{\"message\":\"hi\",\"password\":\"x\"}",
+	            "{\"message\":\"hi\",\"password\":\"" M "\"}");
+	redact_free(a);
+	redact_free(b);
+}
+
+/* redact_member finds what json_object_get finds: by a walk in a small
+ * object, hashed in a large one; a key holding a NUL is not its prefix. */
+static void test_member_lookup(void **state)
+{
+	(void)state;
+	json_t *small = parse("{\"type\":\"text\",\"text\":\"hi\",\"t\":1}");
+	assert_ptr_equal(REDACT_MEMBER(small, "text"), json_object_get(small, "text"));
+	assert_ptr_equal(REDACT_MEMBER(small, "t"), json_object_get(small, "t"));
+	assert_null(REDACT_MEMBER(small, "tex"));
+	assert_null(REDACT_MEMBER(small, "texts"));
+	json_object_setn_new(small, "id\0x", 4, json_integer(7));
+	assert_null(REDACT_MEMBER(small, "id"));
+	assert_int_equal(json_integer_value(redact_member(small, "id\0x", 4)), 7);
+	json_t *large = json_object();
+	char k[16];
+	for (int i = 0; i < 3 * REDACT_MEMBER_WALK; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		json_object_set_new(large, k, json_integer(i));
+	}
+	assert_int_equal(json_integer_value(REDACT_MEMBER(large, "k20")), 20);
+	assert_null(REDACT_MEMBER(large, "k99"));
+	json_t *arr = parse("[1]");
+	assert_null(REDACT_MEMBER(arr, "type"));
+	assert_null(REDACT_MEMBER(NULL, "type"));
+	json_decref(small);
+	json_decref(large);
+	json_decref(arr);
+}
+
 static void test_configured_values(void **state)
 {
 	(void)state;
@@ -435,6 +505,8 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_json_text_matches_copy),
 		cmocka_unit_test(test_preview_json_matches_copy),
+		cmocka_unit_test(test_key_answers_follow_the_patterns),
+		cmocka_unit_test(test_member_lookup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -244,6 +244,30 @@ static void test_utf8_valid_matches_reference(void **state)
 	}
 }
 
+/* sbuf_json_plain: ASCII that needs no escape, for each byte value at
+ * every position and length (short texts take other paths than blocks). */
+static void test_json_plain_every_byte(void **state)
+{
+	(void)state;
+	int plain = 0;
+	for (unsigned c = 0; c < 256; c++) {
+		for (size_t n = 1; n <= 20; n++) {
+			for (size_t pos = 0; pos < n; pos++) {
+				char s[20];
+				memset(s, 'a', sizeof(s));
+				s[pos] = (char)c;
+				int want = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+				assert_int_equal(sbuf_json_plain(s, n), want);
+				plain += want;
+			}
+		}
+	}
+	assert_true(plain > 0);
+	assert_true(sbuf_json_plain("", 0));
+	assert_true(sbuf_json_plain("127.0.0.1:5555", 14));
+	assert_false(sbuf_json_plain("caf\xc3\xa9", 5));
+}
+
 static void test_i64_text_matches_printf(void **state)
 {
 	(void)state;
@@ -277,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_escape_is_what_jansson_writes),
 		cmocka_unit_test(test_chars_match_reference),
 		cmocka_unit_test(test_utf8_valid_matches_reference),
+		cmocka_unit_test(test_json_plain_every_byte),
 		cmocka_unit_test(test_i64_text_matches_printf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
