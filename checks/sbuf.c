@@ -146,10 +146,9 @@ static const char json_esc[256] = {
 };
 
 /* Eight bytes at a time: call records are mostly plain ASCII, and a
- * block of eight that needs no escape is one 8-byte copy. The masks flag
- * a block holding a byte < 0x20, '"' or '\\' (SWAR "has less than" and
- * "has zero" tricks: a flag may be set wrongly only above a true one, so
- * "any flag" is exact); bytes >= 0x80 never raise one. */
+ * block of eight that needs no escape is one 8-byte copy. The test that
+ * flags a block holding a byte < 0x20, '"' or '\\' is
+ * sbuf_json_special_word (sbuf.h), shared with proxy/jparse.c. */
 #define ONES  0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
@@ -158,14 +157,6 @@ static inline uint64_t load8(const char *s)
 	uint64_t v;
 	memcpy(&v, s, 8);
 	return v;
-}
-
-static inline uint64_t needs_escape8(uint64_t v)
-{
-	uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
-	/* q and b keep v's top bits ('"' and '\\' are ASCII): ~v stands for
-	 * ~q and ~b in their "has zero" tests. */
-	return ((v - ONES * 0x20) | (q - ONES) | (b - ONES)) & ~v & HIGHS;
 }
 
 static inline uint32_t load4(const char *s)
@@ -199,14 +190,14 @@ static inline int plain_json(const char *s, size_t n)
 {
 	if (n >= 8) {
 		for (size_t i = 0; i + 8 <= n; i += 8)
-			if (needs_escape8(load8(s + i)))
+			if (sbuf_json_special_word(load8(s + i)))
 				return 0;
-		return !needs_escape8(load8(s + n - 8));
+		return !sbuf_json_special_word(load8(s + n - 8));
 	}
 	if (n >= 4) {
 		/* a block of the first four and the last four (overlapping) */
 		uint64_t v = (uint64_t)load4(s) | (uint64_t)load4(s + n - 4) << 32;
-		return !needs_escape8(v);
+		return !sbuf_json_special_word(v);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (json_esc[(unsigned char)s[i]])
@@ -220,15 +211,15 @@ int sbuf_json_plain(const char *s, size_t n)
 	if (n >= 8) {
 		for (size_t i = 0; i + 8 <= n; i += 8) {
 			uint64_t v = load8(s + i);
-			if (needs_escape8(v) | (v & HIGHS))
+			if (sbuf_json_special_word(v) | (v & HIGHS))
 				return 0;
 		}
 		uint64_t v = load8(s + n - 8);
-		return !(needs_escape8(v) | (v & HIGHS));
+		return !(sbuf_json_special_word(v) | (v & HIGHS));
 	}
 	if (n >= 4) {
 		uint64_t v = (uint64_t)load4(s) | (uint64_t)load4(s + n - 4) << 32;
-		return !(needs_escape8(v) | (v & HIGHS));
+		return !(sbuf_json_special_word(v) | (v & HIGHS));
 	}
 	for (size_t i = 0; i < n; i++)
 		if (json_esc[(unsigned char)s[i]] || (unsigned char)s[i] >= 0x80)
@@ -270,7 +261,7 @@ static size_t escape_into(char *w, const char *s, size_t n)
 
 	while (i + 8 <= n) {
 		uint64_t v = load8(s + i);
-		uint64_t m = needs_escape8(v);
+		uint64_t m = sbuf_json_special_word(v);
 		/* All eight copied (w has room: 6 bytes a byte); kept up to the
 		 * first byte to escape, then the run goes on after it. */
 		memcpy(w, &v, 8);
@@ -280,7 +271,7 @@ static size_t escape_into(char *w, const char *s, size_t n)
 			continue;
 		}
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* The lowest flag is a true one (see needs_escape8) and, little
+		/* The lowest flag is a true one (see sbuf_json_special_word) and, little
 		 * endian, the first byte in memory. */
 		size_t k = (size_t)__builtin_ctzll(m) / 8;
 #else
@@ -313,7 +304,7 @@ size_t sbuf_json_escaped_len(const char *s, size_t n)
 	if (plain_json(s, n))
 		return n;
 	for (;;) {
-		while (i + 8 <= n && !needs_escape8(load8(s + i)))
+		while (i + 8 <= n && !sbuf_json_special_word(load8(s + i)))
 			i += 8;
 		if (i >= n)
 			return len;
@@ -377,7 +368,7 @@ size_t sbuf_json_str_chars(const char *s, size_t n)
 		/* Plain blocks: a code point per byte but continuation bytes. */
 		for (; i + 8 <= n; i += 8) {
 			uint64_t v = load8(s + i);
-			if (needs_escape8(v))
+			if (sbuf_json_special_word(v))
 				break;
 			chars += 8 - cont8(v);
 		}

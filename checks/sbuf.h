@@ -73,20 +73,27 @@ int sbuf_json_plain(const char *s, size_t n);
  * surrogates, nothing past U+10FFFF; NUL bytes allowed). */
 int sbuf_utf8_valid(const char *s, size_t n);
 
-/* Nonzero when one of the eight bytes at s is special inside a JSON
- * string: '"', '\\' or a control byte (< 0x20); bytes >= 0x80 never are.
- * SWAR "has less than" and "has zero" tests: a flag may be set wrongly
- * only above a true one, so "any flag" is exact. For scanners that step
- * over plain runs eight bytes at a time. */
-static inline uint64_t sbuf_json_special8(const char *s)
+/* Nonzero when one of the eight bytes of v (as loaded from memory) is
+ * special inside a JSON string: '"', '\\' or a control byte (< 0x20);
+ * bytes >= 0x80 never are. SWAR "has less than" and "has zero" tests: a
+ * flag may be set wrongly only above a true one, so "any flag" is exact
+ * (and the lowest flag is a true one). For scanners and escapers that
+ * step over plain runs eight bytes at a time. */
+static inline uint64_t sbuf_json_special_word(uint64_t v)
 {
 	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-	uint64_t v;
-	memcpy(&v, s, 8);
 	uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
 	/* q and b keep v's top bits ('"' and '\\' are ASCII): ~v stands for
 	 * ~q and ~b in their "has zero" tests. */
 	return ((v - ones * 0x20) | (q - ones) | (b - ones)) & ~v & highs;
+}
+
+/* The same for the eight bytes at s. */
+static inline uint64_t sbuf_json_special8(const char *s)
+{
+	uint64_t v;
+	memcpy(&v, s, 8);
+	return sbuf_json_special_word(v);
 }
 
 /* Nonzero when one of the eight bytes at s is >= 0x80. */
