@@ -444,6 +444,8 @@ static void dispatch(struct conn *c)
 		return;
 	}
 	c->ex = c->ops->start(c, m, body);
+	if (c->ex && c->reply_done && c->ops->replied)
+		c->ops->replied(c->ex);
 }
 
 /* Where the next request bytes are: what a handoff brought, then the
@@ -903,6 +905,10 @@ void conn_reply_end(struct conn *c)
 	c->reply_done = 1;
 	if (c->chunked && !c->req_head)
 		evbuffer_add(c->staged, "0\r\n\r\n", 5);
+	/* Before the bytes leave (a reply made inside ->start has no
+	 * exchange yet: see dispatch). */
+	if (c->ex && c->ops->replied)
+		c->ops->replied(c->ex);
 	flush(c);
 	event_active(c->step, 0, 0);
 }

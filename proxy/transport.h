@@ -35,6 +35,12 @@ struct transport_ops {
 	/* The proxy is draining: a long-lived stream ends now, a request in
 	 * flight is left to finish. */
 	void (*shutdown)(struct exchange *ex);
+	/* Optional: the reply's last bytes are queued, about to be written.
+	 * What the exchange held for its request alone goes back now, not a
+	 * loop turn later in ->free: a client that has its answer and sends
+	 * the next request at once (from another worker's connection) must
+	 * not be refused for a request that is over. */
+	void (*replied)(struct exchange *ex);
 	/* Ends the exchange (after the reply or when the client left): frees
 	 * it and everything it holds, closing an unfinished upstream request. */
 	void (*free)(struct exchange *ex, const char *client_error);

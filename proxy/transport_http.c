@@ -1238,15 +1238,23 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 	inspect_exchange_done(ctx->insp, &x);
 }
 
+static void http_replied(struct exchange *ex)
+{
+	if (ex->slot) {
+		sesslimit_release(ex->ctx->sesslimit, ex->slot, ex->slot_kind);
+		ex->slot = NULL;
+	}
+}
+
 static void http_free(struct exchange *ex, const char *client_error)
 {
 	if (!ex)
 		return;
 	assert(ex->magic == EXCHANGE_MAGIC);
 	log_exchange(ex, client_error);
-	/* Every way an exchange ends comes here once: the slot goes back. */
-	if (ex->slot)
-		sesslimit_release(ex->ctx->sesslimit, ex->slot, ex->slot_kind);
+	/* Every way an exchange ends comes here once: the slot goes back,
+	 * unless the reply already gave it (http_replied). */
+	http_replied(ex);
 	transport_sse_free(ex->xlate, client_error);
 	/* Freeing an unfinished upstream request closes its connection: that
 	 * is how a client that left cancels its request upstream. */
@@ -1272,5 +1280,6 @@ const struct transport_ops transport_http_ops = {
 	.start = http_start,
 	.drained = http_drained,
 	.shutdown = http_shutdown,
+	.replied = http_replied,
 	.free = http_free,
 };

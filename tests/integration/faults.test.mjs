@@ -661,6 +661,9 @@ describe('call log on a full disk', () => {
     const N = 80;
     await calls(c, 'full', N);
     await c.close();
+    // The last record is made as its exchange ends, a moment after its reply.
+    await waitFor(async () => (await onCalls('full')).size === N, { timeout: 3000, what: 'every record on /calls' })
+      .catch(() => {});
     assert.equal((await onCalls('full')).size, N, 'every record on /calls');
     const failed = logLines(FAILED);
     assert.equal(failed.length, 1, `one error about the call log expected:\n${failed.join('\n')}\n--- stderr tail ---\n${w.proc.stderr.slice(-2000)}`);
@@ -690,10 +693,17 @@ describe('call log on a full disk', () => {
     assert.equal(again.length, 1, again.join('\n'));
     assert.ok(Number(/; (\d+) records were not/.exec(again[0])?.[1]) > 0, again[0]);
     assert.equal(logLines(FAILED).length, 1, 'still one error line');
-    const lines = readFileSync(logPath, 'utf8').split('\n');
-    assert.equal(lines.pop(), '', 'ends with a whole line');
-    const recs = lines.map((l) => JSON.parse(l));
-    const got = new Set(recs.map((r) => /"(again-\d+)"/.exec(r.arguments ?? '')?.[1]).filter(Boolean));
+    // A record is made when its exchange ends, just after the reply left:
+    // the last call's line may follow its answer by a moment.
+    const readLog = () => {
+      const lines = readFileSync(logPath, 'utf8').split('\n');
+      assert.equal(lines.pop(), '', 'ends with a whole line');
+      const recs = lines.map((l) => JSON.parse(l));
+      const got = new Set(recs.map((r) => /"(again-\d+)"/.exec(r.arguments ?? '')?.[1]).filter(Boolean));
+      return { recs, got };
+    };
+    await waitFor(() => readLog().got.size === 10, { timeout: 3000, what: 'the 10 records in the log' }).catch(() => {});
+    const { recs, got } = readLog();
     assert.equal(got.size, 10, 'every record after the space came back is in the log');
     const seqs = recs.map((r) => r.seq);
     assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'lines in record order');

@@ -87,6 +87,37 @@ function assertBusy(res, id, limitKey) {
   assertRpcError(res, { status: 429, code: -32600, id, messageIncludes: [limitKey] });
 }
 
+describe('a session at a cap of one in-flight request, two workers', () => {
+  let se;
+  let w;
+
+  before(async () => {
+    se = await startEverything(await freePort());
+    w = await startAdminWarden({
+      upstreams: [{ name: 'everything', url: se.url }],
+      extra: { workers: 2, limits: { max_inflight_per_session: 1 } },
+    });
+  }, { timeout: 30000 });
+
+  after(async () => {
+    await stopAll();
+  });
+
+  test('a client that has its answer is never refused for it: 300 calls back to back, each on a new connection', T, async () => {
+    // The slot goes back before the reply's bytes leave. When it went back
+    // a loop turn later, the next call (taken by either worker) could
+    // still find the session at its cap and get 429.
+    const sid = await initSession(w.url);
+    const refused = [];
+    for (let i = 0; i < 300; i++) {
+      const r = await postJson(w.url, echo(i), { headers: sessionHeaders(sid) });
+      if (r.status !== 200) refused.push(`call ${i}: ${r.status} ${r.text.slice(0, 80)}`);
+    }
+    assert.deepEqual(refused, []);
+    assert.equal(metricValue(await metrics(w), 'mcpwarden_session_limit_refusals_total', { limit: 'inflight' }), 0);
+  });
+});
+
 describe('per-session caps in front of server-everything', () => {
   let se;
   let w;
