@@ -768,6 +768,90 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 	return rc;
 }
 
+/* ---- the last large preview, kept ----------------------------------------- */
+
+/* Results smaller than this preview faster than they are compared and
+ * copied; larger than the cap, they are not kept (memory). */
+#define PREVIEW_MEMO_MIN (8u * 1024)
+#define PREVIEW_MEMO_MAX (16u * 1024 * 1024)
+
+struct redact_preview_memo {
+	uint64_t gen;       /* rd->gen of the patterns; 0: nothing kept */
+	size_t max_chars;
+	char *raw;          /* owned: the result's bytes */
+	size_t raw_len;
+	char *text;         /* owned: its preview */
+	size_t text_len;
+	int cut;
+};
+
+struct redact_preview_memo *redact_preview_memo_new(void)
+{
+	return calloc(1, sizeof(struct redact_preview_memo));
+}
+
+void redact_preview_memo_free(struct redact_preview_memo *pm)
+{
+	if (!pm)
+		return;
+	free(pm->raw);
+	free(pm->text);
+	free(pm);
+}
+
+static int memo_holds(const struct redact_preview_memo *pm, const struct redact *rd,
+                      const char *raw, size_t raw_len, size_t max_chars)
+{
+	return pm->gen && pm->gen == rd->gen && pm->max_chars == max_chars &&
+	       pm->raw_len == raw_len && memcmp(pm->raw, raw, raw_len) == 0;
+}
+
+/* Keeps text (the preview just made of raw); on a failed malloc keeps
+ * nothing, which only costs the next preview its shortcut. */
+static void memo_keep(struct redact_preview_memo *pm, const struct redact *rd, const char *raw,
+                      size_t raw_len, size_t max_chars, const char *text, size_t text_len,
+                      int cut)
+{
+	pm->gen = 0;
+	if (pm->raw_len < raw_len || !pm->raw) {
+		free(pm->raw);
+		pm->raw = malloc(raw_len);
+	}
+	free(pm->text);
+	pm->text = malloc(text_len + 1);
+	if (!pm->raw || !pm->text)
+		return;
+	memcpy(pm->raw, raw, raw_len);
+	memcpy(pm->text, text, text_len);
+	pm->raw_len = raw_len;
+	pm->text_len = text_len;
+	pm->max_chars = max_chars;
+	pm->cut = cut;
+	pm->gen = rd->gen;
+}
+
+int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview_memo *pm,
+                                  const json_t *result, const char *raw, size_t raw_len,
+                                  size_t max_chars, int *cut, struct sbuf *out)
+{
+	if (!pm || !raw || raw_len < PREVIEW_MEMO_MIN || raw_len > PREVIEW_MEMO_MAX)
+		return redact_result_preview_to(rd, result, max_chars, cut, out);
+	if (memo_holds(pm, rd, raw, raw_len, max_chars)) {
+		if (cut)
+			*cut = pm->cut;
+		sbuf_putn(out, pm->text, pm->text_len);
+		return out->oom ? -1 : 0;
+	}
+	size_t at = out->len;
+	int c = 0;
+	if (redact_result_preview_to(rd, result, max_chars, &c, out) < 0)
+		return -1;
+	if (cut)
+		*cut = c;
+	memo_keep(pm, rd, raw, raw_len, max_chars, out->p ? out->p + at : "", out->len - at, c);
+	return 0;
+}
+
 char *redact_result_preview(const struct redact *rd, const json_t *result, size_t max_chars,
                             int *cut)
 {

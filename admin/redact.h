@@ -88,6 +88,23 @@ char *redact_result_preview(const struct redact *rd, const json_t *result, size_
 int redact_result_preview_to(const struct redact *rd, const json_t *result, size_t max_chars,
                              int *cut, struct sbuf *out);
 
+/* The preview of the last large result, kept with that result's text as
+ * it arrived. Previewing a 1,000-tool tools/list result cost ~15M
+ * instructions (the "of N chars" total counts the whole redacted text),
+ * and clients fetch the same list again and again. One per thread (a
+ * worker's recorder); not thread-safe. */
+struct redact_preview_memo;
+struct redact_preview_memo *redact_preview_memo_new(void);
+void redact_preview_memo_free(struct redact_preview_memo *pm);  /* accepts NULL */
+
+/* redact_result_preview_to(rd, result, ...), where raw[0..raw_len) is
+ * result's text as it arrived (NULL: not known, nothing kept). When the
+ * same bytes were previewed last with the same patterns (and max_chars),
+ * the kept preview is given without reading result. pm may be NULL. */
+int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview_memo *pm,
+                                  const json_t *result, const char *raw, size_t raw_len,
+                                  size_t max_chars, int *cut, struct sbuf *out);
+
 /* json_object_get(o, key[0..len)) for the small objects of a message (an
  * envelope, a result, a content item): one walk over the members, which
  * with a few of them costs less than hashing the key (past

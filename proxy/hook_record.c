@@ -160,6 +160,7 @@ struct hr_local {
 	struct rx *live;             /* rxs of this thread's open exchanges */
 	struct hook_record_text out; /* owned: the text being handed to the sink */
 	struct sbuf scratch;         /* owned: redacted text before it is escaped */
+	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
 	time_t day_sec;              /* the second day_text spells, or -1 */
 	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
 };
@@ -497,6 +498,7 @@ static void local_free(struct hr_local *l)
 	}
 	free(l->out.b.p);
 	free(l->scratch.p);
+	redact_preview_memo_free(l->pmemo);
 	free(l);
 }
 
@@ -548,9 +550,14 @@ static void record_init(const struct hook_record *hr, struct sbuf *scratch, stru
 /* Fills the answer members from a response message (a server's answer,
  * a hook's answer, or a client's response to a server request). Returns
  * the outcome it implies. */
-static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
-                               const json_t *answer, enum jrpc_kind kind)
+/* answer's outcome and what the record shows of it; raw: the text of
+ * its result as it arrived (inspect_msg.result_raw), or NULL. */
+static const char *fill_answer(const struct hook_record *hr, struct hr_local *l, struct rec *r,
+                               const json_t *answer, enum jrpc_kind kind, const char *raw,
+                               size_t raw_len)
 {
+	struct sbuf *scratch = &l->scratch;
+
 	if (kind == JRPC_ERROR) {
 		const json_t *err = REDACT_MEMBER(answer, "error");
 		const json_t *code = REDACT_MEMBER(err, "code");
@@ -572,8 +579,12 @@ static const char *fill_answer(const struct hook_record *hr, struct sbuf *scratc
 	r->result_cut = 0;
 	scratch->len = 0;
 	scratch->oom = 0;
-	if (redact_result_preview_to(hr->rd, result, REDACT_PREVIEW_CHARS, &r->result_cut,
-	                             scratch) < 0) {
+	/* A large result comes again unchanged (a tools/list): its preview
+	 * is kept per worker with its bytes. */
+	if (raw && !l->pmemo)
+		l->pmemo = redact_preview_memo_new();
+	if (redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len,
+	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) < 0) {
 		/* Out of memory: null, as a failed redact_result_preview gave. */
 		r->result_cut = 0;
 		r->str[F_PREVIEW] = 0;
@@ -1076,12 +1087,12 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked". */
 		if (m->answer)
-			fill_answer(hr, &l->scratch, r, m->answer, jrpc_classify(m->answer));
+			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0);
 		set_blocked(r, m);
 		settle(p);
 	} else if (kind == RK_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
-		const char *o = fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m));
+		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
 		if (strcmp(o, "ok") != 0) {
 			r->outcome = o;
 			settle(p);
@@ -1100,7 +1111,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 		return;
 	struct rec *r = &p->rec;
 	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m, method);
-	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m)) : "ok";
+	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)
@@ -1118,7 +1129,7 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
                            struct inspect_msg *m)
 {
 	struct rec *r = &p->rec;
-	r->outcome = fill_answer(hr, &l->scratch, r, m->msg, msg_kind(m));
+	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD)

@@ -330,6 +330,99 @@ static void test_preview_cut_at_800(void **state)
 	redact_free(rd);
 }
 
+/* A large result's text, its tree, and the plain preview of the tree. */
+struct big_result {
+	char *raw;
+	size_t len;
+	json_t *tree;
+};
+
+static struct big_result big_list(int n, const char *secret_key)
+{
+	struct sbuf b = {0};
+	sbuf_puts(&b, "{\"tools\":[");
+	for (int i = 0; i < n; i++) {
+		char t[160];
+		snprintf(t, sizeof(t), "%s{\"name\":\"tool_%04d\",\"%s\":\"v%d\",\"n\":%d}", i ? "," : "", i,
+		         secret_key, i, i);
+		sbuf_puts(&b, t);
+	}
+	sbuf_puts(&b, "]}");
+	struct big_result r = {b.p, b.len, json_loadb(b.p, b.len, 0, NULL)};
+	assert_non_null(r.tree);
+	return r;
+}
+
+static char *preview_of(const struct redact *rd, struct redact_preview_memo *pm,
+                        const struct big_result *br, const json_t *tree, int *cut)
+{
+	struct sbuf out = {0};
+	sbuf_putn(&out, "", 0);
+	assert_int_equal(redact_result_preview_memo_to(rd, pm, tree, br->raw, br->len,
+	                                               REDACT_PREVIEW_CHARS, cut, &out), 0);
+	return out.p;
+}
+
+/* The kept preview is the one the result's own preview gives, is given
+ * again for the same bytes, and never for other bytes or patterns. */
+static void test_preview_memo(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	struct redact_preview_memo *pm = redact_preview_memo_new();
+	struct big_result a = big_list(400, "token"), b = big_list(400, "other");
+	assert_true(a.len > 8192 && a.len == b.len);
+
+	int cut_plain = 0, cut = 0;
+	char *plain = redact_result_preview(rd, a.tree, REDACT_PREVIEW_CHARS, &cut_plain);
+	char *first = preview_of(rd, pm, &a, a.tree, &cut);
+	assert_string_equal(first, plain);
+	assert_int_equal(cut, cut_plain);
+	assert_int_equal(cut, 1);
+	assert_non_null(strstr(plain, "\"token\":\"" REDACT_MASK "\""));
+
+	/* The same bytes: the kept text, without reading the tree (given
+	 * another tree here to show it is not read). */
+	cut = 0;
+	char *again = preview_of(rd, pm, &a, b.tree, &cut);
+	assert_string_equal(again, plain);
+	assert_int_equal(cut, 1);
+
+	/* Other bytes of the same length: previewed from their tree. */
+	char *other = preview_of(rd, pm, &b, b.tree, &cut);
+	char *other_plain = redact_result_preview(rd, b.tree, REDACT_PREVIEW_CHARS, NULL);
+	assert_string_equal(other, other_plain);
+	assert_string_not_equal(other, plain);
+
+	/* Other patterns (same bytes as last): "other" is secret now. */
+	struct redact *rd2 = redact_new();
+	assert_int_equal(redact_add_key(rd2, "other"), 0);
+	char *masked = preview_of(rd2, pm, &b, b.tree, &cut);
+	char *masked_plain = redact_result_preview(rd2, b.tree, REDACT_PREVIEW_CHARS, NULL);
+	assert_string_equal(masked, masked_plain);
+	assert_non_null(strstr(masked, "\"other\":\"" REDACT_MASK "\""));
+
+	/* A small result is never kept: with the same bytes and another tree
+	 * its own tree is previewed. */
+	struct big_result small = big_list(3, "x");
+	char *s1 = preview_of(rd, pm, &small, small.tree, &cut);
+	json_t *t2 = json_pack("{s:[]}", "tools");
+	char *s2 = preview_of(rd, pm, &small, t2, &cut);
+	assert_string_not_equal(s1, s2);
+
+	free(plain); free(first); free(again); free(other); free(other_plain);
+	free(masked); free(masked_plain); free(s1); free(s2);
+	json_decref(t2);
+	struct big_result *all[] = {&a, &b, &small};
+	for (size_t i = 0; i < 3; i++) {
+		free(all[i]->raw);
+		json_decref(all[i]->tree);
+	}
+	redact_preview_memo_free(pm);
+	redact_free(rd);
+	redact_free(rd2);
+}
+
 static void test_limits(void **state)
 {
 	(void)state;
@@ -502,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_json_text_cut_at_1000),
 		cmocka_unit_test(test_preview_tool_result),
 		cmocka_unit_test(test_preview_cut_at_800),
+		cmocka_unit_test(test_preview_memo),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_json_text_matches_copy),
 		cmocka_unit_test(test_preview_json_matches_copy),
