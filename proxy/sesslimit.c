@@ -9,8 +9,11 @@
  * mutex guards a stripe of them: two workers take the same one only when
  * their sessions hash to the same stripe (one mutex for all made every
  * eighth call of two busy workers wait for the other). The critical
- * sections are a hash, a short chain walk and a counter; the entry count
- * and the statistics are atomics.
+ * sections are a hash, a short chain walk and a counter. Each stripe sits
+ * on cache lines of its own with the count of slots its sessions hold, so
+ * a call's acquire and release touch no line the other worker writes but
+ * the entry count's (the cap on sessions needs one count); the refusal
+ * counters, written rarely, are atomics of the table.
  */
 #include "proxy/sesslimit.h"
 
@@ -31,13 +34,22 @@ struct sesslimit_entry {
 	char sid[];
 };
 
+#define SESSLIMIT_LINE 64u
+
+/* Bucket b's lock is stripe[b % STRIPES].lock. held: slots held by the
+ * stripe's sessions, written under the lock, read (atomically) without. */
+struct stripe {
+	pthread_mutex_t lock;
+	uint64_t held[SESSLIMIT_NKINDS];
+} __attribute__((aligned(SESSLIMIT_LINE)));
+
 struct sesslimit {
-	pthread_mutex_t lock[SESSLIMIT_STRIPES]; /* bucket b: lock[b % STRIPES] */
+	struct stripe stripe[SESSLIMIT_STRIPES];
 	struct sesslimit_entry **buckets;  /* owned array of owned chains */
 	size_t nbuckets;                   /* a power of two */
 	size_t nentries, max_entries;      /* nentries: atomic */
-	struct sesslimit_stats stats;      /* atomics; entries and held kept up to date */
-};
+	struct sesslimit_stats stats;      /* atomics: refused and full only */
+} __attribute__((aligned(SESSLIMIT_LINE)));
 
 #define ADD(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
 #define SUB(x, n) __atomic_sub_fetch(&(x), (n), __ATOMIC_RELAXED)
@@ -56,9 +68,12 @@ static size_t bucket_of(const struct sesslimit *t, size_t up, const char *sid)
 
 struct sesslimit *sesslimit_new(size_t max_entries)
 {
-	struct sesslimit *t = calloc(1, sizeof(*t));
+	/* Aligned, so that no stripe shares a cache line with another. */
+	size_t size = (sizeof(struct sesslimit) + SESSLIMIT_LINE - 1) & ~(size_t)(SESSLIMIT_LINE - 1);
+	struct sesslimit *t = aligned_alloc(SESSLIMIT_LINE, size);
 	if (!t)
 		return NULL;
+	memset(t, 0, size);
 	t->max_entries = max_entries ? max_entries : 1;
 	/* About two entries a chain when full; memory stays small when the
 	 * cap is huge, chains just grow. */
@@ -67,11 +82,11 @@ struct sesslimit *sesslimit_new(size_t max_entries)
 		t->nbuckets *= 2;
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	size_t i = 0;
-	while (t->buckets && i < SESSLIMIT_STRIPES && pthread_mutex_init(&t->lock[i], NULL) == 0)
+	while (t->buckets && i < SESSLIMIT_STRIPES && pthread_mutex_init(&t->stripe[i].lock, NULL) == 0)
 		i++;
 	if (i < SESSLIMIT_STRIPES) {
 		while (i--)
-			pthread_mutex_destroy(&t->lock[i]);
+			pthread_mutex_destroy(&t->stripe[i].lock);
 		free(t->buckets);
 		free(t);
 		return NULL;
@@ -91,13 +106,19 @@ void sesslimit_free(struct sesslimit *t)
 	}
 	free(t->buckets);
 	for (size_t i = 0; i < SESSLIMIT_STRIPES; i++)
-		pthread_mutex_destroy(&t->lock[i]);
+		pthread_mutex_destroy(&t->stripe[i].lock);
 	free(t);
 }
 
-static pthread_mutex_t *stripe_lock(struct sesslimit *t, size_t bucket)
+static struct stripe *stripe_of(struct sesslimit *t, size_t bucket)
 {
-	return &t->lock[bucket & (SESSLIMIT_STRIPES - 1)];
+	return &t->stripe[bucket & (SESSLIMIT_STRIPES - 1)];
+}
+
+/* A stripe's count, changed under its lock; readers load it atomically. */
+static void held_add(struct stripe *st, enum sesslimit_kind kind, int64_t d)
+{
+	__atomic_store_n(&st->held[kind], st->held[kind] + (uint64_t)d, __ATOMIC_RELAXED);
 }
 
 /* The entry of (up, sid) in bucket b and the link pointing at it, or NULL.
@@ -136,7 +157,6 @@ static struct sesslimit_entry *entry_add(struct sesslimit *t, size_t up, const c
 	e->up = up;
 	memcpy(e->sid, sid, len + 1);
 	*link = e;
-	ADD(t->stats.entries, 1);
 	return e;
 }
 
@@ -149,8 +169,8 @@ enum sesslimit_rc sesslimit_acquire(struct sesslimit *t, size_t up, const char *
 
 	assert(kind < SESSLIMIT_NKINDS && sid);
 	size_t b = bucket_of(t, up, sid);
-	pthread_mutex_t *lock = stripe_lock(t, b);
-	pthread_mutex_lock(lock);
+	struct stripe *st = stripe_of(t, b);
+	pthread_mutex_lock(&st->lock);
 	struct sesslimit_entry *e = find(t, b, up, sid, &link);
 	if (e && cap && e->held[kind] >= cap) {
 		rc = e->warned[kind] ? SESSLIMIT_OVER : SESSLIMIT_OVER_FIRST;
@@ -161,10 +181,10 @@ enum sesslimit_rc sesslimit_acquire(struct sesslimit *t, size_t up, const char *
 		ADD(t->stats.full, 1);
 	} else {
 		e->held[kind]++;
-		ADD(t->stats.held[kind], 1);
+		held_add(st, kind, 1);
 		*slot = e;
 	}
-	pthread_mutex_unlock(lock);
+	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
 
@@ -175,12 +195,12 @@ void sesslimit_release(struct sesslimit *t, struct sesslimit_entry *slot,
 
 	assert(kind < SESSLIMIT_NKINDS);
 	size_t b = bucket_of(t, slot->up, slot->sid);
-	pthread_mutex_t *lock = stripe_lock(t, b);
-	pthread_mutex_lock(lock);
+	struct stripe *st = stripe_of(t, b);
+	pthread_mutex_lock(&st->lock);
 	/* Releasing what was not acquired is a bug in the caller. */
-	assert(slot->held[kind] > 0 && GET(t->stats.held[kind]) > 0);
+	assert(slot->held[kind] > 0 && st->held[kind] > 0);
 	slot->held[kind]--;
-	SUB(t->stats.held[kind], 1);
+	held_add(st, kind, -1);
 	int idle = 1;
 	for (size_t k = 0; k < SESSLIMIT_NKINDS; k++)
 		idle &= slot->held[k] == 0;
@@ -189,21 +209,20 @@ void sesslimit_release(struct sesslimit *t, struct sesslimit_entry *slot,
 		assert(e == slot);
 		*link = e->chain;
 		SUB(t->nentries, 1);
-		SUB(t->stats.entries, 1);
 		free(e);
 	}
-	pthread_mutex_unlock(lock);
+	pthread_mutex_unlock(&st->lock);
 }
 
 size_t sesslimit_held(struct sesslimit *t, size_t up, const char *sid, enum sesslimit_kind kind)
 {
 	assert(kind < SESSLIMIT_NKINDS);
 	size_t b = bucket_of(t, up, sid);
-	pthread_mutex_t *lock = stripe_lock(t, b);
-	pthread_mutex_lock(lock);
+	struct stripe *st = stripe_of(t, b);
+	pthread_mutex_lock(&st->lock);
 	const struct sesslimit_entry *e = find(t, b, up, sid, NULL);
 	size_t n = e ? e->held[kind] : 0;
-	pthread_mutex_unlock(lock);
+	pthread_mutex_unlock(&st->lock);
 	return n;
 }
 
@@ -211,10 +230,12 @@ void sesslimit_get_stats(struct sesslimit *t, struct sesslimit_stats *out)
 {
 	/* Each figure on its own (a snapshot across stripes would need them
 	 * all locked): a gauge, as the metrics endpoint reads it. */
-	out->entries = GET(t->stats.entries);
+	out->entries = GET(t->nentries);
 	out->full = GET(t->stats.full);
 	for (size_t k = 0; k < SESSLIMIT_NKINDS; k++) {
-		out->held[k] = GET(t->stats.held[k]);
+		out->held[k] = 0;
+		for (size_t i = 0; i < SESSLIMIT_STRIPES; i++)
+			out->held[k] += __atomic_load_n(&t->stripe[i].held[k], __ATOMIC_RELAXED);
 		out->refused[k] = GET(t->stats.refused[k]);
 	}
 }
