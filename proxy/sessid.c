@@ -2,6 +2,13 @@
  *
  *   buckets[hash] -> entry -> entry ...      (lookup)
  *   oldest <-> ... <-> newest                (eviction order)
+ *
+ * Every request of a session looks its id up; ids are issued and ended
+ * (initialize, DELETE) far more rarely. So a lookup takes only the lock
+ * of its bucket's stripe, each on a cache line of its own: two workers
+ * meet only on the same stripe, not on every call. Issuing and ending take
+ * the table's lock (the eviction list and the counts), then the stripe's
+ * of each bucket they change, in that order.
  */
 #include "proxy/sessid.h"
 
@@ -11,7 +18,9 @@
 #include <string.h>
 
 #define SESSID_BUCKETS 4096u
+#define SESSID_STRIPES 32u    /* divides SESSID_BUCKETS */
 #define SESSID_MAX_LEN 256u   /* ids are visible ASCII; longer ones are not kept */
+#define SESSID_LINE 64u
 
 struct sessid_entry {
 	struct sessid_entry *chain;          /* bucket chain */
@@ -21,13 +30,23 @@ struct sessid_entry {
 	char id[];
 };
 
-/* Shared by every worker: each entry point takes the lock. */
+struct stripe {
+	pthread_mutex_t lock;   /* bucket chains b with b % STRIPES == this one */
+} __attribute__((aligned(SESSID_LINE)));
+
+/* Shared by every worker. */
 struct sessid {
-	pthread_mutex_t lock;
+	struct stripe stripe[SESSID_STRIPES];
+	pthread_mutex_t lock;   /* the eviction list, n and the counts */
 	struct sessid_entry *buckets[SESSID_BUCKETS];
 	struct sessid_entry *oldest, *newest;
 	size_t n, max, nlive, nended;
-};
+} __attribute__((aligned(SESSID_LINE)));
+
+static pthread_mutex_t *stripe_lock(struct sessid *s, uint32_t bucket)
+{
+	return &s->stripe[bucket % SESSID_STRIPES].lock;
+}
 
 static uint32_t hash(size_t upstream, const char *id)
 {
@@ -39,10 +58,17 @@ static uint32_t hash(size_t upstream, const char *id)
 
 struct sessid *sessid_new(size_t max_entries)
 {
-	struct sessid *s = calloc(1, sizeof(*s));
+	size_t size = (sizeof(struct sessid) + SESSID_LINE - 1) & ~(size_t)(SESSID_LINE - 1);
+	struct sessid *s = aligned_alloc(SESSID_LINE, size);
 	if (!s)
 		return NULL;
-	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+	memset(s, 0, size);
+	size_t i = 0;
+	while (i < SESSID_STRIPES && pthread_mutex_init(&s->stripe[i].lock, NULL) == 0)
+		i++;
+	if (i < SESSID_STRIPES || pthread_mutex_init(&s->lock, NULL) != 0) {
+		while (i--)
+			pthread_mutex_destroy(&s->stripe[i].lock);
 		free(s);
 		return NULL;
 	}
@@ -59,12 +85,16 @@ void sessid_free(struct sessid *s)
 		free(e);
 	}
 	pthread_mutex_destroy(&s->lock);
+	for (size_t i = 0; i < SESSID_STRIPES; i++)
+		pthread_mutex_destroy(&s->stripe[i].lock);
 	free(s);
 }
 
-static struct sessid_entry *find(const struct sessid *s, size_t upstream, const char *id)
+/* In bucket h = hash(upstream, id). */
+static struct sessid_entry *find(const struct sessid *s, uint32_t h, size_t upstream,
+                                 const char *id)
 {
-	for (struct sessid_entry *e = s->buckets[hash(upstream, id)]; e; e = e->chain)
+	for (struct sessid_entry *e = s->buckets[h]; e; e = e->chain)
 		if (e->upstream == upstream && strcmp(e->id, id) == 0)
 			return e;
 	return NULL;
@@ -78,13 +108,17 @@ static void count(struct sessid *s, enum sessid_state st, int delta)
 		s->nended += (size_t)delta;
 }
 
+/* With s->lock held. */
 static void evict_oldest(struct sessid *s)
 {
 	struct sessid_entry *e = s->oldest;
-	struct sessid_entry **pp = &s->buckets[hash(e->upstream, e->id)];
+	uint32_t h = hash(e->upstream, e->id);
+	pthread_mutex_lock(stripe_lock(s, h));
+	struct sessid_entry **pp = &s->buckets[h];
 	while (*pp != e)
 		pp = &(*pp)->chain;
 	*pp = e->chain;
+	pthread_mutex_unlock(stripe_lock(s, h));
 	s->oldest = e->newer;
 	if (s->oldest)
 		s->oldest->older = NULL;
@@ -95,15 +129,20 @@ static void evict_oldest(struct sessid *s)
 	free(e);
 }
 
+/* With s->lock held: chains change only under it (and, for lookups,
+ * under their stripe's lock too), so this walk needs no stripe lock. */
 static void set(struct sessid *s, size_t upstream, const char *id, enum sessid_state st)
 {
 	size_t len = strlen(id);
 	if (len == 0 || len > SESSID_MAX_LEN)
 		return;
-	struct sessid_entry *e = find(s, upstream, id);
+	uint32_t h = hash(upstream, id);
+	struct sessid_entry *e = find(s, h, upstream, id);
 	if (e) {
 		count(s, e->state, -1);
+		pthread_mutex_lock(stripe_lock(s, h));
 		e->state = st;
+		pthread_mutex_unlock(stripe_lock(s, h));
 		count(s, st, 1);
 		return;
 	}
@@ -115,9 +154,10 @@ static void set(struct sessid *s, size_t upstream, const char *id, enum sessid_s
 	memcpy(e->id, id, len + 1);
 	e->upstream = upstream;
 	e->state = st;
-	uint32_t h = hash(upstream, id);
+	pthread_mutex_lock(stripe_lock(s, h));
 	e->chain = s->buckets[h];
 	s->buckets[h] = e;
+	pthread_mutex_unlock(stripe_lock(s, h));
 	e->older = s->newest;
 	e->newer = NULL;
 	if (s->newest)
@@ -147,10 +187,12 @@ enum sessid_state sessid_lookup(struct sessid *s, size_t upstream, const char *i
 {
 	if (!id)
 		return SESSID_UNKNOWN;
-	pthread_mutex_lock(&s->lock);
-	const struct sessid_entry *e = find(s, upstream, id);
+	uint32_t h = hash(upstream, id);
+	pthread_mutex_t *lock = stripe_lock(s, h);
+	pthread_mutex_lock(lock);
+	const struct sessid_entry *e = find(s, h, upstream, id);
 	enum sessid_state st = e ? e->state : SESSID_UNKNOWN;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(lock);
 	return st;
 }
 
