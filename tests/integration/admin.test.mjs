@@ -93,6 +93,10 @@ describe('admin: an SDK session through server-everything, call by call', () => 
   });
 
   test('initialize and notifications/initialized are recorded with the session id', T, async () => {
+    // A record is made as its exchange ends, a moment after the reply left:
+    // nothing orders the 202's record before this read but time.
+    await waitForCalls(w.admin, (cs) => ['initialize', 'notifications/initialized'].every((m) => cs.some((c) => c.method === m)),
+      { what: 'the initialize and notifications/initialized records' }).catch(() => {});
     const calls = (await getCalls(w.admin)).calls;
     const init = calls.find((c) => c.method === 'initialize');
     assert.ok(init, JSON.stringify(calls));

@@ -290,7 +290,9 @@ describe('upstream unreachable (flags): 502 names the URL without user, password
       assert.equal(r.status, 502, `${method}: ${r.text}`);
       assert.ok(!r.text.includes('secret') && !r.text.includes('abc'), r.text);
     }
-    await sleep(100);
+    // The DELETE's access line (its note names the upstream) is written as
+    // its exchange ends, a moment after the 502 left.
+    await warden.proc.waitForStderr(/ DELETE \/mcp -> 502 /);
     for (const s of ['secret', 'token=abc', 'abc']) {
       assert.ok(!warden.proc.stderr.includes(s), `"${s}" in stderr:\n${warden.proc.stderr}`);
     }

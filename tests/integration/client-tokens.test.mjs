@@ -11,6 +11,7 @@ import { startWarden, stopAll } from './lib/procs.mjs';
 import { postJson, request } from './lib/http.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
+import { waitFor } from './lib/util.mjs';
 
 const T = { timeout: 20000 };
 const CI_TOKEN = 'ci-token-0123456789abcdef';
@@ -78,8 +79,12 @@ describe('client tokens and upstream credentials', () => {
   });
 
   test('the log names the client, never a token or the upstream secret', T, async () => {
+    // ping 3 already logged " as=ci ": wait for ping 5's own access line,
+    // which is written as its exchange ends, a moment after the reply.
+    const ciLines = () => (warden.proc.stderr.match(/ as=ci /g) ?? []).length;
+    const seen = ciLines();
     await postJson(base, ping(5), { headers: { Authorization: `Bearer ${CI_TOKEN}` } });
-    await warden.proc.waitForStderr(/ as=ci /);
+    await waitFor(() => ciLines() > seen, { timeout: 5000, what: 'the access line of ping 5' });
     const log = warden.proc.stderr;
     for (const secret of [CI_TOKEN, AGENT_TOKEN, UPSTREAM_SECRET])
       assert.ok(!log.includes(secret), `log leaks ${secret}`);
