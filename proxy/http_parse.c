@@ -313,21 +313,32 @@ static int on_header_value_complete(llhttp_t *ll)
 	return 0;
 }
 
+const char *http_list_token(const char **cursor, size_t *len)
+{
+	const char *p = *cursor;
+	if (!*p)
+		return NULL;
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	const char *s = p;
+	while (*p && *p != ',' && *p != ' ' && *p != '\t')
+		p++;
+	*len = (size_t)(p - s);
+	*cursor = p;
+	return s;
+}
+
 /* Whether a Connection value names anything but the fixed hop-by-hop
  * headers: only then must a forwarding filter look each header up in it
- * (http_msg_connection_options). The walk is http_resp.c's token_listed,
- * an empty token included: a list ending in a separator yields one there. */
+ * (http_msg_connection_options). An empty token counts, as it does for
+ * the filters: a list ending in a separator yields one there. */
 static int lists_options(const char *p)
 {
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		const char *s = p;
-		while (*p && *p != ',' && *p != ' ' && *p != '\t')
-			p++;
-		if (http_hdr_id(s, (size_t)(p - s)) < HH_FIRST_HOP_BY_HOP)
+	const char *t;
+	size_t n;
+	while ((t = http_list_token(&p, &n)))
+		if (http_hdr_id(t, n) < HH_FIRST_HOP_BY_HOP)
 			return 1;
-	}
 	return 0;
 }
 

@@ -84,6 +84,12 @@ int http_msg_header_at(const struct http_msg *m, size_t i, const char **name, si
  * bytes; NUL-terminated. Every request needs it: no printf. */
 void http_url_path(char *dst, size_t cap, const char *url);
 
+/* The next token of a comma- or blank-separated header list (Connection)
+ * at *cursor: its start (*len bytes, not NUL-terminated), *cursor moved
+ * past it; NULL at the end of the list. A list that ends in a separator
+ * yields one empty token there. */
+const char *http_list_token(const char **cursor, size_t *len);
+
 /* The first header named `name` (case-insensitive), NUL-terminated, or NULL.
  * For the names of enum http_hdr_id this is a table lookup. */
 const char *http_msg_header(const struct http_msg *m, const char *name);

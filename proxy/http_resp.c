@@ -153,16 +153,11 @@ int http_resp_content_length(struct evbuffer *out, uint64_t n)
 /* Whether the comma-separated token list holds name. */
 static int token_listed(const char *list, const char *name, size_t len)
 {
-	const char *p = list;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		const char *s = p;
-		while (*p && *p != ',' && *p != ' ' && *p != '\t')
-			p++;
-		if ((size_t)(p - s) == len && strncasecmp(s, name, len) == 0)
+	const char *t;
+	size_t n;
+	while ((t = http_list_token(&list, &n)))
+		if (n == len && strncasecmp(t, name, len) == 0)
 			return 1;
-	}
 	return 0;
 }
 

@@ -1254,9 +1254,35 @@ static void test_started(void **state)
 	http_parser_free(p);
 }
 
+/* The Connection list walk both the parser and the filters use. */
+static void test_list_tokens(void **state)
+{
+	(void)state;
+	/* Separators run together (",," yields no empty token in the
+	 * middle); only a trailing separator yields one. */
+	const char *want[] = {"keep-alive", "X-Foo", "te", ""};
+	const char *c = " keep-alive,X-Foo ,,\tte ,";
+	const char *t;
+	size_t n, i = 0;
+	while ((t = http_list_token(&c, &n))) {
+		assert_true(i < 4);
+		assert_int_equal(n, strlen(want[i]));
+		assert_memory_equal(t, want[i], n);
+		i++;
+	}
+	assert_int_equal(i, 4);
+	c = "";
+	assert_null(http_list_token(&c, &n));
+	c = "close";
+	assert_non_null(t = http_list_token(&c, &n));
+	assert_int_equal(n, 5);
+	assert_null(http_list_token(&c, &n));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_list_tokens),
 		cmocka_unit_test(test_request_simple),
 		cmocka_unit_test(test_null_callbacks),
 		cmocka_unit_test(test_response_simple),
