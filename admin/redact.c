@@ -21,8 +21,10 @@ struct redact {
 	char *keys[REDACT_MAX_PATTERNS];    /* owned, normalised */
 	size_t key_len[REDACT_MAX_PATTERNS];
 	size_t nkeys;
-	/* Names the key patterns for the thread-local memo (pv_key_secret):
-	 * new at each change of them, unique across redactors. */
+	/* Names what redaction depends on, key patterns and literals, for
+	 * the memos that keep its answers (pv_key_secret's per thread, a
+	 * kept preview): new at each change of either, unique across
+	 * redactors. */
 	uint64_t gen;
 	char *values[REDACT_MAX_PATTERNS];  /* owned, as given */
 	size_t value_len[REDACT_MAX_PATTERNS];
@@ -116,6 +118,7 @@ int redact_add_value(struct redact *rd, const char *literal)
 		return -1;
 	rd->value_len[rd->nvalues] = strlen(v);
 	rd->values[rd->nvalues++] = v;
+	new_gen(rd);
 	return 0;
 }
 

@@ -203,6 +203,14 @@ static inline int fold_eq32(uint32_t name, uint32_t lit)
 	return (name | ((lit & 0x40404040u) >> 1)) == lit;
 }
 
+static inline int fold_eq16(const char *name, const char *lit)
+{
+	uint16_t n, l;
+	memcpy(&n, name, sizeof(n));
+	memcpy(&l, lit, sizeof(l));
+	return (uint16_t)(n | ((l & 0x4040u) >> 1)) == l;
+}
+
 /* len: 2 or more; the callers pass the literal's size, a constant. */
 static inline int name_eq(const char *name, const char *lit, size_t len)
 {
@@ -215,10 +223,8 @@ static inline int name_eq(const char *name, const char *lit, size_t len)
 	if (len >= 4)
 		return fold_eq32(ld32(name), ld32(lit)) &&
 		       fold_eq32(ld32(name + len - 4), ld32(lit + len - 4));
-	uint16_t n, l;
-	memcpy(&n, name, 2);
-	memcpy(&l, lit, 2);
-	return (uint16_t)(n | ((l & 0x4040u) >> 1)) == l;
+	/* 2 or 3 bytes: head and tail overlap, as above. */
+	return fold_eq16(name, lit) && fold_eq16(name + len - 2, lit + len - 2);
 }
 
 enum http_hdr_id http_hdr_id(const char *n, size_t len)

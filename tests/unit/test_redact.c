@@ -402,6 +402,14 @@ static void test_preview_memo(void **state)
 	assert_string_equal(masked, masked_plain);
 	assert_non_null(strstr(masked, "\"other\":\"" REDACT_MASK "\""));
 
+	/* A literal added to the same redactor: the kept preview of these
+	 * bytes no longer holds (it would show the value unmasked). */
+	assert_int_equal(redact_add_value(rd2, "tool_0003"), 0);
+	char *lit = preview_of(rd2, pm, &b, b.tree, &cut);
+	assert_null(strstr(lit, "\"tool_0003\""));
+	assert_non_null(strstr(masked, "\"tool_0003\""));
+	free(lit);
+
 	/* A small result is never kept: with the same bytes and another tree
 	 * its own tree is previewed. */
 	struct big_result small = big_list(3, "x");
