@@ -44,9 +44,11 @@ struct jparse_span {
  * member's bytes as they arrived without serialising the value again. */
 json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span);
 
-/* jparse(), also telling how deeply objects and arrays nest in the value
+/* jparse(), also telling how deeply objects and arrays nest in the text
  * (*nest: 0 for a scalar, 1 for a container of scalars, ...), so a
- * caller's depth limit needs no second walk over the tree. */
+ * caller's depth limit needs no second walk over the tree. The text's
+ * nesting, which is what parsing it cost: a member that a later one of
+ * the same name replaces counts, though the value no longer holds it. */
 json_t *jparse_nest(const char *buf, size_t len, int any, size_t *nest);
 
 /* Where each element of the array that member `name` of the object
