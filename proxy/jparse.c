@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "checks/sbuf.h"
+#include "proxy/jarena.h"
 
 struct jp {
 	const char *p, *end;
@@ -428,7 +429,14 @@ static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_s
 	skip_ws(&jp);
 	if (!any && (jp.p >= jp.end || (*jp.p != '{' && *jp.p != '[')))
 		return NULL;
+	/* A small text's tree is cut from the arena (jarena.h): most of its
+	 * values are freed together when the exchange ends. */
+	int arena = len <= JARENA_MAX_TEXT;
+	if (arena)
+		jarena_open();
 	json_t *v = parse_value(&jp);
+	if (arena)
+		jarena_close();
 	free(jp.scratch);
 	if (!v) {
 		if (span)

@@ -26,6 +26,7 @@
 #include "proxy/hook_contract.h"
 #include "proxy/hook_policy.h"
 #include "proxy/inspect.h"
+#include "proxy/jarena.h"
 #include "proxy/listener.h"
 #include "proxy/limits.h"
 #include "proxy/log.h"
@@ -506,6 +507,9 @@ int main(int argc, char **argv)
 	char err[8192];
 	struct px_ctx ctx = {0};
 
+	/* Before any jansson value exists: free must know where each came
+	 * from. Without it jansson just keeps malloc. */
+	jarena_install();
 	if (argc > 1 && strcmp(argv[1], "check") == 0)
 		return check_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "diff") == 0)
