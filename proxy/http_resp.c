@@ -110,22 +110,51 @@ int http_resp_head(struct evbuffer *out, int version, int status, struct evbuffe
 	return evbuffer_add(out, head, n + hl + tail_len) ? -1 : 0;
 }
 
-int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
-                     const char *value, size_t value_len)
+void http_headbuf_init(struct http_headbuf *h, struct evbuffer *out)
 {
-	char line[1024];
+	h->out = out;
+	h->len = 0;
+	h->err = 0;
+}
 
-	if (name_len + value_len + 4 <= sizeof(line)) {
-		memcpy(line, name, name_len);
-		memcpy(line + name_len, ": ", 2);
-		memcpy(line + name_len + 2, value, value_len);
-		memcpy(line + name_len + 2 + value_len, "\r\n", 2);
-		return evbuffer_add(out, line, name_len + value_len + 4) ? -1 : 0;
+int http_headbuf_flush(struct http_headbuf *h)
+{
+	if (h->len && evbuffer_add(h->out, h->buf, h->len))
+		h->err = 1;
+	h->len = 0;
+	return h->err ? -1 : 0;
+}
+
+void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n)
+{
+	if (n > sizeof(h->buf) - h->len) {
+		http_headbuf_flush(h);
+		if (n > sizeof(h->buf)) {
+			if (evbuffer_add(h->out, p, n))
+				h->err = 1;
+			return;
+		}
 	}
-	if (evbuffer_add(out, name, name_len) || evbuffer_add(out, ": ", 2) ||
-	    evbuffer_add(out, value, value_len) || evbuffer_add(out, "\r\n", 2))
-		return -1;
-	return 0;
+	memcpy(h->buf + h->len, p, n);
+	h->len += n;
+}
+
+void http_headbuf_header(struct http_headbuf *h, const char *name, size_t name_len,
+                         const char *value, size_t value_len)
+{
+	if (name_len + value_len + 4 <= sizeof(h->buf) - h->len) {
+		char *w = h->buf + h->len;
+		memcpy(w, name, name_len);
+		memcpy(w + name_len, ": ", 2);
+		memcpy(w + name_len + 2, value, value_len);
+		memcpy(w + name_len + 2 + value_len, "\r\n", 2);
+		h->len += name_len + value_len + 4;
+		return;
+	}
+	http_headbuf_add(h, name, name_len);
+	http_headbuf_add(h, ": ", 2);
+	http_headbuf_add(h, value, value_len);
+	http_headbuf_add(h, "\r\n", 2);
 }
 
 size_t http_resp_content_length_line(char *line, uint64_t n)

@@ -16,9 +16,23 @@ const char *http_resp_reason(int status);
 
 /* "HTTP/1.1 200 OK\r\n". version is 10 or 11. Returns 0 or -1. */
 int http_resp_status_line(struct evbuffer *out, int version, int status);
-/* "Name: value\r\n". Returns 0 or -1. */
-int http_resp_header(struct evbuffer *out, const char *name, size_t name_len,
-                     const char *value, size_t value_len);
+/* Header lines gathered in place and handed to an evbuffer in one add: a
+ * head is a dozen small pieces, and each evbuffer_add is a call, a chain
+ * check and a callback run. What does not fit goes to out as it comes
+ * (same bytes, same order). On the stack: init, add, flush. */
+struct http_headbuf {
+	struct evbuffer *out;   /* borrowed */
+	size_t len;
+	int err;
+	char buf[2048];
+};
+void http_headbuf_init(struct http_headbuf *h, struct evbuffer *out);
+void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n);
+/* "Name: value\r\n". */
+void http_headbuf_header(struct http_headbuf *h, const char *name, size_t name_len,
+                         const char *value, size_t value_len);
+/* Hands what is gathered to out. Returns 0, or -1 when any add failed. */
+int http_headbuf_flush(struct http_headbuf *h);
 /* "Content-Length: n\r\n". Returns 0 or -1. */
 int http_resp_content_length(struct evbuffer *out, uint64_t n);
 /* The same line into line (HTTP_RESP_CL_LINE_MAX bytes); returns its length. */

@@ -86,13 +86,19 @@ const char *jrpc_kind_str(enum jrpc_kind k)
 	}
 }
 
-int jrpc_validate_body(const json_t *body, size_t max_batch, const char **why)
+int jrpc_validate_body(const json_t *body, size_t max_batch, const char **why,
+                       enum jrpc_kind *kind)
 {
+	enum jrpc_kind k = JRPC_INVALID;
+	if (kind)
+		*kind = JRPC_INVALID;
 	if (json_is_object(body)) {
-		if (jrpc_classify(body) == JRPC_INVALID) {
+		if ((k = jrpc_classify(body)) == JRPC_INVALID) {
 			*why = "not a JSON-RPC 2.0 message";
 			return -1;
 		}
+		if (kind)
+			*kind = k;
 		return 0;
 	}
 	if (!json_is_array(body) || max_batch == 0) {

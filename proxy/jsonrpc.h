@@ -34,8 +34,11 @@ const char *jrpc_kind_str(enum jrpc_kind k);
 
 /* Checks a client POST body: a valid message, or (when max_batch > 0) a
  * non-empty array of at most max_batch valid messages. Returns 0, or -1 with
- * *why set to a static reason. */
-int jrpc_validate_body(const json_t *body, size_t max_batch, const char **why);
+ * *why set to a static reason. *kind (kind may be NULL) is set to the
+ * message's kind when the body is one message, else JRPC_INVALID: a caller
+ * asking again need not walk the message again. */
+int jrpc_validate_body(const json_t *body, size_t max_batch, const char **why,
+                       enum jrpc_kind *kind);
 
 /* Number of messages in a body (1 for an object, the size for an array)
  * and the i-th of them (borrowed). */

@@ -92,6 +92,9 @@ struct exchange {
 	/* Whether the body holds a request, asked twice per call: 0 not yet
 	 * known, 1 no, 2 yes. Hooks change messages, never their kind. */
 	unsigned char has_request;
+	/* jrpc_classify() of a one-message body, known from the parse on
+	 * (for the same reason): each call asks it several times. */
+	enum jrpc_kind body_kind;
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -112,9 +115,15 @@ static int header_is(const char *name, size_t len, const char *want)
  * request, so the client can match it; null otherwise. */
 static const json_t *reply_id(const struct exchange *ex)
 {
-	if (ex->body && json_is_object(ex->body) && jrpc_classify(ex->body) == JRPC_REQUEST)
+	if (ex->body && json_is_object(ex->body) && ex->body_kind == JRPC_REQUEST)
 		return jrpc_id(ex->body);
 	return NULL;
+}
+
+/* The kind of one message of the body. */
+static enum jrpc_kind kind_in_body(const struct exchange *ex, const json_t *m)
+{
+	return m == ex->body ? ex->body_kind : jrpc_classify(m);
 }
 
 static const char *first_method(const struct exchange *ex)
@@ -131,7 +140,7 @@ static const json_t *request_for(const struct exchange *ex, const json_t *resp)
 	size_t n = jrpc_body_count(ex->body);
 	for (size_t i = 0; i < n; i++) {
 		json_t *m = jrpc_body_at(ex->body, i);
-		if (jrpc_classify(m) == JRPC_REQUEST && jrpc_id_equal(jrpc_id(m), id))
+		if (kind_in_body(ex, m) == JRPC_REQUEST && jrpc_id_equal(jrpc_id(m), id))
 			return m;
 	}
 	return NULL;
@@ -232,23 +241,17 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 	const char *connection = http_msg_connection_options(m);
 	const char *method = http_msg_method(m);
 	struct evbuffer *out = evbuffer_new();
+	struct http_headbuf hb;
 	int has_auth = 0;
 
 	if (!out)
 		return NULL;
-	size_t mlen = strlen(method), tlen = strlen(target);
-	/* The request line in one add (the target is bounded by struct route). */
-	char line[2100];
-	if (mlen + tlen + 12 <= sizeof(line)) {
-		memcpy(line, method, mlen);
-		line[mlen] = ' ';
-		memcpy(line + mlen + 1, target, tlen);
-		memcpy(line + mlen + 1 + tlen, " HTTP/1.1\r\n", 11);
-		evbuffer_add(out, line, mlen + tlen + 12);
-	} else {
-		evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", method, target);
-	}
-	http_resp_header(out, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
+	http_headbuf_init(&hb, out);
+	http_headbuf_add(&hb, method, strlen(method));
+	http_headbuf_add(&hb, " ", 1);
+	http_headbuf_add(&hb, target, strlen(target));
+	http_headbuf_add(&hb, " HTTP/1.1\r\n", 11);
+	http_headbuf_header(&hb, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
@@ -266,21 +269,28 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 				continue;
 			has_auth = 1;
 		}
-		http_resp_header(out, n, nl, v, vl);
+		http_headbuf_header(&hb, n, nl, v, vl);
 	}
 	for (size_t i = 0; i < ex->uc->nheaders; i++) {
 		const struct px_header *h = &ex->uc->headers[i];
 		if (header_is(h->name, strlen(h->name), "authorization"))
 			has_auth = 1;
-		http_resp_header(out, h->name, strlen(h->name), h->value, strlen(h->value));
+		http_headbuf_header(&hb, h->name, strlen(h->name), h->value, strlen(h->value));
 	}
 	if (ex->uc->basic_auth && !has_auth)
-		evbuffer_add_printf(out, "Authorization: %s\r\n", ex->uc->basic_auth);
+		http_headbuf_header(&hb, "Authorization", 13, ex->uc->basic_auth,
+		                    strlen(ex->uc->basic_auth));
 	size_t blen = body ? evbuffer_get_length(body) : 0;
 	if (blen || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-	    strcmp(method, "PATCH") == 0)
-		http_resp_content_length(out, blen);
-	evbuffer_add(out, "\r\n", 2);
+	    strcmp(method, "PATCH") == 0) {
+		char line[HTTP_RESP_CL_LINE_MAX];
+		http_headbuf_add(&hb, line, http_resp_content_length_line(line, blen));
+	}
+	http_headbuf_add(&hb, "\r\n", 2);
+	if (http_headbuf_flush(&hb) < 0) {
+		evbuffer_free(out);
+		return NULL;
+	}
 	if (blen)
 		evbuffer_add_buffer(out, body);
 	return out;
@@ -365,15 +375,21 @@ static struct evbuffer *filter_response_headers(const struct http_msg *m)
 {
 	const char *connection = http_msg_connection_options(m);
 	struct evbuffer *h = evbuffer_new();
+	struct http_headbuf hb;
 	if (!h)
 		return NULL;
+	http_headbuf_init(&hb, h);
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
 		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
 			break;
 		if (forwardable_response_header(http_msg_header_id(m, i), n, nl, connection))
-			http_resp_header(h, n, nl, v, vl);
+			http_headbuf_header(&hb, n, nl, v, vl);
+	}
+	if (http_headbuf_flush(&hb) < 0) {
+		evbuffer_free(h);
+		return NULL;
 	}
 	return h;
 }
@@ -394,7 +410,7 @@ static enum inspect_verdict hook_raw(struct exchange *ex, enum inspect_dir dir, 
 {
 	struct inspect_msg im = {
 		.dir = dir,
-		.kind = jrpc_classify(msg),
+		.kind = dir == INSPECT_FROM_CLIENT ? kind_in_body(ex, msg) : jrpc_classify(msg),
 		.msg = msg,
 		.where = &ex->where,
 		.result_raw = result ? result->at : NULL,
@@ -715,7 +731,9 @@ static void note_session_end(struct exchange *ex, int status)
 static int body_has_request(struct exchange *ex)
 {
 	if (!ex->has_request)
-		ex->has_request = ex->body && jrpc_body_has_request(ex->body) ? 2 : 1;
+		ex->has_request = ex->body && (json_is_object(ex->body) ? ex->body_kind == JRPC_REQUEST
+		                                                        : jrpc_body_has_request(ex->body))
+		                          ? 2 : 1;
 	return ex->has_request == 2;
 }
 
@@ -954,7 +972,7 @@ static int parse_post(struct exchange *ex, struct evbuffer *body)
 		reply_error(ex, 400, JRPC_INVALID_REQUEST, "JSON nested too deeply", NULL);
 		return -1;
 	}
-	if (jrpc_validate_body(ex->body, ex->ctx->cfg->limits.max_batch, &why) < 0) {
+	if (jrpc_validate_body(ex->body, ex->ctx->cfg->limits.max_batch, &why, &ex->body_kind) < 0) {
 		reply_error(ex, 400, JRPC_INVALID_REQUEST, why, NULL);
 		return -1;
 	}

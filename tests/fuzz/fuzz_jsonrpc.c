@@ -142,9 +142,12 @@ static void check_body(json_t *body)
 
 	for (size_t i = 0; i < sizeof(maxes) / sizeof(maxes[0]); i++) {
 		const char *why = NULL;
-		int rc = jrpc_validate_body(body, maxes[i], &why);
+		enum jrpc_kind kind;
+		int rc = jrpc_validate_body(body, maxes[i], &why, &kind);
 		CHECK(rc == 0 || rc == -1);
 		CHECK((rc == -1) == (why != NULL));
+		/* The kind given is the message's own, or INVALID. */
+		CHECK(kind == (rc == 0 && json_is_object(body) ? jrpc_classify(body) : JRPC_INVALID));
 		if (json_is_object(body))
 			CHECK((rc == 0) == (jrpc_classify(body) != JRPC_INVALID));
 		else if (!json_is_array(body))

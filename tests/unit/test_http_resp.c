@@ -219,15 +219,50 @@ static void test_header_line(void **state)
 {
 	(void)state;
 	struct evbuffer *b = evbuffer_new();
+	struct http_headbuf hb;
 
-	assert_int_equal(http_resp_header(b, "Mcp-Session-Id", 14, "abc", 3), 0);
+	http_headbuf_init(&hb, b);
+	http_headbuf_header(&hb, "Mcp-Session-Id", 14, "abc", 3);
 	/* Lengths, not NULs, delimit. */
-	assert_int_equal(http_resp_header(b, "X-Ab", 3, "123", 2), 0);
-	assert_int_equal(http_resp_header(b, "X-Empty", 7, "", 0), 0);
+	http_headbuf_header(&hb, "X-Ab", 3, "123", 2);
+	http_headbuf_header(&hb, "X-Empty", 7, "", 0);
+	assert_int_equal(evbuffer_get_length(b), 0); /* gathered, not yet added */
+	assert_int_equal(http_headbuf_flush(&hb), 0);
 	char *s = drain_str(b);
 	assert_string_equal(s, "Mcp-Session-Id: abc\r\nX-A: 12\r\nX-Empty: \r\n");
 	free(s);
 	evbuffer_free(b);
+}
+
+/* Pieces of every size around the buffer's: the same bytes in the same
+ * order as added one by one, whatever spills. */
+static void test_headbuf_spills_in_order(void **state)
+{
+	(void)state;
+	static char value[5000];
+	for (size_t i = 0; i < sizeof(value); i++)
+		value[i] = (char)('a' + i % 26);
+	const size_t sizes[] = {0, 1, 100, 1000, 2030, 2040, 2044, 2048, 2049, 3000, 4999};
+	for (size_t a = 0; a < sizeof(sizes) / sizeof(sizes[0]); a++) {
+		for (size_t b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++) {
+			struct evbuffer *got = evbuffer_new(), *want = evbuffer_new();
+			struct http_headbuf hb;
+			http_headbuf_init(&hb, got);
+			http_headbuf_add(&hb, value, sizes[a]);
+			http_headbuf_header(&hb, "X-Long", 6, value + 7, sizes[b]);
+			http_headbuf_add(&hb, "\r\n", 2);
+			assert_int_equal(http_headbuf_flush(&hb), 0);
+			evbuffer_add(want, value, sizes[a]);
+			evbuffer_add(want, "X-Long: ", 8);
+			evbuffer_add(want, value + 7, sizes[b]);
+			evbuffer_add(want, "\r\n\r\n", 4);
+			size_t n = evbuffer_get_length(want);
+			assert_int_equal(evbuffer_get_length(got), n);
+			assert_memory_equal(evbuffer_pullup(got, -1), evbuffer_pullup(want, -1), n);
+			evbuffer_free(got);
+			evbuffer_free(want);
+		}
+	}
 }
 
 /* The same bytes as the status line, the headers and the tail added one
@@ -411,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_status_line),
 		cmocka_unit_test(test_reason_fallbacks),
 		cmocka_unit_test(test_header_line),
+		cmocka_unit_test(test_headbuf_spills_in_order),
 		cmocka_unit_test(test_head_one_add),
 		cmocka_unit_test(test_content_length_line),
 		cmocka_unit_test(test_json_bytes),

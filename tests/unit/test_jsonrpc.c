@@ -124,9 +124,35 @@ static int validate(const char *text, size_t max_batch, const char **why)
 {
 	json_t *v = j(text);
 	*why = NULL;
-	int rc = jrpc_validate_body(v, max_batch, why);
+	int rc = jrpc_validate_body(v, max_batch, why, NULL);
 	json_decref(v);
 	return rc;
+}
+
+/* The kind handed back spares the caller a second walk: a one-message
+ * body's own kind, INVALID for a batch or a refused body. */
+static void test_validate_kind(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		int rc;
+		enum jrpc_kind kind;
+	} cases[] = {
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 0, JRPC_REQUEST},
+		{"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 0, JRPC_NOTIFICATION},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", 0, JRPC_RESULT},
+		{"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", 0, JRPC_INVALID},
+		{"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", -1, JRPC_INVALID},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *v = j(cases[i].text);
+		const char *why = NULL;
+		enum jrpc_kind kind = JRPC_REQUEST;
+		assert_int_equal(jrpc_validate_body(v, 10, &why, &kind), cases[i].rc);
+		assert_int_equal(kind, cases[i].kind);
+		json_decref(v);
+	}
 }
 
 static void test_validate_object(void **state)
@@ -359,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_classify_invalid),
 		cmocka_unit_test(test_kind_str),
 		cmocka_unit_test(test_validate_object),
+		cmocka_unit_test(test_validate_kind),
 		cmocka_unit_test(test_validate_batch),
 		cmocka_unit_test(test_body_helpers),
 		cmocka_unit_test(test_id_equal),
