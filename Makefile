@@ -140,12 +140,13 @@ asan:
 TSAN_OPT := -O1 -g -fsanitize=thread
 TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
+TSAN_UNITS := test_inbox test_sessid test_hook_record_fast test_jarena
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \
-	  build/tsan/mcpwarden build/tsan/tests/test_inbox build/tsan/tests/test_sessid
-	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_inbox
-	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_sessid
+	  build/tsan/mcpwarden $(TSAN_UNITS:%=build/tsan/tests/%)
+	@set -e; for t in $(TSAN_UNITS); do \
+	  TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/$$t; done
 	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 MCPWARDEN_BIN=$(abspath build/tsan/mcpwarden) \
 	  node --test --test-concurrency=1 $(TSAN_TESTS:%=tests/integration/%.test.mjs)
 	@if [ -n "$$(ls -A $(TSAN_LOGS))" ]; then echo "thread sanitizer reports:"; head -80 $(TSAN_LOGS)/*; exit 1; fi

@@ -726,6 +726,23 @@ static void ep_page(struct admin_x *ax, int status)
 	      (size_t)(admin_page_end - admin_page_start));
 }
 
+
+/* adm->lock is the recorder's too (hook_record_set_lock), which leaves
+ * finished records waiting rather than wait for it: a reader first
+ * publishes what waits, so that it reads every finished record, and after
+ * releasing the lock publishes what workers left meanwhile. */
+static void admin_lock(struct admin *adm)
+{
+	pthread_mutex_lock(&adm->lock);
+	hook_record_drain_locked(adm->rec);
+}
+
+static void admin_unlock(struct admin *adm)
+{
+	pthread_mutex_unlock(&adm->lock);
+	hook_record_unlocked(adm->rec);
+}
+
 static void ep_calls(struct admin_x *ax, const char *qs)
 {
 	static const char *const allowed[] = {"limit", "since", "method", "tool", "session",
@@ -746,12 +763,12 @@ static void ep_calls(struct admin_x *ax, const char *qs)
 	}
 	f.limit = (size_t)limit;
 	struct ring_item *items;
-	pthread_mutex_lock(&adm->lock);
+	admin_lock(adm);
 	size_t n = ring_read(adm->ring, &f, &items);
 	size_t records = ring_count(adm->ring);
 	unsigned long long oldest = ring_oldest_seq(adm->ring), newest = ring_newest_seq(adm->ring);
 	unsigned long long dropped = ring_dropped(adm->ring);
-	pthread_mutex_unlock(&adm->lock);
+	admin_unlock(adm);
 	if (n == (size_t)-1) {
 		reply_error(ax, 500, "out of memory");
 		return;
@@ -799,10 +816,8 @@ static void ep_inflight(struct admin_x *ax, const char *qs)
 		reply_error(ax, 400, "limit: must be a whole number from 1 to %d", ADMIN_INFLIGHT_MAX);
 		return;
 	}
-	pthread_mutex_lock(&ax->adm->lock);
-	json_t *list = hook_record_inflight(ax->adm->rec, (size_t)limit);
-	size_t count = hook_record_inflight_count(ax->adm->rec);
-	pthread_mutex_unlock(&ax->adm->lock);
+	size_t count = 0;
+	json_t *list = hook_record_inflight(ax->adm->rec, (size_t)limit, &count);
 	json_t *body = json_object();
 	if (body && list) {
 		json_object_set_new(body, "count", json_integer((json_int_t)count));
@@ -827,7 +842,7 @@ static void ep_contract(struct admin_x *ax)
 	}
 	/* Every configured upstream, in order, with null until a report came.
 	 * Entries are replaced, never changed: a reference outlives the lock. */
-	pthread_mutex_lock(&adm->lock);
+	admin_lock(adm);
 	for (size_t i = 0; i < cfg->nups; i++) {
 		const json_t *e = json_object_get(adm->contract, cfg->ups[i].name);
 		json_t *o = json_object();
@@ -838,7 +853,7 @@ static void ep_contract(struct admin_x *ax)
 		                    json_incref(e ? json_object_get(e, "report") : json_null()));
 		json_array_append_new(ups, o);
 	}
-	pthread_mutex_unlock(&adm->lock);
+	admin_unlock(adm);
 	json_object_set_new(body, "upstreams", ups);
 	reply_json(ax, 200, body, NULL);
 }
@@ -924,10 +939,10 @@ static void ep_metrics(struct admin_x *ax)
 		reply_error(ax, 500, "out of memory");
 		return;
 	}
-	pthread_mutex_lock(&adm->lock);
+	admin_lock(adm);
 	fill_snapshot(adm, &s, ups, workers);
 	char *text = metrics_render(adm->m, &s, &len);
-	pthread_mutex_unlock(&adm->lock);
+	admin_unlock(adm);
 	free(ups);
 	free(workers);
 	if (!text) {
@@ -1156,14 +1171,14 @@ static void stream_pump(struct admin_x *ax)
 		 * workers append between two (they hold the lock only to
 		 * publish), and a record overwritten in between would be
 		 * missed without its gap. */
-		pthread_mutex_lock(&adm->lock);
+		admin_lock(adm);
 		uint64_t oldest = ring_oldest_seq(adm->ring), from = ax->next_seq;
 		if (oldest && from < oldest)
 			from = oldest;
 		f.since = from - 1;
 		size_t n = ring_read(adm->ring, &f, &items);
 		uint64_t newest = ring_newest_seq(adm->ring);
-		pthread_mutex_unlock(&adm->lock);
+		admin_unlock(adm);
 		if (n == (size_t)-1)
 			return; /* out of memory: try again on the next drain or record */
 		if (from > ax->next_seq) {
@@ -1201,9 +1216,9 @@ static void ep_stream(struct admin_x *ax, const struct http_msg *req, const char
 		return;
 	}
 	if (!query_get(&q, "since") && !(last && *last)) {
-		pthread_mutex_lock(&adm->lock);
+		admin_lock(adm);
 		f.since = ring_newest_seq(adm->ring); /* only what happens from now on */
-		pthread_mutex_unlock(&adm->lock);
+		admin_unlock(adm);
 	}
 	if (adm->ctx->draining) {
 		reply_error(ax, 503, "mcpwarden is shutting down");
@@ -1533,11 +1548,11 @@ void admin_set_contract(struct admin *adm, const char *upstream, const json_t *r
 	json_t *copy = json_incref((json_t *)(uintptr_t)report);
 	hook_record_time(real_us(), when, sizeof(when));
 	json_t *e = json_pack("{s:s,s:o}", "time", when, "report", copy);
-	pthread_mutex_lock(&adm->lock);
+	admin_lock(adm);
 	if (e)
 		json_object_set_new(adm->contract, upstream, e);
 	metrics_set_contract(adm->m, upstream, report);
-	pthread_mutex_unlock(&adm->lock);
+	admin_unlock(adm);
 }
 
 int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, size_t errlen)

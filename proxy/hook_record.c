@@ -21,29 +21,42 @@
  * nothing here.
  *
  * Threads. Every worker's exchanges come here (inspect_clone shares the
- * hook), and the admin endpoint reads the in-flight list from its own
- * thread. The recorder is not registered under a lock
- * (inspect_set_lock); it takes hr->lock itself, only to publish:
+ * hook), and the admin endpoint reads the in-flight list and what the sink
+ * fed from its own loop. No worker ever waits for another here: on two
+ * busy cores a worker is preempted thousands of times a second, and one
+ * preempted while holding a lock the other needs on every call stalls
+ * that one too, for up to a scheduler tick. So:
  *
- *   worker thread, no lock                 | under hr->lock (short)
+ *   worker thread                          | shared
  *   ---------------------------------------+---------------------------------
- *   request: record built, args redacted   | rx and the pending linked in
+ *   request: record built, args redacted;  | rx linked in its thread's list
+ *     rx linked under its thread's lock    | (l->lock: the owner, or a
+ *                                          | reader of /calls/inflight)
  *   answer: preview redacted, in `ans`     | (settled: an atomic flag)
- *   exchange end:                          | rx unlinked from hr->rxs
- *     records finished, JSON text written  | metrics counted, the text
- *                                          | handed to the sink (ring_swap)
- *   the displaced ring block kept for the next record, or freed
+ *   exchange end: records finished, JSON   | the thread's outbox: one
+ *     text written, put in the outbox      | writer, one reader at a time
+ *     with what metrics count of them      | (whoever holds hr->lock)
+ *   then, if hr->lock is free, every       | metrics counted, texts handed
+ *     outbox drained under it              | to the sink (ring_swap)
+ *
+ * A worker that finds hr->lock taken goes on: the holder drains again
+ * after releasing it when anything was put meanwhile (hr->waiting; see
+ * combine()), and so does every other holder of the lock (the admin
+ * endpoint's readers, through hook_record_unlocked). An outbox that fills
+ * up (the holder was preempted for long) makes its worker wait, as every
+ * publication did before.
  *
  * What /calls/inflight reads of a linked record (the identifying members,
  * in `arena`) is written before it is linked and not changed until it is
  * unlinked; what an answer adds goes to the record's second arena (`ans`),
- * which the reader never touches. Pools, the text buffer and the time
- * cache are per thread (struct hr_local): nothing else is shared.
+ * which the reader never touches. Pools, the text buffers and the time
+ * cache are per thread (struct hr_local).
  */
 #include "proxy/hook_record.h"
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +144,9 @@ struct rx {
 	struct pending **tail;
 	unsigned notifications;       /* server notifications on this reply (atomic) */
 	int has_requests;             /* a client request came in this exchange */
-	int linked;                   /* in hr->rxs (a client message is listed) */
+	int linked;                   /* in home->rxs (a client message is listed) */
 	uint64_t wall_us;             /* Unix time of where->start_us */
-	struct rx *prev, *next;       /* hr->rxs, oldest first; next: pool link */
+	struct rx *prev, *next;       /* home->rxs, oldest first; next: pool link */
 	struct rx *lprev, *lnext;     /* home->live */
 };
 
@@ -151,14 +164,46 @@ struct hook_record_text {
 	struct ring_block rb;        /* hook_record_text_block's */
 };
 
-/* What one thread keeps for itself: nothing here is shared. */
+/* A finished record waiting in its thread's outbox for hr->lock: its
+ * text (keys inside) and what the metrics count of it. The labels are
+ * copies (the record is reused at once), one byte longer than the
+ * metrics keep so that they cut them as they would the original. */
+#define OUTBOX_SIZE 64
+#define OUT_LABEL (METRICS_LABEL_MAX + 2)
+struct outrec {
+	struct hook_record_text t;   /* owned buffer, kept across uses */
+	int text;                    /* t holds a record for the sink */
+	enum { OUT_NONE, OUT_CALL, OUT_SERVER } count;
+	char method[OUT_LABEL], tool[OUT_LABEL];
+	int has_tool;
+	const char *outcome;         /* static */
+	int64_t latency_us;          /* < 0: not timed */
+	int exchange, closed;        /* an exchange ended (a DELETE closed a session) */
+	uint64_t bytes_in, bytes_out;
+};
+
+/* One writer (the owning thread) and one reader at a time (the holder
+ * of hr->lock): slots [head, tail) are waiting. */
+struct outbox {
+	struct outrec slot[OUTBOX_SIZE];
+	atomic_size_t head, tail;
+};
+
+/* What one thread keeps for itself. Shared: its in-flight list (lock) and
+ * its outbox. */
 struct hr_local {
 	struct hr_local *next;       /* hr->locals */
 	struct rx *free_rx;          /* owned pool */
 	struct pending *free_pending;/* owned pool */
 	size_t nfree_rx, nfree_pending;
 	struct rx *live;             /* rxs of this thread's open exchanges */
-	struct hook_record_text out; /* owned: the text being handed to the sink */
+	/* Exchanges with client records under way, oldest first, for
+	 * /calls/inflight: changed by this thread, read by the admin's, both
+	 * under lock. */
+	pthread_mutex_t lock;
+	struct rx *rxs, *rxs_tail;
+	struct hook_record_text out; /* owned: the text being written */
+	struct outbox ob;
 	struct sbuf scratch;         /* owned: redacted text before it is escaped */
 	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
 	time_t day_sec;              /* the second day_text spells, or -1 */
@@ -173,14 +218,17 @@ struct hook_record {
 	int slot;                    /* our index in where->hook_data */
 	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
 	uint64_t gen;                /* tells this recorder's hr_locals apart */
+	atomic_size_t waiting;       /* records in outboxes, all threads */
 	/* Under lock: */
-	struct rx *rxs, *rxs_tail;   /* exchanges with client records under way */
 	struct srv_req srv[SRV_REQ_MAX];
 	size_t srv_next;
-	/* Under locals_lock (a thread's first call, and teardown): */
+	/* Grown under locals_lock (a thread's first call), at its head, and
+	 * read without it (an atomic pointer); emptied at teardown: */
 	pthread_mutex_t locals_lock;
 	struct hr_local *locals;     /* owned: one per thread that called */
 };
+
+static void combine(struct hook_record *hr);
 
 static void hr_lock(const struct hook_record *hr)
 {
@@ -188,10 +236,14 @@ static void hr_lock(const struct hook_record *hr)
 		pthread_mutex_lock(hr->lock);
 }
 
-static void hr_unlock(const struct hook_record *hr)
+/* Every holder of hr->lock looks at the outboxes after releasing it: a
+ * worker that found it taken meanwhile left its record there. */
+static void hr_unlock(struct hook_record *hr)
 {
-	if (hr->lock)
+	if (hr->lock) {
 		pthread_mutex_unlock(hr->lock);
+		combine(hr);
+	}
 }
 
 /* This thread's hr_local for hr. The thread-local cache names the
@@ -212,9 +264,14 @@ static struct hr_local *local_of(struct hook_record *hr)
 	if (!l)
 		return NULL;
 	l->day_sec = (time_t)-1;
+	if (pthread_mutex_init(&l->lock, NULL) != 0) {
+		free(l);
+		return NULL;
+	}
 	pthread_mutex_lock(&hr->locals_lock);
 	l->next = hr->locals;
-	hr->locals = l;
+	/* Readers walk the list without locals_lock: l is whole first. */
+	__atomic_store_n(&hr->locals, l, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&hr->locals_lock);
 	tl.hr = hr;
 	tl.gen = hr->gen;
@@ -497,8 +554,11 @@ static void local_free(struct hr_local *l)
 		free(rx);
 	}
 	free(l->out.b.p);
+	for (size_t i = 0; i < OUTBOX_SIZE; i++)
+		free(l->ob.slot[i].t.b.p);
 	free(l->scratch.p);
 	redact_preview_memo_free(l->pmemo);
+	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
@@ -848,39 +908,40 @@ static int format(struct hr_local *l, const struct rec *r)
 	return 0;
 }
 
-/* Counts a finished record and hands its text (when format made one) to
- * the sink, under the lock; the ring's displaced block becomes the next
- * text's buffer. */
-static void publish_locked(struct hook_record *hr, struct hr_local *l, const struct rec *r,
-                           int text)
-{
-	struct hook_record_text *t = &l->out;
-	const char *method = rec_get(r, F_METHOD);
+/* ---- the outboxes (see the file head) ----------------------------------- */
 
-	t->rb.block = t->b.p;
-	if (hr->m) {
-		if (r->from[0] == 'c') { /* "client" */
-			int timed = r->kind == RK_REQUEST && r->finished;
-			/* A client's response to a server request of unknown method
-			 * still gets a readable label. */
-			metrics_call(hr->m, method ? method : "(response)", rec_get(r, F_TOOL), r->outcome,
-			             timed ? (int64_t)r->latency_us : -1);
-		} else {
-			metrics_server_message(hr->m, method ? method : "(response)");
-		}
-	}
-	if (text)
-		hr->sink(hr->arg, t, &t->keys);
+/* v cut to what fits a label copy; metrics cut it further, the same way
+ * as they would the original. */
+static void label_copy(char *dst, const char *v)
+{
+	size_t n = strnlen(v, OUT_LABEL - 1);
+	memcpy(dst, v, n);
+	dst[n] = '\0';
 }
 
-/* After publish_locked, the lock released. */
-static void publish_done(struct hr_local *l)
+/* Counts o and hands its text to the sink. Under hr->lock (or alone). */
+static void out_publish(struct hook_record *hr, struct outrec *o)
 {
-	struct hook_record_text *t = &l->out;
-
+	if (hr->m) {
+		if (o->exchange) {
+			metrics_exchange(hr->m, o->bytes_in, o->bytes_out);
+			if (o->closed)
+				metrics_session_closed(hr->m);
+		}
+		if (o->count == OUT_CALL)
+			metrics_call(hr->m, o->method, o->has_tool ? o->tool : NULL, o->outcome,
+			             o->latency_us);
+		else if (o->count == OUT_SERVER)
+			metrics_server_message(hr->m, o->method);
+	}
+	if (!o->text)
+		return;
+	struct hook_record_text *t = &o->t;
+	t->rb.block = t->b.p;
+	hr->sink(hr->arg, t, &t->keys);
 	if (t->rb.block != t->b.p) {
 		/* The sink moved the text into the ring (ring_swap): what the
-		 * slot held is ours now. */
+		 * slot held is the outbox's now, for a later record. */
 		t->b = (struct sbuf){.p = t->rb.block, .cap = t->rb.cap};
 	}
 	if (t->b.cap > ARENA_KEEP * 4) {
@@ -889,12 +950,106 @@ static void publish_done(struct hr_local *l)
 	}
 }
 
-static void publish(struct hook_record *hr, struct hr_local *l, const struct rec *r, int text)
+/* Publishes what waits in every thread's outbox. Under hr->lock (or
+ * alone): one reader of the outboxes at a time. */
+static void drain(struct hook_record *hr)
 {
-	hr_lock(hr);
-	publish_locked(hr, l, r, text);
-	hr_unlock(hr);
-	publish_done(l);
+	/* The list only grows, at its head: past the head, its links do not
+	 * change. */
+	struct hr_local *first = __atomic_load_n(&hr->locals, __ATOMIC_ACQUIRE);
+	for (struct hr_local *l = first; l; l = l->next) {
+		size_t h = atomic_load_explicit(&l->ob.head, memory_order_relaxed);
+		size_t t = atomic_load_explicit(&l->ob.tail, memory_order_acquire);
+		if (h == t)
+			continue;
+		for (size_t i = h; i != t; i++)
+			out_publish(hr, &l->ob.slot[i % OUTBOX_SIZE]);
+		atomic_store_explicit(&l->ob.head, t, memory_order_release);
+		atomic_fetch_sub_explicit(&hr->waiting, t - h, memory_order_seq_cst);
+	}
+}
+
+/* Drains the outboxes if hr->lock is free, and again while records come
+ * in meanwhile. A worker that finds the lock taken returns: it put its
+ * record (and counted it in hr->waiting) before trying, and the holder
+ * looks at hr->waiting after releasing the lock, so one of the two
+ * drains it (both steps are full barriers). */
+static void combine(struct hook_record *hr)
+{
+	if (!hr->lock) {
+		drain(hr);
+		return;
+	}
+	for (;;) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&hr->waiting, memory_order_seq_cst))
+			return;
+		if (pthread_mutex_trylock(hr->lock) != 0)
+			return;
+		drain(hr);
+		pthread_mutex_unlock(hr->lock);
+	}
+}
+
+/* The slot this thread fills next, emptied. When the outbox is full (the
+ * lock's holder was kept off the CPU while this worker went on), this
+ * worker waits for the lock, as every publication once did. */
+static struct outrec *out_begin(struct hook_record *hr, struct hr_local *l)
+{
+	size_t t = atomic_load_explicit(&l->ob.tail, memory_order_relaxed);
+	if (t - atomic_load_explicit(&l->ob.head, memory_order_acquire) == OUTBOX_SIZE) {
+		if (hr->lock)
+			pthread_mutex_lock(hr->lock);
+		drain(hr);
+		hr_unlock(hr);
+	}
+	struct outrec *o = &l->ob.slot[t % OUTBOX_SIZE];
+	o->text = 0;
+	o->count = OUT_NONE;
+	o->exchange = o->closed = 0;
+	return o;
+}
+
+/* What the metrics count of r, and its text (in l->out when text). */
+static void out_record(struct hr_local *l, struct outrec *o, const struct rec *r, int text)
+{
+	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL);
+	/* A client's response to a server request of unknown method still
+	 * gets a readable label. */
+	label_copy(o->method, method ? method : "(response)");
+	o->has_tool = tool != NULL;
+	if (tool)
+		label_copy(o->tool, tool);
+	o->count = r->from[0] == 'c' ? OUT_CALL : OUT_SERVER; /* "client" */
+	o->outcome = r->outcome;
+	int timed = r->kind == RK_REQUEST && r->finished;
+	o->latency_us = timed ? (int64_t)r->latency_us : -1;
+	if (text) {
+		/* The text changes hands: the slot's old buffer (perhaps a block
+		 * the ring gave back) is the next text's. */
+		struct hook_record_text spare = o->t;
+		o->t = l->out;
+		l->out = spare;
+		o->text = 1;
+	}
+}
+
+/* The slot out_begin gave is filled: readers may take it. */
+static void out_put(struct hook_record *hr, struct hr_local *l)
+{
+	size_t t = atomic_load_explicit(&l->ob.tail, memory_order_relaxed);
+	atomic_store_explicit(&l->ob.tail, t + 1, memory_order_release);
+	atomic_fetch_add_explicit(&hr->waiting, 1, memory_order_seq_cst);
+	combine(hr);
+	/* Published already (the common case): the slot is this thread's
+	 * again, and the block the ring gave back for it is the next text's
+	 * (the one written least recently is the one to reuse). */
+	if (atomic_load_explicit(&l->ob.head, memory_order_acquire) > t) {
+		struct outrec *o = &l->ob.slot[t % OUTBOX_SIZE];
+		struct hook_record_text spare = l->out;
+		l->out = o->t;
+		o->t = spare;
+	}
 }
 
 /* Whether r's text was written (into l->out) for the sink. */
@@ -906,7 +1061,12 @@ static int write_text(struct hook_record *hr, struct hr_local *l, const struct r
 /* A finished record to metrics and the sink. */
 static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
 {
-	publish(hr, l, r, write_text(hr, l, r));
+	int text = write_text(hr, l, r);
+	if (!hr->m && !text)
+		return;
+	struct outrec *o = out_begin(hr, l);
+	out_record(l, o, r, text);
+	out_put(hr, l);
 }
 
 /* ---- server requests ----------------------------------------------------- */
@@ -976,20 +1136,21 @@ static struct rx *rx_get(struct hook_record *hr, struct hr_local *l, struct insp
 	return rx;
 }
 
-/* Takes rx off hr->rxs: under hr->lock (or alone at teardown). */
+/* Takes rx off its thread's list: under rx->home->lock (or alone at
+ * teardown). */
 static void rx_unlink(struct rx *rx)
 {
-	struct hook_record *hr = rx->hr;
+	struct hr_local *l = rx->home;
 	if (!rx->linked)
 		return;
 	if (rx->prev)
 		rx->prev->next = rx->next;
 	else
-		hr->rxs = rx->next;
+		l->rxs = rx->next;
 	if (rx->next)
 		rx->next->prev = rx->prev;
 	else
-		hr->rxs_tail = rx->prev;
+		l->rxs_tail = rx->prev;
 	rx->prev = rx->next = NULL;
 	rx->linked = 0;
 }
@@ -1023,21 +1184,22 @@ static void rx_free(struct rx *rx)
 
 /* Appends p, fully built, to rx's records, and lists rx for
  * /calls/inflight. */
-static void pending_link(struct hook_record *hr, struct rx *rx, struct pending *p)
+static void pending_link(struct rx *rx, struct pending *p)
 {
-	hr_lock(hr);
+	struct hr_local *l = rx->home;
+	pthread_mutex_lock(&l->lock);
 	if (!rx->linked) {
-		rx->prev = hr->rxs_tail;
-		if (hr->rxs_tail)
-			hr->rxs_tail->next = rx;
+		rx->prev = l->rxs_tail;
+		if (l->rxs_tail)
+			l->rxs_tail->next = rx;
 		else
-			hr->rxs = rx;
-		hr->rxs_tail = rx;
+			l->rxs = rx;
+		l->rxs_tail = rx;
 		rx->linked = 1;
 	}
 	*rx->tail = p;
 	rx->tail = &p->next;
-	hr_unlock(hr);
+	pthread_mutex_unlock(&l->lock);
 }
 
 static void settle(struct pending *p)
@@ -1098,7 +1260,7 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 			settle(p);
 		}
 	}
-	pending_link(hr, rx, p);
+	pending_link(rx, p);
 }
 
 /* A record of its own for something the server sent unprompted. */
@@ -1265,31 +1427,40 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	if (rx)
 		assert(rx->magic == RX_MAGIC);
 	/* The common exchange has one record, answered: it is written first,
-	 * then published in the same hold of the lock as the exchange's
-	 * counts (the lock every worker's recorder shares). Only a settled
+	 * then put in the outbox with the exchange's counts. Only a settled
 	 * record may be finished while still listed: /calls/inflight skips
 	 * those, and finish writes into the record's arena. */
 	struct pending *one = rx && rx->head && !rx->head->next && settled(rx->head) ? rx->head
 	                                                                          : NULL;
+	struct hr_local *l = rx ? rx->home : hr->m ? local_of(hr) : NULL;
 	int text = 0;
 	if (one) {
 		finish(rx, one, x);
-		text = write_text(hr, rx->home, &one->rec);
+		text = write_text(hr, l, &one->rec);
 	}
-	if (hr->m || (rx && rx->linked) || one) {
-		hr_lock(hr);
+	if (rx && rx->linked) {
+		pthread_mutex_lock(&l->lock);
+		rx_unlink(rx);
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (l && (hr->m || text)) {
+		struct outrec *o = out_begin(hr, l);
 		if (hr->m) {
-			metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
-			if (closed)
-				metrics_session_closed(hr->m);
+			o->exchange = 1;
+			o->bytes_in = x->bytes_in;
+			o->bytes_out = x->bytes_out;
+			o->closed = closed;
 		}
-		if (rx)
-			rx_unlink(rx);
 		if (one)
-			publish_locked(hr, rx->home, &one->rec, text);
+			out_record(l, o, &one->rec, text);
+		out_put(hr, l);
+	} else if (hr->m) {
+		/* No thread state (out of memory): counted the old way. */
+		hr_lock(hr);
+		metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
+		if (closed)
+			metrics_session_closed(hr->m);
 		hr_unlock(hr);
-		if (one)
-			publish_done(rx->home);
 	}
 	if (!rx)
 		return;
@@ -1335,8 +1506,10 @@ void hook_record_free(struct hook_record *hr)
 {
 	if (!hr)
 		return;
-	/* Exchanges still open (teardown without their on_exchange): their
-	 * records are dropped with them. No other thread runs now. */
+	/* No other thread runs now. What waits in an outbox goes out (the
+	 * sink outlives the recorder); exchanges still open (teardown
+	 * without their on_exchange) are dropped with their records. */
+	drain(hr);
 	for (struct hr_local *l = hr->locals; l; l = l->next) {
 		while (l->live) {
 			rx_unlink(l->live);
@@ -1352,12 +1525,50 @@ void hook_record_free(struct hook_record *hr)
 	free(hr);
 }
 
-size_t hook_record_inflight_count(const struct hook_record *hr)
+void hook_record_drain_locked(struct hook_record *hr)
+{
+	if (hr)
+		drain(hr);
+}
+
+void hook_record_unlocked(struct hook_record *hr)
+{
+	if (hr)
+		combine(hr);
+}
+
+/* The in-flight lists are read with every thread's list locked (the
+ * readers are the admin endpoint's, rare), in the order of hr->locals. */
+static struct hr_local *locals_lock_all(const struct hook_record *hr)
+{
+	struct hr_local *first = __atomic_load_n(&hr->locals, __ATOMIC_ACQUIRE);
+	for (struct hr_local *l = first; l; l = l->next)
+		pthread_mutex_lock(&l->lock);
+	return first;
+}
+
+static void locals_unlock_all(struct hr_local *first)
+{
+	for (struct hr_local *l = first; l; l = l->next)
+		pthread_mutex_unlock(&l->lock);
+}
+
+/* With every list locked. */
+static size_t inflight_count(const struct hr_local *first)
 {
 	size_t n = 0;
-	for (const struct rx *rx = hr->rxs; rx; rx = rx->next)
-		for (const struct pending *p = rx->head; p; p = p->next)
-			n += p->rec.kind == RK_REQUEST && !settled(p);
+	for (const struct hr_local *l = first; l; l = l->next)
+		for (const struct rx *rx = l->rxs; rx; rx = rx->next)
+			for (const struct pending *p = rx->head; p; p = p->next)
+				n += p->rec.kind == RK_REQUEST && !settled(p);
+	return n;
+}
+
+size_t hook_record_inflight_count(const struct hook_record *hr)
+{
+	struct hr_local *first = locals_lock_all(hr);
+	size_t n = inflight_count(first);
+	locals_unlock_all(first);
 	return n;
 }
 
@@ -1409,26 +1620,64 @@ static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t 
 	return o;
 }
 
-json_t *hook_record_inflight(const struct hook_record *hr, size_t limit)
+/* The oldest of the threads' next exchanges (each list is oldest first):
+ * cur[i] walks the i-th thread's list. */
+static const struct rx *oldest_next(const struct rx **cur, size_t n, size_t *which)
+{
+	const struct rx *best = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (cur[i] && (!best || cur[i]->wall_us < best->wall_us)) {
+			best = cur[i];
+			*which = i;
+		}
+	}
+	return best;
+}
+
+/* Appends rx's open requests to out, up to limit. -1: out of memory. */
+static int inflight_of(json_t *out, const struct rx *rx, size_t limit, uint64_t now)
+{
+	for (const struct pending *p = rx->head; p; p = p->next) {
+		if (p->rec.kind != RK_REQUEST || settled(p))
+			continue;
+		if (json_array_size(out) >= limit)
+			return 0;
+		json_t *o = inflight_item(rx, &p->rec, now);
+		if (!o || json_array_append_new(out, o) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+json_t *hook_record_inflight(const struct hook_record *hr, size_t limit, size_t *count)
 {
 	json_t *out = json_array();
 	uint64_t now = mono_us();
-
 	if (!out)
 		return NULL;
-	for (const struct rx *rx = hr->rxs; rx; rx = rx->next) {
-		for (const struct pending *p = rx->head; p; p = p->next) {
-			if (p->rec.kind != RK_REQUEST || settled(p))
-				continue;
-			if (json_array_size(out) >= limit)
-				return out;
-			json_t *o = inflight_item(rx, &p->rec, now);
-			if (!o) {
-				json_decref(out);
-				return NULL;
-			}
-			json_array_append_new(out, o);
-		}
+	struct hr_local *first = locals_lock_all(hr);
+	size_t n = 0;
+	for (const struct hr_local *l = first; l; l = l->next)
+		n++;
+	const struct rx **cur = calloc(n ? n : 1, sizeof(*cur));
+	int rc = cur ? 0 : -1;
+	size_t i = 0;
+	for (const struct hr_local *l = first; cur && l; l = l->next)
+		cur[i++] = l->rxs;
+	const struct rx *rx;
+	size_t which = 0;
+	while (rc == 0 && json_array_size(out) < limit && (rx = oldest_next(cur, n, &which))) {
+		rc = inflight_of(out, rx, limit, now);
+		cur[which] = rx->next;
+	}
+	/* In the same hold of the lists as the items, so the two agree. */
+	if (count)
+		*count = inflight_count(first);
+	locals_unlock_all(first);
+	free(cur);
+	if (rc < 0) {
+		json_decref(out);
+		return NULL;
 	}
 	return out;
 }

@@ -102,18 +102,29 @@ void hook_record_free(struct hook_record *hr);  /* accepts NULL */
 /* Several threads: the recorder serialises, with lock (borrowed; NULL:
  * one thread only), what they share: its in-flight list, the metrics it
  * counts into and the sink. It takes the lock itself, briefly (the costly
- * work, redaction and writing the text, runs outside it), so its hook must
- * not be run under a lock too (no inspect_set_lock for it). Readers of
- * hook_record_inflight*() and of what the sink feeds hold the same lock.
+ * work, redaction and writing the text, runs outside it), and only when
+ * it is free (below), so its hook must not be run under a lock too (no
+ * inspect_set_lock for it). Readers of hook_record_inflight*() and of
+ * what the sink feeds hold the same lock.
  * Set it before the first exchange. */
 void hook_record_set_lock(struct hook_record *hr, pthread_mutex_t *lock);
+
+/* Finished records wait in per-thread outboxes for the lock (see
+ * hook_record.c): a worker never waits for another one to publish. A
+ * holder of the lock given to hook_record_set_lock other than the
+ * recorder itself calls hook_record_drain_locked once it has it, so that
+ * what it reads holds every finished record, and hook_record_unlocked
+ * right after releasing it, to publish what workers left meanwhile. */
+void hook_record_drain_locked(struct hook_record *hr);
+void hook_record_unlocked(struct hook_record *hr);
 
 /* The client requests still waiting for an answer, oldest first, at most
  * limit: a new array (owned) of objects with the record's identifying
  * members (time, session, client, upstream, method, tool, id, arguments)
- * plus age_us. NULL when memory runs out. Hold the lock given to
- * hook_record_set_lock. */
-json_t *hook_record_inflight(const struct hook_record *hr, size_t limit);
+ * plus age_us, and in *count (count may be NULL) how many there are in
+ * all, seen at the same moment. NULL when memory runs out. Each worker's
+ * list is locked while it is read (the readers are rare). */
+json_t *hook_record_inflight(const struct hook_record *hr, size_t limit, size_t *count);
 size_t hook_record_inflight_count(const struct hook_record *hr);
 
 /* Formats a Unix time in microseconds as RFC 3339 UTC with microseconds

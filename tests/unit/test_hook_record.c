@@ -509,7 +509,9 @@ static void test_inflight(void **state)
 	     NULL);
 	send(f, INSPECT_FROM_CLIENT, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}", NULL);
 	assert_int_equal(hook_record_inflight_count(f->hr), 1);
-	json_t *list = hook_record_inflight(f->hr, 10);
+	size_t count = 0;
+	json_t *list = hook_record_inflight(f->hr, 10, &count);
+	assert_int_equal(count, 1);
 	assert_int_equal(json_array_size(list), 1);
 	json_t *o = json_array_get(list, 0);
 	json_object_del(o, "time");
