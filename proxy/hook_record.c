@@ -1634,14 +1634,19 @@ static const struct rx *oldest_next(const struct rx **cur, size_t n, size_t *whi
 	return best;
 }
 
-/* Appends rx's open requests to out, up to limit. -1: out of memory. */
-static int inflight_of(json_t *out, const struct rx *rx, size_t limit, uint64_t now)
+/* Counts rx's open requests into *count and appends them to out, up to
+ * limit. Each is looked at once: an answer may settle it meanwhile (its
+ * worker does not wait for the list's lock to do so), and the count and
+ * the items must agree. -1: out of memory. */
+static int inflight_of(json_t *out, const struct rx *rx, size_t limit, uint64_t now,
+                       size_t *count)
 {
 	for (const struct pending *p = rx->head; p; p = p->next) {
 		if (p->rec.kind != RK_REQUEST || settled(p))
 			continue;
+		++*count;
 		if (json_array_size(out) >= limit)
-			return 0;
+			continue;
 		json_t *o = inflight_item(rx, &p->rec, now);
 		if (!o || json_array_append_new(out, o) < 0)
 			return -1;
@@ -1665,14 +1670,13 @@ json_t *hook_record_inflight(const struct hook_record *hr, size_t limit, size_t 
 	for (const struct hr_local *l = first; cur && l; l = l->next)
 		cur[i++] = l->rxs;
 	const struct rx *rx;
-	size_t which = 0;
-	while (rc == 0 && json_array_size(out) < limit && (rx = oldest_next(cur, n, &which))) {
-		rc = inflight_of(out, rx, limit, now);
+	size_t which = 0, all = 0;
+	while (rc == 0 && (rx = oldest_next(cur, n, &which))) {
+		rc = inflight_of(out, rx, limit, now, &all);
 		cur[which] = rx->next;
 	}
-	/* In the same hold of the lists as the items, so the two agree. */
 	if (count)
-		*count = inflight_count(first);
+		*count = all;
 	locals_unlock_all(first);
 	free(cur);
 	if (rc < 0) {
