@@ -132,20 +132,24 @@ asan:
 	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then echo "sanitizer reports:"; head -50 $(ASAN_LOGS)/*; exit 1; fi
 	@echo "asan: no sanitizer reports"
 
-# The multi-worker paths under ThreadSanitizer (clang): the unit test of
-# the inbox and the integration files that cross threads (workers, legacy
-# sessions handed between workers, shared caps and policy reload) with a
-# TSan build; any report fails, like asan. Timing-bound tests (admin flood,
-# slowloris) stay out: TSan slows everything tenfold.
+# The multi-worker paths under ThreadSanitizer (clang): the unit tests of
+# the inbox, the session ids and the policy hook (workers judging while a
+# writer lists tools and reloads), and the integration files that cross
+# threads (workers, legacy sessions handed between workers, shared caps
+# and policy reload) with a TSan build; any report fails, like asan.
+# Timing-bound tests (admin flood, slowloris) stay out: TSan slows
+# everything tenfold.
 TSAN_OPT := -O1 -g -fsanitize=thread
 TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \
-	  build/tsan/mcpwarden build/tsan/tests/test_inbox build/tsan/tests/test_sessid
+	  build/tsan/mcpwarden build/tsan/tests/test_inbox build/tsan/tests/test_sessid \
+	  build/tsan/tests/test_policy
 	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_inbox
 	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_sessid
+	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/test_policy
 	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 MCPWARDEN_BIN=$(abspath build/tsan/mcpwarden) \
 	  node --test --test-concurrency=1 $(TSAN_TESTS:%=tests/integration/%.test.mjs)
 	@if [ -n "$$(ls -A $(TSAN_LOGS))" ]; then echo "thread sanitizer reports:"; head -80 $(TSAN_LOGS)/*; exit 1; fi
