@@ -132,15 +132,18 @@ asan:
 	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then echo "sanitizer reports:"; head -50 $(ASAN_LOGS)/*; exit 1; fi
 	@echo "asan: no sanitizer reports"
 
-# The multi-worker paths under ThreadSanitizer (clang): the unit test of
-# the inbox and the integration files that cross threads (workers, legacy
-# sessions handed between workers, shared caps and policy reload) with a
-# TSan build; any report fails, like asan. Timing-bound tests (admin flood,
-# slowloris) stay out: TSan slows everything tenfold.
+# The multi-worker paths under ThreadSanitizer (clang): the unit tests of
+# the inbox, the session ids, the policy hook (workers judging while a
+# writer lists tools and reloads), the recorder's outboxes and the jansson
+# arena, and the integration files that cross
+# threads (workers, legacy sessions handed between workers, shared caps
+# and policy reload) with a TSan build; any report fails, like asan.
+# Timing-bound tests (admin flood, slowloris) stay out: TSan slows
+# everything tenfold.
 TSAN_OPT := -O1 -g -fsanitize=thread
 TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
-TSAN_UNITS := test_inbox test_sessid test_hook_record_fast test_jarena
+TSAN_UNITS := test_inbox test_sessid test_policy test_hook_record_fast test_jarena
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \

@@ -554,6 +554,20 @@ void policy_eval(const struct policy *p, const struct policy_input *in,
 
 /* ---- statistics and accessors ----------------------------------------------------------- */
 
+/* The counters are bumped by every worker thread that judges under p, with
+ * no lock (proxy/hook_policy.c): relaxed atomic adds, so none is lost and
+ * no thread ever waits for another; a reader may see one counter of a
+ * decision before the other, which totals over time do not mind. */
+static void bump(uint64_t *c)
+{
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t peek(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
 void policy_count(struct policy *p, const struct policy_decision *d, int listing)
 {
 	if (!p || d->stat < 0 || (size_t)d->stat >= p->nrules + 2)
@@ -561,24 +575,24 @@ void policy_count(struct policy *p, const struct policy_decision *d, int listing
 	struct policy_rule_stats *s = &p->stats[d->stat];
 	if (listing) {
 		if (d->action == POLICY_HIDE)
-			s->hidden++;
+			bump(&s->hidden);
 		else if (d->dry_run_would == POLICY_HIDE)
-			s->dry_run_hidden++;
+			bump(&s->dry_run_hidden);
 		return;
 	}
-	s->matched++;
+	bump(&s->matched);
 	switch (d->action) {
 	case POLICY_ALLOW:
-		s->allowed++;
+		bump(&s->allowed);
 		break;
 	case POLICY_DENY:
 	case POLICY_HIDE:
-		s->denied++;
+		bump(&s->denied);
 		break;
 	case POLICY_LOG:
-		s->logged++;
+		bump(&s->logged);
 		if (d->dry_run_would != POLICY_NONE)
-			s->dry_run++;
+			bump(&s->dry_run);
 		break;
 	case POLICY_NONE:
 		break;
@@ -594,7 +608,18 @@ int policy_stats(const struct policy *p, size_t i, struct policy_rule_stats *out
 {
 	if (i >= p->nrules + 2)
 		return -1;
-	*out = p->stats[i];
+	const struct policy_rule_stats *s = &p->stats[i];
+	*out = (struct policy_rule_stats){
+		.rule = s->rule,
+		.action = s->action,
+		.matched = peek(&s->matched),
+		.allowed = peek(&s->allowed),
+		.denied = peek(&s->denied),
+		.logged = peek(&s->logged),
+		.dry_run = peek(&s->dry_run),
+		.hidden = peek(&s->hidden),
+		.dry_run_hidden = peek(&s->dry_run_hidden),
+	};
 	return 0;
 }
 

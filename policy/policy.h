@@ -184,7 +184,8 @@ size_t policy_memo_resets(const struct policy_memo *m);
 
 /* Counts a decision the proxy acted on. listing: the decision was a tool
  * hidden from (or, in a dry run, left in) a tools/list reply rather than
- * a call. */
+ * a call. Safe from several threads at once, as is policy_stats (relaxed
+ * atomic counters: no lock). */
 void policy_count(struct policy *p, const struct policy_decision *d, int listing);
 
 /* Per-rule statistics: slots 0..nrules-1 are the rules in order, then

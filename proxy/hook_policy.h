@@ -27,6 +27,11 @@
  * exchange keeps the policy it started with (each holds a reference),
  * so in-flight requests finish under their policy. The tool lists survive
  * reloads.
+ *
+ * Threads: every worker runs the hook. Requests and notifications are
+ * judged with no lock another worker may hold (an immutable view of the
+ * policy and tool lists, republished by listings and reloads; see
+ * hook_policy.c); listings, reloads and the readers below take a lock.
  */
 #ifndef MCPWARDEN_HOOK_POLICY_H
 #define MCPWARDEN_HOOK_POLICY_H

@@ -6,6 +6,7 @@
  * into double quotes. call() evaluates a tools/call of a listed tool with
  * the given annotations; callx() gives full control.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1828,6 +1829,219 @@ static void test_glue_cap(void **state)
 	rig_stop(&r);
 }
 
+/* ---- the glue under threads ------------------------------------------------------------------
+ * Workers judge calls with no lock while a writer lists tools and
+ * reloads (hook_policy.c, "Threads"). Readers check what must hold
+ * whatever they raced with: a tool every listing names is never unknown
+ * nor judged by half-built hints; one exchange keeps one policy (the
+ * same rule refuses all its calls); the totals count every decision
+ * once. Policy B names a client, so its calls go through each thread's
+ * memo rather than the tables' entries. */
+
+#define THR_READERS 3
+#define THR_ROUNDS  4000  /* exchanges per reader, 5 calls each */
+
+static const char *const THR_POLICY_A =
+	"{'default':'allow','rules':["
+	"{'name':'a-deny','match':{'tool':'t-deny'},'action':'deny'},"
+	"{'name':'no-destructive','match':{'annotations':{'destructiveHint':true}},'action':'deny'},"
+	"{'name':'hide-secret','match':{'tool':'secret*'},'action':'hide'}]}";
+static const char *const THR_POLICY_B =
+	"{'default':'allow','rules':["
+	"{'name':'b-deny','match':{'tool':'t-deny'},'action':'deny'},"
+	"{'name':'nobody','match':{'client':'nobody','tool':'fixed'},'action':'deny'},"
+	"{'name':'no-destructive','match':{'annotations':{'destructiveHint':true}},'action':'deny'},"
+	"{'name':'hide-secret','match':{'tool':'secret*'},'action':'hide'}]}";
+
+struct thr {
+	struct rig *r;
+	struct inspect *insp;  /* this thread's chain, as each worker has */
+	unsigned long forwarded, refused;
+	char bad[600];         /* the first broken promise, or "" */
+	int *readers_done;     /* atomic */
+};
+
+static struct seen thr_deliver(struct inspect *in, struct xch *x, enum inspect_dir dir,
+                               json_t *msg, const json_t *request)
+{
+	struct inspect_msg m = {
+		.dir = dir,
+		.kind = jrpc_classify(msg),
+		.msg = msg,
+		.where = &x->w,
+		.request = dir == INSPECT_FROM_CLIENT ? msg : request,
+	};
+	enum inspect_verdict v = inspect_message(in, &m);
+	return (struct seen){v, m.answer, m.reason, m.modified};
+}
+
+static void thr_end(struct thr *t, struct xch *x)
+{
+	struct inspect_exchange e = {.where = &x->w};
+	inspect_exchange_done(t->insp, &e);
+	for (size_t i = 0; i < INSPECT_MAX_HOOKS; i++)
+		if (x->w.hook_data[i] && !t->bad[0])
+			snprintf(t->bad, sizeof(t->bad), "exchange data left in slot %zu", i);
+}
+
+/* Calls tool; returns the refusing rule (static or the answer's, copied
+ * into rule), or NULL when forwarded. */
+static const char *thr_call(struct thr *t, struct xch *x, const char *tool, char *rule,
+                            size_t rulelen)
+{
+	json_t *msg = json_pack("{s:s, s:i, s:s, s:{s:s, s:{}}}", "jsonrpc", "2.0", "id", 9,
+	                        "method", "tools/call", "params", "name", tool, "arguments");
+	struct seen s = thr_deliver(t->insp, x, INSPECT_FROM_CLIENT, msg, NULL);
+	json_decref(msg);
+	if (s.v == INSPECT_FORWARD) {
+		t->forwarded++;
+		return NULL;
+	}
+	t->refused++;
+	const json_t *data = json_object_get(json_object_get(s.answer, "error"), "data");
+	const char *name = json_string_value(json_object_get(data, "rule"));
+	snprintf(rule, rulelen, "%s", name ? name : "?");
+	json_decref(s.answer);
+	return rule;
+}
+
+static void thr_fail(struct thr *t, const char *what, const char *rule)
+{
+	if (!t->bad[0])
+		snprintf(t->bad, sizeof(t->bad), "%s (%s)", what, rule ? rule : "forwarded");
+}
+
+static void *thr_reader(void *arg)
+{
+	struct thr *t = arg;
+	char first[64], rule[64];
+	for (int i = 0; i < THR_ROUNDS && !t->bad[0]; i++) {
+		struct xch x;
+		x_begin(&x, "staging", "agent");
+		/* The exchange's first message fixes its policy: a-deny or
+		 * b-deny refuses t-deny all through it, whatever reloads. */
+		const char *r0 = thr_call(t, &x, "t-deny", first, sizeof(first));
+		if (!r0 || (strcmp(r0, "a-deny") != 0 && strcmp(r0, "b-deny") != 0))
+			thr_fail(t, "t-deny not refused by a policy's rule", r0);
+		for (int k = 0; k < 2; k++) {
+			const char *rk = thr_call(t, &x, "t-deny", rule, sizeof(rule));
+			if (!rk || !r0 || strcmp(rk, r0) != 0)
+				thr_fail(t, "an exchange changed policy", rk);
+		}
+		/* Every listing names fixed, read-only. */
+		const char *rf = thr_call(t, &x, "fixed", rule, sizeof(rule));
+		if (rf)
+			thr_fail(t, "fixed refused", rf);
+		/* churn comes and goes, read-only or destructive. */
+		const char *rc = thr_call(t, &x, "churn", rule, sizeof(rule));
+		if (rc && strcmp(rc, "unknown-tool") != 0 && strcmp(rc, "no-destructive") != 0)
+			thr_fail(t, "churn refused by a rule that cannot match it", rc);
+		thr_end(t, &x);
+	}
+	__atomic_add_fetch(t->readers_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static const char *const THR_LISTS[] = {
+	"{'tools':[{'name':'t-deny','inputSchema':{},'annotations':{'readOnlyHint':true}},"
+	"{'name':'fixed','inputSchema':{},'annotations':{'readOnlyHint':true}},"
+	"{'name':'secret_x','inputSchema':{},'annotations':{'readOnlyHint':true}},"
+	"{'name':'churn','inputSchema':{},'annotations':{'readOnlyHint':true}}]}",
+	"{'tools':[{'name':'churn','inputSchema':{},'annotations':{'destructiveHint':true}},"
+	"{'name':'fixed','inputSchema':{},'annotations':{'readOnlyHint':true}},"
+	"{'name':'t-deny','inputSchema':{},'annotations':{'readOnlyHint':true}}]}",
+	"{'tools':[{'name':'fixed','inputSchema':{},'annotations':{'readOnlyHint':true}},"
+	"{'name':'secret_y','inputSchema':{},'annotations':{'readOnlyHint':true}},"
+	"{'name':'t-deny','inputSchema':{},'annotations':{'readOnlyHint':true}}]}",
+};
+
+/* Lists (after list_changed, so each listing replaces the last) and
+ * reloads until the readers are done. */
+static void *thr_writer(void *arg)
+{
+	struct thr *t = arg;
+	struct rig *r = t->r;
+	unsigned long n = 0;
+	while (__atomic_load_n(t->readers_done, __ATOMIC_ACQUIRE) < THR_READERS && !t->bad[0]) {
+		struct xch x;
+		x_begin(&x, "staging", NULL);
+		json_t *note = J("{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+		thr_deliver(t->insp, &x, INSPECT_FROM_SERVER, note, NULL);
+		json_decref(note);
+		json_t *req = J("{'jsonrpc':'2.0','id':3,'method':'tools/list','params':{}}");
+		json_t *res = json_pack("{s:s, s:i, s:o}", "jsonrpc", "2.0", "id", 3, "result",
+		                        J(THR_LISTS[n % 3]));
+		thr_deliver(t->insp, &x, INSPECT_FROM_CLIENT, req, NULL);
+		thr_deliver(t->insp, &x, INSPECT_FROM_SERVER, res, req);
+		const json_t *tools = json_object_get(json_object_get(res, "result"), "tools");
+		for (size_t i = 0; i < json_array_size(tools); i++) {
+			const char *name =
+				json_string_value(json_object_get(json_array_get(tools, i), "name"));
+			if (name && strncmp(name, "secret", 6) == 0)
+				thr_fail(t, "a secret tool was not hidden", name);
+		}
+		json_decref(req);
+		json_decref(res);
+		thr_end(t, &x);
+		if (++n % 5 == 0) {
+			char err[512];
+			struct px_config next = r->cfg;
+			next.policy = J(n % 10 ? THR_POLICY_B : THR_POLICY_A);
+			if (hook_policy_reload(&r->ctx, &next, err, sizeof(err)) < 0)
+				thr_fail(t, "reload failed", err);
+			json_decref(next.policy);
+		}
+		/* Some listings change nothing: no new view. */
+		if (n % 7 == 0)
+			list_tools(r, "prod", THR_LISTS[0]);
+	}
+	return NULL;
+}
+
+static void test_glue_threads(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_start(&r, J(THR_POLICY_A), NULL);
+	list_tools(&r, "staging", THR_LISTS[0]);
+	int readers_done = 0;
+	struct thr t[THR_READERS + 1];
+	pthread_t th[THR_READERS + 1];
+	for (int i = 0; i <= THR_READERS; i++) {
+		t[i] = (struct thr){.r = &r, .insp = inspect_clone(r.ctx.insp),
+		                    .readers_done = &readers_done};
+		assert_non_null(t[i].insp);
+	}
+	/* The writer's prod listings go through r's own chain: on its thread. */
+	assert_int_equal(pthread_create(&th[THR_READERS], NULL, thr_writer, &t[THR_READERS]), 0);
+	for (int i = 0; i < THR_READERS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thr_reader, &t[i]), 0);
+	for (int i = 0; i <= THR_READERS; i++)
+		pthread_join(th[i], NULL);
+
+	unsigned long forwarded = 0, refused = 0;
+	for (int i = 0; i <= THR_READERS; i++) {
+		if (t[i].bad[0])
+			fail_msg("thread %d: %s", i, t[i].bad);
+		forwarded += t[i].forwarded;
+		refused += t[i].refused;
+		inspect_free(t[i].insp);
+	}
+	assert_int_equal(refused + forwarded, (unsigned long)THR_READERS * THR_ROUNDS * 5);
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.ctx.policy, &st);
+	assert_int_equal(st.allowed, forwarded);
+	assert_int_equal(st.denied, refused);
+	assert_true(st.reloads > 0);
+	if (getenv("THR_VERBOSE"))
+		fprintf(stderr, "threads: %lu forwarded, %lu refused, %llu listings, %llu reloads\n",
+		        forwarded, refused, (unsigned long long)st.listings,
+		        (unsigned long long)st.reloads);
+	json_decref(r.cfg.policy);
+	r.cfg.policy = NULL;
+	rig_stop(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1864,6 +2078,7 @@ int main(void)
 		cmocka_unit_test(test_glue_methods),
 		cmocka_unit_test(test_glue_baseline),
 		cmocka_unit_test(test_glue_cap),
+		cmocka_unit_test(test_glue_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
