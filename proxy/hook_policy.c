@@ -229,18 +229,27 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 	return 0;
 }
 
+/* The name and hints of tools[i]; NULL (h untouched) when it has no
+ * name. */
+static const char *listed_tool(const json_t *tools, size_t i, struct policy_hints *h)
+{
+	const json_t *tool = json_array_get(tools, i);
+	const char *name = json_string_value(json_object_get(tool, "name"));
+	if (name)
+		policy_hints_from_json(json_object_get(tool, "annotations"), h);
+	return name;
+}
+
 /* Fills a private table from a tools array. Returns how many tools did
  * not fit. */
 static size_t table_add_tools(struct tool_table *t, const json_t *tools)
 {
 	size_t lost = 0;
 	for (size_t i = 0; i < json_array_size(tools); i++) {
-		const json_t *tool = json_array_get(tools, i);
-		const char *name = json_string_value(json_object_get(tool, "name"));
+		struct policy_hints h;
+		const char *name = listed_tool(tools, i, &h);
 		if (!name)
 			continue;
-		struct policy_hints h;
-		policy_hints_from_json(json_object_get(tool, "annotations"), &h);
 		if (table_put(t, name, &h) < 0)
 			lost++;
 	}
@@ -758,12 +767,10 @@ static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
 		return NULL;
 	}
 	for (size_t i = 0; i < json_array_size(tools); i++) {
-		const json_t *tool = json_array_get(tools, i);
-		const char *name = json_string_value(json_object_get(tool, "name"));
+		struct policy_hints h;
+		const char *name = listed_tool(tools, i, &h);
 		if (!name)
 			continue;
-		struct policy_hints h;
-		policy_hints_from_json(json_object_get(tool, "annotations"), &h);
 		const struct tool_table *look = t ? t : cur;
 		const struct tool_entry *e = table_find(look, name);
 		if (e && hints_equal(&e->hints, &h))

@@ -4,11 +4,13 @@
  *   oldest <-> ... <-> newest                (eviction order)
  *
  * Every request of a session looks its id up; ids are issued and ended
- * (initialize, DELETE) far more rarely. So a lookup takes only the lock
- * of its bucket's stripe, each on a cache line of its own: two workers
- * meet only on the same stripe, not on every call. Issuing and ending take
- * the table's lock (the eviction list and the counts), then the stripe's
- * of each bucket they change, in that order.
+ * (initialize, DELETE) far more rarely. So a lookup takes only its
+ * bucket stripe's lock, each on a cache line of its own, and only to read:
+ * two workers looking up on one stripe never wait for each other (with a
+ * mutex, one preempted while holding it stalled the other for up to a
+ * scheduler tick). Issuing and ending take the table's lock (the eviction
+ * list and the counts), then, to write, the stripe's of each bucket they
+ * change, in that order.
  */
 #include "proxy/sessid.h"
 
@@ -31,7 +33,7 @@ struct sessid_entry {
 };
 
 struct stripe {
-	pthread_mutex_t lock;   /* bucket chains b with b % STRIPES == this one */
+	pthread_rwlock_t lock;  /* bucket chains b with b % STRIPES == this one */
 } __attribute__((aligned(SESSID_LINE)));
 
 /* Shared by every worker. */
@@ -43,7 +45,7 @@ struct sessid {
 	size_t n, max, nlive, nended;
 } __attribute__((aligned(SESSID_LINE)));
 
-static pthread_mutex_t *stripe_lock(struct sessid *s, uint32_t bucket)
+static pthread_rwlock_t *stripe_lock(struct sessid *s, uint32_t bucket)
 {
 	return &s->stripe[bucket % SESSID_STRIPES].lock;
 }
@@ -64,11 +66,11 @@ struct sessid *sessid_new(size_t max_entries)
 		return NULL;
 	memset(s, 0, size);
 	size_t i = 0;
-	while (i < SESSID_STRIPES && pthread_mutex_init(&s->stripe[i].lock, NULL) == 0)
+	while (i < SESSID_STRIPES && pthread_rwlock_init(&s->stripe[i].lock, NULL) == 0)
 		i++;
 	if (i < SESSID_STRIPES || pthread_mutex_init(&s->lock, NULL) != 0) {
 		while (i--)
-			pthread_mutex_destroy(&s->stripe[i].lock);
+			pthread_rwlock_destroy(&s->stripe[i].lock);
 		free(s);
 		return NULL;
 	}
@@ -86,7 +88,7 @@ void sessid_free(struct sessid *s)
 	}
 	pthread_mutex_destroy(&s->lock);
 	for (size_t i = 0; i < SESSID_STRIPES; i++)
-		pthread_mutex_destroy(&s->stripe[i].lock);
+		pthread_rwlock_destroy(&s->stripe[i].lock);
 	free(s);
 }
 
@@ -113,12 +115,12 @@ static void evict_oldest(struct sessid *s)
 {
 	struct sessid_entry *e = s->oldest;
 	uint32_t h = hash(e->upstream, e->id);
-	pthread_mutex_lock(stripe_lock(s, h));
+	pthread_rwlock_wrlock(stripe_lock(s, h));
 	struct sessid_entry **pp = &s->buckets[h];
 	while (*pp != e)
 		pp = &(*pp)->chain;
 	*pp = e->chain;
-	pthread_mutex_unlock(stripe_lock(s, h));
+	pthread_rwlock_unlock(stripe_lock(s, h));
 	s->oldest = e->newer;
 	if (s->oldest)
 		s->oldest->older = NULL;
@@ -140,9 +142,9 @@ static void set(struct sessid *s, size_t upstream, const char *id, enum sessid_s
 	struct sessid_entry *e = find(s, h, upstream, id);
 	if (e) {
 		count(s, e->state, -1);
-		pthread_mutex_lock(stripe_lock(s, h));
+		pthread_rwlock_wrlock(stripe_lock(s, h));
 		e->state = st;
-		pthread_mutex_unlock(stripe_lock(s, h));
+		pthread_rwlock_unlock(stripe_lock(s, h));
 		count(s, st, 1);
 		return;
 	}
@@ -154,10 +156,10 @@ static void set(struct sessid *s, size_t upstream, const char *id, enum sessid_s
 	memcpy(e->id, id, len + 1);
 	e->upstream = upstream;
 	e->state = st;
-	pthread_mutex_lock(stripe_lock(s, h));
+	pthread_rwlock_wrlock(stripe_lock(s, h));
 	e->chain = s->buckets[h];
 	s->buckets[h] = e;
-	pthread_mutex_unlock(stripe_lock(s, h));
+	pthread_rwlock_unlock(stripe_lock(s, h));
 	e->older = s->newest;
 	e->newer = NULL;
 	if (s->newest)
@@ -188,11 +190,11 @@ enum sessid_state sessid_lookup(struct sessid *s, size_t upstream, const char *i
 	if (!id)
 		return SESSID_UNKNOWN;
 	uint32_t h = hash(upstream, id);
-	pthread_mutex_t *lock = stripe_lock(s, h);
-	pthread_mutex_lock(lock);
+	pthread_rwlock_t *lock = stripe_lock(s, h);
+	pthread_rwlock_rdlock(lock);
 	const struct sessid_entry *e = find(s, h, upstream, id);
 	enum sessid_state st = e ? e->state : SESSID_UNKNOWN;
-	pthread_mutex_unlock(lock);
+	pthread_rwlock_unlock(lock);
 	return st;
 }
 

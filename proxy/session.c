@@ -697,6 +697,10 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 
 struct session *session_find(struct session_table *t, const char *id)
 {
+	/* Asked for every Streamable HTTP request: most workers hold no
+	 * translated session, and hashing the id would be for nothing. */
+	if (!t->count)
+		return NULL;
 	for (struct session *s = t->buckets[bucket_of(t, id)]; s; s = s->hnext)
 		if (strcmp(s->id, id) == 0)
 			return s;

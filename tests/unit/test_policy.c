@@ -1145,8 +1145,8 @@ struct seen {
 	int modified;
 };
 
-static struct seen deliver(struct rig *r, struct xch *x, enum inspect_dir dir, json_t *msg,
-                           const json_t *request)
+static struct seen deliver_in(struct inspect *in, struct xch *x, enum inspect_dir dir,
+                              json_t *msg, const json_t *request)
 {
 	struct inspect_msg m = {
 		.dir = dir,
@@ -1155,8 +1155,14 @@ static struct seen deliver(struct rig *r, struct xch *x, enum inspect_dir dir, j
 		.where = &x->w,
 		.request = dir == INSPECT_FROM_CLIENT ? msg : request,
 	};
-	enum inspect_verdict v = inspect_message(r->ctx.insp, &m);
+	enum inspect_verdict v = inspect_message(in, &m);
 	return (struct seen){v, m.answer, m.reason, m.modified};
+}
+
+static struct seen deliver(struct rig *r, struct xch *x, enum inspect_dir dir, json_t *msg,
+                           const json_t *request)
+{
+	return deliver_in(r->ctx.insp, x, dir, msg, request);
 }
 
 /* A client tools/call; returns what the hook did. */
@@ -1861,20 +1867,6 @@ struct thr {
 	int *readers_done;     /* atomic */
 };
 
-static struct seen thr_deliver(struct inspect *in, struct xch *x, enum inspect_dir dir,
-                               json_t *msg, const json_t *request)
-{
-	struct inspect_msg m = {
-		.dir = dir,
-		.kind = jrpc_classify(msg),
-		.msg = msg,
-		.where = &x->w,
-		.request = dir == INSPECT_FROM_CLIENT ? msg : request,
-	};
-	enum inspect_verdict v = inspect_message(in, &m);
-	return (struct seen){v, m.answer, m.reason, m.modified};
-}
-
 static void thr_end(struct thr *t, struct xch *x)
 {
 	struct inspect_exchange e = {.where = &x->w};
@@ -1891,7 +1883,7 @@ static const char *thr_call(struct thr *t, struct xch *x, const char *tool, char
 {
 	json_t *msg = json_pack("{s:s, s:i, s:s, s:{s:s, s:{}}}", "jsonrpc", "2.0", "id", 9,
 	                        "method", "tools/call", "params", "name", tool, "arguments");
-	struct seen s = thr_deliver(t->insp, x, INSPECT_FROM_CLIENT, msg, NULL);
+	struct seen s = deliver_in(t->insp, x, INSPECT_FROM_CLIENT, msg, NULL);
 	json_decref(msg);
 	if (s.v == INSPECT_FORWARD) {
 		t->forwarded++;
@@ -1966,13 +1958,13 @@ static void *thr_writer(void *arg)
 		struct xch x;
 		x_begin(&x, "staging", NULL);
 		json_t *note = J("{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
-		thr_deliver(t->insp, &x, INSPECT_FROM_SERVER, note, NULL);
+		deliver_in(t->insp, &x, INSPECT_FROM_SERVER, note, NULL);
 		json_decref(note);
 		json_t *req = J("{'jsonrpc':'2.0','id':3,'method':'tools/list','params':{}}");
 		json_t *res = json_pack("{s:s, s:i, s:o}", "jsonrpc", "2.0", "id", 3, "result",
 		                        J(THR_LISTS[n % 3]));
-		thr_deliver(t->insp, &x, INSPECT_FROM_CLIENT, req, NULL);
-		thr_deliver(t->insp, &x, INSPECT_FROM_SERVER, res, req);
+		deliver_in(t->insp, &x, INSPECT_FROM_CLIENT, req, NULL);
+		deliver_in(t->insp, &x, INSPECT_FROM_SERVER, res, req);
 		const json_t *tools = json_object_get(json_object_get(res, "result"), "tools");
 		for (size_t i = 0; i < json_array_size(tools); i++) {
 			const char *name =
