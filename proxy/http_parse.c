@@ -16,12 +16,42 @@
 
 #include "proxy/limits.h"
 
+/* 16 bytes, so that hdr[i] is a shift away (the id is in http_msg.id). */
 struct http_hdr {
 	uint32_t name_off, name_len, val_off, val_len;
-	enum http_hdr_id id;
 };
 
 _Static_assert(LIMIT_MAX_HEADERS < 255, "header index + 1 fits in http_msg.first");
+_Static_assert(HH__COUNT <= 256, "a header id fits in http_msg.id");
+
+/* Where llhttp is in the head. llhttp calls on_url, on_header_field and
+ * on_header_value with spans of the text, any of them possibly cut by the
+ * end of a feed and continued by the next call. The *_complete callbacks
+ * are not registered (llhttp still calls its api.c wrappers, but not ours:
+ * two calls per header and one per request less); what they did is done
+ * at the next transition instead:
+ *
+ *   URL --field--> (URL terminated) NONE --field--> NAME
+ *   NAME --field span that ends before the feed does (llhttp saw the ':')-->
+ *        NAMED: id, token check, name terminated
+ *   NAME --field span cut by the feed's end--> NAME (its rest comes next)
+ *   NAMED --value--> VALUE --value--> VALUE (the rest, or an obs-fold line)
+ *   NAMED or VALUE --field--> (value trimmed, terminated, counted) NAME
+ *   any --on_headers_complete--> (the same) TRAILERS
+ *
+ * A name is completed in the field span that ends it, where
+ * on_header_field_complete ran before, so a bad name is refused at the
+ * same byte as before; the buffer holds the same bytes at every append,
+ * so the cap is met at the same byte too. Until the head is complete, a
+ * header shows in the message once the next one begins. */
+enum hdr_phase {
+	HP_NONE = 0,    /* no header open (none yet, or the last one ended) */
+	HP_URL,         /* request: URL bytes came, not yet NUL-terminated */
+	HP_NAME,        /* hdr[nhdr]: name open, cut by the end of a feed */
+	HP_NAMED,       /* hdr[nhdr]: name complete and terminated, no value yet */
+	HP_VALUE,       /* hdr[nhdr]: value open (untrimmed, unterminated) */
+	HP_TRAILERS,    /* past the head: chunked trailers, counted only */
+};
 
 struct http_msg {
 	const char *method;           /* static, from llhttp */
@@ -38,12 +68,12 @@ struct http_msg {
 	 * the fields above it on reset (it sits before hdr). */
 	uint8_t first[HH__COUNT];
 	struct http_hdr hdr[LIMIT_MAX_HEADERS];
+	uint8_t id[LIMIT_MAX_HEADERS];  /* enum http_hdr_id of hdr[i] */
 	size_t nhdr;
-	int in_field, in_value;       /* a header entry is open */
-	/* Past the head: chunked trailers are not headers (nothing after the
-	 * head may move the buffer under pointers handed out), but their bytes
-	 * still count against the cap. */
-	int in_trailers;
+	enum hdr_phase phase;
+	/* Past the head (HP_TRAILERS): chunked trailers are not headers
+	 * (nothing after the head may move the buffer under pointers handed
+	 * out), but their bytes still count against the cap. */
 	size_t trailer_bytes;
 	char *buf;                    /* owned */
 	size_t used, cap;
@@ -60,6 +90,9 @@ struct http_parser {
 	enum http_parse_err err;
 	const char *reason;
 	int started, done;
+	/* End of the bytes of the llhttp_execute running: a span ending there
+	 * was cut by the feed and goes on in the next one. */
+	const char *feed_end;
 };
 
 #define PARSER(ll) ((struct http_parser *)(ll)->data)
@@ -71,26 +104,89 @@ static int fail(struct http_parser *p, enum http_parse_err err, const char *reas
 	return HPE_USER;
 }
 
-static int buf_append(struct http_parser *p, const char *at, size_t len)
+/* Makes room for need bytes, within the cap. Cold: the buffer is kept
+ * across messages, so it grows in the first few only. */
+__attribute__((noinline, cold)) static int buf_grow(struct http_parser *p, size_t need)
 {
 	struct http_msg *m = &p->msg;
 
-	if (m->used + len + 1 > p->max)
+	if (need > p->max)
 		return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "header block too large");
-	if (m->used + len + 1 > m->cap) {
-		size_t cap = m->cap ? m->cap : 1024;
-		while (cap < m->used + len + 1)
-			cap *= 2;
-		if (cap > p->max)
-			cap = p->max;
-		char *nb = realloc(m->buf, cap);
-		if (!nb)
-			return fail(p, HTTP_ERR_CALLBACK, "out of memory");
-		m->buf = nb;
-		m->cap = cap;
-	}
+	size_t cap = m->cap ? m->cap : 1024;
+	while (cap < need)
+		cap *= 2;
+	if (cap > p->max)
+		cap = p->max;
+	char *nb = realloc(m->buf, cap);
+	if (!nb)
+		return fail(p, HTTP_ERR_CALLBACK, "out of memory");
+	m->buf = nb;
+	m->cap = cap;
+	return 0;
+}
+
+static inline uint64_t ld64(const char *s)
+{
+	uint64_t v;
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+static inline uint32_t ld32(const char *s)
+{
+	uint32_t v;
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+/* The slow way to append: a long span (memcpy), or the buffer must grow
+ * first. Out of line, so the span callbacks' usual path calls nothing. */
+__attribute__((noinline)) static int append_slow(struct http_parser *p, const char *at,
+                                                 size_t len)
+{
+	struct http_msg *m = &p->msg;
+
+	if (m->used + len + 1 > m->cap && buf_grow(p, m->used + len + 1))
+		return HPE_USER;
 	memcpy(m->buf + m->used, at, len);
 	m->used += len;
+	return 0;
+}
+
+/* Appends a span and keeps room for one more byte (a NUL terminator).
+ * m->cap never exceeds p->max, so within cap is within the cap: one
+ * comparison on the usual path. Spans of up to 32 bytes (names, most
+ * values) are copied here without a call: two loads and two stores that
+ * overlap in the middle cover n to 2n bytes; nothing is read or written
+ * outside [at, at + len) and the destination. */
+static inline int buf_append(struct http_parser *p, const char *at, size_t len)
+{
+	struct http_msg *m = &p->msg;
+	size_t used = m->used;
+
+	if (len > 32 || used + len + 1 > m->cap)
+		return append_slow(p, at, len);
+	char *d = m->buf + used;
+	if (len > 16) {
+		struct { char b[16]; } a, b;
+		memcpy(&a, at, 16);
+		memcpy(&b, at + len - 16, 16);
+		memcpy(d, &a, 16);
+		memcpy(d + len - 16, &b, 16);
+	} else if (len >= 8) {
+		uint64_t a = ld64(at), b = ld64(at + len - 8);
+		memcpy(d, &a, 8);
+		memcpy(d + len - 8, &b, 8);
+	} else if (len >= 4) {
+		uint32_t a = ld32(at), b = ld32(at + len - 4);
+		memcpy(d, &a, 4);
+		memcpy(d + len - 4, &b, 4);
+	} else if (len) {
+		d[0] = at[0];
+		d[len >> 1] = at[len >> 1];
+		d[len - 1] = at[len - 1];
+	}
+	m->used = used + len;
 	return 0;
 }
 
@@ -113,18 +209,23 @@ static int on_url(llhttp_t *ll, const char *at, size_t len)
 	if (p->msg.url_len == 0)
 		p->msg.url_off = (uint32_t)p->msg.used;
 	p->msg.url_len += (uint32_t)len;
+	/* Terminated by url_end, at the first header or the end of the head
+	 * (one on_url_complete call less per request). */
+	p->msg.phase = HP_URL;
 	return buf_append(p, at, len);
 }
 
-static int on_url_complete(llhttp_t *ll)
+/* NUL-terminates the URL; nothing else is appended between its last
+ * span and this. */
+static int url_end(struct http_parser *p)
 {
-	struct http_parser *p = PARSER(ll);
 	if (p->msg.url_len == 0) {
 		p->msg.url_off = (uint32_t)p->msg.used;
 		if (buf_append(p, "", 0))
 			return HPE_USER;
 	}
 	p->msg.url_done = 1;
+	p->msg.phase = HP_NONE;
 	return terminate(p);
 }
 
@@ -134,24 +235,6 @@ static int count_trailer(struct http_parser *p, size_t len)
 	if (p->msg.used + p->msg.trailer_bytes > p->max)
 		return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "trailer block too large");
 	return 0;
-}
-
-static int on_header_field(llhttp_t *ll, const char *at, size_t len)
-{
-	struct http_parser *p = PARSER(ll);
-	struct http_msg *m = &p->msg;
-
-	if (m->in_trailers)
-		return count_trailer(p, len);
-	if (!m->in_field) {
-		if (m->nhdr >= LIMIT_MAX_HEADERS)
-			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
-		m->hdr[m->nhdr].name_off = (uint32_t)m->used;
-		m->hdr[m->nhdr].name_len = 0;
-		m->in_field = 1;
-	}
-	m->hdr[m->nhdr].name_len += (uint32_t)len;
-	return buf_append(p, at, len);
 }
 
 /* RFC 9110 §5.6.2 tchar: visible ASCII but the delimiters. A table: this
@@ -179,20 +262,6 @@ static const unsigned char tchar[256] = {
  * instead of ~7 per byte: this runs on every header of every message).
  * Loads overlap rather than run past either end: neither string has to be
  * NUL-terminated or padded. */
-static inline uint64_t ld64(const char *s)
-{
-	uint64_t v;
-	memcpy(&v, s, sizeof(v));
-	return v;
-}
-
-static inline uint32_t ld32(const char *s)
-{
-	uint32_t v;
-	memcpy(&v, s, sizeof(v));
-	return v;
-}
-
 static inline int fold_eq64(uint64_t name, uint64_t lit)
 {
 	return (name | ((lit & 0x4040404040404040ull) >> 1)) == lit;
@@ -227,7 +296,8 @@ static inline int name_eq(const char *name, const char *lit, size_t len)
 	return fold_eq16(name, lit) && fold_eq16(name + len - 2, lit + len - 2);
 }
 
-enum http_hdr_id http_hdr_id(const char *n, size_t len)
+/* Inline in the parser's name_end, which runs once per header. */
+static inline enum http_hdr_id hdr_id_of(const char *n, size_t len)
 {
 #define HH(s, id) if (name_eq(n, s, sizeof(s) - 1)) return id
 	switch (len) {
@@ -253,22 +323,25 @@ enum http_hdr_id http_hdr_id(const char *n, size_t len)
 	return HH_OTHER;
 }
 
-static int on_header_field_complete(llhttp_t *ll)
+enum http_hdr_id http_hdr_id(const char *n, size_t len)
 {
-	struct http_parser *p = PARSER(ll);
-	if (p->msg.in_trailers)
-		return 0;
-	if (!p->msg.in_field && on_header_field(ll, "", 0))
-		return HPE_USER;
+	return hdr_id_of(n, len);
+}
+
+/* The name of hdr[nhdr] is complete (HP_NAME -> HP_NAMED): its id, and a
+ * token check for a name that has none. */
+static inline int name_end(struct http_parser *p)
+{
 	struct http_msg *m = &p->msg;
 	struct http_hdr *h = &m->hdr[m->nhdr];
 	const char *name = m->buf + h->name_off;
-	h->id = http_hdr_id(name, h->name_len);
-	if (h->id != HH_OTHER) {
+	enum http_hdr_id id = hdr_id_of(name, h->name_len);
+	m->id[m->nhdr] = (uint8_t)id;
+	if (id != HH_OTHER) {
 		/* A known name is letters and '-' (name_eq matches nothing
 		 * else): a token already. */
-		if (!m->first[h->id])
-			m->first[h->id] = (uint8_t)(m->nhdr + 1);
+		if (!m->first[id])
+			m->first[id] = (uint8_t)(m->nhdr + 1);
 	} else {
 		/* llhttp 8 lets a space through in a field name; such a name
 		 * would be forwarded as is, so refuse it here (RFC 9110 §5.1:
@@ -277,46 +350,137 @@ static int on_header_field_complete(llhttp_t *ll)
 			if (!tchar[(unsigned char)name[i]])
 				return fail(p, HTTP_ERR_SYNTAX, "invalid header field name");
 	}
+	m->phase = HP_NAMED;
 	/* Every buf_append left room for this byte, within the cap. */
 	return terminate(p);
+}
+
+/* A value span outside a header: a trailer's, counted; anything else
+ * would be llhttp giving a value before it ended a name (it ends the name,
+ * with a field span that ends before the feed does, before any value). */
+__attribute__((noinline)) static int value_other(struct http_parser *p, size_t len)
+{
+	if (p->msg.phase == HP_TRAILERS)
+		return count_trailer(p, len);
+	return fail(p, HTTP_ERR_SYNTAX, "header value without a name");
 }
 
 static int on_header_value(llhttp_t *ll, const char *at, size_t len)
 {
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
+	struct http_hdr *h = &m->hdr[m->nhdr]; /* one past the end in trailers */
 
-	if (m->in_trailers)
-		return count_trailer(p, len);
-	if (!m->in_value) {
-		m->hdr[m->nhdr].val_off = (uint32_t)m->used;
-		m->hdr[m->nhdr].val_len = 0;
-		m->in_value = 1;
+	if (m->phase == HP_NAMED) {
+		h->val_off = (uint32_t)m->used;
+		h->val_len = (uint32_t)len;
+		m->phase = HP_VALUE;
+	} else if (m->phase == HP_VALUE) {
+		h->val_len += (uint32_t)len; /* the rest, or an obs-fold line */
+	} else {
+		return value_other(p, len);
 	}
-	m->hdr[m->nhdr].val_len += (uint32_t)len;
 	return buf_append(p, at, len);
 }
 
-static int on_header_value_complete(llhttp_t *ll)
+/* Ends hdr[nhdr], in HP_VALUE: its value without trailing blanks,
+ * NUL-terminated, counted. Then HP_NONE. */
+static inline void hdr_end(struct http_msg *m)
+{
+	struct http_hdr *h = &m->hdr[m->nhdr];
+	const char *v = m->buf + h->val_off;
+	uint32_t n = h->val_len;
+	/* Both blanks are <= ' ': one comparison for the usual value that
+	 * ends in neither. */
+	if (n && (unsigned char)v[n - 1] <= ' ') {
+		while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		h->val_len = n;
+	}
+	/* Trimming only gave bytes back: the room buf_append left for the
+	 * terminator is still there. */
+	size_t end = h->val_off + n;
+	m->buf[end] = '\0';
+	m->used = end + 1;
+	m->nhdr++;
+	m->phase = HP_NONE;
+}
+
+/* The header before a new name, or before the end of the head, is
+ * complete. llhttp gives every value at least one span (an empty one for
+ * an empty value), but a header that is only NAMED here still gets an
+ * empty value, as on_header_value(ll, "", 0) gives it. */
+static int prev_hdr_end(struct http_parser *p)
+{
+	struct http_msg *m = &p->msg;
+
+	if (m->phase == HP_NAMED) {
+		m->hdr[m->nhdr].val_off = (uint32_t)m->used;
+		m->hdr[m->nhdr].val_len = 0;
+		m->phase = HP_VALUE;
+		if (buf_append(p, "", 0))
+			return HPE_USER;
+	}
+	hdr_end(m);
+	return 0;
+}
+
+/* A field span: a new header (HP_NONE, or just ended), or the rest of a
+ * name cut by the end of the last feed (HP_NAME). */
+static inline int field_span(struct http_parser *p, const char *at, size_t len)
+{
+	struct http_msg *m = &p->msg;
+
+	if (m->phase != HP_NAME) {
+		if (m->nhdr >= LIMIT_MAX_HEADERS)
+			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
+		m->hdr[m->nhdr].name_off = (uint32_t)m->used;
+		m->hdr[m->nhdr].name_len = 0;
+		m->phase = HP_NAME;
+	}
+	m->hdr[m->nhdr].name_len += (uint32_t)len;
+	if (buf_append(p, at, len))
+		return HPE_USER;
+	/* llhttp ends a name span at its ':', a byte of this feed; a span
+	 * that reaches the feed's end goes on in the next feed (maybe with
+	 * no byte, when the ':' comes first there). */
+	if (at + len == p->feed_end)
+		return 0;
+	return name_end(p);
+}
+
+/* The field spans that do not follow a value: the first header (after
+ * the URL), a header after an unseen empty value, a trailer. */
+__attribute__((noinline)) static int field_other(struct http_parser *p, const char *at,
+                                                 size_t len)
+{
+	switch (p->msg.phase) {
+	case HP_TRAILERS:
+		return count_trailer(p, len);
+	case HP_URL:
+		if (url_end(p))
+			return HPE_USER;
+		break;
+	case HP_NAMED:
+		if (prev_hdr_end(p))
+			return HPE_USER;
+		break;
+	default:
+		break;
+	}
+	return field_span(p, at, len);
+}
+
+static int on_header_field(llhttp_t *ll, const char *at, size_t len)
 {
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
-	if (m->in_trailers)
-		return 0;
-	if (!m->in_value && on_header_value(ll, "", 0))
-		return HPE_USER;
-	struct http_hdr *h = &m->hdr[m->nhdr];
-	while (h->val_len && (m->buf[h->val_off + h->val_len - 1] == ' ' ||
-	                      m->buf[h->val_off + h->val_len - 1] == '\t'))
-		h->val_len--;
-	/* Trimming only gave bytes back: the room buf_append left for the
-	 * terminator is still there. */
-	m->used = h->val_off + h->val_len;
-	terminate(p);
-	m->nhdr++;
-	m->in_field = m->in_value = 0;
-	return 0;
+	if (m->phase == HP_VALUE)
+		hdr_end(m); /* a new name: the header before it is complete */
+	else if (m->phase != HP_NAME && m->phase != HP_NONE)
+		return field_other(p, at, len);
+	return field_span(p, at, len);
 }
 
 const char *http_list_token(const char **cursor, size_t *len)
@@ -353,21 +517,43 @@ static int on_headers_complete(llhttp_t *ll)
 	struct http_parser *p = PARSER(ll);
 	struct http_msg *m = &p->msg;
 
-	m->in_trailers = 1;
-	if (m->first[HH_CONNECTION])
-		m->conn_options = lists_options(http_msg_get(m, HH_CONNECTION));
+	switch (m->phase) {
+	case HP_NAME:
+		/* Not seen: llhttp ends the name before the head can end. */
+		if (name_end(p))
+			return HPE_USER;
+		/* fall through */
+	case HP_NAMED:
+	case HP_VALUE:
+		if (prev_hdr_end(p))
+			return HPE_USER;
+		break;
+	default:
+		break;
+	}
+	/* A request without headers: its URL is still open (HP_URL). */
+	if (p->kind == HTTP_KIND_REQUEST && !m->url_done && url_end(p))
+		return HPE_USER;
+	m->phase = HP_TRAILERS;
+	if (m->first[HH_CONNECTION]) {
+		const struct http_hdr *c = &m->hdr[m->first[HH_CONNECTION] - 1];
+		const char *v = m->buf + c->val_off;
+		/* The usual "keep-alive": a whole value that is one hop-by-hop
+		 * name (letters and '-', so one token) lists no option. */
+		if (hdr_id_of(v, c->val_len) < HH_FIRST_HOP_BY_HOP)
+			m->conn_options = lists_options(v);
+	}
 	/* The proxy never switches protocols or tunnels (Upgrade and
 	 * Connection are hop-by-hop and dropped; RFC 9110 §7.8 lets a server
 	 * ignore Upgrade): parse on as HTTP/1.1 instead of stopping. */
 	ll->upgrade = 0;
-	if (p->kind == HTTP_KIND_REQUEST) {
-		m->method = llhttp_method_name((llhttp_method_t)llhttp_get_method(ll));
-		if (!m->url_done && on_url_complete(ll))
-			return HPE_USER;
-	} else {
-		m->status = llhttp_get_status_code(ll);
-	}
-	m->version = llhttp_get_http_major(ll) * 10 + llhttp_get_http_minor(ll);
+	/* The fields of llhttp_t read directly, as flags and content_length
+	 * below: llhttp's getters are one call each. */
+	if (p->kind == HTTP_KIND_REQUEST)
+		m->method = llhttp_method_name((llhttp_method_t)ll->method);
+	else
+		m->status = ll->status_code;
+	m->version = ll->http_major * 10 + ll->http_minor;
 	m->keep_alive = llhttp_should_keep_alive(ll);
 	/* llhttp only keeps content_length internally when the header is
 	 * present; flags tell whether it was. */
@@ -410,11 +596,10 @@ struct http_parser *http_parser_new(enum http_kind kind, size_t max_header_bytes
 	llhttp_settings_init(&p->settings);
 	p->settings.on_message_begin = on_message_begin;
 	p->settings.on_url = on_url;
-	p->settings.on_url_complete = on_url_complete;
+	/* No on_url_complete, on_header_field_complete or
+	 * on_header_value_complete: see enum hdr_phase. */
 	p->settings.on_header_field = on_header_field;
-	p->settings.on_header_field_complete = on_header_field_complete;
 	p->settings.on_header_value = on_header_value;
-	p->settings.on_header_value_complete = on_header_value_complete;
 	p->settings.on_headers_complete = on_headers_complete;
 	p->settings.on_body = on_body;
 	p->settings.on_message_complete = on_message_complete;
@@ -444,8 +629,7 @@ static void msg_clear(struct http_msg *m)
 
 	memset(m, 0, offsetof(struct http_msg, hdr));
 	m->nhdr = 0;
-	m->in_field = m->in_value = 0;
-	m->in_trailers = 0;
+	m->phase = HP_NONE;
 	m->trailer_bytes = 0;
 	m->buf = buf;
 	m->cap = cap;
@@ -459,7 +643,7 @@ void http_parser_reset(struct http_parser *p)
 	p->started = p->done = 0;
 	p->err = HTTP_ERR_NONE;
 	p->reason = NULL;
-	if (llhttp_get_errno(&p->ll) == HPE_PAUSED)
+	if (p->ll.error == HPE_PAUSED) /* llhttp_get_errno(), without the call */
 		llhttp_resume(&p->ll);
 }
 
@@ -482,6 +666,7 @@ enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, siz
 		return HTTP_PARSE_ERROR;
 	if (p->done)
 		return HTTP_PARSE_DONE; /* still the last message: reset first */
+	p->feed_end = data + len;
 	llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
 	if (e == HPE_OK) {
 		*consumed = len;
@@ -591,7 +776,7 @@ void http_url_path(char *dst, size_t cap, const char *url)
 
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i)
 {
-	return i < m->nhdr ? m->hdr[i].id : HH_OTHER;
+	return i < m->nhdr ? (enum http_hdr_id)m->id[i] : HH_OTHER;
 }
 
 const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id)
@@ -604,7 +789,7 @@ const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id)
 const char *http_msg_connection_options(const struct http_msg *m)
 {
 	/* Before the head is complete, conn_options is not known yet. */
-	if (!m->in_trailers || m->conn_options)
+	if (m->phase != HP_TRAILERS || m->conn_options)
 		return http_msg_get(m, HH_CONNECTION);
 	return NULL;
 }

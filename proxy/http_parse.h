@@ -63,7 +63,9 @@ int http_parser_started(const struct http_parser *p);
 enum http_parse_err http_parser_error(const struct http_parser *p);
 const char *http_parser_reason(const struct http_parser *p); /* static string */
 
-/* The message being parsed; valid until the next reset. */
+/* The message being parsed; valid until the next reset. Before its head
+ * is complete it holds the headers so far, each from when the next one
+ * begins. */
 const struct http_msg *http_parser_msg(const struct http_parser *p);
 
 /* ---- the message -------------------------------------------------------- */

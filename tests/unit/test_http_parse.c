@@ -1165,6 +1165,242 @@ static void test_regress_upgrade_request_keeps_keep_alive(void **state)
 	                    "{GET /mcp v11 ka1 cl-1 [Connection=Upgrade][Upgrade=h2c] body=}");
 }
 
+/* ---- header spans without the *_complete callbacks ---------------------- */
+
+/* check_every_split's single cuts and byte-at-a-time feed only: for heads
+ * too long for every pair of cuts. */
+static void check_one_cut_splits(const struct run *tmpl, const char *data)
+{
+	size_t len = strlen(data);
+	struct run *whole = malloc(sizeof(*whole)), *r = malloc(sizeof(*r));
+	size_t *cuts = malloc((len + 1) * sizeof(*cuts));
+
+	assert_non_null(whole);
+	assert_non_null(r);
+	assert_non_null(cuts);
+	*whole = *tmpl;
+	run_feed(whole, data, len, NULL, 0);
+	for (size_t i = 0; i <= len; i++) {
+		*r = *tmpl;
+		run_feed(r, data, len, &i, 1);
+		if (strcmp(r->log, whole->log) != 0) {
+			print_error("cut at %zu:\n  got  %s\n  want %s\n", i, r->log, whole->log);
+			fail();
+		}
+	}
+	for (size_t i = 0; i < len; i++)
+		cuts[i] = i + 1;
+	*r = *tmpl;
+	run_feed(r, data, len, cuts, len);
+	assert_string_equal(r->log, whole->log);
+	free(cuts);
+	free(r);
+	free(whole);
+}
+
+/* A name or a value may come in pieces over several feeds (a piece may
+ * be empty: a feed that ends right before the ':'). Names and values of
+ * every size the copy takes a different way for (0 to 3, 4 to 7, 8 to 16,
+ * 17 to 32, over 32 bytes), split at every byte and every pair of bytes. */
+static void test_header_split_every_byte(void **state)
+{
+	(void)state;
+	static const char req[] = "GET /mcp HTTP/1.1\r\n"
+	                          "H: a\r\n"
+	                          "Host: abcdefg\r\n"
+	                          "Content-Type: application/json\r\n"
+	                          "X-Sixteen-Bytes!: 0123456789abcdefghijklmnopqrstuv\r\n"
+	                          "X-Seventeen-Bytes: 0123456789abcdefghijklmnopqrstuvw\r\n"
+	                          "Mcp-Session-Id: 0123456789abcdef\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\n"
+	                           "Ab: 123\r\n"
+	                           "Connection: keep-alive\r\n"
+	                           "Content-Length: 2\r\n\r\nok";
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(t, req);
+	assert_string_equal(t->log, "{GET /mcp v11 ka1 cl-1 [H=a][Host=abcdefg]"
+	                            "[Content-Type=application/json]"
+	                            "[X-Sixteen-Bytes!=0123456789abcdefghijklmnopqrstuv]"
+	                            "[X-Seventeen-Bytes=0123456789abcdefghijklmnopqrstuvw]"
+	                            "[Mcp-Session-Id=0123456789abcdef] body=}");
+	check_every_split(t, req);
+	t->kind = HTTP_KIND_RESPONSE;
+	run_whole(t, resp);
+	assert_string_equal(t->log, "{200 v11 ka1 cl2 [Ab=123][Connection=keep-alive]"
+	                            "[Content-Length=2] body=ok}");
+	check_every_split(t, resp);
+	free(t);
+}
+
+/* Empty values first, in the middle and last (the last one is completed by
+ * the end of the head, not by a next name), alone, and for known names
+ * (a lookup gives "", not NULL); whole or split anywhere. */
+static void test_empty_values(void **state)
+{
+	(void)state;
+	static const char req[] = "GET / HTTP/1.1\r\nA:\r\nB: x\r\nC:\r\nD: y\r\nE:\r\n\r\n";
+	static const char alone[] = "GET / HTTP/1.1\r\nX-Empty:\r\n\r\n";
+	static const char known[] = "HTTP/1.1 200 OK\r\nMcp-Session-Id:\r\nContent-Type: \r\n"
+	                            "Content-Length: 0\r\nAccept:\r\n\r\n";
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(t, req);
+	assert_string_equal(t->log, "{GET / v11 ka1 cl-1 [A=][B=x][C=][D=y][E=] body=}");
+	check_every_split(t, req);
+	run_whole(t, alone);
+	assert_string_equal(t->log, "{GET / v11 ka1 cl-1 [X-Empty=] body=}");
+	check_every_split(t, alone);
+	t->kind = HTTP_KIND_RESPONSE;
+	run_whole(t, known);
+	assert_string_equal(t->log, "{200 v11 ka1 cl0 [Mcp-Session-Id=][Content-Type=]"
+	                            "[Content-Length=0][Accept=] body=}");
+	check_every_split(t, known);
+	free(t);
+
+	struct http_parser *p = http_parser_new(HTTP_KIND_RESPONSE, 0, &test_cbs, &(struct run){0});
+	size_t used;
+	assert_int_equal(http_parser_feed(p, known, strlen(known), &used), HTTP_PARSE_DONE);
+	const struct http_msg *m = http_parser_msg(p);
+	assert_string_equal(http_msg_get(m, HH_MCP_SESSION_ID), "");
+	assert_string_equal(http_msg_get(m, HH_CONTENT_TYPE), "");
+	assert_string_equal(http_msg_get(m, HH_ACCEPT), "");
+	assert_string_equal(http_msg_get(m, HH_CONTENT_LENGTH), "0");
+	http_parser_free(p);
+}
+
+/* A value of blanks only is empty, also when the blanks come on an
+ * obs-fold line of their own (llhttp hands those to on_header_value as a
+ * second span of the same value, which trimming must see whole). */
+static void test_value_only_blanks(void **state)
+{
+	(void)state;
+	static const char req[] = "GET / HTTP/1.1\r\n"
+	                          "X:  \t \r\n"
+	                          "Y: \r\n  \t\r\n"
+	                          "Z:a\r\n \r\n"
+	                          "W: a \t\r\n\t b \r\n"
+	                          "V: \t\r\n\r\n";
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	run_whole(t, req);
+	assert_string_equal(t->log, "{GET / v11 ka1 cl-1 [X=][Y=][Z=a][W=a \\x09\\x09 b][V=] body=}");
+	check_every_split(t, req);
+	free(t);
+}
+
+/* Trailers are not headers, but their name and value bytes count against
+ * the cap with the head's: one byte under the cap is refused, split
+ * anywhere. Head "/mcp\0" 5 + "Transfer-Encoding\0chunked\0" 26 = 31;
+ * trailers "X-T" "abc" 6 + "Y" "" 1 = 38. */
+static void test_trailers_counted_every_split(void **state)
+{
+	(void)state;
+	static const char req[] = "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	                          "2\r\n{}\r\n0\r\nX-T: abc\r\nY:\r\n\r\n";
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	t->max_hdr = 38;
+	run_whole(t, req);
+	assert_string_equal(t->log, "{POST /mcp v11 ka1 cl-1 [Transfer-Encoding=chunked] body={}}");
+	check_every_split(t, req);
+	t->max_hdr = 37;
+	run_whole(t, req);
+	assert_string_equal(t->log, "error=2");
+	check_every_split(t, req);
+	free(t);
+}
+
+/* LIMIT_MAX_HEADERS headers pass, the last one empty or not; one more is
+ * refused, even an empty one, fed in one piece or cut anywhere. */
+static void test_header_count_limit_every_split(void **state)
+{
+	(void)state;
+	size_t cap = 64 + (LIMIT_MAX_HEADERS + 1) * 16;
+	char *req = malloc(cap);
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+	size_t n, last;
+
+	assert_non_null(req);
+	n = (size_t)snprintf(req, cap, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i < LIMIT_MAX_HEADERS - 1; i++)
+		n += (size_t)snprintf(req + n, cap - n, "X-%d: v\r\n", i);
+	last = n;
+	n += (size_t)snprintf(req + n, cap - n, "L:\r\n\r\n");
+	assert_int_equal(run_whole(t, req), 1);
+	assert_non_null(strstr(t->log, "[X-98=v][L=] body=}"));
+	check_one_cut_splits(t, req);
+
+	n = last + (size_t)snprintf(req + last, cap - last, "L: v\r\nM:\r\n\r\n");
+	run_whole(t, req);
+	assert_string_equal(t->log, "error=2");
+	check_one_cut_splits(t, req);
+	free(t);
+	free(req);
+}
+
+/* The cap counts a value's bytes as they come, trailing blanks included
+ * (they are trimmed once the value is complete): "/abc\0" 5, "X\0" 2,
+ * "ab" and six blanks 8, room for the NUL 1 = 16, though the block ends at
+ * 10 bytes. */
+static void test_header_size_limit_every_split(void **state)
+{
+	(void)state;
+	static const char req[] = "GET /abc HTTP/1.1\r\nX: ab      \r\n\r\n";
+	struct run *t = run_new(HTTP_KIND_REQUEST);
+
+	t->max_hdr = 16;
+	run_whole(t, req);
+	assert_string_equal(t->log, "{GET /abc v11 ka1 cl-1 [X=ab] body=}");
+	check_every_split(t, req);
+	t->max_hdr = 15;
+	run_whole(t, req);
+	assert_string_equal(t->log, "error=2");
+	check_every_split(t, req);
+	free(t);
+}
+
+/* An invalid field name is refused in the feed that brings its ':', as
+ * before: the name is complete there, whatever follows (nothing yet, an
+ * empty value, the end of the head). llhttp refuses most bad bytes itself
+ * at once; a space it lets through, and that is ours to refuse. */
+static void test_invalid_name_refused_at_colon(void **state)
+{
+	(void)state;
+	static const char *const heads[] = {
+		"GET / HTTP/1.1\r\nBad Name:",
+		"GET / HTTP/1.1\r\nHost: a\r\nContent Type:",
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nMcp Session-Id:",
+	};
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		enum http_kind kind = heads[i][0] == 'H' ? HTTP_KIND_RESPONSE : HTTP_KIND_REQUEST;
+		struct http_parser *p = http_parser_new(kind, 0, &test_cbs, &(struct run){0});
+		size_t len = strlen(heads[i]), used;
+		/* Up to the ':' the name may still go on: not refused yet. */
+		assert_int_equal(http_parser_feed(p, heads[i], len - 1, &used), HTTP_PARSE_MORE);
+		enum http_parse_rc rc = http_parser_feed(p, heads[i] + len - 1, 1, &used);
+		enum http_parse_err err = http_parser_error(p);
+		http_parser_free(p);
+		if (rc != HTTP_PARSE_ERROR)
+			print_error("head %zu: not refused at its ':'\n", i);
+		assert_int_equal(rc, HTTP_PARSE_ERROR);
+		assert_int_equal(err, HTTP_ERR_SYNTAX);
+	}
+
+	static const char *const msgs[] = {
+		"GET / HTTP/1.1\r\nA: b\r\nBad Name:\r\n\r\n",
+		"GET / HTTP/1.1\r\nX Y: v\r\nA:\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nA:\r\nContent Type:\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+		struct run *t = run_new(msgs[i][0] == 'H' ? HTTP_KIND_RESPONSE : HTTP_KIND_REQUEST);
+		run_whole(t, msgs[i]);
+		assert_string_equal(t->log, "error=1");
+		check_every_split(t, msgs[i]);
+		free(t);
+	}
+}
+
 /* ---- keep-alive and interim responses ------------------------------------ */
 
 static void test_keep_alive(void **state)
@@ -1317,6 +1553,13 @@ int main(void)
 		cmocka_unit_test(test_body_too_big),
 		cmocka_unit_test(test_on_headers_refuses),
 		cmocka_unit_test(test_head_response_skips_body),
+		cmocka_unit_test(test_header_split_every_byte),
+		cmocka_unit_test(test_empty_values),
+		cmocka_unit_test(test_value_only_blanks),
+		cmocka_unit_test(test_trailers_counted_every_split),
+		cmocka_unit_test(test_header_count_limit_every_split),
+		cmocka_unit_test(test_header_size_limit_every_split),
+		cmocka_unit_test(test_invalid_name_refused_at_colon),
 		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_interim_response),
 		cmocka_unit_test(test_no_body_statuses),
