@@ -998,8 +998,7 @@ static struct outrec *out_begin(struct hook_record *hr, struct hr_local *l)
 {
 	size_t t = atomic_load_explicit(&l->ob.tail, memory_order_relaxed);
 	if (t - atomic_load_explicit(&l->ob.head, memory_order_acquire) == OUTBOX_SIZE) {
-		if (hr->lock)
-			pthread_mutex_lock(hr->lock);
+		hr_lock(hr);
 		drain(hr);
 		hr_unlock(hr);
 	}

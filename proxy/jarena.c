@@ -192,13 +192,10 @@ static void ja_free(void *p)
 	}
 	struct jblock *b = block_of(p);
 	struct jthread *t = tl;
-	if (b->owner != t) {
+	if (b->owner == t)
+		release(t, b);
+	else
 		hand_back(b->owner, p);
-		return;
-	}
-	t->values--;
-	if (--b->live == 0)
-		block_empty(t, b);
 }
 
 /* Counts what other threads freed of t's values. */
