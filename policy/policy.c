@@ -9,6 +9,7 @@
 #include "policy/policy.h"
 
 #include <regex.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,6 +343,42 @@ static int json_same(const json_t *a, const json_t *b)
 	return json_equal(a, b);
 }
 
+/* 1 + this thread's slot in policy_arg.copy; 0: not given yet. */
+static atomic_uint re_slots;
+static _Thread_local unsigned re_slot;
+
+/* The compiled pattern this thread matches a's values with (see
+ * policy_arg.copy). Compiled here the first time, not at load: a policy
+ * does not know how many workers will use it. Slot 0 is a->re; a copy
+ * that cannot be compiled (out of memory) falls back to it. */
+static const regex_t *regex_of(const struct policy_arg *a)
+{
+	if (!re_slot)
+		re_slot = atomic_fetch_add_explicit(&re_slots, 1, memory_order_relaxed) %
+		              POLICY_RE_COPIES + 1;
+	unsigned s = re_slot - 1;
+	if (s == 0 || !a->rx || !a->copy)
+		return &a->re;
+	regex_t **slot = &a->copy[s];
+	regex_t *re = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (re)
+		return re;
+	if (!(re = malloc(sizeof(*re))))
+		return &a->re;
+	if (regcomp(re, a->rx, a->re_flags) != 0) {
+		free(re);
+		return &a->re;
+	}
+	regex_t *none = NULL;
+	if (!__atomic_compare_exchange_n(slot, &none, re, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Another thread of this slot (past POLICY_RE_COPIES) was first. */
+		regfree(re);
+		free(re);
+		return none;
+	}
+	return re;
+}
+
 static int regex_on(const regex_t *re, const json_t *v)
 {
 	char *text;
@@ -403,7 +440,7 @@ static int arg_matches(const struct policy_arg *a, const json_t *args)
 	case POLICY_ARG_EQUALS:
 		return v && json_same(v, a->equals);
 	case POLICY_ARG_MATCHES:
-		return v && regex_on(&a->re, v);
+		return v && regex_on(regex_of(a), v);
 	}
 	return 0;
 }
@@ -681,6 +718,14 @@ void policy_rule_fini(struct policy_rule *r)
 		json_decref(a->equals);
 		if (a->re_ok)
 			regfree(&a->re);
+		for (size_t k = 1; a->copy && k < POLICY_RE_COPIES; k++) {
+			if (a->copy[k]) {
+				regfree(a->copy[k]);
+				free(a->copy[k]);
+			}
+		}
+		free(a->copy);
+		free(a->rx);
 	}
 	free(r->args);
 }

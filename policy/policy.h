@@ -49,6 +49,7 @@
 #define POLICY_MAX_ARGS     32    /* argument matchers in one rule */
 #define POLICY_MAX_STRING   1024  /* bytes in one pattern, word or pointer */
 #define POLICY_MAX_REGEX    4096  /* bytes in one regular expression */
+#define POLICY_RE_COPIES    32    /* threads with a compiled pattern of their own */
 #define POLICY_MAX_WORD     255   /* bytes in one word of a tool name */
 #define POLICY_MAX_NAME     64    /* bytes in a rule name */
 
@@ -267,6 +268,17 @@ struct policy_arg {
 	json_t *equals;     /* owned reference (EQUALS) */
 	regex_t re;         /* compiled (MATCHES) */
 	int re_ok;          /* re must be regfree'd */
+	/* glibc's regexec holds a lock inside the compiled pattern for the
+	 * whole match: workers matching with one pattern wait on each other,
+	 * and one preempted mid-match stalls the rest for a scheduler tick.
+	 * So each thread matches with a copy of its own, compiled from rx at
+	 * its first match (policy.c, regex_of); the first thread uses re.
+	 * Threads past POLICY_RE_COPIES share copies (still correct). */
+	char *rx;           /* owned: the pattern as given to regcomp */
+	int re_flags;
+	/* owned: POLICY_RE_COPIES pointers, published with atomics; NULL
+	 * (with rx) when memory ran out at load */
+	regex_t **copy;
 	int exists;         /* EXISTS: 1 present, 0 absent */
 };
 

@@ -665,6 +665,10 @@ static void parse_regex(struct load *l, const json_t *v, const char *path, struc
 		return;
 	}
 	a->re_ok = 1;
+	/* Without them every thread shares re (slower, not wrong). */
+	a->rx = strdup(rx);
+	a->copy = calloc(POLICY_RE_COPIES, sizeof(*a->copy));
+	a->re_flags = flags;
 }
 
 static void parse_arg(struct load *l, const json_t *v, const char *path, struct policy_arg *a)

@@ -6,6 +6,7 @@
  * into double quotes. call() evaluates a tools/call of a listed tool with
  * the given annotations; callx() gives full control.
  */
+#define POLICY_INTERNAL
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -420,6 +421,58 @@ static void test_args(void **state)
 	assert_decision(callx(p, "q", NULL, NULL, "{'sql':['x; DROP table']}", NULL, NULL), POLICY_DENY,
 	                "drop");
 	assert_decision(callx(p, "q", NULL, NULL, "{'n':1}", NULL, NULL), POLICY_ALLOW, "default");
+	policy_free(p);
+}
+
+/* glibc's regexec locks the compiled pattern for the whole match, so
+ * workers matching with one copy queued behind each other (and behind one
+ * preempted mid-match). Each thread now matches with a copy of its own:
+ * four threads deciding at once get the same answers as one, and leave
+ * four copies besides the first thread's (which is the loaded pattern);
+ * policy_free frees them (valgrind's leak check; TSan for their
+ * publication). */
+#define RX_THREADS 4
+static void *rx_thread(void *arg)
+{
+	const struct policy *p = arg;
+	for (int i = 0; i < 200; i++) {
+		struct policy_decision d = callx(p, "q", NULL, NULL,
+		                                 i % 2 ? "{'sql':'x; DROP  table t'}" : "{'sql':'dropped'}",
+		                                 NULL, NULL);
+		if (d.action != (i % 2 ? POLICY_DENY : POLICY_ALLOW))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_regex_copy_per_thread(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'rules':[{'name':'drop','match':{'args':[{'pointer':'/sql',"
+	                     "'matches':'(?i)drop\\\\s+table'}]},'action':'deny'}]}");
+	/* This thread first: it may be the one that matches with the loaded
+	 * pattern itself. */
+	assert_decision(callx(p, "q", NULL, NULL, "{'sql':'DROP TABLE x'}", NULL, NULL),
+	                POLICY_DENY, "drop");
+	pthread_t th[RX_THREADS];
+	for (int i = 0; i < RX_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, rx_thread, p), 0);
+	for (int i = 0; i < RX_THREADS; i++) {
+		void *bad;
+		assert_int_equal(pthread_join(th[i], &bad), 0);
+		assert_null(bad);
+	}
+	const struct policy_arg *a = &p->rules[0].args[0];
+	assert_non_null(a->copy);
+	size_t copies = 0;
+	for (size_t k = 1; k < POLICY_RE_COPIES; k++) {
+		for (size_t j = 1; j < k && a->copy[k]; j++)
+			assert_ptr_not_equal(a->copy[j], a->copy[k]);
+		copies += a->copy[k] != NULL;
+	}
+	/* The threads' slots come from one counter, taken in turn: four of
+	 * them, at most one of which wrapped round to the loaded pattern. */
+	assert_true(copies >= RX_THREADS - 1);
 	policy_free(p);
 }
 
@@ -2038,6 +2091,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_glob),
+		cmocka_unit_test(test_regex_copy_per_thread),
 		cmocka_unit_test(test_pointer),
 		cmocka_unit_test(test_hint_defaults),
 		cmocka_unit_test(test_annotation_matchers),
