@@ -21,7 +21,10 @@ BIN=${MCPWARDEN_BIN:-$here/mcpwarden}
 OUT=${OUT:-/tmp/mcpwarden-profile}
 N1=${N1:-200}
 N2=${N2:-1200}
-UP=39991 MW=39993 ADM=39994
+# Ports: PROFILE_PORT (default 39991) and the next three, so that two
+# profiles (two worktrees) can run at once.
+UP=${PROFILE_PORT:-39991}
+MW=$((UP + 2)) ADM=$((UP + 3))
 mkdir -p "$OUT/tmp"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 for p in valgrind node "$NGINX"; do
