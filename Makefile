@@ -143,7 +143,7 @@ asan:
 TSAN_OPT := -O1 -g -fsanitize=thread
 TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
-TSAN_UNITS := test_inbox test_sessid test_policy test_hook_record_fast test_jarena
+TSAN_UNITS := test_inbox test_sessid test_sesslimit test_policy test_hook_record_fast test_jarena
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \

@@ -7,11 +7,13 @@
  * one runaway agent cannot take every upstream connection. Translated
  * sessions have their own caps (proxy/session.c).
  *
- * The table maps (upstream index, session id) to the slots held; an entry
- * exists only while it holds a slot, so the table's size follows the
- * exchanges in flight, and it is bounded besides (max_entries). Every call
- * takes the table's mutex: worker threads, one event loop each, share one
- * table. The caller releases each slot it acquired exactly once.
+ * The table maps (upstream index, session id) to the slots held. Worker
+ * threads, one event loop each, share one table; a slot is taken and given
+ * back without waiting for another worker (sesslimit.c). An entry is kept
+ * a while after its last slot is given back (parked: a few thousand short
+ * ids at most), so that a session's next request finds it; the table is
+ * bounded (max_entries busy sessions). The caller releases each slot it
+ * acquired exactly once.
  *
  * Not here: what the client is told (transport_http.c answers 429), which
  * requests count (only those at an MCP path carrying a session id).
@@ -46,6 +48,7 @@ struct sesslimit_stats {
 	uint64_t full;                       /* refused because the table was full */
 	uint64_t held[SESSLIMIT_NKINDS];     /* slots held now */
 	uint64_t entries;                    /* sessions holding a slot now */
+	uint64_t parked;                     /* entries kept between busy spells */
 };
 
 /* A new empty table for at most max_entries busy sessions (0 means 1).
@@ -69,7 +72,7 @@ void sesslimit_release(struct sesslimit *t, struct sesslimit_entry *slot,
 
 /* Slots of `kind` session (up, sid) holds now (0 when it has no entry). */
 size_t sesslimit_held(struct sesslimit *t, size_t up, const char *sid, enum sesslimit_kind kind);
-/* Counters and gauges, copied under the lock. */
+/* Counters and gauges, each read atomically. */
 void sesslimit_get_stats(struct sesslimit *t, struct sesslimit_stats *out);
 
 /* "in-flight requests" or "SSE streams", for messages. */

@@ -251,6 +251,63 @@ static void test_kind_names(void **state)
 	assert_string_equal(sesslimit_kind_str(SESSLIMIT_STREAM), "SSE streams");
 }
 
+/* A session's entry is kept between its busy spells (its next request
+ * finds it without a write lock), within bounds: short ids only, a few
+ * thousand at most, and never at the cost of a new session. */
+static void test_parked_entries(void **state)
+{
+	(void)state;
+	struct sesslimit *t = sesslimit_new(3);
+	struct sesslimit_entry *s[6] = {0};
+	char sid[16];
+	for (int i = 0; i < 3; i++) {
+		snprintf(sid, sizeof(sid), "p%d", i);
+		assert_int_equal(sesslimit_acquire(t, 0, sid, SESSLIMIT_INFLIGHT, 1, &s[i]), SESSLIMIT_OK);
+		sesslimit_release(t, s[i], SESSLIMIT_INFLIGHT);
+	}
+	assert_int_equal(stats_of(t).entries, 0);
+	assert_int_equal(stats_of(t).parked, 3);
+	/* Back from parking: busy again, the cap as before. */
+	assert_int_equal(sesslimit_acquire(t, 0, "p1", SESSLIMIT_INFLIGHT, 1, &s[1]), SESSLIMIT_OK);
+	assert_int_equal(sesslimit_acquire(t, 0, "p1", SESSLIMIT_INFLIGHT, 1, &s[5]),
+	                 SESSLIMIT_OVER_FIRST);
+	assert_int_equal(stats_of(t).entries, 1);
+	assert_int_equal(stats_of(t).parked, 2);
+	/* A full table frees parked entries for new sessions. */
+	for (int i = 3; i < 5; i++) {
+		snprintf(sid, sizeof(sid), "n%d", i);
+		assert_int_equal(sesslimit_acquire(t, 0, sid, SESSLIMIT_INFLIGHT, 1, &s[i]), SESSLIMIT_OK);
+	}
+	assert_int_equal(stats_of(t).entries, 3);
+	assert_int_equal(stats_of(t).parked, 0);
+	assert_int_equal(sesslimit_acquire(t, 0, "n5", SESSLIMIT_INFLIGHT, 1, &s[5]), SESSLIMIT_FULL);
+	sesslimit_release(t, s[1], SESSLIMIT_INFLIGHT);
+	sesslimit_release(t, s[3], SESSLIMIT_INFLIGHT);
+	sesslimit_release(t, s[4], SESSLIMIT_INFLIGHT);
+	sesslimit_free(t);
+
+	/* A long id is not kept. */
+	t = sesslimit_new(8);
+	char longid[300];
+	memset(longid, 'x', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	assert_int_equal(sesslimit_acquire(t, 0, longid, SESSLIMIT_STREAM, 1, &s[0]), SESSLIMIT_OK);
+	sesslimit_release(t, s[0], SESSLIMIT_STREAM);
+	assert_int_equal(stats_of(t).parked, 0);
+	sesslimit_free(t);
+
+	/* Ten thousand sessions one after another: a few thousand kept. */
+	t = sesslimit_new(65536);
+	for (int i = 0; i < 10000; i++) {
+		snprintf(sid, sizeof(sid), "m%d", i);
+		assert_int_equal(sesslimit_acquire(t, 0, sid, SESSLIMIT_INFLIGHT, 1, &s[0]), SESSLIMIT_OK);
+		sesslimit_release(t, s[0], SESSLIMIT_INFLIGHT);
+	}
+	assert_int_equal(stats_of(t).entries, 0);
+	assert_true(stats_of(t).parked <= 4097);
+	sesslimit_free(t);
+}
+
 /* ---- threads ----------------------------------------------------------------- */
 
 #define THREADS 4
@@ -311,6 +368,70 @@ static void test_threads_share_one_table(void **state)
 	sesslimit_free(t);
 }
 
+/* Workers making and dropping sessions in a table too small for all of
+ * them: entries are made, parked, swept and refused concurrently (TSan
+ * runs this), and every slot taken is given back. */
+struct churner {
+	struct sesslimit *t;
+	int id;
+	unsigned long ok, full;
+};
+
+static void *churn(void *arg)
+{
+	struct churner *c = arg;
+	char sid[32];
+	struct sesslimit_entry *held[4] = {0};
+	for (int i = 0; i < ROUNDS; i++) {
+		/* Sessions of this worker and of the others, four held at a time. */
+		snprintf(sid, sizeof(sid), "c%d", (i * 7 + c->id) % 24);
+		struct sesslimit_entry **h = &held[i % 4];
+		if (*h) {
+			sesslimit_release(c->t, *h, SESSLIMIT_INFLIGHT);
+			*h = NULL;
+		}
+		enum sesslimit_rc rc = sesslimit_acquire(c->t, 0, sid, SESSLIMIT_INFLIGHT, 0, h);
+		if (rc == SESSLIMIT_OK)
+			c->ok++;
+		else if (rc == SESSLIMIT_FULL)
+			c->full++;
+		else
+			return (void *)1;
+	}
+	for (int k = 0; k < 4; k++)
+		if (held[k])
+			sesslimit_release(c->t, held[k], SESSLIMIT_INFLIGHT);
+	return NULL;
+}
+
+static void test_threads_churn_sessions(void **state)
+{
+	(void)state;
+	struct sesslimit *t = sesslimit_new(12);
+	pthread_t th[THREADS];
+	struct churner c[THREADS];
+	unsigned long ok = 0, full = 0;
+	for (int i = 0; i < THREADS; i++) {
+		c[i] = (struct churner){.t = t, .id = i};
+		assert_int_equal(pthread_create(&th[i], NULL, churn, &c[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		void *bad;
+		assert_int_equal(pthread_join(th[i], &bad), 0);
+		assert_null(bad);
+		ok += c[i].ok;
+		full += c[i].full;
+	}
+	assert_int_equal(ok + full, (unsigned long)THREADS * ROUNDS);
+	assert_true(ok > 0);
+	struct sesslimit_stats s = stats_of(t);
+	assert_int_equal(s.full, full);
+	assert_int_equal(s.held[SESSLIMIT_INFLIGHT], 0);
+	assert_int_equal(s.entries, 0);
+	assert_true(s.parked <= 12);
+	sesslimit_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,11 +442,13 @@ int main(void)
 		cmocka_unit_test(test_cap_zero_counts_without_limit),
 		cmocka_unit_test(test_table_is_bounded),
 		cmocka_unit_test(test_zero_entries_means_one),
+		cmocka_unit_test(test_parked_entries),
 		cmocka_unit_test(test_warning_again_for_a_new_entry),
 		cmocka_unit_test(test_long_ids_and_many_sessions),
 		cmocka_unit_test(test_free_with_slots_held),
 		cmocka_unit_test(test_kind_names),
 		cmocka_unit_test(test_threads_share_one_table),
+		cmocka_unit_test(test_threads_churn_sessions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
