@@ -162,7 +162,7 @@ static unsigned first_flag(uint64_t m)
 }
 
 /* The string starting at jp->p (on its opening quote). */
-static int parse_string(struct jp *jp, struct jstr *out)
+static inline __attribute__((always_inline)) int parse_string(struct jp *jp, struct jstr *out)
 {
 	const char *start = ++jp->p, *p = start, *end = jp->end;
 	const uint64_t highs = 0x8080808080808080ull;
