@@ -34,7 +34,7 @@ struct jstr {
 	size_t len;
 };
 
-static json_t *parse_value(struct jp *jp);
+static json_t *parse_value(struct jp *jp, int c);
 
 static void skip_ws(struct jp *jp)
 {
@@ -44,6 +44,23 @@ static void skip_ws(struct jp *jp)
 	       (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
 		p++;
 	jp->p = p;
+}
+
+static __attribute__((noinline)) int peek_slow(struct jp *jp)
+{
+	skip_ws(jp);
+	return jp->p < jp->end ? (unsigned char)*jp->p : -1;
+}
+
+/* Past blanks: the byte at jp->p (not consumed), or -1 at the end of the
+ * text. A compact text has no blanks, so this is one test where a skip
+ * and then a look would be two. */
+static inline int peek(struct jp *jp)
+{
+	const char *p = jp->p;
+	if (p < jp->end && (unsigned char)*p > ' ')
+		return (unsigned char)*p;
+	return peek_slow(jp);
 }
 
 static int hex_digit(char c)
@@ -304,8 +321,7 @@ static json_t *parse_number(struct jp *jp)
 static int opens_empty(struct jp *jp, char close)
 {
 	jp->p++;
-	skip_ws(jp);
-	if (jp->p < jp->end && *jp->p == close) {
+	if (peek(jp) == close) {
 		jp->p++;
 		return 1;
 	}
@@ -316,10 +332,10 @@ static int opens_empty(struct jp *jp, char close)
  * consumed), -1 on anything else. */
 static int next_or_close(struct jp *jp, char close)
 {
-	skip_ws(jp);
-	if (jp->p >= jp->end)
+	int c = peek(jp);
+	if (c < 0)
 		return -1;
-	char c = *jp->p++;
+	jp->p++;
 	return c == close ? 1 : c == ',' ? 0 : -1;
 }
 
@@ -328,8 +344,7 @@ static int parse_member(struct jp *jp, json_t *o)
 {
 	struct jstr key;
 
-	skip_ws(jp);
-	if (jp->p >= jp->end || *jp->p != '"' || parse_string(jp, &key) < 0)
+	if (peek(jp) != '"' || parse_string(jp, &key) < 0)
 		return -1;
 	/* The key may sit in the scratch buffer, which the value's own strings
 	 * reuse: keep it until it is set. */
@@ -342,13 +357,12 @@ static int parse_member(struct jp *jp, json_t *o)
 		memcpy(kbuf, key.s, key.len);
 		k = kbuf;
 	}
-	skip_ws(jp);
 	json_t *v = NULL;
-	if (jp->p < jp->end && *jp->p == ':') {
+	if (peek(jp) == ':') {
 		jp->p++;
-		skip_ws(jp);
+		int c = peek(jp);
 		const char *at = jp->p;
-		v = parse_value(jp);
+		v = parse_value(jp, c);
 		/* depth 1: this is the top-level object's member. */
 		if (v && jp->span && jp->depth == 1 && key.len == jp->span_len &&
 		    memcmp(k, jp->span->name, key.len) == 0) {
@@ -365,8 +379,7 @@ static int parse_member(struct jp *jp, json_t *o)
 /* One element of an array into a. 0, or -1. */
 static int parse_element(struct jp *jp, json_t *a)
 {
-	skip_ws(jp);
-	json_t *v = parse_value(jp);
+	json_t *v = parse_value(jp, peek(jp));
 	return v && json_array_append_new(a, v) == 0 ? 0 : -1;
 }
 
@@ -432,16 +445,17 @@ static json_t *parse_scalar(struct jp *jp)
 	return v;
 }
 
-/* A value at jp->p (whitespace skipped). load.c counts every value,
- * scalars included, against JSON_PARSER_MAX_DEPTH. */
-static json_t *parse_value(struct jp *jp)
+/* A value at jp->p (blanks skipped), whose first byte is c (peek: -1 at
+ * the end of the text). load.c counts every value, scalars included,
+ * against JSON_PARSER_MAX_DEPTH. */
+static json_t *parse_value(struct jp *jp, int c)
 {
 	json_t *v;
 	struct jstr s;
 
-	if (jp->p >= jp->end || ++jp->depth > JSON_PARSER_MAX_DEPTH)
+	if (c < 0 || ++jp->depth > JSON_PARSER_MAX_DEPTH)
 		return NULL;
-	switch (*jp->p) {
+	switch (c) {
 	case '{':
 		v = parse_items(jp, json_object(), '}', parse_member);
 		break;
@@ -479,7 +493,7 @@ static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_s
 	int arena = len <= JARENA_MAX_TEXT;
 	if (arena)
 		jarena_open();
-	json_t *v = parse_value(&jp);
+	json_t *v = parse_value(&jp, peek(&jp));
 	if (arena)
 		jarena_close();
 	if (jp.scratch) /* rarely: only strings with escapes need it */
