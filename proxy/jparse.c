@@ -339,6 +339,13 @@ static int next_or_close(struct jp *jp, char close)
 	return c == close ? 1 : c == ',' ? 0 : -1;
 }
 
+/* A string value at jp->p (on its opening quote). */
+static inline json_t *string_value(struct jp *jp)
+{
+	struct jstr s;
+	return parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);
+}
+
 /* One "key": value of an object into o. 0, or -1. */
 static int parse_member(struct jp *jp, json_t *o)
 {
@@ -362,7 +369,13 @@ static int parse_member(struct jp *jp, json_t *o)
 		jp->p++;
 		int c = peek(jp);
 		const char *at = jp->p;
-		v = parse_value(jp, c);
+		/* A string, the most common member value, without the call:
+		 * parse_value would count it one deeper and refuse it at
+		 * JSON_PARSER_MAX_DEPTH, so it only takes the others. */
+		if (c == '"' && jp->depth < JSON_PARSER_MAX_DEPTH)
+			v = string_value(jp);
+		else
+			v = parse_value(jp, c);
 		/* depth 1: this is the top-level object's member. */
 		if (v && jp->span && jp->depth == 1 && key.len == jp->span_len &&
 		    memcmp(k, jp->span->name, key.len) == 0) {
@@ -451,7 +464,6 @@ static json_t *parse_scalar(struct jp *jp)
 static json_t *parse_value(struct jp *jp, int c)
 {
 	json_t *v;
-	struct jstr s;
 
 	if (c < 0 || ++jp->depth > JSON_PARSER_MAX_DEPTH)
 		return NULL;
@@ -463,7 +475,7 @@ static json_t *parse_value(struct jp *jp, int c)
 		v = parse_items(jp, json_array(), ']', parse_element);
 		break;
 	case '"':
-		v = parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);
+		v = string_value(jp);
 		break;
 	default:
 		v = parse_scalar(jp);
