@@ -40,9 +40,13 @@ struct jblock {
 };
 _Static_assert(sizeof(struct jblock) <= HDR_SIZE, "block header");
 
+/* The fast path's one test is the room between next and end: end is
+ * where cur ends (lim) while a window is open, and next while none is, so
+ * that a closed window reads as a full block. */
 struct jthread {
 	struct jblock *cur;     /* being cut, or NULL */
-	char *next, *end;       /* what is left of cur */
+	char *next, *end;       /* next value; lim or next (above) */
+	char *lim;              /* where cur ends */
 	unsigned open;          /* windows open (nested) */
 	struct jblock *cache;   /* empty blocks */
 	size_t ncache, used, values;
@@ -59,7 +63,10 @@ static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t range_cut;            /* blocks handed out of the range */
 static struct jblock *range_free;   /* empty blocks no cache kept */
 static struct jthread *threads;     /* every jthread (range_lock) */
-static _Thread_local struct jthread *tl;
+/* A thread that never opened a window reads this one: no block, no room,
+ * so that ja_malloc need not test for a thread of its own. Never written. */
+static struct jthread no_thread;
+static _Thread_local struct jthread *tl = &no_thread;
 
 static int in_range(const void *p)
 {
@@ -107,7 +114,8 @@ static void block_give(struct jthread *t, struct jblock *b)
 static void start_cut(struct jthread *t, struct jblock *b)
 {
 	t->next = (char *)b + HDR_SIZE;
-	t->end = (char *)b + BLOCK_SIZE;
+	t->lim = (char *)b + BLOCK_SIZE;
+	t->end = t->open ? t->lim : t->next;
 }
 
 /* The block being cut is full: the next one. 0 when the range is spent
@@ -116,7 +124,7 @@ static int next_block(struct jthread *t)
 {
 	struct jblock *old = t->cur;
 	t->cur = NULL;
-	t->next = t->end = NULL;
+	t->next = t->end = t->lim = NULL;
 	if (old && old->live == 0)
 		block_give(t, old);
 	struct jblock *b = block_take(t);
@@ -160,7 +168,7 @@ static void *cut(struct jthread *t, size_t n)
 static __attribute__((noinline)) void *ja_malloc_slow(struct jthread *t, size_t size)
 {
 	size_t n = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-	if (!t || !t->open || size > MAX_CUT || !next_block(t))
+	if (!t->open || size == 0 || size > MAX_CUT || !next_block(t))
 		return malloc(size);
 	return cut(t, n);
 }
@@ -169,12 +177,15 @@ static void *ja_malloc(size_t size)
 {
 	struct jthread *t = tl;
 	size_t n = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-	if (t && t->open && size <= MAX_CUT && (size_t)(t->end - t->next) >= n)
+	/* size - 1 < MAX_CUT: 1 to MAX_CUT bytes, one test (0 wraps around).
+	 * No room when no window is open (struct jthread). */
+	if (size - 1 < MAX_CUT && (size_t)(t->end - t->next) >= n)
 		return cut(t, n);
 	return ja_malloc_slow(t, size);
 }
 
-static void hand_back(struct jthread *owner, void *p)
+/* Off the fast path, and out of it so that ja_free saves no registers. */
+static __attribute__((noinline)) void hand_back(struct jthread *owner, void *p)
 {
 	pthread_mutex_lock(&owner->lock);
 	*(void **)p = owner->back;
@@ -191,11 +202,11 @@ static void ja_free(void *p)
 		return;
 	}
 	struct jblock *b = block_of(p);
-	struct jthread *t = tl;
-	if (b->owner == t)
+	struct jthread *t = b->owner;
+	if (t == tl)
 		release(t, b);
 	else
-		hand_back(b->owner, p);
+		hand_back(t, p);
 }
 
 /* Counts what other threads freed of t's values. */
@@ -256,24 +267,29 @@ void jarena_open(void)
 	if (!range)
 		return;
 	struct jthread *t = tl;
-	if (!t && !(t = tl = thread_new()))
-		return;
+	if (t == &no_thread) {
+		if (!(t = thread_new()))
+			return;
+		tl = t;
+	}
 	if (atomic_load_explicit(&t->has_back, memory_order_relaxed))
 		drain(t);
-	t->open++;
+	if (t->open++ == 0)
+		t->end = t->lim;
 }
 
 void jarena_close(void)
 {
-	if (tl && tl->open)
-		tl->open--;
+	struct jthread *t = tl;
+	if (t->open && --t->open == 0)
+		t->end = t->next;
 }
 
 void jarena_stats(struct jarena_stats *out)
 {
 	struct jthread *t = tl;
 	*out = (struct jarena_stats){0};
-	if (!t)
+	if (t == &no_thread)
 		return;
 	pthread_mutex_lock(&t->lock);
 	out->handed_back = t->nback;

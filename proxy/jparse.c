@@ -23,6 +23,7 @@ struct jp {
 	size_t depth;
 	size_t nest, nest_max;  /* containers open now, most ever */
 	struct jparse_span *span;  /* borrowed, or NULL */
+	size_t span_len;        /* strlen(span->name) */
 	char *scratch;          /* owned: decoded strings with escapes */
 	size_t scratch_cap;
 };
@@ -33,13 +34,33 @@ struct jstr {
 	size_t len;
 };
 
-static json_t *parse_value(struct jp *jp);
+static json_t *parse_value(struct jp *jp, int c);
 
 static void skip_ws(struct jp *jp)
 {
-	while (jp->p < jp->end &&
-	       (*jp->p == ' ' || *jp->p == '\n' || *jp->p == '\r' || *jp->p == '\t'))
-		jp->p++;
+	const char *p = jp->p, *end = jp->end;
+	/* Most texts are compact: the first byte above ' ' ends it at once. */
+	while (p < end && (unsigned char)*p <= ' ' &&
+	       (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	jp->p = p;
+}
+
+static __attribute__((noinline)) int peek_slow(struct jp *jp)
+{
+	skip_ws(jp);
+	return jp->p < jp->end ? (unsigned char)*jp->p : -1;
+}
+
+/* Past blanks: the byte at jp->p (not consumed), or -1 at the end of the
+ * text. A compact text has no blanks, so this is one test where a skip
+ * and then a look would be two. */
+static inline int peek(struct jp *jp)
+{
+	const char *p = jp->p;
+	if (p < jp->end && (unsigned char)*p > ' ')
+		return (unsigned char)*p;
+	return peek_slow(jp);
 }
 
 static int hex_digit(char c)
@@ -94,7 +115,7 @@ static size_t utf8_put(char *w, unsigned long cp)
  * quote, with no raw control bytes) into jp->scratch. -1 on a bad escape,
  * a lone surrogate or \u0000 (load.c: "\u0000 is not allowed", "NUL byte
  * in object key"). */
-static int decode_escapes(struct jp *jp, const char *raw, size_t n, struct jstr *out)
+static __attribute__((noinline)) int decode_escapes(struct jp *jp, const char *raw, size_t n, struct jstr *out)
 {
 	if (n > jp->scratch_cap) {
 		char *s = realloc(jp->scratch, n);
@@ -145,41 +166,69 @@ static int decode_escapes(struct jp *jp, const char *raw, size_t n, struct jstr 
 	return 0;
 }
 
+/* Index of the first flagged byte of a nonzero sbuf_json_special_word
+ * mask: the lowest flag is a true one, and the first byte in memory is the
+ * low byte on a little-endian machine, the high one otherwise. */
+static unsigned first_flag(uint64_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (unsigned)__builtin_clzll(m) / 8;
+#else
+	return (unsigned)__builtin_ctzll(m) / 8;
+#endif
+}
+
 /* The string starting at jp->p (on its opening quote). */
-static int parse_string(struct jp *jp, struct jstr *out)
+static inline __attribute__((always_inline)) int parse_string(struct jp *jp, struct jstr *out)
 {
 	const char *start = ++jp->p, *p = start, *end = jp->end;
-	int escapes = 0, high = 0;
+	const uint64_t highs = 0x8080808080808080ull;
+	uint64_t high = 0;
+	int escapes = 0;
 
-	/* Plain runs eight bytes a step; high bytes are only noted here and
-	 * validated below. The byte-wise loop takes what ends the run. */
-	while (end - p >= 8 && !sbuf_json_special8(p)) {
-		high |= sbuf_high8(p) != 0;
-		p += 8;
-	}
+	/* Eight bytes a step: the first quote, backslash or control byte of a
+	 * word is found at once, so a short key costs one step, not a byte
+	 * loop. High bytes are only noted (those of a whole word: one after
+	 * the closing quote only costs a validation that passes) and the
+	 * string is validated as UTF-8 once, below. Under eight bytes from
+	 * the end of the text, a byte at a time. */
 	for (;;) {
-		if (p >= end)
-			return -1;
-		unsigned char c = (unsigned char)*p;
+		unsigned char c;
+		if (end - p >= 8) {
+			uint64_t v;
+			memcpy(&v, p, 8);
+			uint64_t m = sbuf_json_special_word(v);
+			high |= v;
+			if (!m) {
+				p += 8;
+				continue;
+			}
+			p += first_flag(m);
+			c = (unsigned char)*p;
+		} else {
+			if (p >= end)
+				return -1;
+			c = (unsigned char)*p;
+			high |= c;
+			if (c != '"' && c != '\\' && c >= 0x20) {
+				p++;
+				continue;
+			}
+		}
 		if (c == '"')
 			break;
 		if (c < 0x20)
 			return -1; /* control characters, NUL included */
-		if (c == '\\') {
-			/* The escaped byte is checked when decoding; only step over
-			 * it here so that \" does not end the string. */
-			escapes = 1;
-			if (p + 1 >= end)
-				return -1;
-			p += 2;
-			continue;
-		}
-		high |= c >= 0x80;
-		p++;
+		/* A backslash. The escaped byte is checked when decoding; only
+		 * step over it here so that \" does not end the string. */
+		escapes = 1;
+		if (end - p < 2)
+			return -1;
+		p += 2;
 	}
 	size_t n = (size_t)(p - start);
 	jp->p = p + 1;
-	if (high && !sbuf_utf8_valid(start, n))
+	if ((high & highs) && !sbuf_utf8_valid(start, n))
 		return -1;
 	if (!escapes) {
 		out->s = start;
@@ -272,8 +321,7 @@ static json_t *parse_number(struct jp *jp)
 static int opens_empty(struct jp *jp, char close)
 {
 	jp->p++;
-	skip_ws(jp);
-	if (jp->p < jp->end && *jp->p == close) {
+	if (peek(jp) == close) {
 		jp->p++;
 		return 1;
 	}
@@ -284,11 +332,18 @@ static int opens_empty(struct jp *jp, char close)
  * consumed), -1 on anything else. */
 static int next_or_close(struct jp *jp, char close)
 {
-	skip_ws(jp);
-	if (jp->p >= jp->end)
+	int c = peek(jp);
+	if (c < 0)
 		return -1;
-	char c = *jp->p++;
+	jp->p++;
 	return c == close ? 1 : c == ',' ? 0 : -1;
+}
+
+/* A string value at jp->p (on its opening quote). */
+static inline json_t *string_value(struct jp *jp)
+{
+	struct jstr s;
+	return parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);
 }
 
 /* One "key": value of an object into o. 0, or -1. */
@@ -296,8 +351,7 @@ static int parse_member(struct jp *jp, json_t *o)
 {
 	struct jstr key;
 
-	skip_ws(jp);
-	if (jp->p >= jp->end || *jp->p != '"' || parse_string(jp, &key) < 0)
+	if (peek(jp) != '"' || parse_string(jp, &key) < 0)
 		return -1;
 	/* The key may sit in the scratch buffer, which the value's own strings
 	 * reuse: keep it until it is set. */
@@ -310,15 +364,20 @@ static int parse_member(struct jp *jp, json_t *o)
 		memcpy(kbuf, key.s, key.len);
 		k = kbuf;
 	}
-	skip_ws(jp);
 	json_t *v = NULL;
-	if (jp->p < jp->end && *jp->p == ':') {
+	if (peek(jp) == ':') {
 		jp->p++;
-		skip_ws(jp);
+		int c = peek(jp);
 		const char *at = jp->p;
-		v = parse_value(jp);
+		/* A string, the most common member value, without the call:
+		 * parse_value would count it one deeper and refuse it at
+		 * JSON_PARSER_MAX_DEPTH, so it only takes the others. */
+		if (c == '"' && jp->depth < JSON_PARSER_MAX_DEPTH)
+			v = string_value(jp);
+		else
+			v = parse_value(jp, c);
 		/* depth 1: this is the top-level object's member. */
-		if (v && jp->span && jp->depth == 1 && key.len == strlen(jp->span->name) &&
+		if (v && jp->span && jp->depth == 1 && key.len == jp->span_len &&
 		    memcmp(k, jp->span->name, key.len) == 0) {
 			jp->span->at = at;
 			jp->span->len = (size_t)(jp->p - at);
@@ -333,8 +392,7 @@ static int parse_member(struct jp *jp, json_t *o)
 /* One element of an array into a. 0, or -1. */
 static int parse_element(struct jp *jp, json_t *a)
 {
-	skip_ws(jp);
-	json_t *v = parse_value(jp);
+	json_t *v = parse_value(jp, peek(jp));
 	return v && json_array_append_new(a, v) == 0 ? 0 : -1;
 }
 
@@ -372,25 +430,12 @@ static int literal(struct jp *jp, const char *word, size_t n)
 	return 1;
 }
 
-/* A value at jp->p (whitespace skipped). load.c counts every value,
- * scalars included, against JSON_PARSER_MAX_DEPTH. */
-static json_t *parse_value(struct jp *jp)
+/* A number or a true/false/null at jp->p. */
+static json_t *parse_scalar(struct jp *jp)
 {
-	json_t *v = NULL;
-	struct jstr s;
+	json_t *v;
 
-	if (jp->p >= jp->end || ++jp->depth > JSON_PARSER_MAX_DEPTH)
-		return NULL;
 	switch (*jp->p) {
-	case '{':
-		v = parse_items(jp, json_object(), '}', parse_member);
-		break;
-	case '[':
-		v = parse_items(jp, json_array(), ']', parse_element);
-		break;
-	case '"':
-		v = parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);
-		break;
 	case 't':
 		v = literal(jp, "true", 4) ? json_true() : NULL;
 		break;
@@ -408,9 +453,34 @@ static json_t *parse_value(struct jp *jp)
 	 * that ends a number or a true/false/null is read and pushed back, and
 	 * a pushed-back NUL reads as "buffer empty": one NUL right there is
 	 * skipped ({"x":1\0} is JSON to jansson). */
-	if (v && !json_is_object(v) && !json_is_array(v) && !json_is_string(v) &&
-	    jp->p < jp->end && *jp->p == '\0')
+	if (v && jp->p < jp->end && *jp->p == '\0')
 		jp->p++;
+	return v;
+}
+
+/* A value at jp->p (blanks skipped), whose first byte is c (peek: -1 at
+ * the end of the text). load.c counts every value, scalars included,
+ * against JSON_PARSER_MAX_DEPTH. */
+static json_t *parse_value(struct jp *jp, int c)
+{
+	json_t *v;
+
+	if (c < 0 || ++jp->depth > JSON_PARSER_MAX_DEPTH)
+		return NULL;
+	switch (c) {
+	case '{':
+		v = parse_items(jp, json_object(), '}', parse_member);
+		break;
+	case '[':
+		v = parse_items(jp, json_array(), ']', parse_element);
+		break;
+	case '"':
+		v = string_value(jp);
+		break;
+	default:
+		v = parse_scalar(jp);
+		break;
+	}
 	jp->depth--;
 	return v;
 }
@@ -423,6 +493,7 @@ static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_s
 	if (span) {
 		span->at = NULL;
 		span->len = 0;
+		jp.span_len = strlen(span->name);
 	}
 	if (!buf)
 		return NULL;
@@ -434,10 +505,11 @@ static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_s
 	int arena = len <= JARENA_MAX_TEXT;
 	if (arena)
 		jarena_open();
-	json_t *v = parse_value(&jp);
+	json_t *v = parse_value(&jp, peek(&jp));
 	if (arena)
 		jarena_close();
-	free(jp.scratch);
+	if (jp.scratch) /* rarely: only strings with escapes need it */
+		free(jp.scratch);
 	if (!v) {
 		if (span)
 			span->at = NULL;

@@ -168,6 +168,62 @@ static void test_freed_on_another_thread(void **state)
 	assert_int_equal(s.values, before);
 }
 
+/* Windows nest: values are cut until the last one closes, and a close
+ * too many changes nothing. */
+static void test_windows_nest(void **state)
+{
+	(void)state;
+	size_t before = stats().values;
+	jarena_open();
+	jarena_open();
+	json_t *a = json_integer(1);
+	assert_int_equal(stats().values, before + 1);
+	jarena_close();
+	json_t *b = json_integer(2);
+	assert_int_equal(stats().values, before + 2);
+	jarena_close();
+	json_t *c = json_integer(3);
+	jarena_close();
+	json_t *d = json_integer(4);
+	assert_int_equal(stats().values, before + 2);
+	json_decref(a);
+	json_decref(b);
+	/* The block being cut is empty again, window closed: still malloc. */
+	json_t *e = json_integer(5);
+	assert_int_equal(stats().values, before);
+	json_decref(c);
+	json_decref(d);
+	json_decref(e);
+	jarena_open();
+	json_t *f = json_integer(6);
+	assert_int_equal(stats().values, before + 1);
+	jarena_close();
+	json_decref(f);
+	assert_int_equal(stats().values, before);
+}
+
+static void *no_window_thread(void *arg)
+{
+	(void)arg;
+	json_t *v = json_pack("{s:[i,s]}", "a", 1, "b");
+	struct jarena_stats s = stats();
+	int ok = v && s.values == 0 && s.blocks_used == 0;
+	json_decref(v);
+	return ok ? arg : NULL;
+}
+
+/* A thread that never opens a window makes and frees plain values. */
+static void test_thread_without_window(void **state)
+{
+	(void)state;
+	pthread_t th;
+	void *ok = NULL;
+	int token;
+	assert_int_equal(pthread_create(&th, NULL, no_window_thread, &token), 0);
+	assert_int_equal(pthread_join(th, &ok), 0);
+	assert_ptr_equal(ok, &token);
+}
+
 int main(void)
 {
 	/* Before any jansson value, as main() does. */
@@ -186,6 +242,8 @@ int main(void)
 		cmocka_unit_test(test_tree_over_several_blocks),
 		cmocka_unit_test(test_plain_malloc_cases),
 		cmocka_unit_test(test_freed_on_another_thread),
+		cmocka_unit_test(test_windows_nest),
+		cmocka_unit_test(test_thread_without_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

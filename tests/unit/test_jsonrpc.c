@@ -378,6 +378,44 @@ static void test_tool_name(void **state)
 	assert_null(jrpc_id(NULL));
 }
 
+/* Members are found by name and length, in an object of a few members
+ * (walked) as in a large one (hashed); strings compare as strcmp does. */
+static void test_member_lookup(void **state)
+{
+	(void)state;
+	/* Twelve members: past the walk, the lookup hashes. */
+	json_t *m = j("{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,"
+	              "\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+	              "\"params\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,"
+	              "\"h\":8,\"i\":9,\"name\":\"late\"}}");
+	assert_int_equal(jrpc_classify(m), JRPC_REQUEST);
+	assert_string_equal(jrpc_method(m), "tools/call");
+	assert_int_equal(json_integer_value(jrpc_id(m)), 7);
+	assert_string_equal(jrpc_tool_name(m), "late");
+	json_decref(m);
+
+	/* A name holding a NUL is another name. */
+	m = j("{\"jsonrpc\":\"2.0\",\"ids\":2,\"metho\":\"y\"}");
+	json_object_setn_new_nocheck(m, "id\0", 3, json_integer(1));
+	json_object_setn_new_nocheck(m, "method\0x", 8, json_string("x"));
+	assert_null(jrpc_method(m));
+	assert_null(jrpc_id(m));
+	json_decref(m);
+
+	/* Values compare up to their first NUL, as strcmp reads them. */
+	expect_kind("{\"jsonrpc\":\"2.0\\u0000x\",\"id\":1,\"method\":\"x\"}", JRPC_REQUEST);
+	expect_kind("{\"jsonrpc\":\"2.0x\",\"id\":1,\"method\":\"x\"}", JRPC_INVALID);
+	expect_kind("{\"jsonrpc\":\"2.\",\"id\":1,\"method\":\"x\"}", JRPC_INVALID);
+	expect_kind("{\"jsonrpc\":\"\",\"id\":1,\"method\":\"x\"}", JRPC_INVALID);
+	m = j("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\\u0000x\","
+	      "\"params\":{\"name\":\"t\"}}");
+	assert_string_equal(jrpc_tool_name(m), "t");
+	json_decref(m);
+	m = j("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/cal\",\"params\":{\"name\":\"t\"}}");
+	assert_null(jrpc_tool_name(m));
+	json_decref(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -392,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_error_new),
 		cmocka_unit_test(test_error_new_steals_data),
 		cmocka_unit_test(test_tool_name),
+		cmocka_unit_test(test_member_lookup),
 	};
 	return cmocka_run_group_tests_name("jsonrpc", tests, NULL, NULL);
 }
