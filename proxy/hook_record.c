@@ -108,6 +108,10 @@ struct rec {
 	/* owned; kept (emptied) across reuses. arena: the members up to
 	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
 	struct sbuf arena, ans;
+	/* 1 + arena offset of the members F_CLIENT..F_UPSTREAM_TRANSPORT as
+	 * JSON text, names and all (a copy of hr_consts.text), and its
+	 * length; 0: not there, rec_write writes them one by one. */
+	size_t consts, consts_len;
 	uint64_t wall_us;        /* Unix time for "time" */
 	const char *from;        /* static: "client", "server" */
 	enum rec_kind kind;
@@ -148,6 +152,25 @@ struct rx {
 	uint64_t wall_us;             /* Unix time of where->start_us */
 	struct rx *prev, *next;       /* home->rxs, oldest first; next: pool link */
 	struct rx *lprev, *lnext;     /* home->live */
+};
+
+/* The members F_CLIENT..F_UPSTREAM_TRANSPORT: per exchange, not per
+ * message, and mostly the same from one exchange to the next (one client
+ * connection, one upstream). */
+#define F_CONST_FIRST F_CLIENT
+#define NCONST (F_UPSTREAM_TRANSPORT - F_CLIENT + 1)
+
+/* Those members as JSON text for the values they last had on a thread,
+ * so that a record copies them in one piece: checking that the values
+ * are unchanged costs a strcmp each, less than storing them again. */
+struct hr_consts {
+	int valid;
+	struct sbuf key;          /* owned: each non-NULL value, with its NUL */
+	size_t key_at[NCONST];    /* 1 + offset of the value in key; 0: NULL */
+	struct sbuf text;         /* owned: ,"client":…,"upstream_transport":… */
+	size_t str[NCONST];       /* as struct rec's str, offsets into text */
+	size_t len[NCONST];       /* as struct rec's len (= esc) */
+	struct rec *tmp;          /* owned, or NULL: where the text is made */
 };
 
 struct srv_req {
@@ -206,6 +229,7 @@ struct hr_local {
 	struct outbox ob;
 	struct sbuf scratch;         /* owned: redacted text before it is escaped */
 	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
+	struct hr_consts consts;
 	time_t day_sec;              /* the second day_text spells, or -1 */
 	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
 };
@@ -557,6 +581,11 @@ static void local_free(struct hr_local *l)
 	for (size_t i = 0; i < OUTBOX_SIZE; i++)
 		free(l->ob.slot[i].t.b.p);
 	free(l->scratch.p);
+	free(l->consts.key.p);
+	free(l->consts.text.p);
+	if (l->consts.tmp)
+		free(l->consts.tmp->arena.p);
+	free(l->consts.tmp);
 	redact_preview_memo_free(l->pmemo);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
@@ -564,23 +593,20 @@ static void local_free(struct hr_local *l)
 
 /* ---- records ------------------------------------------------------------- */
 
+static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w);
 
-static void record_init(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
+static void record_init(const struct hook_record *hr, struct hr_local *l, struct rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
                         enum rec_kind kind, const struct inspect_msg *m, const char *method)
 {
 	const json_t *msg = m->msg;
+	struct sbuf *scratch = &l->scratch;
 	r->wall_us = wall_us;
 	r->from = from;
 	r->kind = kind;
 	r->is_error = -1;
 	rec_set_bounded(r, F_SESSION, session_of(w));
-	rec_set(r, F_CLIENT, w->client);
-	rec_set_bounded(r, F_CLIENT_NAME, w->client_name);
-	rec_set(r, F_UPSTREAM, w->upstream);
-	rec_set_bounded(r, F_PROTOCOL, w->protocol);
-	rec_set(r, F_CLIENT_TRANSPORT, w->client_transport);
-	rec_set(r, F_UPSTREAM_TRANSPORT, w->upstream_transport);
+	rec_set_consts(l, r, w);
 	rec_set_bounded(r, F_METHOD, method);
 	/* What a record keeps of a request's parameters: tools/call and
 	 * prompts/get their arguments, other methods all of them. For a
@@ -734,6 +760,126 @@ static char *w_word(char *w, const char *s, size_t n)
 	return w_str(w, s, n, n);
 }
 
+/* The names of the members F_CLIENT..F_UPSTREAM_TRANSPORT, as written. */
+#define CONST_NAME(s) {s, sizeof(s) - 1}
+static const struct {
+	const char *s;
+	size_t n;
+} const_names[NCONST] = {
+	CONST_NAME(",\"client\":"),           CONST_NAME(",\"client_name\":"),
+	CONST_NAME(",\"upstream\":"),         CONST_NAME(",\"protocol\":"),
+	CONST_NAME(",\"client_transport\":"), CONST_NAME(",\"upstream_transport\":"),
+};
+/* What const_names and their values write beyond the values' escaped
+ * text: 91 bytes of names, and at most 4 a value ("null"). */
+#define CONST_ROOM 128
+
+/* The members F_CLIENT..F_UPSTREAM_TRANSPORT of r, names and all, at w;
+ * at (or NULL) receives the offset of each value from w. */
+static char *w_consts(char *w, const struct rec *r, size_t *at)
+{
+	char *start = w;
+	for (int i = 0; i < NCONST; i++) {
+		memcpy(w, const_names[i].s, const_names[i].n);
+		w += const_names[i].n;
+		if (at)
+			at[i] = (size_t)(w - start);
+		w = w_member(w, r, (enum rec_str)(F_CONST_FIRST + i));
+	}
+	return w;
+}
+
+/* ---- the per-exchange members, cached (struct hr_consts) ------------------ */
+
+/* Whether c was made of the values v (NULL for NULL). */
+static int consts_hold(const struct hr_consts *c, const char *const *v)
+{
+	if (!c->valid)
+		return 0;
+	for (int i = 0; i < NCONST; i++) {
+		if (!v[i] != !c->key_at[i])
+			return 0;
+		if (v[i] && strcmp(v[i], c->key.p + c->key_at[i] - 1) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* c made anew of the values v, each stored as a record stores it (cut,
+ * escaped, or null when not UTF-8). -1: out of memory. */
+static int consts_make(struct hr_consts *c, const char *const *v)
+{
+	c->valid = 0;
+	if (!c->tmp && !(c->tmp = calloc(1, sizeof(*c->tmp))))
+		return -1;
+	struct rec *t = c->tmp;
+	struct sbuf arena = t->arena;
+	memset(t, 0, sizeof(*t));
+	t->arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		/* the client's own words are cut; ours (addresses, names from
+		 * the configuration, transports) are not */
+		if (f == F_CLIENT_NAME || f == F_PROTOCOL)
+			rec_set_bounded(t, f, v[i]);
+		else
+			rec_set(t, f, v[i]);
+	}
+	c->key.len = 0;
+	c->key.oom = 0;
+	for (int i = 0; i < NCONST; i++) {
+		c->key_at[i] = v[i] ? c->key.len + 1 : 0;
+		if (v[i])
+			sbuf_putn(&c->key, v[i], strlen(v[i]) + 1);
+	}
+	/* The non-raw members' arena holds their escaped text only. */
+	size_t need = t->arena.len + CONST_ROOM, at[NCONST];
+	c->text.len = 0;
+	c->text.oom = 0;
+	char *w = sbuf_room(&c->text, need);
+	if (!w || t->arena.oom || c->key.oom)
+		return -1;
+	size_t n = (size_t)(w_consts(w, t, at) - w);
+	assert(n <= need);
+	sbuf_wrote(&c->text, n);
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		/* 1 + the offset of the value's text, past its quote */
+		c->str[i] = t->str[f] ? at[i] + 2 : 0;
+		c->len[i] = t->str[f] ? t->len[f] : 0;
+	}
+	c->valid = 1;
+	return 0;
+}
+
+/* r's members F_CLIENT..F_UPSTREAM_TRANSPORT for w, copied in one piece
+ * from the thread's cache (made anew when w's values differ). */
+static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w)
+{
+	struct hr_consts *c = &l->consts;
+	const char *v[NCONST] = {w->client,   w->client_name,      w->upstream,
+	                         w->protocol, w->client_transport, w->upstream_transport};
+	if (!consts_hold(c, v) && consts_make(c, v) < 0) {
+		/* Out of memory: the record is not written, as when its own
+		 * arena runs out. */
+		r->arena.oom = 1;
+		return;
+	}
+	char *d = arena_room(&r->arena, c->text.len);
+	if (!d)
+		return; /* the arena is out of memory (oom set) */
+	size_t base = r->arena.len;
+	memcpy(d, c->text.p, c->text.len);
+	arena_wrote(&r->arena, c->text.len);
+	r->consts = base + 1;
+	r->consts_len = c->text.len;
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		r->str[f] = c->str[i] ? base + c->str[i] : 0;
+		r->len[f] = r->esc[f] = c->len[i];
+	}
+}
+
 /* The lengths of r's words, outcome 0 when it is null. */
 struct words {
 	size_t from, kind, outcome;
@@ -748,18 +894,12 @@ static char *rec_write(struct hr_local *l, const struct rec *r, const struct wor
 	w = put_time(l, w, r->wall_us);
 	w = W_LIT(w, ",\"session\":");
 	w = STR(F_SESSION);
-	w = W_LIT(w, ",\"client\":");
-	w = STR(F_CLIENT);
-	w = W_LIT(w, ",\"client_name\":");
-	w = STR(F_CLIENT_NAME);
-	w = W_LIT(w, ",\"upstream\":");
-	w = STR(F_UPSTREAM);
-	w = W_LIT(w, ",\"protocol\":");
-	w = STR(F_PROTOCOL);
-	w = W_LIT(w, ",\"client_transport\":");
-	w = STR(F_CLIENT_TRANSPORT);
-	w = W_LIT(w, ",\"upstream_transport\":");
-	w = STR(F_UPSTREAM_TRANSPORT);
+	if (r->consts) {
+		memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
+		w += r->consts_len;
+	} else {
+		w = w_consts(w, r, NULL);
+	}
 	w = W_LIT(w, ",\"from\":");
 	w = w_word(w, r->from, n->from);
 	w = W_LIT(w, ",\"kind\":");
@@ -1241,7 +1381,7 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, &l->scratch, r, rx->where, rx->wall_us, "client", kind, m, method);
+	record_init(hr, l, r, rx->where, rx->wall_us, "client", kind, m, method);
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
@@ -1271,7 +1411,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m, method);
+	record_init(hr, l, r, rx->where, real_us(), "server", kind, m, method);
 	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
 	if (m->modified)
 		r->modified = 1;
