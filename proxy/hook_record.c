@@ -1050,11 +1050,12 @@ static int format(struct hr_local *l, const struct rec *r)
 
 /* ---- the outboxes (see the file head) ----------------------------------- */
 
-/* v cut to what fits a label copy; metrics cut it further, the same way
- * as they would the original. */
-static void label_copy(char *dst, const char *v)
+/* v (n bytes, no NUL among them) cut to what fits a label copy; metrics
+ * cut it further, the same way as they would the original. */
+static void label_copy(char *dst, const char *v, size_t n)
 {
-	size_t n = strnlen(v, OUT_LABEL - 1);
+	if (n > OUT_LABEL - 1)
+		n = OUT_LABEL - 1;
 	memcpy(dst, v, n);
 	dst[n] = '\0';
 }
@@ -1155,10 +1156,13 @@ static void out_record(struct hr_local *l, struct outrec *o, const struct rec *r
 	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL);
 	/* A client's response to a server request of unknown method still
 	 * gets a readable label. */
-	label_copy(o->method, method ? method : "(response)");
+	if (method)
+		label_copy(o->method, method, r->len[F_METHOD]);
+	else
+		label_copy(o->method, "(response)", sizeof("(response)") - 1);
 	o->has_tool = tool != NULL;
 	if (tool)
-		label_copy(o->tool, tool);
+		label_copy(o->tool, tool, r->len[F_TOOL]);
 	o->count = r->from[0] == 'c' ? OUT_CALL : OUT_SERVER; /* "client" */
 	o->outcome = r->outcome;
 	int timed = r->kind == RK_REQUEST && r->finished;
