@@ -232,6 +232,7 @@ struct hr_local {
 	struct hr_consts consts;
 	time_t day_sec;              /* the second day_text spells, or -1 */
 	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
+	size_t day_len;              /* strlen(day_text) */
 };
 
 struct hook_record {
@@ -345,13 +346,18 @@ static char *put_time(struct hr_local *l, char *w, uint64_t unix_us)
 	if (secs != l->day_sec) {
 		struct tm tm;
 		gmtime_r(&secs, &tm);
-		if (strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		l->day_len = strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm);
+		if (l->day_len == 0)
 			l->day_text[0] = '\0';
 		l->day_sec = secs;
 	}
-	for (int i = 6; i >= 1; i--, us /= 10)
-		frac[i] = (char)('0' + us % 10);
-	size_t n = strlen(l->day_text);
+	/* two digits a division */
+	for (int i = 6; i >= 2; i -= 2, us /= 100) {
+		unsigned d = us % 100;
+		frac[i] = (char)('0' + d % 10);
+		frac[i - 1] = (char)('0' + d / 10);
+	}
+	size_t n = l->day_len;
 	*w++ = '"';
 	memcpy(w, l->day_text, n);
 	w += n;
@@ -748,6 +754,8 @@ static char *w_u64_or_null(char *w, int known, uint64_t v)
 #define NS (NSTR + 3)
 
 static const char *const kind_words[] = {"request", "notification", "response"};
+static const size_t kind_lens[] = {sizeof("request") - 1, sizeof("notification") - 1,
+                                   sizeof("response") - 1};
 
 /* Member f of r as JSON. */
 static char *w_member(char *w, const struct rec *r, enum rec_str f)
@@ -999,7 +1007,7 @@ static int format(struct hr_local *l, const struct rec *r)
 	       n_session = session ? r->len[F_SESSION] : 0;
 	struct words n = {
 		.from = strlen(r->from),
-		.kind = strlen(kind_words[r->kind]),
+		.kind = kind_lens[r->kind],
 		.outcome = r->outcome ? strlen(r->outcome) : 0,
 	};
 	/* Every string member's escaped text, quotes aside, is in the
