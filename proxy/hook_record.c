@@ -493,6 +493,13 @@ static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
 	free(cut);
 }
 
+/* Whether member f (a raw one) is the word lit (a string literal, within
+ * FIELD_CHARS: as the member's source text was), without a strcmp call:
+ * the member's length is known. */
+#define REC_IS(r, f, lit)                                                    \
+	((r)->str[f] && (r)->len[f] == sizeof(lit) - 1 &&                    \
+	 memcmp(rec_get(r, f), lit, sizeof(lit) - 1) == 0)
+
 /* Whether member f (a raw one) already holds s as rec_set_bounded would
  * store it: most exchanges end with the session they started with. */
 static int rec_holds(const struct rec *r, enum rec_str f, const char *s)
@@ -619,11 +626,11 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 	 * request, method is the message's own (inspect_message read it, and
 	 * the tool's name, once for every hook). */
 	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
-	int call = method && strcmp(method, "tools/call") == 0;
+	int call = REC_IS(r, F_METHOD, "tools/call");
 	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
 	rec_set_id(r, REDACT_MEMBER(msg, "id"));
 	const json_t *args = params;
-	if (call || (method && strcmp(method, "prompts/get") == 0))
+	if (call || REC_IS(r, F_METHOD, "prompts/get"))
 		args = REDACT_MEMBER(params, "arguments");
 	if (args) {
 		scratch->len = 0;
@@ -683,8 +690,7 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	} else {
 		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
 	}
-	const char *method = rec_get(r, F_METHOD);
-	if (method && strcmp(method, "tools/call") == 0) {
+	if (REC_IS(r, F_METHOD, "tools/call")) {
 		r->is_error = json_is_true(REDACT_MEMBER(result, "isError"));
 		return r->is_error ? "tool_error" : "ok";
 	}
@@ -1177,10 +1183,13 @@ static void out_record(struct hr_local *l, struct outrec *o, const struct rec *r
 	o->latency_us = timed ? (int64_t)r->latency_us : -1;
 	if (text) {
 		/* The text changes hands: the slot's old buffer (perhaps a block
-		 * the ring gave back) is the next text's. */
-		struct hook_record_text spare = o->t;
-		o->t = l->out;
-		l->out = spare;
+		 * the ring gave back) is the next text's. Only the buffer is
+		 * swapped (format writes the rest anew; rb is the sink's). */
+		struct sbuf spare = o->t.b;
+		o->t.b = l->out.b;
+		o->t.json_len = l->out.json_len;
+		o->t.keys = l->out.keys;
+		l->out.b = spare;
 		o->text = 1;
 	}
 }
@@ -1197,9 +1206,9 @@ static void out_put(struct hook_record *hr, struct hr_local *l)
 	 * (the one written least recently is the one to reuse). */
 	if (atomic_load_explicit(&l->ob.head, memory_order_acquire) > t) {
 		struct outrec *o = &l->ob.slot[t % OUTBOX_SIZE];
-		struct hook_record_text spare = l->out;
-		l->out = o->t;
-		o->t = spare;
+		struct sbuf spare = l->out.b;
+		l->out.b = o->t.b;
+		o->t.b = spare;
 	}
 }
 
@@ -1482,7 +1491,9 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 			}
 		}
 		const char *method = m->request_method;
-		if (hr->m && m->kind == JRPC_RESULT && method && strcmp(method, "initialize") == 0 &&
+		/* (the first byte tested inline: most answers are to tools/call) */
+		if (hr->m && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
+		    strcmp(method, "initialize") == 0 &&
 		    rx->where->reply_session_id) {
 			hr_lock(hr);
 			metrics_session_opened(hr->m);
@@ -1572,7 +1583,8 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	struct hook_record *hr = arg;
 	struct inspect_where *w = x->where;
 	struct rx *rx = w->hook_data[hr->slot];
-	int closed = hr->m && w->http_method && strcmp(w->http_method, "DELETE") == 0 &&
+	int closed = hr->m && w->http_method && w->http_method[0] == 'D' &&
+	             strcmp(w->http_method, "DELETE") == 0 &&
 	             w->session_id && x->status >= 200 && x->status < 300;
 
 	if (rx)
