@@ -103,8 +103,6 @@ struct rec {
 	/* 1 + offset of the member's NUL-terminated text in its arena; 0:
 	 * null. Offsets, not pointers: an arena may move as it grows. */
 	size_t str[NSTR];
-	size_t len[NSTR];        /* the member's length when not null */
-	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
 	/* owned; kept (emptied) across reuses. arena: the members up to
 	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
 	struct sbuf arena, ans;
@@ -127,15 +125,21 @@ struct rec {
 	unsigned notifications;
 	int finished;            /* latency and bytes are known */
 	uint64_t latency_us, bytes_in, bytes_out;
+	/* Read only where str[f] is set, so left as they are when a pooled
+	 * record is cleared (REC_CLEARED): last, out of its way. */
+	size_t len[NSTR];        /* the member's length when not null */
+	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
 };
+/* The bytes of a struct pending that a reuse clears (see struct rec). */
+#define REC_CLEARED (offsetof(struct pending, rec) + offsetof(struct rec, len))
 
 struct pending {
 	struct pending *next;
-	struct rec rec;
 	/* An answer or a verdict decided the outcome. Atomic: the in-flight
 	 * list reads it without the writer's ordering. */
 	int settled;
 	uint64_t done_us;       /* monotonic, when settled */
+	struct rec rec;         /* last: see REC_CLEARED */
 };
 
 struct rx {
@@ -552,7 +556,7 @@ static struct pending *pending_get(struct hr_local *l)
 		return NULL;
 	}
 	struct sbuf arena = p->rec.arena, ans = p->rec.ans;
-	memset(p, 0, sizeof(*p));
+	memset(p, 0, REC_CLEARED);
 	p->rec.arena = arena;
 	p->rec.arena.len = 0;
 	p->rec.arena.oom = 0;
