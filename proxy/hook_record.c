@@ -455,7 +455,7 @@ static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 		/* Escaped once, here; each record then copies it. Room for the
 		 * worst case when that is small, else for the exact size (a long
 		 * text must not grow a pooled arena sixfold). */
-		char *w = sbuf_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
+		char *w = arena_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
 		if (!w) {
 			r->str[f] = 0;
 			return;
@@ -463,7 +463,7 @@ static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 		size_t e = sbuf_json_escape_to(w, s, n);
 		r->str[f] = a->len + 1;
 		r->len[f] = r->esc[f] = e;
-		sbuf_wrote(a, e);
+		arena_wrote(a, e);
 		return;
 	}
 	char *w = sbuf_room(a, n + 1);
