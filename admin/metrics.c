@@ -43,6 +43,7 @@ struct labels {
 	size_t n, max;
 	int *slot;           /* owned: hash table of indexes, -1 empty */
 	size_t nslot;        /* power of two >= 2 * (max + 1) */
+	size_t last;         /* the last interned index looked up (valid when < n) */
 };
 
 struct contract_entry {
@@ -72,6 +73,7 @@ struct metrics {
 static int labels_init(struct labels *l, size_t max)
 {
 	l->max = max;
+	l->last = (size_t)-1;
 	l->nslot = 16;
 	while (l->nslot < 2 * (max + 1))
 		l->nslot *= 2;
@@ -117,6 +119,11 @@ static size_t labels_index(struct labels *l, const char *v)
 {
 	char cut[METRICS_LABEL_MAX + 1];
 	const char *key = v ? v : "";
+	/* Calls come in runs of one method and tool: the previous value is
+	 * compared first. Equal to an interned name, key is that name
+	 * exactly (never cut, never "other", which is not interned). */
+	if (l->last < l->n && strcmp(l->name[l->last], key) == 0)
+		return l->last;
 	size_t n = strnlen(key, METRICS_LABEL_MAX + 1);
 	if (n > METRICS_LABEL_MAX) {
 		label_cut(key, cut);
@@ -139,10 +146,13 @@ static size_t labels_index(struct labels *l, const char *v)
 				return l->max;
 			l->name[l->n] = copy;
 			l->slot[i] = (int)l->n;
+			l->last = l->n;
 			return l->n++;
 		}
-		if (strncmp(l->name[s], key, n) == 0 && l->name[s][n] == '\0')
+		if (strncmp(l->name[s], key, n) == 0 && l->name[s][n] == '\0') {
+			l->last = (size_t)s;
 			return (size_t)s;
+		}
 	}
 }
 

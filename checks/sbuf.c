@@ -348,7 +348,10 @@ void sbuf_json_escape(sbuf_put_fn put, void *arg, const char *s, size_t n)
 /* Continuation bytes (10xxxxxx) in a block of eight. */
 static inline unsigned cont8(uint64_t v)
 {
-	return (unsigned)__builtin_popcountll(v & ~(v << 1) & HIGHS);
+	/* One bit a byte, summed by a multiply: without -mpopcnt the
+	 * builtin is a call to libgcc. */
+	uint64_t c = (v & ~(v << 1) & HIGHS) >> 7;
+	return (unsigned)((c * ONES) >> 56);
 }
 
 size_t sbuf_utf8_chars(const char *s, size_t n)

@@ -103,11 +103,13 @@ struct rec {
 	/* 1 + offset of the member's NUL-terminated text in its arena; 0:
 	 * null. Offsets, not pointers: an arena may move as it grows. */
 	size_t str[NSTR];
-	size_t len[NSTR];        /* the member's length when not null */
-	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
 	/* owned; kept (emptied) across reuses. arena: the members up to
 	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
 	struct sbuf arena, ans;
+	/* 1 + arena offset of the members F_CLIENT..F_UPSTREAM_TRANSPORT as
+	 * JSON text, names and all (a copy of hr_consts.text), and its
+	 * length; 0: not there, rec_write writes them one by one. */
+	size_t consts, consts_len;
 	uint64_t wall_us;        /* Unix time for "time" */
 	const char *from;        /* static: "client", "server" */
 	enum rec_kind kind;
@@ -123,15 +125,21 @@ struct rec {
 	unsigned notifications;
 	int finished;            /* latency and bytes are known */
 	uint64_t latency_us, bytes_in, bytes_out;
+	/* Read only where str[f] is set, so left as they are when a pooled
+	 * record is cleared (REC_CLEARED): last, out of its way. */
+	size_t len[NSTR];        /* the member's length when not null */
+	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
 };
+/* The bytes of a struct pending that a reuse clears (see struct rec). */
+#define REC_CLEARED (offsetof(struct pending, rec) + offsetof(struct rec, len))
 
 struct pending {
 	struct pending *next;
-	struct rec rec;
 	/* An answer or a verdict decided the outcome. Atomic: the in-flight
 	 * list reads it without the writer's ordering. */
 	int settled;
 	uint64_t done_us;       /* monotonic, when settled */
+	struct rec rec;         /* last: see REC_CLEARED */
 };
 
 struct rx {
@@ -148,6 +156,25 @@ struct rx {
 	uint64_t wall_us;             /* Unix time of where->start_us */
 	struct rx *prev, *next;       /* home->rxs, oldest first; next: pool link */
 	struct rx *lprev, *lnext;     /* home->live */
+};
+
+/* The members F_CLIENT..F_UPSTREAM_TRANSPORT: per exchange, not per
+ * message, and mostly the same from one exchange to the next (one client
+ * connection, one upstream). */
+#define F_CONST_FIRST F_CLIENT
+#define NCONST (F_UPSTREAM_TRANSPORT - F_CLIENT + 1)
+
+/* Those members as JSON text for the values they last had on a thread,
+ * so that a record copies them in one piece: checking that the values
+ * are unchanged costs a strcmp each, less than storing them again. */
+struct hr_consts {
+	int valid;
+	struct sbuf key;          /* owned: each non-NULL value, with its NUL */
+	size_t key_at[NCONST];    /* 1 + offset of the value in key; 0: NULL */
+	struct sbuf text;         /* owned: ,"client":…,"upstream_transport":… */
+	size_t str[NCONST];       /* as struct rec's str, offsets into text */
+	size_t len[NCONST];       /* as struct rec's len (= esc) */
+	struct rec *tmp;          /* owned, or NULL: where the text is made */
 };
 
 struct srv_req {
@@ -206,8 +233,10 @@ struct hr_local {
 	struct outbox ob;
 	struct sbuf scratch;         /* owned: redacted text before it is escaped */
 	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
+	struct hr_consts consts;
 	time_t day_sec;              /* the second day_text spells, or -1 */
 	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
+	size_t day_len;              /* strlen(day_text) */
 };
 
 struct hook_record {
@@ -321,13 +350,18 @@ static char *put_time(struct hr_local *l, char *w, uint64_t unix_us)
 	if (secs != l->day_sec) {
 		struct tm tm;
 		gmtime_r(&secs, &tm);
-		if (strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		l->day_len = strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm);
+		if (l->day_len == 0)
 			l->day_text[0] = '\0';
 		l->day_sec = secs;
 	}
-	for (int i = 6; i >= 1; i--, us /= 10)
-		frac[i] = (char)('0' + us % 10);
-	size_t n = strlen(l->day_text);
+	/* two digits a division */
+	for (int i = 6; i >= 2; i -= 2, us /= 100) {
+		unsigned d = us % 100;
+		frac[i] = (char)('0' + d % 10);
+		frac[i - 1] = (char)('0' + d / 10);
+	}
+	size_t n = l->day_len;
 	*w++ = '"';
 	memcpy(w, l->day_text, n);
 	w += n;
@@ -421,7 +455,7 @@ static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 		/* Escaped once, here; each record then copies it. Room for the
 		 * worst case when that is small, else for the exact size (a long
 		 * text must not grow a pooled arena sixfold). */
-		char *w = sbuf_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
+		char *w = arena_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
 		if (!w) {
 			r->str[f] = 0;
 			return;
@@ -429,7 +463,7 @@ static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
 		size_t e = sbuf_json_escape_to(w, s, n);
 		r->str[f] = a->len + 1;
 		r->len[f] = r->esc[f] = e;
-		sbuf_wrote(a, e);
+		arena_wrote(a, e);
 		return;
 	}
 	char *w = sbuf_room(a, n + 1);
@@ -462,6 +496,13 @@ static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
 	rec_set(r, f, cut);
 	free(cut);
 }
+
+/* Whether member f (a raw one) is the word lit (a string literal, within
+ * FIELD_CHARS: as the member's source text was), without a strcmp call:
+ * the member's length is known. */
+#define REC_IS(r, f, lit)                                                    \
+	((r)->str[f] && (r)->len[f] == sizeof(lit) - 1 &&                    \
+	 memcmp(rec_get(r, f), lit, sizeof(lit) - 1) == 0)
 
 /* Whether member f (a raw one) already holds s as rec_set_bounded would
  * store it: most exchanges end with the session they started with. */
@@ -515,7 +556,7 @@ static struct pending *pending_get(struct hr_local *l)
 		return NULL;
 	}
 	struct sbuf arena = p->rec.arena, ans = p->rec.ans;
-	memset(p, 0, sizeof(*p));
+	memset(p, 0, REC_CLEARED);
 	p->rec.arena = arena;
 	p->rec.arena.len = 0;
 	p->rec.arena.oom = 0;
@@ -557,6 +598,11 @@ static void local_free(struct hr_local *l)
 	for (size_t i = 0; i < OUTBOX_SIZE; i++)
 		free(l->ob.slot[i].t.b.p);
 	free(l->scratch.p);
+	free(l->consts.key.p);
+	free(l->consts.text.p);
+	if (l->consts.tmp)
+		free(l->consts.tmp->arena.p);
+	free(l->consts.tmp);
 	redact_preview_memo_free(l->pmemo);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
@@ -564,34 +610,31 @@ static void local_free(struct hr_local *l)
 
 /* ---- records ------------------------------------------------------------- */
 
+static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w);
 
-static void record_init(const struct hook_record *hr, struct sbuf *scratch, struct rec *r,
+static void record_init(const struct hook_record *hr, struct hr_local *l, struct rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
                         enum rec_kind kind, const struct inspect_msg *m, const char *method)
 {
 	const json_t *msg = m->msg;
+	struct sbuf *scratch = &l->scratch;
 	r->wall_us = wall_us;
 	r->from = from;
 	r->kind = kind;
 	r->is_error = -1;
 	rec_set_bounded(r, F_SESSION, session_of(w));
-	rec_set(r, F_CLIENT, w->client);
-	rec_set_bounded(r, F_CLIENT_NAME, w->client_name);
-	rec_set(r, F_UPSTREAM, w->upstream);
-	rec_set_bounded(r, F_PROTOCOL, w->protocol);
-	rec_set(r, F_CLIENT_TRANSPORT, w->client_transport);
-	rec_set(r, F_UPSTREAM_TRANSPORT, w->upstream_transport);
+	rec_set_consts(l, r, w);
 	rec_set_bounded(r, F_METHOD, method);
 	/* What a record keeps of a request's parameters: tools/call and
 	 * prompts/get their arguments, other methods all of them. For a
 	 * request, method is the message's own (inspect_message read it, and
 	 * the tool's name, once for every hook). */
 	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
-	int call = method && strcmp(method, "tools/call") == 0;
+	int call = REC_IS(r, F_METHOD, "tools/call");
 	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
 	rec_set_id(r, REDACT_MEMBER(msg, "id"));
 	const json_t *args = params;
-	if (call || (method && strcmp(method, "prompts/get") == 0))
+	if (call || REC_IS(r, F_METHOD, "prompts/get"))
 		args = REDACT_MEMBER(params, "arguments");
 	if (args) {
 		scratch->len = 0;
@@ -651,8 +694,7 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	} else {
 		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
 	}
-	const char *method = rec_get(r, F_METHOD);
-	if (method && strcmp(method, "tools/call") == 0) {
+	if (REC_IS(r, F_METHOD, "tools/call")) {
 		r->is_error = json_is_true(REDACT_MEMBER(result, "isError"));
 		return r->is_error ? "tool_error" : "ok";
 	}
@@ -709,6 +751,17 @@ static char *w_bool(char *w, int v)
 
 static char *w_i64(char *w, long long v)
 {
+	/* Most numbers in a record are short (an id, a status, a count, the
+	 * bytes of a small exchange): those are written without a call. */
+	if (v >= 0 && v < 1000) {
+		unsigned u = (unsigned)v;
+		if (u >= 100)
+			*w++ = (char)('0' + u / 100);
+		if (u >= 10)
+			*w++ = (char)('0' + u / 10 % 10);
+		*w++ = (char)('0' + u % 10);
+		return w;
+	}
 	return w + sbuf_i64_text(w, v);
 }
 
@@ -722,6 +775,8 @@ static char *w_u64_or_null(char *w, int known, uint64_t v)
 #define NS (NSTR + 3)
 
 static const char *const kind_words[] = {"request", "notification", "response"};
+static const size_t kind_lens[] = {sizeof("request") - 1, sizeof("notification") - 1,
+                                   sizeof("response") - 1};
 
 /* Member f of r as JSON. */
 static char *w_member(char *w, const struct rec *r, enum rec_str f)
@@ -732,6 +787,126 @@ static char *w_member(char *w, const struct rec *r, enum rec_str f)
 static char *w_word(char *w, const char *s, size_t n)
 {
 	return w_str(w, s, n, n);
+}
+
+/* The names of the members F_CLIENT..F_UPSTREAM_TRANSPORT, as written. */
+#define CONST_NAME(s) {s, sizeof(s) - 1}
+static const struct {
+	const char *s;
+	size_t n;
+} const_names[NCONST] = {
+	CONST_NAME(",\"client\":"),           CONST_NAME(",\"client_name\":"),
+	CONST_NAME(",\"upstream\":"),         CONST_NAME(",\"protocol\":"),
+	CONST_NAME(",\"client_transport\":"), CONST_NAME(",\"upstream_transport\":"),
+};
+/* What const_names and their values write beyond the values' escaped
+ * text: 91 bytes of names, and at most 4 a value ("null"). */
+#define CONST_ROOM 128
+
+/* The members F_CLIENT..F_UPSTREAM_TRANSPORT of r, names and all, at w;
+ * at (or NULL) receives the offset of each value from w. */
+static char *w_consts(char *w, const struct rec *r, size_t *at)
+{
+	char *start = w;
+	for (int i = 0; i < NCONST; i++) {
+		memcpy(w, const_names[i].s, const_names[i].n);
+		w += const_names[i].n;
+		if (at)
+			at[i] = (size_t)(w - start);
+		w = w_member(w, r, (enum rec_str)(F_CONST_FIRST + i));
+	}
+	return w;
+}
+
+/* ---- the per-exchange members, cached (struct hr_consts) ------------------ */
+
+/* Whether c was made of the values v (NULL for NULL). */
+static int consts_hold(const struct hr_consts *c, const char *const *v)
+{
+	if (!c->valid)
+		return 0;
+	for (int i = 0; i < NCONST; i++) {
+		if (!v[i] != !c->key_at[i])
+			return 0;
+		if (v[i] && strcmp(v[i], c->key.p + c->key_at[i] - 1) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* c made anew of the values v, each stored as a record stores it (cut,
+ * escaped, or null when not UTF-8). -1: out of memory. */
+static int consts_make(struct hr_consts *c, const char *const *v)
+{
+	c->valid = 0;
+	if (!c->tmp && !(c->tmp = calloc(1, sizeof(*c->tmp))))
+		return -1;
+	struct rec *t = c->tmp;
+	struct sbuf arena = t->arena;
+	memset(t, 0, sizeof(*t));
+	t->arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		/* the client's own words are cut; ours (addresses, names from
+		 * the configuration, transports) are not */
+		if (f == F_CLIENT_NAME || f == F_PROTOCOL)
+			rec_set_bounded(t, f, v[i]);
+		else
+			rec_set(t, f, v[i]);
+	}
+	c->key.len = 0;
+	c->key.oom = 0;
+	for (int i = 0; i < NCONST; i++) {
+		c->key_at[i] = v[i] ? c->key.len + 1 : 0;
+		if (v[i])
+			sbuf_putn(&c->key, v[i], strlen(v[i]) + 1);
+	}
+	/* The non-raw members' arena holds their escaped text only. */
+	size_t need = t->arena.len + CONST_ROOM, at[NCONST];
+	c->text.len = 0;
+	c->text.oom = 0;
+	char *w = sbuf_room(&c->text, need);
+	if (!w || t->arena.oom || c->key.oom)
+		return -1;
+	size_t n = (size_t)(w_consts(w, t, at) - w);
+	assert(n <= need);
+	sbuf_wrote(&c->text, n);
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		/* 1 + the offset of the value's text, past its quote */
+		c->str[i] = t->str[f] ? at[i] + 2 : 0;
+		c->len[i] = t->str[f] ? t->len[f] : 0;
+	}
+	c->valid = 1;
+	return 0;
+}
+
+/* r's members F_CLIENT..F_UPSTREAM_TRANSPORT for w, copied in one piece
+ * from the thread's cache (made anew when w's values differ). */
+static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w)
+{
+	struct hr_consts *c = &l->consts;
+	const char *v[NCONST] = {w->client,   w->client_name,      w->upstream,
+	                         w->protocol, w->client_transport, w->upstream_transport};
+	if (!consts_hold(c, v) && consts_make(c, v) < 0) {
+		/* Out of memory: the record is not written, as when its own
+		 * arena runs out. */
+		r->arena.oom = 1;
+		return;
+	}
+	char *d = arena_room(&r->arena, c->text.len);
+	if (!d)
+		return; /* the arena is out of memory (oom set) */
+	size_t base = r->arena.len;
+	memcpy(d, c->text.p, c->text.len);
+	arena_wrote(&r->arena, c->text.len);
+	r->consts = base + 1;
+	r->consts_len = c->text.len;
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		r->str[f] = c->str[i] ? base + c->str[i] : 0;
+		r->len[f] = r->esc[f] = c->len[i];
+	}
 }
 
 /* The lengths of r's words, outcome 0 when it is null. */
@@ -748,18 +923,12 @@ static char *rec_write(struct hr_local *l, const struct rec *r, const struct wor
 	w = put_time(l, w, r->wall_us);
 	w = W_LIT(w, ",\"session\":");
 	w = STR(F_SESSION);
-	w = W_LIT(w, ",\"client\":");
-	w = STR(F_CLIENT);
-	w = W_LIT(w, ",\"client_name\":");
-	w = STR(F_CLIENT_NAME);
-	w = W_LIT(w, ",\"upstream\":");
-	w = STR(F_UPSTREAM);
-	w = W_LIT(w, ",\"protocol\":");
-	w = STR(F_PROTOCOL);
-	w = W_LIT(w, ",\"client_transport\":");
-	w = STR(F_CLIENT_TRANSPORT);
-	w = W_LIT(w, ",\"upstream_transport\":");
-	w = STR(F_UPSTREAM_TRANSPORT);
+	if (r->consts) {
+		memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
+		w += r->consts_len;
+	} else {
+		w = w_consts(w, r, NULL);
+	}
 	w = W_LIT(w, ",\"from\":");
 	w = w_word(w, r->from, n->from);
 	w = W_LIT(w, ",\"kind\":");
@@ -859,7 +1028,7 @@ static int format(struct hr_local *l, const struct rec *r)
 	       n_session = session ? r->len[F_SESSION] : 0;
 	struct words n = {
 		.from = strlen(r->from),
-		.kind = strlen(kind_words[r->kind]),
+		.kind = kind_lens[r->kind],
 		.outcome = r->outcome ? strlen(r->outcome) : 0,
 	};
 	/* Every string member's escaped text, quotes aside, is in the
@@ -910,11 +1079,12 @@ static int format(struct hr_local *l, const struct rec *r)
 
 /* ---- the outboxes (see the file head) ----------------------------------- */
 
-/* v cut to what fits a label copy; metrics cut it further, the same way
- * as they would the original. */
-static void label_copy(char *dst, const char *v)
+/* v (n bytes, no NUL among them) cut to what fits a label copy; metrics
+ * cut it further, the same way as they would the original. */
+static void label_copy(char *dst, const char *v, size_t n)
 {
-	size_t n = strnlen(v, OUT_LABEL - 1);
+	if (n > OUT_LABEL - 1)
+		n = OUT_LABEL - 1;
 	memcpy(dst, v, n);
 	dst[n] = '\0';
 }
@@ -1015,20 +1185,26 @@ static void out_record(struct hr_local *l, struct outrec *o, const struct rec *r
 	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL);
 	/* A client's response to a server request of unknown method still
 	 * gets a readable label. */
-	label_copy(o->method, method ? method : "(response)");
+	if (method)
+		label_copy(o->method, method, r->len[F_METHOD]);
+	else
+		label_copy(o->method, "(response)", sizeof("(response)") - 1);
 	o->has_tool = tool != NULL;
 	if (tool)
-		label_copy(o->tool, tool);
+		label_copy(o->tool, tool, r->len[F_TOOL]);
 	o->count = r->from[0] == 'c' ? OUT_CALL : OUT_SERVER; /* "client" */
 	o->outcome = r->outcome;
 	int timed = r->kind == RK_REQUEST && r->finished;
 	o->latency_us = timed ? (int64_t)r->latency_us : -1;
 	if (text) {
 		/* The text changes hands: the slot's old buffer (perhaps a block
-		 * the ring gave back) is the next text's. */
-		struct hook_record_text spare = o->t;
-		o->t = l->out;
-		l->out = spare;
+		 * the ring gave back) is the next text's. Only the buffer is
+		 * swapped (format writes the rest anew; rb is the sink's). */
+		struct sbuf spare = o->t.b;
+		o->t.b = l->out.b;
+		o->t.json_len = l->out.json_len;
+		o->t.keys = l->out.keys;
+		l->out.b = spare;
 		o->text = 1;
 	}
 }
@@ -1045,9 +1221,9 @@ static void out_put(struct hook_record *hr, struct hr_local *l)
 	 * (the one written least recently is the one to reuse). */
 	if (atomic_load_explicit(&l->ob.head, memory_order_acquire) > t) {
 		struct outrec *o = &l->ob.slot[t % OUTBOX_SIZE];
-		struct hook_record_text spare = l->out;
-		l->out = o->t;
-		o->t = spare;
+		struct sbuf spare = l->out.b;
+		l->out.b = o->t.b;
+		o->t.b = spare;
 	}
 }
 
@@ -1241,7 +1417,7 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, &l->scratch, r, rx->where, rx->wall_us, "client", kind, m, method);
+	record_init(hr, l, r, rx->where, rx->wall_us, "client", kind, m, method);
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
@@ -1271,7 +1447,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, &l->scratch, r, rx->where, real_us(), "server", kind, m, method);
+	record_init(hr, l, r, rx->where, real_us(), "server", kind, m, method);
 	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
 	if (m->modified)
 		r->modified = 1;
@@ -1330,7 +1506,9 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 			}
 		}
 		const char *method = m->request_method;
-		if (hr->m && m->kind == JRPC_RESULT && method && strcmp(method, "initialize") == 0 &&
+		/* (the first byte tested inline: most answers are to tools/call) */
+		if (hr->m && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
+		    strcmp(method, "initialize") == 0 &&
 		    rx->where->reply_session_id) {
 			hr_lock(hr);
 			metrics_session_opened(hr->m);
@@ -1420,7 +1598,8 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	struct hook_record *hr = arg;
 	struct inspect_where *w = x->where;
 	struct rx *rx = w->hook_data[hr->slot];
-	int closed = hr->m && w->http_method && strcmp(w->http_method, "DELETE") == 0 &&
+	int closed = hr->m && w->http_method && w->http_method[0] == 'D' &&
+	             strcmp(w->http_method, "DELETE") == 0 &&
 	             w->session_id && x->status >= 200 && x->status < 300;
 
 	if (rx)

@@ -270,6 +270,60 @@ static void test_long_values_cut(void **state)
 	free(got);
 }
 
+/* The per-exchange members (client … upstream_transport) are kept as
+ * text per thread while they do not change: each record still shows its
+ * own exchange's values, also when the same buffer holds new ones. */
+static void test_per_exchange_members_change(void **state)
+{
+	struct fixture *f = *state;
+	char client[32] = "127.0.0.1:5555", name[300], want[600];
+	const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+	const char *pong = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+	memset(name, 'n', sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	f->where.client = client;
+	for (int i = 0; i < 4; i++) {
+		if (i == 1) {
+			snprintf(client, sizeof(client), "10.0.0.9:80"); /* same pointer */
+		} else if (i == 2) {
+			f->where.client_name = name;
+			f->where.protocol = "2025-06-18";
+			f->where.upstream = NULL;
+			f->where.upstream_transport = "streamable_http";
+		} else if (i == 3) {
+			snprintf(client, sizeof(client), "127.0.0.1:5555");
+			f->where.client_name = NULL;
+			f->where.protocol = NULL;
+			f->where.upstream = "up";
+			f->where.upstream_transport = "sse";
+		}
+		send(f, INSPECT_FROM_CLIENT, ping, NULL);
+		send(f, INSPECT_FROM_SERVER, pong, NULL);
+		end(f, INSPECT_END_OK, 200, NULL);
+	}
+	assert_int_equal(f->nrecs, 4);
+	snprintf(want, sizeof(want),
+	         "\"client\":\"10.0.0.9:80\",\"client_name\":\"%.256s…[cut: 256 of 299 chars]\","
+	         "\"upstream\":null,\"protocol\":\"2025-06-18\","
+	         "\"client_transport\":\"streamable_http\","
+	         "\"upstream_transport\":\"streamable_http\",\"from\":\"client\",",
+	         name);
+	for (size_t i = 0; i < 4; i++) {
+		char *got = normalise(f->recs[i]);
+		if (i == 1)
+			assert_non_null(strstr(got, "\"client\":\"10.0.0.9:80\",\"client_name\":null,"
+			                            "\"upstream\":\"up\",\"protocol\":null,"));
+		else if (i == 2)
+			assert_non_null(strstr(got, want));
+		else
+			assert_non_null(strstr(got, HEAD_SESS1 ",\"from\":\"client\","));
+		json_t *j = json_loads(got, 0, NULL);
+		assert_non_null(j);
+		json_decref(j);
+		free(got);
+	}
+}
+
 static void test_blocked_and_unanswered(void **state)
 {
 	struct fixture *f = *state;
@@ -545,6 +599,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tool_call_ok, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secrets_masked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_values_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_per_exchange_members_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_blocked_and_unanswered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejected_and_http_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_messages, setup, teardown),

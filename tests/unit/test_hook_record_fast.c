@@ -260,6 +260,23 @@ static void test_fixed_room_holds_the_widest_record(void **state)
 	free(l.out.b.p);
 }
 
+/* w_i64's short numbers, written in place, spell what sbuf_i64_text does
+ * for every other one. */
+static void test_numbers_as_sbuf_writes_them(void **state)
+{
+	(void)state;
+	static const long long edges[] = {LLONG_MIN, LLONG_MIN + 1, -1000000, LLONG_MAX,
+	                                  1000000, 4294967296LL};
+	char got[SBUF_I64_MAX + 1], want[SBUF_I64_MAX + 1];
+	for (long long v = -1100; v <= 1100 + (long long)(sizeof(edges) / sizeof(edges[0])); v++) {
+		long long x = v <= 1100 ? v : edges[v - 1101];
+		size_t n = (size_t)(w_i64(got, x) - got);
+		size_t k = sbuf_i64_text(want, x);
+		assert_int_equal(n, k);
+		assert_memory_equal(got, want, k);
+	}
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
 #define CALLS_PER_THREAD 2000
@@ -440,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_swapped_records_match_copied_ones),
 		cmocka_unit_test(test_displaced_block_is_reused),
 		cmocka_unit_test(test_fixed_room_holds_the_widest_record),
+		cmocka_unit_test(test_numbers_as_sbuf_writes_them),
 		cmocka_unit_test(test_threads_record_under_the_lock),
 		cmocka_unit_test(test_worker_never_waits_for_the_lock),
 		cmocka_unit_test(test_full_outbox_waits_and_loses_nothing),

@@ -251,6 +251,47 @@ static void test_label_escaping_and_cut(void **state)
 	metrics_free(m);
 }
 
+/* The value looked up last is compared first: runs of one value, a value
+ * whose cut equals the last one's, "" after NULL, and a switch back all
+ * land on their own series. */
+static void test_repeated_labels(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_new(10);
+	char longname[300];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	metrics_call(m, "tools/call", "a", "ok", 5);
+	metrics_call(m, "tools/call", "a", "ok", 5);
+	metrics_call(m, "tools/call", "ab", "ok", 5);
+	metrics_call(m, "tools/call", "b", "ok", 5);
+	metrics_call(m, "tools/call", "a", "ok", 5);
+	longname[METRICS_LABEL_MAX] = '\0'; /* the cut's own text first */
+	metrics_call(m, "tools/call", longname, "ok", 5);
+	longname[METRICS_LABEL_MAX] = 'a';
+	metrics_call(m, "tools/call", longname, "ok", 5);
+	metrics_call(m, "tools/call", longname, "ok", 5);
+	metrics_call(m, "x", NULL, "ok", 5);
+	metrics_server_message(m, NULL);
+	metrics_server_message(m, "");
+	metrics_server_message(m, "other");
+	metrics_server_message(m, "other");
+	char *t = render(m, NULL);
+	has_line(t, "mcpwarden_tool_calls_total{tool=\"a\",outcome=\"ok\"} 3");
+	has_line(t, "mcpwarden_tool_calls_total{tool=\"ab\",outcome=\"ok\"} 1");
+	has_line(t, "mcpwarden_tool_calls_total{tool=\"b\",outcome=\"ok\"} 1");
+	has_line(t, "mcpwarden_requests_total{method=\"tools/call\",outcome=\"ok\"} 8");
+	char want[512];
+	snprintf(want, sizeof(want), "mcpwarden_tool_calls_total{tool=\"%.*s\",outcome=\"ok\"} 3",
+	         METRICS_LABEL_MAX, longname);
+	has_line(t, want);
+	has_line(t, "mcpwarden_requests_total{method=\"x\",outcome=\"ok\"} 1");
+	has_line(t, "mcpwarden_server_messages_total{method=\"\"} 2");
+	has_line(t, "mcpwarden_server_messages_total{method=\"other\"} 2");
+	free(t);
+	metrics_free(m);
+}
+
 static void test_cardinality_cap(void **state)
 {
 	(void)state;
@@ -411,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_empty_has_every_family),
 		cmocka_unit_test(test_calls_by_method_tool_outcome),
 		cmocka_unit_test(test_label_escaping_and_cut),
+		cmocka_unit_test(test_repeated_labels),
 		cmocka_unit_test(test_cardinality_cap),
 		cmocka_unit_test(test_policy_sessions_bytes),
 		cmocka_unit_test(test_contract),
