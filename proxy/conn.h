@@ -50,6 +50,14 @@ uint64_t conn_request_start_us(const struct conn *c);
 uint64_t conn_bytes_in(const struct conn *c);
 uint64_t conn_bytes_out(const struct conn *c);
 
+/* An empty evbuffer, owned by the caller: one the connection kept for
+ * reuse, else a new one. NULL when out of memory. */
+struct evbuffer *conn_buffer_get(struct conn *c);
+/* Gives buf (owned, NULL accepted) back for later requests on c: it is
+ * drained, then kept or freed. It must carry no callbacks and no flags
+ * of its own (as conn_buffer_get gave it). */
+void conn_buffer_put(struct conn *c, struct evbuffer *buf);
+
 /* Writes the status line and headers. headers holds "Name: value\r\n"
  * lines and is drained. content_length < 0: the body is streamed
  * (chunked to HTTP/1.1 clients). Returns 0 or -1. */

@@ -240,7 +240,7 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 	const struct http_msg *m = ex->req;
 	const char *connection = http_msg_connection_options(m);
 	const char *method = http_msg_method(m);
-	struct evbuffer *out = evbuffer_new();
+	struct evbuffer *out = conn_buffer_get(ex->c);
 	struct http_headbuf hb;
 	int has_auth = 0;
 
@@ -288,7 +288,7 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 	}
 	http_headbuf_add(&hb, "\r\n", 2);
 	if (http_headbuf_flush(&hb) < 0) {
-		evbuffer_free(out);
+		conn_buffer_put(ex->c, out);
 		return NULL;
 	}
 	if (blen)
@@ -782,7 +782,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		return start_sse(ex);
 	if (!bodyless && (is_media(ct, "application/json") || (ct && strstr(ct, "+json")))) {
 		ex->mode = RESP_JSON;
-		ex->json_buf = evbuffer_new();
+		ex->json_buf = conn_buffer_get(ex->c);
 		return ex->json_buf ? 0 : -1;
 	}
 	if (ex->answers && status == 202) {
@@ -1136,7 +1136,7 @@ static void forward(struct exchange *ex, const struct route *rt, struct evbuffer
 	if (ex->body) {
 		int rc = inspect_request_body(ex, body, &send);
 		if (rc != 0) {
-			evbuffer_free(body);
+			conn_buffer_put(ex->c, body);
 			if (rc > 0)
 				reply_answers(ex);
 			else
@@ -1145,7 +1145,7 @@ static void forward(struct exchange *ex, const struct route *rt, struct evbuffer
 		}
 	}
 	struct evbuffer *request = build_request(ex, rt->target, send);
-	evbuffer_free(body);
+	conn_buffer_put(ex->c, body);
 	if (!request) {
 		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;
@@ -1192,7 +1192,7 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 	forward(ex, &rt, body);
 	return ex;
 done:
-	evbuffer_free(body);
+	conn_buffer_put(c, body);
 	return ex;
 }
 
@@ -1276,14 +1276,13 @@ static void http_free(struct exchange *ex, const char *client_error)
 	transport_sse_free(ex->xlate, client_error);
 	/* Freeing an unfinished upstream request closes its connection: that
 	 * is how a client that left cancels its request upstream. */
-	upstream_req_free(ex->ur);
+	conn_buffer_put(ex->c, upstream_req_release(ex->ur));
 	if (ex->keepalive)
 		event_free(ex->keepalive);
 	sse_reader_free(ex->sse);
 	if (ex->scratch)
 		evbuffer_free(ex->scratch);
-	if (ex->json_buf)
-		evbuffer_free(ex->json_buf);
+	conn_buffer_put(ex->c, ex->json_buf);
 	if (ex->resp_headers)
 		evbuffer_free(ex->resp_headers);
 	json_decref(ex->body);

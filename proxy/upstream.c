@@ -656,8 +656,15 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
 
 void upstream_req_free(struct upstream_req *r)
 {
+	struct evbuffer *request = upstream_req_release(r);
+	if (request)
+		evbuffer_free(request);
+}
+
+struct evbuffer *upstream_req_release(struct upstream_req *r)
+{
 	if (!r)
-		return;
+		return NULL;
 	if (r->uc) {
 		struct upconn *uc = r->uc;
 		const struct http_msg *m = http_parser_msg(uc->parser);
@@ -674,9 +681,9 @@ void upstream_req_free(struct upstream_req *r)
 		event_del(r->timer);
 	if (r->kick)
 		event_del(r->kick);
-	if (r->request)
-		evbuffer_free(r->request);
+	struct evbuffer *request = r->request;
 	free(r);
+	return request;
 }
 
 void upstream_req_pause(struct upstream_req *r)

@@ -62,6 +62,9 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
  * unfinished one is closed (that is how a cancel reaches the server).
  * No callback runs after this. Accepts NULL. */
 void upstream_req_free(struct upstream_req *r);
+/* The same, but the request buffer is handed back (owned by the caller,
+ * possibly not empty) instead of freed, for reuse. NULL for r NULL. */
+struct evbuffer *upstream_req_release(struct upstream_req *r);
 
 /* Backpressure: stop / resume reading the response. */
 void upstream_req_pause(struct upstream_req *r);
