@@ -805,16 +805,13 @@ void conn_buffer_put(struct conn *c, struct evbuffer *buf)
 		evbuffer_free(buf);
 }
 
-int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
-                    int64_t content_length)
+/* The framing lines after the head's own (Content-Length, chunked,
+ * Connection) and the blank line, into tail; notes the reply as begun.
+ * Returns the length of tail, or -1 when no head may be written. */
+static long reply_framing(struct conn *c, int status, int64_t content_length, char *tail)
 {
-	struct evbuffer *out = c->staged;
-	size_t before = evbuffer_get_length(out);
 	int version = c->req_version == 10 ? 10 : 11;
 	int no_body = status < 200 || status == 204 || status == 304;
-	/* The framing lines after the upstream's: the head goes out in one
-	 * add (each add is a chain lookup and a callback check). */
-	char tail[HTTP_RESP_CL_LINE_MAX + 64];
 	size_t t = 0;
 
 	if (c->replied || c->aborting)
@@ -845,9 +842,16 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 		t += 24;
 	}
 	memcpy(tail + t, "\r\n", 2);
-	t += 2;
-	http_resp_head(out, version, status, headers, tail, t);
-	c->bytes_out += evbuffer_get_length(out) - before;
+	return (long)(t + 2);
+}
+
+/* The head is in staged (from byte before on). */
+static void reply_head_written(struct conn *c, int status, int64_t content_length,
+                               size_t before)
+{
+	int no_body = status < 200 || status == 204 || status == 304;
+
+	c->bytes_out += evbuffer_get_length(c->staged) - before;
 	/* A reply of known length is written with its body; a stream's head
 	 * goes this turn: the client may wait for it long before the first
 	 * event. */
@@ -856,6 +860,44 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 		flush_soon(c);
 	else if (no_body)
 		flush(c);
+}
+
+/* The framing lines after the upstream's: the head goes out in one add
+ * (each add is a chain lookup and a callback check). */
+#define CONN_TAIL_MAX (HTTP_RESP_CL_LINE_MAX + 64)
+
+int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
+                    int64_t content_length)
+{
+	size_t before = evbuffer_get_length(c->staged);
+	char tail[CONN_TAIL_MAX];
+	long t = reply_framing(c, status, content_length, tail);
+
+	if (t < 0)
+		return -1;
+	http_resp_head(c->staged, c->req_version == 10 ? 10 : 11, status, headers, tail,
+	               (size_t)t);
+	reply_head_written(c, status, content_length, before);
+	return 0;
+}
+
+int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
+                       int64_t content_length)
+{
+	size_t before = evbuffer_get_length(c->staged);
+	char tail[CONN_TAIL_MAX];
+	long t = reply_framing(c, status, content_length, tail);
+	struct http_headbuf hb;
+
+	if (t < 0)
+		return -1;
+	http_headbuf_init(&hb, c->staged);
+	http_headbuf_status_line(&hb, c->req_version == 10 ? 10 : 11, status);
+	if (put)
+		put(&hb, arg);
+	http_headbuf_add(&hb, tail, (size_t)t);
+	http_headbuf_flush(&hb);
+	reply_head_written(c, status, content_length, before);
 	return 0;
 }
 

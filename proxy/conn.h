@@ -63,6 +63,13 @@ void conn_buffer_put(struct conn *c, struct evbuffer *buf);
  * (chunked to HTTP/1.1 clients). Returns 0 or -1. */
 int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
                     int64_t content_length);
+/* The same, with the header lines written by put (NULL: none) straight
+ * into the head, between the status line and the framing lines: no
+ * evbuffer to stage them in. put runs before this returns; arg is its. */
+struct http_headbuf;
+typedef void conn_head_fn(struct http_headbuf *hb, void *arg);
+int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
+                       int64_t content_length);
 /* Whether the head was written (after that, errors can only abort). */
 int conn_replied(const struct conn *c);
 int conn_reply_status(const struct conn *c);

@@ -70,7 +70,12 @@ struct exchange {
 	json_t *body;                       /* owned: parsed POST body, or NULL */
 	int answered;                       /* the request's response crossed in the SSE reply */
 	json_t *answers;                    /* owned: hook answers to merge, or NULL */
-	struct evbuffer *resp_headers;      /* owned: filtered upstream headers */
+	/* The upstream's response head, its headers forwarded (filtered)
+	 * into the client's head as it is written: no evbuffer to stage them.
+	 * Borrowed: ex->ur's connection's parser, which keeps the head until
+	 * ex->ur is freed (in http_free, after every reply is written). NULL:
+	 * no upstream headers to forward. */
+	const struct http_msg *resp;
 	struct evbuffer *json_buf;          /* owned: JSON reply being collected */
 	struct sse_reader *sse;             /* owned */
 	struct evbuffer *scratch;           /* owned: one re-framed SSE block */
@@ -371,27 +376,33 @@ static int forwardable_response_header(enum http_hdr_id id, const char *name, si
 	       id != HH_X_ACCEL_BUFFERING;
 }
 
-static struct evbuffer *filter_response_headers(const struct http_msg *m)
+/* conn_head_fn: the upstream's forwardable header lines (ex->resp), and
+ * for a re-framed SSE stream the line that lets events through
+ * nginx-style buffering intermediaries. */
+static void put_response_headers(struct http_headbuf *hb, void *arg)
 {
+	const struct exchange *ex = arg;
+	const struct http_msg *m = ex->resp;
+
+	if (!m)
+		return;
 	const char *connection = http_msg_connection_options(m);
-	struct evbuffer *h = evbuffer_new();
-	struct http_headbuf hb;
-	if (!h)
-		return NULL;
-	http_headbuf_init(&hb, h);
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
 		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
 			break;
 		if (forwardable_response_header(http_msg_header_id(m, i), n, nl, connection))
-			http_headbuf_header(&hb, n, nl, v, vl);
+			http_headbuf_header(hb, n, nl, v, vl);
 	}
-	if (http_headbuf_flush(&hb) < 0) {
-		evbuffer_free(h);
-		return NULL;
-	}
-	return h;
+	if (ex->mode == RESP_SSE)
+		http_headbuf_add(hb, "X-Accel-Buffering: no\r\n", 23);
+}
+
+/* The client's head, with the upstream's headers. */
+static int reply_head(struct exchange *ex, int status, int64_t content_length)
+{
+	return conn_reply_head_fn(ex->c, status, put_response_headers, ex, content_length);
 }
 
 static void check_backpressure(struct exchange *ex)
@@ -605,9 +616,8 @@ static int start_sse(struct exchange *ex)
 	ex->scratch = evbuffer_new();
 	if (!ex->sse || !ex->scratch)
 		return -1;
-	/* Tell nginx-style buffering intermediaries to let events through. */
-	evbuffer_add_printf(ex->resp_headers, "X-Accel-Buffering: no\r\n");
-	if (conn_reply_head(ex->c, ex->up_status, ex->resp_headers, -1) < 0)
+	/* put_response_headers adds X-Accel-Buffering: no. */
+	if (reply_head(ex, ex->up_status, -1) < 0)
 		return -1;
 	ex->last_write_us = mono_us();
 	if (ex->answers) {
@@ -633,7 +643,7 @@ static int json_to_raw(struct exchange *ex)
 	log_msg(LOG_WARN, "#%llu reply from %s over %zu bytes: passed through without inspection",
 	        ex->where.conn_id, ex->uc->name, ex->ctx->cfg->limits.max_body_bytes);
 	ex->mode = RESP_RAW;
-	if (conn_reply_head(ex->c, ex->up_status, ex->resp_headers, ex->up_length) < 0)
+	if (reply_head(ex, ex->up_status, ex->up_length) < 0)
 		return -1;
 	return conn_reply_body_buffer(ex->c, ex->json_buf);
 }
@@ -677,7 +687,7 @@ static void finish_json(struct exchange *ex)
 		/* JSON, but no JSON-RPC message to inspect: as it came. */
 		json_decref(reply);
 		reply = NULL;
-		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)len);
+		reply_head(ex, ex->up_status, (int64_t)len);
 		conn_reply_body_buffer(ex->c, ex->json_buf);
 		conn_reply_end(ex->c);
 		return;
@@ -694,12 +704,12 @@ static void finish_json(struct exchange *ex)
 		modified = 1;
 	}
 	if (!modified) {
-		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)len);
+		reply_head(ex, ex->up_status, (int64_t)len);
 		conn_reply_body_buffer(ex->c, ex->json_buf);
 	} else {
 		char *s = json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		size_t n = s ? strlen(s) : 0;
-		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)n);
+		reply_head(ex, ex->up_status, (int64_t)n);
 		conn_reply_body(ex->c, s, n);
 		free(s);
 	}
@@ -772,9 +782,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		ex->mode = RESP_LOCAL;
 		return 0;
 	}
-	ex->resp_headers = filter_response_headers(resp);
-	if (!ex->resp_headers)
-		return -1;
+	ex->resp = resp;
 	int head = strcmp(http_msg_method(ex->req), "HEAD") == 0;
 	int bodyless = head || status == 204 || status == 304 || ex->up_length == 0;
 
@@ -792,7 +800,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		return 0;
 	}
 	ex->mode = RESP_RAW;
-	return conn_reply_head(ex->c, status, ex->resp_headers, ex->up_length);
+	return reply_head(ex, status, ex->up_length);
 }
 
 /* An upstream event over limits.max_sse_event_bytes: it cannot be passed
@@ -867,7 +875,7 @@ static void up_on_done(void *arg)
 		break;
 	default:
 		if (!conn_replied(ex->c))
-			conn_reply_head(ex->c, ex->up_status, ex->resp_headers, 0);
+			reply_head(ex, ex->up_status, 0);
 		conn_reply_end(ex->c);
 		break;
 	}
@@ -1283,8 +1291,6 @@ static void http_free(struct exchange *ex, const char *client_error)
 	if (ex->scratch)
 		evbuffer_free(ex->scratch);
 	conn_buffer_put(ex->c, ex->json_buf);
-	if (ex->resp_headers)
-		evbuffer_free(ex->resp_headers);
 	json_decref(ex->body);
 	json_decref(ex->answers);
 	ex->magic = 0;
