@@ -57,6 +57,10 @@ struct upstream {
 	struct upconn *idle;                   /* owned list */
 	size_t nidle;
 	SSL_CTX *tls;                          /* owned, for https upstreams */
+	/* A freed request's memory, for the next one: a calloc and a free
+	 * fewer per call (~250 instructions). One is enough: a worker's
+	 * requests to one upstream mostly come one after another. */
+	struct upstream_req *spare;            /* owned, or NULL */
 };
 
 /* Written by this worker only; the admin endpoint reads it as a gauge. */
@@ -579,6 +583,7 @@ void upstream_free(struct upstream *u)
 		upconn_free(uc);
 	}
 	tls_ctx_free(u->tls);
+	free(u->spare);
 	free(u);
 }
 
@@ -617,7 +622,13 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
                                       int head_only, const struct upstream_req_cbs *cbs,
                                       void *arg)
 {
-	struct upstream_req *r = calloc(1, sizeof(*r));
+	struct upstream_req *r = u->spare;
+	if (r) {
+		u->spare = NULL;
+		memset(r, 0, sizeof(*r));
+	} else {
+		r = calloc(1, sizeof(*r));
+	}
 	if (!r) {
 		evbuffer_free(request);
 		return NULL;
@@ -682,7 +693,11 @@ struct evbuffer *upstream_req_release(struct upstream_req *r)
 	if (r->kick)
 		event_del(r->kick);
 	struct evbuffer *request = r->request;
-	free(r);
+	struct upstream *u = r->up;
+	if (!u->spare)
+		u->spare = r; /* its events are deleted: nothing refers to it */
+	else
+		free(r);
 	return request;
 }
 
