@@ -487,7 +487,7 @@ static void dispatch(struct conn *c)
 	c->state = CONN_BUSY;
 	event_del(c->deadline);
 	c->req_version = http_msg_version(m);
-	c->req_head = strcmp(http_msg_method(m), "HEAD") == 0;
+	c->req_head = http_msg_method_id(m) == HM_HEAD;
 	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining;
 	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
 	c->body = conn_buffer_get(c);

@@ -286,8 +286,8 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 		http_headbuf_header(&hb, "Authorization", 13, ex->uc->basic_auth,
 		                    strlen(ex->uc->basic_auth));
 	size_t blen = body ? evbuffer_get_length(body) : 0;
-	if (blen || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-	    strcmp(method, "PATCH") == 0) {
+	enum http_method_id mid = http_msg_method_id(m);
+	if (blen || mid == HM_POST || mid == HM_PUT || mid == HM_PATCH) {
 		char line[HTTP_RESP_CL_LINE_MAX];
 		http_headbuf_add(&hb, line, http_resp_content_length_line(line, blen));
 	}
@@ -734,7 +734,7 @@ static void note_session_end(struct exchange *ex, int status)
 	if (!sid)
 		return;
 	if (status == 404 ||
-	    (strcmp(ex->where.http_method, "DELETE") == 0 && status >= 200 && status < 300))
+	    (http_msg_method_id(ex->req) == HM_DELETE && status >= 200 && status < 300))
 		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
 }
 
@@ -783,7 +783,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		return 0;
 	}
 	ex->resp = resp;
-	int head = strcmp(http_msg_method(ex->req), "HEAD") == 0;
+	int head = http_msg_method_id(ex->req) == HM_HEAD;
 	int bodyless = head || status == 204 || status == 304 || ex->up_length == 0;
 
 	if (!bodyless && is_media(ct, "text/event-stream"))
@@ -1020,7 +1020,7 @@ static struct exchange *delegate(struct exchange *ex, size_t up, struct evbuffer
 	ex->where.upstream = ex->uc->name;
 	ex->mode = RESP_LOCAL;
 	if (authenticate(ex) < 0 ||
-	    (strcmp(http_msg_method(ex->req), "POST") == 0 && parse_post(ex, body) < 0)) {
+	    (http_msg_method_id(ex->req) == HM_POST && parse_post(ex, body) < 0)) {
 		evbuffer_free(body);
 		return ex;
 	}
@@ -1119,7 +1119,7 @@ static int session_over_cap(struct exchange *ex)
 	if (ex->is_stream) {
 		ex->slot_kind = SESSLIMIT_STREAM;
 		cap = cfg->limits.max_streams_per_session;
-	} else if (strcmp(http_msg_method(ex->req), "POST") == 0 && body_has_request(ex)) {
+	} else if (http_msg_method_id(ex->req) == HM_POST && body_has_request(ex)) {
 		ex->slot_kind = SESSLIMIT_INFLIGHT;
 		cap = cfg->limits.max_inflight_per_session;
 	} else {
@@ -1138,7 +1138,6 @@ static int session_over_cap(struct exchange *ex)
 /* Hooks, then upstream. body is stolen. */
 static void forward(struct exchange *ex, const struct route *rt, struct evbuffer *body)
 {
-	const char *method = http_msg_method(ex->req);
 	struct evbuffer *send = body;
 
 	if (ex->body) {
@@ -1158,7 +1157,8 @@ static void forward(struct exchange *ex, const struct route *rt, struct evbuffer
 		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
-	ex->ur = upstream_req_new(ex->up, request, strcmp(method, "HEAD") == 0, &up_cbs, ex);
+	ex->ur = upstream_req_new(ex->up, request, http_msg_method_id(ex->req) == HM_HEAD, &up_cbs,
+	                          ex);
 	if (!ex->ur)
 		upstream_failed(ex, 502, "cannot start the upstream request");
 }
@@ -1181,9 +1181,9 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		return delegate(ex, rt.up, body);
 	if (admit(ex, &rt) < 0)
 		goto done;
-	const char *method = http_msg_method(req);
-	ex->is_stream = ex->is_mcp && strcmp(method, "GET") == 0;
-	if (ex->is_mcp && strcmp(method, "POST") == 0 && parse_post(ex, body) < 0)
+	enum http_method_id method = http_msg_method_id(req);
+	ex->is_stream = ex->is_mcp && method == HM_GET;
+	if (ex->is_mcp && method == HM_POST && parse_post(ex, body) < 0)
 		goto done;
 	/* The hooks learn the era from the body, not from headers alone. */
 	const char *version = NULL;
