@@ -153,6 +153,36 @@ static void test_big_payload_in_few_reads(void **state)
 	teardown(&f);
 }
 
+/* A wake-up's first read takes under 8 KiB (a small chain, cheap to get
+ * and free), and when it fills, the next reads of the same wake-up take
+ * more: 20,000 bytes waiting arrive in two reads. */
+static void test_small_first_read_then_larger(void **state)
+{
+	struct fixture f;
+	enum { TOTAL = 20000 };
+	char *payload = malloc(TOTAL);
+	(void)state;
+	assert_non_null(payload);
+	for (size_t i = 0; i < TOTAL; i++)
+		payload[i] = (char)('a' + i % 26);
+	setup_pair(&f, 1);
+	assert_int_equal(write(f.peer, payload, TOTAL), TOTAL);
+	for (int i = 0; i < 50 && input_len(&f) < TOTAL; i++)
+		run_for(&f, 20);
+	assert_int_equal(input_len(&f), TOTAL);
+	struct evbuffer_iovec v[4];
+	int n = evbuffer_peek(bufferevent_get_input(f.bev), -1, NULL, v, 4);
+	assert_int_equal(n, 2);
+	assert_true(v[0].iov_len < 8192);
+	assert_int_equal(v[0].iov_len + v[1].iov_len, TOTAL);
+	size_t bytes, reads;
+	sockread_stats(f.sr, &bytes, &reads);
+	assert_int_equal(reads, 2);
+	assert_memory_equal(evbuffer_pullup(bufferevent_get_input(f.bev), -1), payload, TOTAL);
+	free(payload);
+	teardown(&f);
+}
+
 static void test_eof_disables_and_reports(void **state)
 {
 	struct fixture f;
@@ -282,6 +312,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bytes_reach_input_and_read_cb),
 		cmocka_unit_test(test_big_payload_in_few_reads),
+		cmocka_unit_test(test_small_first_read_then_larger),
 		cmocka_unit_test(test_eof_disables_and_reports),
 		cmocka_unit_test(test_reset_is_an_error),
 		cmocka_unit_test(test_timeout_disables_and_reports),
