@@ -839,7 +839,9 @@ void conn_buffer_put(struct conn *c, struct evbuffer *buf)
 	/* Drained here: a spare is always empty. Chains still referenced
 	 * elsewhere (evbuffer_add_buffer_reference) live on by their own
 	 * count. */
-	evbuffer_drain(buf, evbuffer_get_length(buf));
+	size_t len = evbuffer_get_length(buf);
+	if (len)
+		evbuffer_drain(buf, len);
 	if (c->nspare < CONN_SPARE_BUFFERS)
 		c->spare[c->nspare++] = buf;
 	else

@@ -15,6 +15,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +78,6 @@ struct upstream_req {
 	void *arg;
 	struct event *timer;            /* -> timer_ev: request deadline */
 	struct event *kick;             /* -> kick_ev: deferred start/resume/error */
-	/* In the request, not allocated: two mallocs and frees fewer per call. */
-	struct event timer_ev, kick_ev;
 	enum upstream_err pending_err;  /* error to deliver from kick */
 	const char *pending_detail;
 	int head_only;
@@ -91,6 +90,12 @@ struct upstream_req {
 	int paused;
 	short held_event;               /* a close that arrived while paused */
 	int streaming;
+	/* Last, so that a reused request (upstream->spare) is cleared up to
+	 * them: they stay assigned to it (same base, same callbacks, same
+	 * argument), an event_assign fewer each per call. In the request,
+	 * not allocated: two mallocs and frees fewer per call. */
+	int assigned;                   /* timer_ev and kick_ev are assigned */
+	struct event timer_ev, kick_ev;
 };
 
 static const struct http_parser_cbs upconn_parser_cbs;
@@ -625,7 +630,7 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
 	struct upstream_req *r = u->spare;
 	if (r) {
 		u->spare = NULL;
-		memset(r, 0, sizeof(*r));
+		memset(r, 0, offsetof(struct upstream_req, assigned));
 	} else {
 		r = calloc(1, sizeof(*r));
 	}
@@ -639,11 +644,13 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
 	r->arg = arg;
 	r->head_only = head_only;
 	r->replayable = request_replayable(request);
-	if (evtimer_assign(&r->timer_ev, u->ctx->base, req_timer_cb, r) < 0 ||
-	    event_assign(&r->kick_ev, u->ctx->base, -1, 0, req_kick_cb, r) < 0) {
+	if (!r->assigned &&
+	    (evtimer_assign(&r->timer_ev, u->ctx->base, req_timer_cb, r) < 0 ||
+	     event_assign(&r->kick_ev, u->ctx->base, -1, 0, req_kick_cb, r) < 0)) {
 		upstream_req_free(r);
 		return NULL;
 	}
+	r->assigned = 1;
 	r->timer = &r->timer_ev;
 	r->kick = &r->kick_ev;
 	struct upconn *uc = pool_get(u);
