@@ -239,24 +239,20 @@ static int configured_header(const struct px_upstream_conf *uc, const char *name
 	return 0;
 }
 
-static struct evbuffer *build_request(struct exchange *ex, const char *target,
-                                      struct evbuffer *body)
+/* The upstream request's head, for a body of blen bytes, into hb. */
+static void build_head(struct exchange *ex, const char *target, size_t blen,
+                       struct http_headbuf *hb)
 {
 	const struct http_msg *m = ex->req;
 	const char *connection = http_msg_connection_options(m);
 	const char *method = http_msg_method(m);
-	struct evbuffer *out = conn_buffer_get(ex->c);
-	struct http_headbuf hb;
 	int has_auth = 0;
 
-	if (!out)
-		return NULL;
-	http_headbuf_init(&hb, out);
-	http_headbuf_add(&hb, method, strlen(method));
-	http_headbuf_add(&hb, " ", 1);
-	http_headbuf_add(&hb, target, strlen(target));
-	http_headbuf_add(&hb, " HTTP/1.1\r\n", 11);
-	http_headbuf_header(&hb, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
+	http_headbuf_add(hb, method, strlen(method));
+	http_headbuf_add(hb, " ", 1);
+	http_headbuf_add(hb, target, strlen(target));
+	http_headbuf_add(hb, " HTTP/1.1\r\n", 11);
+	http_headbuf_header(hb, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
@@ -274,31 +270,23 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 				continue;
 			has_auth = 1;
 		}
-		http_headbuf_header(&hb, n, nl, v, vl);
+		http_headbuf_header(hb, n, nl, v, vl);
 	}
 	for (size_t i = 0; i < ex->uc->nheaders; i++) {
 		const struct px_header *h = &ex->uc->headers[i];
 		if (header_is(h->name, strlen(h->name), "authorization"))
 			has_auth = 1;
-		http_headbuf_header(&hb, h->name, strlen(h->name), h->value, strlen(h->value));
+		http_headbuf_header(hb, h->name, strlen(h->name), h->value, strlen(h->value));
 	}
 	if (ex->uc->basic_auth && !has_auth)
-		http_headbuf_header(&hb, "Authorization", 13, ex->uc->basic_auth,
+		http_headbuf_header(hb, "Authorization", 13, ex->uc->basic_auth,
 		                    strlen(ex->uc->basic_auth));
-	size_t blen = body ? evbuffer_get_length(body) : 0;
 	enum http_method_id mid = http_msg_method_id(m);
 	if (blen || mid == HM_POST || mid == HM_PUT || mid == HM_PATCH) {
 		char line[HTTP_RESP_CL_LINE_MAX];
-		http_headbuf_add(&hb, line, http_resp_content_length_line(line, blen));
+		http_headbuf_add(hb, line, http_resp_content_length_line(line, blen));
 	}
-	http_headbuf_add(&hb, "\r\n", 2);
-	if (http_headbuf_flush(&hb) < 0) {
-		conn_buffer_put(ex->c, out);
-		return NULL;
-	}
-	if (blen)
-		evbuffer_add_buffer(out, body);
-	return out;
+	http_headbuf_add(hb, "\r\n", 2);
 }
 
 /* ---- replies -------------------------------------------------------------- */
@@ -1135,6 +1123,37 @@ static int session_over_cap(struct exchange *ex)
 	return 1;
 }
 
+/* Starts the upstream request: head and body (send, stolen). A head that
+ * fits the upstream request's own room goes there, and the body alone is
+ * handed over; a larger one is gathered in an evbuffer with the body
+ * behind it. Returns 0, or -1 when out of memory. */
+static int start_upstream(struct exchange *ex, const char *target, struct evbuffer *send)
+{
+	int head_only = http_msg_method_id(ex->req) == HM_HEAD;
+	struct evbuffer *spill = conn_buffer_get(ex->c);
+	struct http_headbuf hb;
+
+	if (!spill) {
+		conn_buffer_put(ex->c, send);
+		return -1;
+	}
+	http_headbuf_init(&hb, spill);
+	build_head(ex, target, evbuffer_get_length(send), &hb);
+	if (!hb.err && evbuffer_get_length(spill) == 0 && hb.len <= UPSTREAM_HEAD_MAX) {
+		conn_buffer_put(ex->c, spill);
+		ex->ur = upstream_req_new_split(ex->up, hb.buf, hb.len, send, head_only, &up_cbs, ex);
+		return 0;
+	}
+	if (http_headbuf_flush(&hb) < 0 || evbuffer_add_buffer(spill, send) < 0) {
+		conn_buffer_put(ex->c, spill);
+		conn_buffer_put(ex->c, send);
+		return -1;
+	}
+	conn_buffer_put(ex->c, send);
+	ex->ur = upstream_req_new(ex->up, spill, head_only, &up_cbs, ex);
+	return 0;
+}
+
 /* Hooks, then upstream. body is stolen. */
 static void forward(struct exchange *ex, const struct route *rt, struct evbuffer *body)
 {
@@ -1151,14 +1170,12 @@ static void forward(struct exchange *ex, const struct route *rt, struct evbuffer
 			return;
 		}
 	}
-	struct evbuffer *request = build_request(ex, rt->target, send);
-	conn_buffer_put(ex->c, body);
-	if (!request) {
+	/* send is body (inspect_request_body re-serialises in place). */
+	assert(send == body);
+	if (start_upstream(ex, rt->target, send) < 0) {
 		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
-	ex->ur = upstream_req_new(ex->up, request, http_msg_method_id(ex->req) == HM_HEAD, &up_cbs,
-	                          ex);
 	if (!ex->ur)
 		upstream_failed(ex, 502, "cannot start the upstream request");
 }

@@ -73,6 +73,9 @@ static void set_nidle(struct upstream *u, size_t n)
 struct upstream_req {
 	struct upstream *up;            /* borrowed */
 	struct upconn *uc;              /* owned while attached */
+	/* The request is head[0..head_len) (0: none apart) then request's
+	 * bytes; both kept for one retry. */
+	size_t head_len;
 	struct evbuffer *request;       /* owned; kept for one retry */
 	const struct upstream_req_cbs *cbs;
 	void *arg;
@@ -97,6 +100,7 @@ struct upstream_req {
 	 * not allocated: two mallocs and frees fewer per call. */
 	int assigned;                   /* timer_ev and kick_ev are assigned */
 	struct event timer_ev, kick_ev;
+	char head[UPSTREAM_HEAD_MAX];
 };
 
 static const struct http_parser_cbs upconn_parser_cbs;
@@ -292,19 +296,22 @@ static void req_complete(struct upstream_req *r)
  * epoll_wait per request, for a request that fits the socket buffer
  * anyway. Returns the bytes sent (the request is left intact, for a
  * retry), 0 when the bufferevent should do it all. */
-static size_t send_now(struct upconn *uc, struct evbuffer *request)
+static size_t send_now(struct upconn *uc, struct upstream_req *r)
 {
 	struct evbuffer_iovec v[16];
-	struct iovec iov[16];
+	struct iovec iov[17];
+	int h = r->head_len > 0;
 
 	if (!uc->connected || uc->up->tls)
 		return 0;
-	int n = evbuffer_peek(request, -1, NULL, v, 16);
-	if (n <= 0 || n > 16)
+	int n = evbuffer_peek(r->request, -1, NULL, v, 16);
+	if (n < 0 || n > 16 || n + h == 0)
 		return 0;
+	if (h)
+		iov[0] = (struct iovec){r->head, r->head_len};
 	for (int i = 0; i < n; i++)
-		iov[i] = (struct iovec){v[i].iov_base, v[i].iov_len};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		iov[h + i] = (struct iovec){v[i].iov_base, v[i].iov_len};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)(h + n)};
 	ssize_t w = sendmsg(bufferevent_getfd(uc->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	/* An error is left for the bufferevent to meet and report. */
 	return w > 0 ? (size_t)w : 0;
@@ -316,17 +323,23 @@ static int req_attach(struct upstream_req *r, struct upconn *uc)
 	uc->req = r;
 	uc->uses++;
 	bufferevent_setcb(uc->bev, upstream_read_cb, NULL, upstream_event_cb, uc);
-	size_t sent = send_now(uc, r->request);
-	if (sent == evbuffer_get_length(r->request)) {
+	size_t sent = send_now(uc, r);
+	if (sent == r->head_len + evbuffer_get_length(r->request)) {
 		/* All sent: enabling EV_WRITE would register for writability
 		 * (libevent adds the event whether or not output is pending). */
 		if (sockread_enabled(uc->rd))
 			return 0; /* a pooled connection reads already */
 		return sockread_enable(uc->rd);
 	}
-	/* A reference, not a copy: the request stays intact for a retry. What
-	 * went out already is drained from the reference only. */
+	/* The rest of the head copied; the body by reference, not a copy: the
+	 * request stays intact for a retry. What went out already is drained
+	 * from the reference only (out is empty before: a fresh or pooled
+	 * connection). */
 	struct evbuffer *out = bufferevent_get_output(uc->bev);
+	size_t in_head = sent < r->head_len ? sent : r->head_len;
+	if (r->head_len > in_head && evbuffer_add(out, r->head + in_head, r->head_len - in_head) < 0)
+		return -1;
+	sent -= in_head;
 	if (evbuffer_add_buffer_reference(out, r->request) < 0 ||
 	    (sent && evbuffer_drain(out, sent) < 0))
 		return -1;
@@ -611,15 +624,20 @@ size_t upstream_idle_count(const struct upstream *u)
 
 /* RFC 9110 §9.2.2: the methods a client may repeat without changing the
  * outcome. The request line is at the start of the buffer. */
-static int request_replayable(struct evbuffer *request)
+static int request_replayable(const struct upstream_req *r)
 {
 	static const char *const idempotent[] = {"GET ", "HEAD ", "OPTIONS ", "DELETE ", "PUT ",
 	                                         NULL};
 	char line[8];
-	ev_ssize_t n = evbuffer_copyout(request, line, sizeof(line));
+	size_t n = r->head_len < sizeof(line) ? r->head_len : sizeof(line);
+	memcpy(line, r->head, n);
+	if (n < sizeof(line)) {
+		ev_ssize_t k = evbuffer_copyout(r->request, line + n, sizeof(line) - n);
+		n += k > 0 ? (size_t)k : 0;
+	}
 	for (size_t i = 0; n > 0 && idempotent[i]; i++) {
 		size_t len = strlen(idempotent[i]);
-		if ((size_t)n >= len && memcmp(line, idempotent[i], len) == 0)
+		if (n >= len && memcmp(line, idempotent[i], len) == 0)
 			return 1;
 	}
 	return 0;
@@ -629,6 +647,14 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
                                       int head_only, const struct upstream_req_cbs *cbs,
                                       void *arg)
 {
+	return upstream_req_new_split(u, NULL, 0, request, head_only, cbs, arg);
+}
+
+struct upstream_req *upstream_req_new_split(struct upstream *u, const char *head,
+                                            size_t head_len, struct evbuffer *request,
+                                            int head_only, const struct upstream_req_cbs *cbs,
+                                            void *arg)
+{
 	struct upstream_req *r = u->spare;
 	if (r) {
 		u->spare = NULL;
@@ -636,16 +662,23 @@ struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *reque
 	} else {
 		r = calloc(1, sizeof(*r));
 	}
-	if (!r) {
+	if (!r || head_len > sizeof(r->head)) {
+		if (r && !u->spare)
+			u->spare = r;
+		else
+			free(r);
 		evbuffer_free(request);
 		return NULL;
 	}
 	r->up = u;
+	if (head_len)
+		memcpy(r->head, head, head_len);
+	r->head_len = head_len;
 	r->request = request;
 	r->cbs = cbs;
 	r->arg = arg;
 	r->head_only = head_only;
-	r->replayable = request_replayable(request);
+	r->replayable = request_replayable(r);
 	if (!r->assigned &&
 	    (evtimer_assign(&r->timer_ev, u->ctx->base, req_timer_cb, r) < 0 ||
 	     event_assign(&r->kick_ev, u->ctx->base, -1, 0, req_kick_cb, r) < 0)) {
