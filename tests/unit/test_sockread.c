@@ -253,6 +253,30 @@ static void test_timeout_disables_and_reports(void **state)
 	teardown(&f);
 }
 
+/* Every read moves the timeout on: bytes every 100 ms for longer than the
+ * 300 ms timeout, and it does not fire; once they stop, it does, not
+ * before 300 ms after the last. */
+static void test_reads_move_the_timeout_on(void **state)
+{
+	struct fixture f;
+	struct timeval tv = {0, 300 * 1000};
+	(void)state;
+	setup_pair(&f, 1);
+	sockread_set_timeouts(f.sr, &tv, NULL);
+	for (int i = 0; i < 6; i++) {
+		run_for(&f, 100);
+		assert_int_equal(write(f.peer, "x", 1), 1);
+	}
+	run_for(&f, 150);
+	assert_int_equal(input_len(&f), 6);
+	assert_int_equal(f.event_calls, 0);
+	run_for(&f, 5000);
+	assert_int_equal(f.event_calls, 1);
+	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
+	assert_false(sockread_enabled(f.sr));
+	teardown(&f);
+}
+
 /* A cleared timeout never fires, even on a read already waiting. */
 static void test_cleared_timeout_does_not_fire(void **state)
 {
@@ -316,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_eof_disables_and_reports),
 		cmocka_unit_test(test_reset_is_an_error),
 		cmocka_unit_test(test_timeout_disables_and_reports),
+		cmocka_unit_test(test_reads_move_the_timeout_on),
 		cmocka_unit_test(test_cleared_timeout_does_not_fire),
 		cmocka_unit_test(test_disabled_reads_nothing),
 		cmocka_unit_test(test_not_plain_passes_to_bufferevent),
