@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 
@@ -33,7 +34,7 @@ struct sockread {
 	int enabled;
 	int has_timeout;
 	struct timeval timeout;
-	struct timeval last;      /* loop time of the last wake-up or enable */
+	struct timeval last;      /* mono_now() of the last wake-up or enable */
 	size_t bytes, reads;
 };
 
@@ -112,6 +113,18 @@ static ssize_t read_once(struct sockread *sr, evutil_socket_t fd, struct evbuffe
 
 static void timer_ev(evutil_socket_t fd, short what, void *arg);
 
+/* A monotonic clock (the loop's cached time follows the wall clock,
+ * whose steps would move a timeout by as much). Coarse: a few
+ * instructions in the vDSO, and a timeout needs no better than the
+ * kernel's tick. */
+static void mono_now(struct timeval *tv)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	tv->tv_sec = ts.tv_sec;
+	tv->tv_usec = ts.tv_nsec / 1000;
+}
+
 /* The timeout runs from now. */
 static int arm_timer(struct sockread *sr)
 {
@@ -121,7 +134,7 @@ static int arm_timer(struct sockread *sr)
 			return -1;
 		event_priority_set(sr->timer, bufferevent_get_priority(sr->bev));
 	}
-	event_base_gettimeofday_cached(bufferevent_get_base(sr->bev), &sr->last);
+	mono_now(&sr->last);
 	return event_add(sr->timer, &sr->timeout);
 }
 
@@ -132,7 +145,7 @@ static void timer_ev(evutil_socket_t fd, short what, void *arg)
 	struct timeval now, due, left;
 	(void)fd;
 	(void)what;
-	event_base_gettimeofday_cached(bufferevent_get_base(sr->bev), &now);
+	mono_now(&now);
 	evutil_timeradd(&sr->last, &sr->timeout, &due);
 	if (evutil_timercmp(&now, &due, <)) {
 		evutil_timersub(&due, &now, &left);
@@ -151,7 +164,7 @@ static void read_ev(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	if (sr->has_timeout)
-		event_base_gettimeofday_cached(bufferevent_get_base(sr->bev), &sr->last);
+		mono_now(&sr->last);
 	/* The bufferevent keeps its input's end frozen so that only its
 	 * reader adds to it; so does this one. */
 	evbuffer_unfreeze(in, 0);
