@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <netinet/in.h>
@@ -35,6 +36,7 @@ struct server {
 	int lfd;
 	int port;
 	size_t nreqs;
+	size_t nanswers;             /* the first ones answered (0: all) */
 	size_t want[SRV_MAX_REQS];   /* each request's length */
 	char got[SRV_MAX_REQS][4096];
 };
@@ -53,6 +55,12 @@ static void *server_run(void *arg)
 			if (n <= 0)
 				goto out;
 			have += (size_t)n;
+		}
+		if (s->nanswers && i >= s->nanswers) {
+			char c;
+			while (read(fd, &c, 1) > 0)
+				; /* silent until the client gives up */
+			break;
 		}
 		if (write(fd, reply, sizeof(reply) - 1) != (ssize_t)sizeof(reply) - 1)
 			break;
@@ -83,6 +91,7 @@ struct client {
 	char body[64];
 	size_t body_len;
 	int done, failed;
+	enum upstream_err err;
 };
 
 static int on_head(void *arg, const struct http_msg *resp)
@@ -112,9 +121,9 @@ static void on_done(void *arg)
 static void on_error(void *arg, enum upstream_err err, const char *detail)
 {
 	struct client *c = arg;
-	(void)err;
 	(void)detail;
 	c->failed = 1;
+	c->err = err;
 	event_base_loopbreak(c->base);
 }
 
@@ -219,6 +228,55 @@ static void test_split_request_same_bytes(void **state)
 	assert_memory_equal(s.got[1], want, s.want[1]);
 }
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The request timeout counts from each request's start, on a reused
+ * request whose timer was added for the one before: the second request,
+ * started 100 ms after the first, times out 300 ms after its own start,
+ * not at the first one's deadline. */
+static void test_timeout_per_request_on_reuse(void **state)
+{
+	(void)state;
+	static const char head[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n";
+	struct server s = {.nreqs = 2, .nanswers = 1};
+	pthread_t t;
+	s.want[0] = s.want[1] = strlen(head);
+	server_start(&s, &t);
+
+	struct fixture f;
+	fixture_init(&f, s.port);
+	f.conf.request_timeout_ms = 300;
+	evbuffer_free(run_split(&f, head, NULL, 0));
+	struct timeval pause = {0, 100 * 1000};
+	event_base_loopexit(f.base, &pause);
+	event_base_dispatch(f.base);
+
+	struct client c = {.base = f.base};
+	double t0 = mono_ms();
+	struct upstream_req *r =
+	        upstream_req_new_split(f.u, head, strlen(head), evbuffer_new(), 0, &cbs, &c);
+	assert_non_null(r);
+	event_base_dispatch(f.base);
+	double took = mono_ms() - t0;
+	assert_true(c.failed);
+	assert_int_equal(c.err, UPSTREAM_ERR_TIMEOUT);
+	assert_true(took >= 290.0);
+	assert_true(took < 3000.0);
+	upstream_req_free(r);
+	/* The failed connection is closed from the loop (deferred free): the
+	 * server then sees EOF. */
+	event_base_loopexit(f.base, &pause);
+	event_base_dispatch(f.base);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	fixture_fini(&f);
+}
+
 /* A head larger than the room for it: refused, the body freed. */
 static void test_split_head_too_large(void **state)
 {
@@ -241,6 +299,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_request_same_bytes),
+		cmocka_unit_test(test_timeout_per_request_on_reuse),
 		cmocka_unit_test(test_split_head_too_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
