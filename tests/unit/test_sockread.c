@@ -120,16 +120,23 @@ static void test_bytes_reach_input_and_read_cb(void **state)
 	teardown(&f);
 }
 
+/* n bytes of a..z (owned). */
+static char *letters(size_t n)
+{
+	char *p = malloc(n);
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (char)('a' + i % 26);
+	return p;
+}
+
 /* A big reply comes in reads far larger than libevent's 4 KiB. */
 static void test_big_payload_in_few_reads(void **state)
 {
 	struct fixture f;
 	enum { TOTAL = 256 * 1024 };
-	char *payload = malloc(TOTAL);
+	char *payload = letters(TOTAL);
 	(void)state;
-	assert_non_null(payload);
-	for (size_t i = 0; i < TOTAL; i++)
-		payload[i] = (char)('a' + i % 26);
 	setup_pair(&f, 1);
 	nonblock(f.peer);
 	size_t sent = 0;
@@ -160,11 +167,8 @@ static void test_small_first_read_then_larger(void **state)
 {
 	struct fixture f;
 	enum { TOTAL = 20000 };
-	char *payload = malloc(TOTAL);
+	char *payload = letters(TOTAL);
 	(void)state;
-	assert_non_null(payload);
-	for (size_t i = 0; i < TOTAL; i++)
-		payload[i] = (char)('a' + i % 26);
 	setup_pair(&f, 1);
 	assert_int_equal(write(f.peer, payload, TOTAL), TOTAL);
 	for (int i = 0; i < 50 && input_len(&f) < TOTAL; i++)
@@ -230,17 +234,29 @@ static void test_reset_is_an_error(void **state)
 	teardown(&f);
 }
 
+/* A plain pair whose read timeout is ms. */
+static void setup_timeout(struct fixture *f, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	setup_pair(f, 1);
+	sockread_set_timeouts(f->sr, &tv, NULL);
+}
+
+/* The calls-th event was the read timeout, and reading stopped. */
+static void assert_timed_out(struct fixture *f, int calls)
+{
+	assert_int_equal(f->event_calls, calls);
+	assert_int_equal(f->events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
+	assert_false(sockread_enabled(f->sr));
+}
+
 static void test_timeout_disables_and_reports(void **state)
 {
 	struct fixture f;
-	struct timeval tv = {0, 50 * 1000};
 	(void)state;
-	setup_pair(&f, 1);
-	sockread_set_timeouts(f.sr, &tv, NULL);
+	setup_timeout(&f, 50);
 	run_for(&f, 5000);
-	assert_int_equal(f.event_calls, 1);
-	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
-	assert_false(sockread_enabled(f.sr));
+	assert_timed_out(&f, 1);
 	/* Enabled again, it reads (and times out again when quiet). */
 	assert_int_equal(sockread_enable(f.sr), 0);
 	assert_int_equal(write(f.peer, "x", 1), 1);
@@ -248,8 +264,7 @@ static void test_timeout_disables_and_reports(void **state)
 		run_for(&f, 20);
 	assert_int_equal(input_len(&f), 1);
 	run_for(&f, 5000);
-	assert_int_equal(f.event_calls, 2);
-	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
+	assert_timed_out(&f, 2);
 	teardown(&f);
 }
 
@@ -259,10 +274,8 @@ static void test_timeout_disables_and_reports(void **state)
 static void test_reads_move_the_timeout_on(void **state)
 {
 	struct fixture f;
-	struct timeval tv = {0, 300 * 1000};
 	(void)state;
-	setup_pair(&f, 1);
-	sockread_set_timeouts(f.sr, &tv, NULL);
+	setup_timeout(&f, 300);
 	for (int i = 0; i < 6; i++) {
 		run_for(&f, 100);
 		assert_int_equal(write(f.peer, "x", 1), 1);
@@ -271,9 +284,7 @@ static void test_reads_move_the_timeout_on(void **state)
 	assert_int_equal(input_len(&f), 6);
 	assert_int_equal(f.event_calls, 0);
 	run_for(&f, 5000);
-	assert_int_equal(f.event_calls, 1);
-	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
-	assert_false(sockread_enabled(f.sr));
+	assert_timed_out(&f, 1);
 	teardown(&f);
 }
 
