@@ -43,8 +43,9 @@ enum conn_state {
 	CONN_CLOSING,  /* last bytes queued; freed once they are written */
 };
 
-/* Three are in use at once per call (the next request's body, the
- * upstream request, the JSON reply); one more for slack. */
+/* Three are in use at once per call (the next request's body, the body
+ * the upstream request holds, the JSON reply), a fourth for a moment
+ * (transport_http's room for a head too large to keep apart). */
 #define CONN_SPARE_BUFFERS 4
 /* A pending head's room: the usual reply head is a few hundred bytes;
  * a larger one goes through staged. */
