@@ -43,6 +43,16 @@ enum conn_state {
 	CONN_CLOSING,  /* last bytes queued; freed once they are written */
 };
 
+/* Three are in use at once per call (the next request's body, the body
+ * the upstream request holds, the JSON reply), a fourth for a moment
+ * (transport_http's room for a head too large to keep apart). */
+#define CONN_SPARE_BUFFERS 4
+/* A pending head's room: the usual reply head is a few hundred bytes;
+ * a larger one goes through staged. */
+#define CONN_HEAD_MAX 1024
+/* A pending head and the first staged chains, written at once. */
+#define CONN_WRITE_IOV 8
+
 struct conn {
 	unsigned magic;
 	struct px_ctx *ctx;             /* borrowed */
@@ -53,6 +63,11 @@ struct conn {
 	int flush_due;                  /* flush_ev is active */
 	int stream_reply;               /* the reply's length is not known ahead */
 	struct event *deadline;         /* owned: header/body deadline (slowloris) */
+	int deadline_armed;             /* deadline was added since last deleted */
+	/* The head is complete: the body deadline starts, unless the body
+	 * completes in the same feed (most requests), which then costs no
+	 * event_add and event_del (~360 instructions). */
+	int body_deadline_due;
 	unsigned timeouts_ms;           /* the idle timeout set on bev, if timeouts_set */
 	int timeouts_set;
 	struct http_parser *parser;     /* owned */
@@ -83,6 +98,18 @@ struct conn {
 	 * a writability round trip (two epoll_ctl and an epoll_wait) per
 	 * reply; only what the socket does not take goes through bev. */
 	struct evbuffer *staged;        /* owned */
+	/* A reply head not yet in staged: it goes out in front of staged's
+	 * bytes in one sendmsg (flush_head), without a chain allocated and
+	 * freed in staged for it. Only on plain connections, only while
+	 * staged is empty when the head is made. */
+	size_t head_len;
+	char head[CONN_HEAD_MAX];
+	/* Empty evbuffers kept for the next request (conn_buffer_get): a
+	 * call used four, and an evbuffer_new + evbuffer_free costs ~700
+	 * instructions. Kept per connection, not per worker: MCP clients
+	 * keep their connection, and a conn needs no lock. */
+	struct evbuffer *spare[CONN_SPARE_BUFFERS]; /* owned */
+	unsigned nspare;
 	int plain;                      /* no TLS: direct writes possible */
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
@@ -164,9 +191,39 @@ static void conn_free(struct conn *c)
 		evbuffer_free(c->preload);
 	if (c->staged)
 		evbuffer_free(c->staged);
+	while (c->nspare)
+		evbuffer_free(c->spare[--c->nspare]);
 	c->magic = 0;
 	free(c);
 	px_conn_closed(ctx, slot);
+}
+
+/* The pending head, with what staged holds after it, straight to the
+ * socket when nothing is queued in bev; what the socket does not take
+ * goes back in front of staged. A write error is left for bev to meet on
+ * its own next write, as evbuffer_write's would be. */
+static void flush_head(struct conn *c, struct evbuffer *out)
+{
+	struct evbuffer_iovec v[CONN_WRITE_IOV - 1];
+	struct iovec iov[CONN_WRITE_IOV];
+	size_t len = c->head_len, sent = 0;
+
+	c->head_len = 0;
+	if (evbuffer_get_length(out) == 0) {
+		int n = evbuffer_peek(c->staged, -1, NULL, v, CONN_WRITE_IOV - 1);
+		if (n > CONN_WRITE_IOV - 1)
+			n = CONN_WRITE_IOV - 1;
+		iov[0] = (struct iovec){c->head, len};
+		for (int i = 0; i < n; i++)
+			iov[i + 1] = (struct iovec){v[i].iov_base, v[i].iov_len};
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)(n > 0 ? n : 0) + 1};
+		ssize_t w = sendmsg(bufferevent_getfd(c->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		sent = w > 0 ? (size_t)w : 0;
+	}
+	if (sent >= len)
+		evbuffer_drain(c->staged, sent - len);
+	else
+		evbuffer_prepend(c->staged, c->head + sent, len - sent);
 }
 
 /* Hands what is staged to the socket, or to bev when something is queued
@@ -175,6 +232,8 @@ static void conn_free(struct conn *c)
 static void flush(struct conn *c)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
+	if (c->head_len)
+		flush_head(c, out);
 	if (evbuffer_get_length(c->staged) == 0)
 		return;
 	if (c->plain && evbuffer_get_length(out) == 0)
@@ -229,11 +288,14 @@ static void conn_close_after_flush(struct conn *c)
 static void arm_deadline(struct conn *c, unsigned ms)
 {
 	if (!ms) {
-		event_del(c->deadline);
+		if (c->deadline_armed)
+			event_del(c->deadline);
+		c->deadline_armed = 0;
 		return;
 	}
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	event_add(c->deadline, &tv);
+	c->deadline_armed = 1;
 }
 
 static int on_req_headers(void *arg, const struct http_msg *m)
@@ -243,7 +305,7 @@ static int on_req_headers(void *arg, const struct http_msg *m)
 	int64_t cl = http_msg_content_length(m);
 
 	c->start_us = now_us();
-	arm_deadline(c, cfg->timeouts.body_ms);
+	c->body_deadline_due = 1; /* armed by parse_input unless the body is in */
 	if (cl > 0 && (uint64_t)cl > cfg->limits.max_body_bytes) {
 		c->reject_status = 413;
 		return -1;
@@ -432,12 +494,13 @@ static void dispatch(struct conn *c)
 
 	PX_STAT_INC(c->ctx, requests);
 	c->state = CONN_BUSY;
-	event_del(c->deadline);
+	c->body_deadline_due = 0;
+	arm_deadline(c, 0);
 	c->req_version = http_msg_version(m);
-	c->req_head = strcmp(http_msg_method(m), "HEAD") == 0;
+	c->req_head = http_msg_method_id(m) == HM_HEAD;
 	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining;
 	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
-	c->body = evbuffer_new();
+	c->body = conn_buffer_get(c);
 	if (!c->body) {
 		evbuffer_free(body);
 		conn_abort(c, "out of memory");
@@ -479,6 +542,10 @@ static void parse_input(struct conn *c)
 			 * is then armed already), the head has its own. */
 			if (!http_msg_method(http_parser_msg(c->parser))[0])
 				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
+		}
+		if (rc == HTTP_PARSE_MORE && c->body_deadline_due) {
+			c->body_deadline_due = 0;
+			arm_deadline(c, c->ctx->cfg->timeouts.body_ms);
 		}
 		if (rc == HTTP_PARSE_ERROR) {
 			enum http_parse_err e = http_parser_error(c->parser);
@@ -774,16 +841,34 @@ uint64_t conn_bytes_out(const struct conn *c)
 	return c->bytes_out;
 }
 
-int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
-                    int64_t content_length)
+struct evbuffer *conn_buffer_get(struct conn *c)
 {
-	struct evbuffer *out = c->staged;
-	size_t before = evbuffer_get_length(out);
+	return c->nspare ? c->spare[--c->nspare] : evbuffer_new();
+}
+
+void conn_buffer_put(struct conn *c, struct evbuffer *buf)
+{
+	if (!buf)
+		return;
+	/* Drained here: a spare is always empty. Chains still referenced
+	 * elsewhere (evbuffer_add_buffer_reference) live on by their own
+	 * count. */
+	size_t len = evbuffer_get_length(buf);
+	if (len)
+		evbuffer_drain(buf, len);
+	if (c->nspare < CONN_SPARE_BUFFERS)
+		c->spare[c->nspare++] = buf;
+	else
+		evbuffer_free(buf);
+}
+
+/* The framing lines after the head's own (Content-Length, chunked,
+ * Connection) and the blank line, into tail; notes the reply as begun.
+ * Returns the length of tail, or -1 when no head may be written. */
+static long reply_framing(struct conn *c, int status, int64_t content_length, char *tail)
+{
 	int version = c->req_version == 10 ? 10 : 11;
 	int no_body = status < 200 || status == 204 || status == 304;
-	/* The framing lines after the upstream's: the head goes out in one
-	 * add (each add is a chain lookup and a callback check). */
-	char tail[HTTP_RESP_CL_LINE_MAX + 64];
 	size_t t = 0;
 
 	if (c->replied || c->aborting)
@@ -814,9 +899,16 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 		t += 24;
 	}
 	memcpy(tail + t, "\r\n", 2);
-	t += 2;
-	http_resp_head(out, version, status, headers, tail, t);
-	c->bytes_out += evbuffer_get_length(out) - before;
+	return (long)(t + 2);
+}
+
+/* The head is in staged (from byte before on), or pending (head_len). */
+static void reply_head_written(struct conn *c, int status, int64_t content_length,
+                               size_t before)
+{
+	int no_body = status < 200 || status == 204 || status == 304;
+
+	c->bytes_out += evbuffer_get_length(c->staged) - before + c->head_len;
 	/* A reply of known length is written with its body; a stream's head
 	 * goes this turn: the client may wait for it long before the first
 	 * event. */
@@ -825,6 +917,50 @@ int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
 		flush_soon(c);
 	else if (no_body)
 		flush(c);
+}
+
+/* The framing lines after the upstream's: the head goes out in one add
+ * (each add is a chain lookup and a callback check). */
+#define CONN_TAIL_MAX (HTTP_RESP_CL_LINE_MAX + 64)
+
+int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
+                    int64_t content_length)
+{
+	size_t before = evbuffer_get_length(c->staged);
+	char tail[CONN_TAIL_MAX];
+	long t = reply_framing(c, status, content_length, tail);
+
+	if (t < 0)
+		return -1;
+	http_resp_head(c->staged, c->req_version == 10 ? 10 : 11, status, headers, tail,
+	               (size_t)t);
+	reply_head_written(c, status, content_length, before);
+	return 0;
+}
+
+int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
+                       int64_t content_length)
+{
+	size_t before = evbuffer_get_length(c->staged);
+	char tail[CONN_TAIL_MAX];
+	long t = reply_framing(c, status, content_length, tail);
+	struct http_headbuf hb;
+
+	if (t < 0)
+		return -1;
+	http_headbuf_init(&hb, c->staged);
+	http_headbuf_status_line(&hb, c->req_version == 10 ? 10 : 11, status);
+	if (put)
+		put(&hb, arg);
+	http_headbuf_add(&hb, tail, (size_t)t);
+	if (c->plain && before == 0 && !c->head_len && !hb.err &&
+	    evbuffer_get_length(c->staged) == 0 && hb.len <= sizeof(c->head)) {
+		memcpy(c->head, hb.buf, hb.len);
+		c->head_len = hb.len;
+	} else {
+		http_headbuf_flush(&hb);
+	}
+	reply_head_written(c, status, content_length, before);
 	return 0;
 }
 
@@ -959,7 +1095,8 @@ void conn_abort(struct conn *c, const char *reason)
 
 size_t conn_output_pending(const struct conn *c)
 {
-	return evbuffer_get_length(bufferevent_get_output(c->bev)) + evbuffer_get_length(c->staged);
+	return evbuffer_get_length(bufferevent_get_output(c->bev)) + c->head_len +
+	       evbuffer_get_length(c->staged);
 }
 
 int conn_output_full(const struct conn *c)

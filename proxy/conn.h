@@ -50,11 +50,26 @@ uint64_t conn_request_start_us(const struct conn *c);
 uint64_t conn_bytes_in(const struct conn *c);
 uint64_t conn_bytes_out(const struct conn *c);
 
+/* An empty evbuffer, owned by the caller: one the connection kept for
+ * reuse, else a new one. NULL when out of memory. */
+struct evbuffer *conn_buffer_get(struct conn *c);
+/* Gives buf (owned, NULL accepted) back for later requests on c: it is
+ * drained, then kept or freed. It must carry no callbacks and no flags
+ * of its own (as conn_buffer_get gave it). */
+void conn_buffer_put(struct conn *c, struct evbuffer *buf);
+
 /* Writes the status line and headers. headers holds "Name: value\r\n"
  * lines and is drained. content_length < 0: the body is streamed
  * (chunked to HTTP/1.1 clients). Returns 0 or -1. */
 int conn_reply_head(struct conn *c, int status, struct evbuffer *headers,
                     int64_t content_length);
+/* The same, with the header lines written by put (NULL: none) straight
+ * into the head, between the status line and the framing lines: no
+ * evbuffer to stage them in. put runs before this returns; arg is its. */
+struct http_headbuf;
+typedef void conn_head_fn(struct http_headbuf *hb, void *arg);
+int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
+                       int64_t content_length);
 /* Whether the head was written (after that, errors can only abort). */
 int conn_replied(const struct conn *c);
 int conn_reply_status(const struct conn *c);

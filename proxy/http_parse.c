@@ -55,6 +55,7 @@ enum hdr_phase {
 
 struct http_msg {
 	const char *method;           /* static, from llhttp */
+	enum http_method_id method_id;
 	int status;
 	int version;
 	int keep_alive;
@@ -512,6 +513,19 @@ static int lists_options(const char *p)
 	return 0;
 }
 
+static enum http_method_id method_id_of(uint8_t method)
+{
+	switch (method) {
+	case HTTP_GET: return HM_GET;
+	case HTTP_HEAD: return HM_HEAD;
+	case HTTP_POST: return HM_POST;
+	case HTTP_PUT: return HM_PUT;
+	case HTTP_PATCH: return HM_PATCH;
+	case HTTP_DELETE: return HM_DELETE;
+	default: return HM_OTHER;
+	}
+}
+
 static int on_headers_complete(llhttp_t *ll)
 {
 	struct http_parser *p = PARSER(ll);
@@ -549,9 +563,10 @@ static int on_headers_complete(llhttp_t *ll)
 	ll->upgrade = 0;
 	/* The fields of llhttp_t read directly, as flags and content_length
 	 * below: llhttp's getters are one call each. */
-	if (p->kind == HTTP_KIND_REQUEST)
+	if (p->kind == HTTP_KIND_REQUEST) {
 		m->method = llhttp_method_name((llhttp_method_t)ll->method);
-	else
+		m->method_id = method_id_of(ll->method);
+	} else
 		m->status = ll->status_code;
 	m->version = ll->http_major * 10 + ll->http_minor;
 	m->keep_alive = llhttp_should_keep_alive(ll);
@@ -721,6 +736,11 @@ const struct http_msg *http_parser_msg(const struct http_parser *p)
 const char *http_msg_method(const struct http_msg *m)
 {
 	return m->method ? m->method : "";
+}
+
+enum http_method_id http_msg_method_id(const struct http_msg *m)
+{
+	return m->method_id;
 }
 
 const char *http_msg_url(const struct http_msg *m)

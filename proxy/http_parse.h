@@ -71,6 +71,10 @@ const struct http_msg *http_parser_msg(const struct http_parser *p);
 /* ---- the message -------------------------------------------------------- */
 
 const char *http_msg_method(const struct http_msg *m);   /* "GET", "POST"… */
+/* The methods the proxy acts on, known from the parse, so that asking
+ * "is it a POST?" several times per call compares no string. */
+enum http_method_id { HM_OTHER = 0, HM_GET, HM_HEAD, HM_POST, HM_PUT, HM_PATCH, HM_DELETE };
+enum http_method_id http_msg_method_id(const struct http_msg *m);
 const char *http_msg_url(const struct http_msg *m);      /* request-target */
 int http_msg_status(const struct http_msg *m);
 int http_msg_version(const struct http_msg *m);          /* 10 or 11 */

@@ -80,6 +80,20 @@ int http_resp_status_line(struct evbuffer *out, int version, int status)
 	return evbuffer_add(out, line, n) ? -1 : 0;
 }
 
+void http_headbuf_status_line(struct http_headbuf *h, int version, int status)
+{
+	char line[128];
+	size_t n = status_line_fmt(line, version, status);
+
+	if (n) {
+		http_headbuf_add(h, line, n);
+		return;
+	}
+	/* Off the fixed layout: printf writes it, after what is gathered. */
+	if (http_headbuf_flush(h) < 0 || http_resp_status_line(h->out, version, status) < 0)
+		h->err = 1;
+}
+
 int http_resp_head(struct evbuffer *out, int version, int status, struct evbuffer *headers,
                    const char *tail, size_t tail_len)
 {

@@ -31,6 +31,8 @@ void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n);
 /* "Name: value\r\n". */
 void http_headbuf_header(struct http_headbuf *h, const char *name, size_t name_len,
                          const char *value, size_t value_len);
+/* The status line, as http_resp_status_line writes it. */
+void http_headbuf_status_line(struct http_headbuf *h, int version, int status);
 /* Hands what is gathered to out. Returns 0, or -1 when any add failed. */
 int http_headbuf_flush(struct http_headbuf *h);
 /* "Content-Length: n\r\n". Returns 0 or -1. */

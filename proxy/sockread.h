@@ -6,8 +6,9 @@
  * Every proxied message so cost two syscalls where one does (two ioctls
  * per tools/call, ~3% of the proxy's CPU under load), and a 448 KB
  * tools/list reply took ~110 reads and loop turns. Here a read is one
- * readv into the bufferevent's own input buffer, of up to 16 KiB, repeated
- * (up to 64 KiB per wake-up) only while each read fills its space.
+ * readv into the bufferevent's own input buffer, of up to 8 KiB first,
+ * then 16 KiB, repeated (up to 56 KiB per wake-up) only while each read
+ * fills its space.
  *
  * Over TLS, OpenSSL reads the socket: a sockread made for a TLS
  * bufferevent only passes enable/disable/timeouts on to it, so callers

@@ -70,7 +70,12 @@ struct exchange {
 	json_t *body;                       /* owned: parsed POST body, or NULL */
 	int answered;                       /* the request's response crossed in the SSE reply */
 	json_t *answers;                    /* owned: hook answers to merge, or NULL */
-	struct evbuffer *resp_headers;      /* owned: filtered upstream headers */
+	/* The upstream's response head, its headers forwarded (filtered)
+	 * into the client's head as it is written: no evbuffer to stage them.
+	 * Borrowed: ex->ur's connection's parser, which keeps the head until
+	 * ex->ur is freed (in http_free, after every reply is written). NULL:
+	 * no upstream headers to forward. */
+	const struct http_msg *resp;
 	struct evbuffer *json_buf;          /* owned: JSON reply being collected */
 	struct sse_reader *sse;             /* owned */
 	struct evbuffer *scratch;           /* owned: one re-framed SSE block */
@@ -234,24 +239,20 @@ static int configured_header(const struct px_upstream_conf *uc, const char *name
 	return 0;
 }
 
-static struct evbuffer *build_request(struct exchange *ex, const char *target,
-                                      struct evbuffer *body)
+/* The upstream request's head, for a body of blen bytes, into hb. */
+static void build_head(struct exchange *ex, const char *target, size_t blen,
+                       struct http_headbuf *hb)
 {
 	const struct http_msg *m = ex->req;
 	const char *connection = http_msg_connection_options(m);
 	const char *method = http_msg_method(m);
-	struct evbuffer *out = evbuffer_new();
-	struct http_headbuf hb;
 	int has_auth = 0;
 
-	if (!out)
-		return NULL;
-	http_headbuf_init(&hb, out);
-	http_headbuf_add(&hb, method, strlen(method));
-	http_headbuf_add(&hb, " ", 1);
-	http_headbuf_add(&hb, target, strlen(target));
-	http_headbuf_add(&hb, " HTTP/1.1\r\n", 11);
-	http_headbuf_header(&hb, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
+	http_headbuf_add(hb, method, strlen(method));
+	http_headbuf_add(hb, " ", 1);
+	http_headbuf_add(hb, target, strlen(target));
+	http_headbuf_add(hb, " HTTP/1.1\r\n", 11);
+	http_headbuf_header(hb, "Host", 4, ex->uc->host_header, strlen(ex->uc->host_header));
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
@@ -269,31 +270,23 @@ static struct evbuffer *build_request(struct exchange *ex, const char *target,
 				continue;
 			has_auth = 1;
 		}
-		http_headbuf_header(&hb, n, nl, v, vl);
+		http_headbuf_header(hb, n, nl, v, vl);
 	}
 	for (size_t i = 0; i < ex->uc->nheaders; i++) {
 		const struct px_header *h = &ex->uc->headers[i];
 		if (header_is(h->name, strlen(h->name), "authorization"))
 			has_auth = 1;
-		http_headbuf_header(&hb, h->name, strlen(h->name), h->value, strlen(h->value));
+		http_headbuf_header(hb, h->name, strlen(h->name), h->value, strlen(h->value));
 	}
 	if (ex->uc->basic_auth && !has_auth)
-		http_headbuf_header(&hb, "Authorization", 13, ex->uc->basic_auth,
+		http_headbuf_header(hb, "Authorization", 13, ex->uc->basic_auth,
 		                    strlen(ex->uc->basic_auth));
-	size_t blen = body ? evbuffer_get_length(body) : 0;
-	if (blen || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-	    strcmp(method, "PATCH") == 0) {
+	enum http_method_id mid = http_msg_method_id(m);
+	if (blen || mid == HM_POST || mid == HM_PUT || mid == HM_PATCH) {
 		char line[HTTP_RESP_CL_LINE_MAX];
-		http_headbuf_add(&hb, line, http_resp_content_length_line(line, blen));
+		http_headbuf_add(hb, line, http_resp_content_length_line(line, blen));
 	}
-	http_headbuf_add(&hb, "\r\n", 2);
-	if (http_headbuf_flush(&hb) < 0) {
-		evbuffer_free(out);
-		return NULL;
-	}
-	if (blen)
-		evbuffer_add_buffer(out, body);
-	return out;
+	http_headbuf_add(hb, "\r\n", 2);
 }
 
 /* ---- replies -------------------------------------------------------------- */
@@ -371,27 +364,33 @@ static int forwardable_response_header(enum http_hdr_id id, const char *name, si
 	       id != HH_X_ACCEL_BUFFERING;
 }
 
-static struct evbuffer *filter_response_headers(const struct http_msg *m)
+/* conn_head_fn: the upstream's forwardable header lines (ex->resp), and
+ * for a re-framed SSE stream the line that lets events through
+ * nginx-style buffering intermediaries. */
+static void put_response_headers(struct http_headbuf *hb, void *arg)
 {
+	const struct exchange *ex = arg;
+	const struct http_msg *m = ex->resp;
+
+	if (!m)
+		return;
 	const char *connection = http_msg_connection_options(m);
-	struct evbuffer *h = evbuffer_new();
-	struct http_headbuf hb;
-	if (!h)
-		return NULL;
-	http_headbuf_init(&hb, h);
 	for (size_t i = 0;; i++) {
 		const char *n, *v;
 		size_t nl, vl;
 		if (http_msg_header_at(m, i, &n, &nl, &v, &vl) < 0)
 			break;
 		if (forwardable_response_header(http_msg_header_id(m, i), n, nl, connection))
-			http_headbuf_header(&hb, n, nl, v, vl);
+			http_headbuf_header(hb, n, nl, v, vl);
 	}
-	if (http_headbuf_flush(&hb) < 0) {
-		evbuffer_free(h);
-		return NULL;
-	}
-	return h;
+	if (ex->mode == RESP_SSE)
+		http_headbuf_add(hb, "X-Accel-Buffering: no\r\n", 23);
+}
+
+/* The client's head, with the upstream's headers. */
+static int reply_head(struct exchange *ex, int status, int64_t content_length)
+{
+	return conn_reply_head_fn(ex->c, status, put_response_headers, ex, content_length);
 }
 
 static void check_backpressure(struct exchange *ex)
@@ -605,9 +604,8 @@ static int start_sse(struct exchange *ex)
 	ex->scratch = evbuffer_new();
 	if (!ex->sse || !ex->scratch)
 		return -1;
-	/* Tell nginx-style buffering intermediaries to let events through. */
-	evbuffer_add_printf(ex->resp_headers, "X-Accel-Buffering: no\r\n");
-	if (conn_reply_head(ex->c, ex->up_status, ex->resp_headers, -1) < 0)
+	/* put_response_headers adds X-Accel-Buffering: no. */
+	if (reply_head(ex, ex->up_status, -1) < 0)
 		return -1;
 	ex->last_write_us = mono_us();
 	if (ex->answers) {
@@ -633,7 +631,7 @@ static int json_to_raw(struct exchange *ex)
 	log_msg(LOG_WARN, "#%llu reply from %s over %zu bytes: passed through without inspection",
 	        ex->where.conn_id, ex->uc->name, ex->ctx->cfg->limits.max_body_bytes);
 	ex->mode = RESP_RAW;
-	if (conn_reply_head(ex->c, ex->up_status, ex->resp_headers, ex->up_length) < 0)
+	if (reply_head(ex, ex->up_status, ex->up_length) < 0)
 		return -1;
 	return conn_reply_body_buffer(ex->c, ex->json_buf);
 }
@@ -677,7 +675,7 @@ static void finish_json(struct exchange *ex)
 		/* JSON, but no JSON-RPC message to inspect: as it came. */
 		json_decref(reply);
 		reply = NULL;
-		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)len);
+		reply_head(ex, ex->up_status, (int64_t)len);
 		conn_reply_body_buffer(ex->c, ex->json_buf);
 		conn_reply_end(ex->c);
 		return;
@@ -694,12 +692,12 @@ static void finish_json(struct exchange *ex)
 		modified = 1;
 	}
 	if (!modified) {
-		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)len);
+		reply_head(ex, ex->up_status, (int64_t)len);
 		conn_reply_body_buffer(ex->c, ex->json_buf);
 	} else {
 		char *s = json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		size_t n = s ? strlen(s) : 0;
-		conn_reply_head(ex->c, ex->up_status, ex->resp_headers, (int64_t)n);
+		reply_head(ex, ex->up_status, (int64_t)n);
 		conn_reply_body(ex->c, s, n);
 		free(s);
 	}
@@ -724,7 +722,7 @@ static void note_session_end(struct exchange *ex, int status)
 	if (!sid)
 		return;
 	if (status == 404 ||
-	    (strcmp(ex->where.http_method, "DELETE") == 0 && status >= 200 && status < 300))
+	    (http_msg_method_id(ex->req) == HM_DELETE && status >= 200 && status < 300))
 		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
 }
 
@@ -772,17 +770,15 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		ex->mode = RESP_LOCAL;
 		return 0;
 	}
-	ex->resp_headers = filter_response_headers(resp);
-	if (!ex->resp_headers)
-		return -1;
-	int head = strcmp(http_msg_method(ex->req), "HEAD") == 0;
+	ex->resp = resp;
+	int head = http_msg_method_id(ex->req) == HM_HEAD;
 	int bodyless = head || status == 204 || status == 304 || ex->up_length == 0;
 
 	if (!bodyless && is_media(ct, "text/event-stream"))
 		return start_sse(ex);
 	if (!bodyless && (is_media(ct, "application/json") || (ct && strstr(ct, "+json")))) {
 		ex->mode = RESP_JSON;
-		ex->json_buf = evbuffer_new();
+		ex->json_buf = conn_buffer_get(ex->c);
 		return ex->json_buf ? 0 : -1;
 	}
 	if (ex->answers && status == 202) {
@@ -792,7 +788,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		return 0;
 	}
 	ex->mode = RESP_RAW;
-	return conn_reply_head(ex->c, status, ex->resp_headers, ex->up_length);
+	return reply_head(ex, status, ex->up_length);
 }
 
 /* An upstream event over limits.max_sse_event_bytes: it cannot be passed
@@ -867,7 +863,7 @@ static void up_on_done(void *arg)
 		break;
 	default:
 		if (!conn_replied(ex->c))
-			conn_reply_head(ex->c, ex->up_status, ex->resp_headers, 0);
+			reply_head(ex, ex->up_status, 0);
 		conn_reply_end(ex->c);
 		break;
 	}
@@ -1012,7 +1008,7 @@ static struct exchange *delegate(struct exchange *ex, size_t up, struct evbuffer
 	ex->where.upstream = ex->uc->name;
 	ex->mode = RESP_LOCAL;
 	if (authenticate(ex) < 0 ||
-	    (strcmp(http_msg_method(ex->req), "POST") == 0 && parse_post(ex, body) < 0)) {
+	    (http_msg_method_id(ex->req) == HM_POST && parse_post(ex, body) < 0)) {
 		evbuffer_free(body);
 		return ex;
 	}
@@ -1111,7 +1107,7 @@ static int session_over_cap(struct exchange *ex)
 	if (ex->is_stream) {
 		ex->slot_kind = SESSLIMIT_STREAM;
 		cap = cfg->limits.max_streams_per_session;
-	} else if (strcmp(http_msg_method(ex->req), "POST") == 0 && body_has_request(ex)) {
+	} else if (http_msg_method_id(ex->req) == HM_POST && body_has_request(ex)) {
 		ex->slot_kind = SESSLIMIT_INFLIGHT;
 		cap = cfg->limits.max_inflight_per_session;
 	} else {
@@ -1127,16 +1123,46 @@ static int session_over_cap(struct exchange *ex)
 	return 1;
 }
 
+/* Starts the upstream request: head and body (send, stolen). A head that
+ * fits the upstream request's own room goes there, and the body alone is
+ * handed over; a larger one is gathered in an evbuffer with the body
+ * behind it. Returns 0, or -1 when out of memory. */
+static int start_upstream(struct exchange *ex, const char *target, struct evbuffer *send)
+{
+	int head_only = http_msg_method_id(ex->req) == HM_HEAD;
+	struct evbuffer *spill = conn_buffer_get(ex->c);
+	struct http_headbuf hb;
+
+	if (!spill) {
+		conn_buffer_put(ex->c, send);
+		return -1;
+	}
+	http_headbuf_init(&hb, spill);
+	build_head(ex, target, evbuffer_get_length(send), &hb);
+	if (!hb.err && evbuffer_get_length(spill) == 0 && hb.len <= UPSTREAM_HEAD_MAX) {
+		conn_buffer_put(ex->c, spill);
+		ex->ur = upstream_req_new_split(ex->up, hb.buf, hb.len, send, head_only, &up_cbs, ex);
+		return 0;
+	}
+	if (http_headbuf_flush(&hb) < 0 || evbuffer_add_buffer(spill, send) < 0) {
+		conn_buffer_put(ex->c, spill);
+		conn_buffer_put(ex->c, send);
+		return -1;
+	}
+	conn_buffer_put(ex->c, send);
+	ex->ur = upstream_req_new(ex->up, spill, head_only, &up_cbs, ex);
+	return 0;
+}
+
 /* Hooks, then upstream. body is stolen. */
 static void forward(struct exchange *ex, const struct route *rt, struct evbuffer *body)
 {
-	const char *method = http_msg_method(ex->req);
 	struct evbuffer *send = body;
 
 	if (ex->body) {
 		int rc = inspect_request_body(ex, body, &send);
 		if (rc != 0) {
-			evbuffer_free(body);
+			conn_buffer_put(ex->c, body);
 			if (rc > 0)
 				reply_answers(ex);
 			else
@@ -1144,13 +1170,12 @@ static void forward(struct exchange *ex, const struct route *rt, struct evbuffer
 			return;
 		}
 	}
-	struct evbuffer *request = build_request(ex, rt->target, send);
-	evbuffer_free(body);
-	if (!request) {
+	/* send is body (inspect_request_body re-serialises in place). */
+	assert(send == body);
+	if (start_upstream(ex, rt->target, send) < 0) {
 		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
-	ex->ur = upstream_req_new(ex->up, request, strcmp(method, "HEAD") == 0, &up_cbs, ex);
 	if (!ex->ur)
 		upstream_failed(ex, 502, "cannot start the upstream request");
 }
@@ -1173,9 +1198,9 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		return delegate(ex, rt.up, body);
 	if (admit(ex, &rt) < 0)
 		goto done;
-	const char *method = http_msg_method(req);
-	ex->is_stream = ex->is_mcp && strcmp(method, "GET") == 0;
-	if (ex->is_mcp && strcmp(method, "POST") == 0 && parse_post(ex, body) < 0)
+	enum http_method_id method = http_msg_method_id(req);
+	ex->is_stream = ex->is_mcp && method == HM_GET;
+	if (ex->is_mcp && method == HM_POST && parse_post(ex, body) < 0)
 		goto done;
 	/* The hooks learn the era from the body, not from headers alone. */
 	const char *version = NULL;
@@ -1192,7 +1217,7 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 	forward(ex, &rt, body);
 	return ex;
 done:
-	evbuffer_free(body);
+	conn_buffer_put(c, body);
 	return ex;
 }
 
@@ -1276,16 +1301,13 @@ static void http_free(struct exchange *ex, const char *client_error)
 	transport_sse_free(ex->xlate, client_error);
 	/* Freeing an unfinished upstream request closes its connection: that
 	 * is how a client that left cancels its request upstream. */
-	upstream_req_free(ex->ur);
+	conn_buffer_put(ex->c, upstream_req_release(ex->ur));
 	if (ex->keepalive)
 		event_free(ex->keepalive);
 	sse_reader_free(ex->sse);
 	if (ex->scratch)
 		evbuffer_free(ex->scratch);
-	if (ex->json_buf)
-		evbuffer_free(ex->json_buf);
-	if (ex->resp_headers)
-		evbuffer_free(ex->resp_headers);
+	conn_buffer_put(ex->c, ex->json_buf);
 	json_decref(ex->body);
 	json_decref(ex->answers);
 	ex->magic = 0;

@@ -58,10 +58,22 @@ void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf);
 struct upstream_req *upstream_req_new(struct upstream *u, struct evbuffer *request,
                                       int head_only, const struct upstream_req_cbs *cbs,
                                       void *arg);
+/* The same, with the request's head apart: head_len bytes at head
+ * (copied; at most UPSTREAM_HEAD_MAX, else NULL) go before request's
+ * (stolen; may be empty). Spares the caller an evbuffer chain for the
+ * head and the move of the body behind it. */
+#define UPSTREAM_HEAD_MAX 2048
+struct upstream_req *upstream_req_new_split(struct upstream *u, const char *head,
+                                            size_t head_len, struct evbuffer *request,
+                                            int head_only, const struct upstream_req_cbs *cbs,
+                                            void *arg);
 /* Ends the exchange: a finished connection goes back to the pool, an
  * unfinished one is closed (that is how a cancel reaches the server).
  * No callback runs after this. Accepts NULL. */
 void upstream_req_free(struct upstream_req *r);
+/* The same, but the request buffer is handed back (owned by the caller,
+ * possibly not empty) instead of freed, for reuse. NULL for r NULL. */
+struct evbuffer *upstream_req_release(struct upstream_req *r);
 
 /* Backpressure: stop / resume reading the response. */
 void upstream_req_pause(struct upstream_req *r);

@@ -380,6 +380,42 @@ static void test_kind_specific_fields_empty(void **state)
 	http_parser_free(p);
 }
 
+/* The method id agrees with the name, for each id and for others; a
+ * response, and a request after a reset before its head, have none. */
+static void test_method_ids(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name;
+		enum http_method_id id;
+	} cases[] = {
+		{"GET", HM_GET},       {"HEAD", HM_HEAD},        {"POST", HM_POST},
+		{"PUT", HM_PUT},       {"PATCH", HM_PATCH},      {"DELETE", HM_DELETE},
+		{"OPTIONS", HM_OTHER}, {"PROPFIND", HM_OTHER},
+	};
+	struct run r0 = {0};
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &r0);
+	char req[128];
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(req, sizeof(req), "%s /mcp HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+		         cases[i].name);
+		assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+		assert_string_equal(http_msg_method(http_parser_msg(p)), cases[i].name);
+		assert_int_equal(http_msg_method_id(http_parser_msg(p)), cases[i].id);
+		http_parser_reset(p);
+		assert_int_equal(http_msg_method_id(http_parser_msg(p)), HM_OTHER);
+	}
+	http_parser_free(p);
+
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	p = http_parser_new(HTTP_KIND_RESPONSE, 0, &test_cbs, &r0);
+	assert_int_equal(http_parser_feed(p, resp, strlen(resp), &used), HTTP_PARSE_DONE);
+	assert_int_equal(http_msg_method_id(http_parser_msg(p)), HM_OTHER);
+	http_parser_free(p);
+}
+
 /* ---- fragmentation ------------------------------------------------------ */
 
 static void test_request_every_split(void **state)
@@ -1523,6 +1559,7 @@ int main(void)
 		cmocka_unit_test(test_null_callbacks),
 		cmocka_unit_test(test_response_simple),
 		cmocka_unit_test(test_kind_specific_fields_empty),
+		cmocka_unit_test(test_method_ids),
 		cmocka_unit_test(test_request_every_split),
 		cmocka_unit_test(test_pipelined_every_split),
 		cmocka_unit_test(test_response_every_split),

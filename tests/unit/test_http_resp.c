@@ -324,6 +324,39 @@ static void test_head_one_add(void **state)
 	}
 }
 
+/* In a headbuf, the status line is http_resp_status_line's, in order with
+ * what comes before and after it, for statuses off the fixed layout too
+ * (printf) and after a spill. */
+static void test_headbuf_status_line(void **state)
+{
+	(void)state;
+	static const int statuses[] = {200, 404, 99, 1000, 599};
+	static char fill[2100];
+	memset(fill, 'x', sizeof(fill));
+	for (size_t si = 0; si < sizeof(statuses) / sizeof(statuses[0]); si++) {
+		for (int version = 10; version <= 11; version++) {
+			for (size_t pre = 0; pre <= sizeof(fill); pre += sizeof(fill) - 60) {
+				struct evbuffer *want = evbuffer_new(), *got = evbuffer_new();
+				struct http_headbuf hb;
+				http_headbuf_init(&hb, got);
+				http_headbuf_add(&hb, fill, pre);
+				http_headbuf_status_line(&hb, version, statuses[si]);
+				http_headbuf_header(&hb, "A", 1, "b", 1);
+				assert_int_equal(http_headbuf_flush(&hb), 0);
+				evbuffer_add(want, fill, pre);
+				http_resp_status_line(want, version, statuses[si]);
+				evbuffer_add(want, "A: b\r\n", 6);
+				char *w = drain_str(want), *g = drain_str(got);
+				assert_string_equal(g, w);
+				free(w);
+				free(g);
+				evbuffer_free(want);
+				evbuffer_free(got);
+			}
+		}
+	}
+}
+
 static void test_content_length_line(void **state)
 {
 	(void)state;
@@ -448,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_header_line),
 		cmocka_unit_test(test_headbuf_spills_in_order),
 		cmocka_unit_test(test_head_one_add),
+		cmocka_unit_test(test_headbuf_status_line),
 		cmocka_unit_test(test_content_length_line),
 		cmocka_unit_test(test_json_bytes),
 		cmocka_unit_test(test_json_parses_back),

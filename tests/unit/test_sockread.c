@@ -120,16 +120,23 @@ static void test_bytes_reach_input_and_read_cb(void **state)
 	teardown(&f);
 }
 
+/* n bytes of a..z (owned). */
+static char *letters(size_t n)
+{
+	char *p = malloc(n);
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (char)('a' + i % 26);
+	return p;
+}
+
 /* A big reply comes in reads far larger than libevent's 4 KiB. */
 static void test_big_payload_in_few_reads(void **state)
 {
 	struct fixture f;
 	enum { TOTAL = 256 * 1024 };
-	char *payload = malloc(TOTAL);
+	char *payload = letters(TOTAL);
 	(void)state;
-	assert_non_null(payload);
-	for (size_t i = 0; i < TOTAL; i++)
-		payload[i] = (char)('a' + i % 26);
 	setup_pair(&f, 1);
 	nonblock(f.peer);
 	size_t sent = 0;
@@ -149,6 +156,33 @@ static void test_big_payload_in_few_reads(void **state)
 	assert_int_equal(bytes, TOTAL);
 	/* 64 reads at 4 KiB; here each takes up to 16 KiB. */
 	assert_true(reads <= TOTAL / 8192);
+	free(payload);
+	teardown(&f);
+}
+
+/* A wake-up's first read takes under 8 KiB (a small chain, cheap to get
+ * and free), and when it fills, the next reads of the same wake-up take
+ * more: 20,000 bytes waiting arrive in two reads. */
+static void test_small_first_read_then_larger(void **state)
+{
+	struct fixture f;
+	enum { TOTAL = 20000 };
+	char *payload = letters(TOTAL);
+	(void)state;
+	setup_pair(&f, 1);
+	assert_int_equal(write(f.peer, payload, TOTAL), TOTAL);
+	for (int i = 0; i < 50 && input_len(&f) < TOTAL; i++)
+		run_for(&f, 20);
+	assert_int_equal(input_len(&f), TOTAL);
+	struct evbuffer_iovec v[4];
+	int n = evbuffer_peek(bufferevent_get_input(f.bev), -1, NULL, v, 4);
+	assert_int_equal(n, 2);
+	assert_true(v[0].iov_len < 8192);
+	assert_int_equal(v[0].iov_len + v[1].iov_len, TOTAL);
+	size_t bytes, reads;
+	sockread_stats(f.sr, &bytes, &reads);
+	assert_int_equal(reads, 2);
+	assert_memory_equal(evbuffer_pullup(bufferevent_get_input(f.bev), -1), payload, TOTAL);
 	free(payload);
 	teardown(&f);
 }
@@ -200,17 +234,29 @@ static void test_reset_is_an_error(void **state)
 	teardown(&f);
 }
 
+/* A plain pair whose read timeout is ms. */
+static void setup_timeout(struct fixture *f, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	setup_pair(f, 1);
+	sockread_set_timeouts(f->sr, &tv, NULL);
+}
+
+/* The calls-th event was the read timeout, and reading stopped. */
+static void assert_timed_out(struct fixture *f, int calls)
+{
+	assert_int_equal(f->event_calls, calls);
+	assert_int_equal(f->events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
+	assert_false(sockread_enabled(f->sr));
+}
+
 static void test_timeout_disables_and_reports(void **state)
 {
 	struct fixture f;
-	struct timeval tv = {0, 50 * 1000};
 	(void)state;
-	setup_pair(&f, 1);
-	sockread_set_timeouts(f.sr, &tv, NULL);
+	setup_timeout(&f, 50);
 	run_for(&f, 5000);
-	assert_int_equal(f.event_calls, 1);
-	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
-	assert_false(sockread_enabled(f.sr));
+	assert_timed_out(&f, 1);
 	/* Enabled again, it reads (and times out again when quiet). */
 	assert_int_equal(sockread_enable(f.sr), 0);
 	assert_int_equal(write(f.peer, "x", 1), 1);
@@ -218,8 +264,27 @@ static void test_timeout_disables_and_reports(void **state)
 		run_for(&f, 20);
 	assert_int_equal(input_len(&f), 1);
 	run_for(&f, 5000);
-	assert_int_equal(f.event_calls, 2);
-	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
+	assert_timed_out(&f, 2);
+	teardown(&f);
+}
+
+/* Every read moves the timeout on: bytes every 100 ms for longer than the
+ * 300 ms timeout, and it does not fire; once they stop, it does, not
+ * before 300 ms after the last. */
+static void test_reads_move_the_timeout_on(void **state)
+{
+	struct fixture f;
+	(void)state;
+	setup_timeout(&f, 300);
+	for (int i = 0; i < 6; i++) {
+		run_for(&f, 100);
+		assert_int_equal(write(f.peer, "x", 1), 1);
+	}
+	run_for(&f, 150);
+	assert_int_equal(input_len(&f), 6);
+	assert_int_equal(f.event_calls, 0);
+	run_for(&f, 5000);
+	assert_timed_out(&f, 1);
 	teardown(&f);
 }
 
@@ -282,9 +347,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bytes_reach_input_and_read_cb),
 		cmocka_unit_test(test_big_payload_in_few_reads),
+		cmocka_unit_test(test_small_first_read_then_larger),
 		cmocka_unit_test(test_eof_disables_and_reports),
 		cmocka_unit_test(test_reset_is_an_error),
 		cmocka_unit_test(test_timeout_disables_and_reports),
+		cmocka_unit_test(test_reads_move_the_timeout_on),
 		cmocka_unit_test(test_cleared_timeout_does_not_fire),
 		cmocka_unit_test(test_disabled_reads_nothing),
 		cmocka_unit_test(test_not_plain_passes_to_bufferevent),

@@ -1,0 +1,306 @@
+/* Unit tests for proxy/upstream.c: a request whose head is handed over
+ * apart from its body (upstream_req_new_split) reaches the server as the
+ * same bytes as one whole request, on a fresh connection (queued in the
+ * bufferevent until connected) and on a pooled one (one sendmsg), and
+ * its body is kept intact for a retry. The server is a thread with
+ * blocking sockets (test only), so valgrind sees the whole of it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "proxy/config.h"
+#include "proxy/ctx.h"
+#include "proxy/http_parse.h"
+#include "proxy/upstream.h"
+
+/* ---- the server: N requests of known lengths on one connection ----------- */
+
+#define SRV_MAX_REQS 4
+
+struct server {
+	int lfd;
+	int port;
+	size_t nreqs;
+	size_t nanswers;             /* the first ones answered (0: all) */
+	size_t want[SRV_MAX_REQS];   /* each request's length */
+	char got[SRV_MAX_REQS][4096];
+};
+
+static void *server_run(void *arg)
+{
+	struct server *s = arg;
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	int fd = accept(s->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	for (size_t i = 0; i < s->nreqs; i++) {
+		size_t have = 0;
+		while (have < s->want[i]) {
+			ssize_t n = read(fd, s->got[i] + have, s->want[i] - have);
+			if (n <= 0)
+				goto out;
+			have += (size_t)n;
+		}
+		if (s->nanswers && i >= s->nanswers) {
+			char c;
+			while (read(fd, &c, 1) > 0)
+				; /* silent until the client gives up */
+			break;
+		}
+		if (write(fd, reply, sizeof(reply) - 1) != (ssize_t)sizeof(reply) - 1)
+			break;
+	}
+out:
+	close(fd);
+	return NULL;
+}
+
+static void server_start(struct server *s, pthread_t *t)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s->lfd >= 0);
+	assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s->lfd, 4), 0);
+	assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &len), 0);
+	s->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(t, NULL, server_run, s), 0);
+}
+
+/* ---- the client side ------------------------------------------------------ */
+
+struct client {
+	struct event_base *base;
+	int status;
+	char body[64];
+	size_t body_len;
+	int done, failed;
+	enum upstream_err err;
+};
+
+static int on_head(void *arg, const struct http_msg *resp)
+{
+	struct client *c = arg;
+	c->status = http_msg_status(resp);
+	return 0;
+}
+
+static int on_body(void *arg, const char *data, size_t len)
+{
+	struct client *c = arg;
+	if (len > sizeof(c->body) - c->body_len)
+		return -1;
+	memcpy(c->body + c->body_len, data, len);
+	c->body_len += len;
+	return 0;
+}
+
+static void on_done(void *arg)
+{
+	struct client *c = arg;
+	c->done = 1;
+	event_base_loopbreak(c->base);
+}
+
+static void on_error(void *arg, enum upstream_err err, const char *detail)
+{
+	struct client *c = arg;
+	(void)detail;
+	c->failed = 1;
+	c->err = err;
+	event_base_loopbreak(c->base);
+}
+
+static const struct upstream_req_cbs cbs = {on_head, on_body, on_done, on_error};
+
+struct fixture {
+	struct event_base *base;
+	struct px_config cfg;
+	struct px_ctx ctx;
+	struct px_upstream_conf conf;
+	char port[16];
+	struct upstream *u;
+};
+
+static void fixture_init(struct fixture *f, int port)
+{
+	char err[256];
+	memset(f, 0, sizeof(*f));
+	f->base = event_base_new();
+	assert_non_null(f->base);
+	f->cfg.limits.max_header_bytes = 8192;
+	f->cfg.timeouts.upstream_idle_ms = 10000;
+	f->ctx.base = f->base;
+	f->ctx.cfg = &f->cfg;
+	snprintf(f->port, sizeof(f->port), "%d", port);
+	f->conf.name = (char *)"t";
+	f->conf.url_safe = (char *)"http://127.0.0.1/mcp";
+	f->conf.host = (char *)"127.0.0.1";
+	f->conf.port = f->port;
+	f->conf.connect_timeout_ms = 5000;
+	f->conf.request_timeout_ms = 5000;
+	f->u = upstream_new(&f->ctx, &f->conf, err, sizeof(err));
+	assert_non_null(f->u);
+}
+
+static void fixture_fini(struct fixture *f)
+{
+	upstream_free(f->u);
+	event_base_free(f->base);
+}
+
+/* One request: head apart, body in an evbuffer of the given pieces (each
+ * its own chain). Returns the request buffer handed back at the end. */
+static struct evbuffer *run_split(struct fixture *f, const char *head, const char *const *pieces,
+                                  size_t npieces)
+{
+	struct client c = {.base = f->base};
+	struct evbuffer *body = evbuffer_new();
+	for (size_t i = 0; i < npieces; i++) {
+		struct evbuffer *one = evbuffer_new();
+		evbuffer_add(one, pieces[i], strlen(pieces[i]));
+		evbuffer_add_buffer(body, one); /* a chain of its own */
+		evbuffer_free(one);
+	}
+	struct upstream_req *r =
+	        upstream_req_new_split(f->u, head, strlen(head), body, 0, &cbs, &c);
+	assert_non_null(r);
+	event_base_dispatch(f->base);
+	assert_true(c.done);
+	assert_false(c.failed);
+	assert_int_equal(c.status, 200);
+	assert_int_equal(c.body_len, 2);
+	assert_memory_equal(c.body, "ok", 2);
+	return upstream_req_release(r);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_split_request_same_bytes(void **state)
+{
+	(void)state;
+	static const char head1[] = "POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n";
+	static const char *const body1[] = {"hello", " world"};
+	static const char head2[] = "POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\n";
+	static const char *const body2[] = {"a", "bc", "def", "ghi"};
+	struct server s = {.nreqs = 2};
+	pthread_t t;
+	s.want[0] = strlen(head1) + 11;
+	s.want[1] = strlen(head2) + 9;
+	server_start(&s, &t);
+
+	struct fixture f;
+	fixture_init(&f, s.port);
+	/* A fresh connection: queued until connected. */
+	struct evbuffer *kept = run_split(&f, head1, body1, 2);
+	/* The body stays intact (for a retry) until handed back. */
+	assert_int_equal(evbuffer_get_length(kept), 11);
+	assert_memory_equal(evbuffer_pullup(kept, -1), "hello world", 11);
+	evbuffer_free(kept);
+	assert_int_equal(upstream_idle_count(f.u), 1);
+	/* The pooled connection: head and body chains in one sendmsg. */
+	kept = run_split(&f, head2, body2, 4);
+	evbuffer_free(kept);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	fixture_fini(&f);
+
+	char want[512];
+	snprintf(want, sizeof(want), "%shello world", head1);
+	assert_memory_equal(s.got[0], want, s.want[0]);
+	snprintf(want, sizeof(want), "%sabcdefghi", head2);
+	assert_memory_equal(s.got[1], want, s.want[1]);
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The request timeout counts from each request's start, on a reused
+ * request whose timer was added for the one before: the second request,
+ * started 100 ms after the first, times out 300 ms after its own start,
+ * not at the first one's deadline. */
+static void test_timeout_per_request_on_reuse(void **state)
+{
+	(void)state;
+	static const char head[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n";
+	struct server s = {.nreqs = 2, .nanswers = 1};
+	pthread_t t;
+	s.want[0] = s.want[1] = strlen(head);
+	server_start(&s, &t);
+
+	struct fixture f;
+	fixture_init(&f, s.port);
+	f.conf.request_timeout_ms = 300;
+	evbuffer_free(run_split(&f, head, NULL, 0));
+	struct timeval pause = {0, 100 * 1000};
+	event_base_loopexit(f.base, &pause);
+	event_base_dispatch(f.base);
+
+	struct client c = {.base = f.base};
+	double t0 = mono_ms();
+	struct upstream_req *r =
+	        upstream_req_new_split(f.u, head, strlen(head), evbuffer_new(), 0, &cbs, &c);
+	assert_non_null(r);
+	event_base_dispatch(f.base);
+	double took = mono_ms() - t0;
+	assert_true(c.failed);
+	assert_int_equal(c.err, UPSTREAM_ERR_TIMEOUT);
+	assert_true(took >= 290.0);
+	assert_true(took < 3000.0);
+	upstream_req_free(r);
+	/* The failed connection is closed from the loop (deferred free): the
+	 * server then sees EOF. */
+	event_base_loopexit(f.base, &pause);
+	event_base_dispatch(f.base);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	fixture_fini(&f);
+}
+
+/* A head larger than the room for it: refused, the body freed. */
+static void test_split_head_too_large(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct client c = {0};
+	fixture_init(&f, 9);
+	char *head = malloc(UPSTREAM_HEAD_MAX + 1);
+	assert_non_null(head);
+	memset(head, 'x', UPSTREAM_HEAD_MAX + 1);
+	struct evbuffer *body = evbuffer_new();
+	evbuffer_add(body, "x", 1);
+	c.base = f.base;
+	assert_null(upstream_req_new_split(f.u, head, UPSTREAM_HEAD_MAX + 1, body, 0, &cbs, &c));
+	free(head);
+	fixture_fini(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split_request_same_bytes),
+		cmocka_unit_test(test_timeout_per_request_on_reuse),
+		cmocka_unit_test(test_split_head_too_large),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
