@@ -895,6 +895,7 @@ static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
 		workers[w].connections_total = px_stat_get(&wc->stats.connections);
 		workers[w].requests_total = px_stat_get(&wc->stats.requests);
 		workers[w].handoffs_total = px_stat_get(&wc->stats.handoffs);
+		workers[w].yields_total = px_stat_get(&wc->stats.yields);
 	}
 	s->workers = workers;
 	s->nworkers = ctx->nworkers;

@@ -535,6 +535,10 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	              "Requests a worker passed, with their connection, to the worker holding the "
 	              "translated session they name.",
 	              offsetof(struct metrics_worker, handoffs_total));
+	worker_family(o, s, "mcpwarden_worker_yields_total",
+	              "Times a worker, on the CPU for yield_after_us without a pause, let other "
+	              "runnable threads have its core.",
+	              offsetof(struct metrics_worker, yields_total));
 	family(o, "mcpwarden_upstream_idle_connections", "gauge",
 	       "Idle keep-alive connections pooled per upstream.");
 	for (size_t i = 0; i < s->nups; i++)

@@ -71,7 +71,7 @@ struct metrics_upstream {
 
 /* One worker (event loop thread): how the load spreads over them. */
 struct metrics_worker {
-	uint64_t connections_total, requests_total, handoffs_total;
+	uint64_t connections_total, requests_total, handoffs_total, yields_total;
 };
 
 struct metrics_snapshot {

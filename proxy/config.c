@@ -175,6 +175,7 @@ static struct px_config *config_defaults(void)
 	cfg->limits.max_session_pending = LIMIT_MAX_SESSION_PENDING;
 	cfg->limits.max_session_queue = LIMIT_MAX_SESSION_QUEUE;
 	cfg->limits.max_inflight_per_session = LIMIT_MAX_INFLIGHT_PER_SESSION;
+	cfg->yield_after_us = LIMIT_YIELD_AFTER_US;
 	cfg->limits.max_streams_per_session = LIMIT_MAX_STREAMS_PER_SESSION;
 	cfg->log_level = LOG_INFO;
 	if (!cfg->listen_host || !cfg->listen_port) {
@@ -488,7 +489,7 @@ static const struct key_spec top_keys[] = {
 	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {"policy", JSON_OBJECT},
 	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {"allowed_hosts", JSON_ARRAY},
 	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {"workers", JSON_INTEGER},
-	{NULL, 0},
+	{"yield_after_us", JSON_INTEGER}, {NULL, 0},
 };
 
 static const struct key_spec log_keys[] = {
@@ -913,6 +914,8 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	if (json_is_object(lg))
 		load_log(e, lg, cfg);
 	get_uint(e, "$", root, "workers", PX_MAX_WORKERS, &cfg->workers, sizeof(unsigned));
+	get_uint(e, "$", root, "yield_after_us", LIMIT_YIELD_AFTER_US_MAX, &cfg->yield_after_us,
+	         sizeof(unsigned));
 	json_t *sec;
 	if (json_is_object(sec = json_object_get(root, "tls"))) {
 		check_keys(e, "$.tls", sec, listen_tls_keys);
@@ -1292,6 +1295,8 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		return "admin";
 	if (running->workers != next->workers)
 		return "workers";
+	if (running->yield_after_us != next->yield_after_us)
+		return "yield_after_us";
 	if (running->nups != next->nups)
 		return "the list of upstreams";
 	for (size_t i = 0; i < next->nups; i++) {

@@ -111,6 +111,9 @@ struct px_config {
 	/* "workers" / --workers: event loops, one thread each; 0 (the
 	 * default) means one per online core. */
 	unsigned workers;
+	/* "yield_after_us": a worker that ran this long without a pause lets
+	 * other runnable threads have its core (proxy/loop.h); 0: never. */
+	unsigned yield_after_us;
 	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
 	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */
 };

@@ -40,6 +40,7 @@ struct px_stats {
 	uint64_t connections, requests, responses_by_class[6];
 	uint64_t upstream_errors, timeouts, too_large, bad_requests, aborted;
 	uint64_t handoffs;  /* requests passed to the worker holding their session */
+	uint64_t yields;    /* times the loop gave its core away (proxy/loop.h) */
 };
 
 /* What the workers count together: atomics (px_shared_*). */

@@ -47,6 +47,9 @@
  * room for parallel tool calls and still keeps one runaway agent from
  * holding every upstream connection (each request in flight holds one). */
 #define LIMIT_MAX_INFLIGHT_PER_SESSION 64
+/* "yield_after_us" (proxy/loop.h): the default, and its bound. */
+#define LIMIT_YIELD_AFTER_US 300
+#define LIMIT_YIELD_AFTER_US_MAX 1000000
 /* limits.max_streams_per_session: concurrent GET SSE streams of one
  * pass-through session; past it 429. A client needs one; a few more cover
  * a reconnect that overlaps the stream it replaces. */

@@ -30,6 +30,7 @@
 #include "proxy/listener.h"
 #include "proxy/limits.h"
 #include "proxy/log.h"
+#include "proxy/loop.h"
 #include "proxy/peers.h"
 #include "proxy/sessid.h"
 #include "proxy/sesslimit.h"
@@ -467,7 +468,7 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 static void *worker_main(void *arg)
 {
 	struct px_ctx *ctx = arg;
-	event_base_dispatch(ctx->base);
+	loop_run(ctx->base, ctx->cfg->yield_after_us, &ctx->stats.yields);
 	return NULL;
 }
 
@@ -573,7 +574,7 @@ int main(int argc, char **argv)
 	pthread_t threads[PX_MAX_WORKERS];
 	size_t started = workers_start(&ctx, threads);
 	if (started == ctx.nworkers)
-		event_base_dispatch(ctx.base);
+		loop_run(ctx.base, ctx.cfg->yield_after_us, &ctx.stats.yields);
 	/* However worker 0's loop ended, the others stop too. */
 	post_others(&ctx, ctx.draining ? drain_worker : stop_worker);
 	for (size_t i = 1; i < started; i++)

@@ -462,6 +462,27 @@ static void test_load_session_caps(void **state)
 	           "$.limits.max_streams_per_session: must be a non-negative integer");
 }
 
+/* "yield_after_us" (proxy/loop.h): 300 by default, 0 turns it off, a
+ * change needs a restart (the loops read it when they start). */
+static void test_load_yield_after(void **state)
+{
+	(void)state;
+	char err[256];
+	struct px_config *a = load_text("{\"upstreams\": [{\"url\": \"http://h/\"}]}", err,
+	                                sizeof(err));
+	assert_non_null(a);
+	assert_int_equal(a->yield_after_us, LIMIT_YIELD_AFTER_US);
+	struct px_config *b = load_text("{\"upstreams\": [{\"url\": \"http://h/\"}], "
+	                                "\"yield_after_us\": 0}", err, sizeof(err));
+	assert_non_null(b);
+	assert_int_equal(b->yield_after_us, 0);
+	assert_string_equal(config_restart_needed(a, b), "yield_after_us");
+	config_free(a);
+	config_free(b);
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\"}], \"yield_after_us\": 2000000}",
+	           "$.yield_after_us: must be from 0 to 1000000");
+}
+
 /* Every mistake is reported, one a line, not only the first. */
 static void test_load_reports_every_error(void **state)
 {
@@ -1286,6 +1307,7 @@ int main(void)
 		cmocka_unit_test(test_load_minimal_defaults),
 		cmocka_unit_test(test_load_unknown_keys),
 		cmocka_unit_test(test_load_session_caps),
+		cmocka_unit_test(test_load_yield_after),
 		cmocka_unit_test(test_load_reports_every_error),
 		cmocka_unit_test(test_load_wrong_types),
 		cmocka_unit_test(test_load_bad_upstreams),
