@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "checks/sbuf.h"
+#include "proxy/jparse.h"
 
 static const char *const default_keys[] = {
 	"password", "token", "secret", "authorization", "api_key",
@@ -711,19 +712,19 @@ static void pv_text(const struct redact *rd, struct preview *p, const char *s, s
 
 static void pv_item(const struct redact *rd, struct preview *p, const json_t *item)
 {
-	const char *type = json_string_value(REDACT_MEMBER(item, "type"));
+	const char *type = json_string_value(JPARSE_MEMBER(item, "type"));
 	char tag[320];
 
 	if (type && strcmp(type, "text") == 0) {
-		const json_t *t = REDACT_MEMBER(item, "text");
+		const json_t *t = JPARSE_MEMBER(item, "text");
 		if (json_is_string(t))
 			pv_text(rd, p, json_string_value(t), json_string_length(t));
 		return;
 	}
-	const char *mime = json_string_value(REDACT_MEMBER(item, "mimeType"));
-	const char *uri = json_string_value(REDACT_MEMBER(item, "uri"));
+	const char *mime = json_string_value(JPARSE_MEMBER(item, "mimeType"));
+	const char *uri = json_string_value(JPARSE_MEMBER(item, "uri"));
 	if (type && strcmp(type, "resource") == 0)
-		uri = json_string_value(REDACT_MEMBER(REDACT_MEMBER(item, "resource"), "uri"));
+		uri = json_string_value(JPARSE_MEMBER(JPARSE_MEMBER(item, "resource"), "uri"));
 	snprintf(tag, sizeof(tag), "[%.32s%s%.200s]", type ? type : "?",
 	         uri || mime ? " " : "", uri ? uri : mime ? mime : "");
 	pv_str(p, tag);
@@ -734,7 +735,7 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 {
 	char stack[PV_STACK];
 	struct preview p;
-	const json_t *content = REDACT_MEMBER(result, "content");
+	const json_t *content = JPARSE_MEMBER(result, "content");
 
 	pv_start(&p, stack, pv_limit(max_chars));
 	if (json_is_array(content) && json_array_size(content) > 0) {
@@ -744,7 +745,7 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 			pv_item(rd, &p, json_array_get(content, i));
 		}
 	} else {
-		const json_t *structured = REDACT_MEMBER(result, "structuredContent");
+		const json_t *structured = JPARSE_MEMBER(result, "structuredContent");
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {

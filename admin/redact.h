@@ -105,28 +105,5 @@ int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview
                                   const json_t *result, const char *raw, size_t raw_len,
                                   size_t max_chars, int *cut, struct sbuf *out);
 
-/* json_object_get(o, key[0..len)) for the small objects of a message (an
- * envelope, a result, a content item): one walk over the members, which
- * with a few of them costs less than hashing the key (past
- * REDACT_MEMBER_WALK of them, hashed). NULL when o is not an object or has
- * no such member. Borrowed. Inline: the comparison of a literal key is
- * then a few instructions. */
-#define REDACT_MEMBER_WALK 8
-static inline const json_t *redact_member(const json_t *o, const char *key, size_t len)
-{
-	json_t *obj = (json_t *)(uintptr_t)o; /* read only: the iterator wants non-const */
-	if (!json_is_object(obj))
-		return NULL;
-	if (json_object_size(obj) > REDACT_MEMBER_WALK)
-		return json_object_getn(obj, key, len);
-	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
-		/* Lengths too: a key built with json_object_setn may hold a NUL. */
-		if (json_object_iter_key_len(it) == len &&
-		    memcmp(json_object_iter_key(it), key, len) == 0)
-			return json_object_iter_value(it);
-	}
-	return NULL;
-}
-#define REDACT_MEMBER(o, lit) redact_member((o), (lit), sizeof(lit) - 1)
 
 #endif

@@ -66,6 +66,7 @@
 #include "admin/redact.h"
 #include "checks/sbuf.h"
 #include "proxy/inspect.h"
+#include "proxy/jparse.h"
 #include "proxy/jsonrpc.h"
 
 #define RX_MAGIC 0x72656378u /* "recx" */
@@ -632,10 +633,10 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
 	int call = REC_IS(r, F_METHOD, "tools/call");
 	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
-	rec_set_id(r, REDACT_MEMBER(msg, "id"));
+	rec_set_id(r, JPARSE_MEMBER(msg, "id"));
 	const json_t *args = params;
 	if (call || REC_IS(r, F_METHOD, "prompts/get"))
-		args = REDACT_MEMBER(params, "arguments");
+		args = JPARSE_MEMBER(params, "arguments");
 	if (args) {
 		scratch->len = 0;
 		scratch->oom = 0;
@@ -662,9 +663,9 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	struct sbuf *scratch = &l->scratch;
 
 	if (kind == JRPC_ERROR) {
-		const json_t *err = REDACT_MEMBER(answer, "error");
-		const json_t *code = REDACT_MEMBER(err, "code");
-		const char *msg = json_string_value(REDACT_MEMBER(err, "message"));
+		const json_t *err = JPARSE_MEMBER(answer, "error");
+		const json_t *code = JPARSE_MEMBER(err, "code");
+		const char *msg = json_string_value(JPARSE_MEMBER(err, "message"));
 		r->has_error_code = json_is_integer(code);
 		r->error_code = r->has_error_code ? (long long)json_integer_value(code) : 0;
 		if (msg) {
@@ -676,7 +677,7 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 		}
 		return "rpc_error";
 	}
-	const json_t *result = REDACT_MEMBER(answer, "result");
+	const json_t *result = JPARSE_MEMBER(answer, "result");
 	if (!result)
 		return "ok";
 	r->result_cut = 0;
@@ -695,7 +696,7 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
 	}
 	if (REC_IS(r, F_METHOD, "tools/call")) {
-		r->is_error = json_is_true(REDACT_MEMBER(result, "isError"));
+		r->is_error = json_is_true(JPARSE_MEMBER(result, "isError"));
 		return r->is_error ? "tool_error" : "ok";
 	}
 	return "ok";
@@ -1490,7 +1491,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	switch (m->kind) {
 	case JRPC_RESULT:
 	case JRPC_ERROR: {
-		const json_t *id = REDACT_MEMBER(m->msg, "id");
+		const json_t *id = JPARSE_MEMBER(m->msg, "id");
 		int matched = 0;
 		/* Only this thread changes rx's list: reading it needs no lock. */
 		for (struct pending *p = rx->head; p; p = p->next) {

@@ -23,6 +23,8 @@
 #define MCPWARDEN_JPARSE_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <jansson.h>
 
 /* A new value (owned) from buf[0..len), or NULL when the text is not
@@ -81,5 +83,30 @@ long jparse_elements_since(const char *text, size_t len, const char *name,
  * with a formatted pointer in a hash table, which costs more than the copy
  * itself; values parsed from text have no cycles, and neither may v. */
 json_t *jparse_copy(const json_t *v);
+
+/* json_object_get(o, key[0..len)) for the small objects of a message (an
+ * envelope, a result, a content item): one walk over the members, which
+ * with a few of them costs less than hashing the key (past
+ * JPARSE_MEMBER_WALK of them, hashed, so that no message makes a lookup
+ * cost its size). NULL when o is not an object or has no such member.
+ * Borrowed. Inline: the comparison of a literal key is then a few
+ * instructions. */
+#define JPARSE_MEMBER_WALK 8
+static inline json_t *jparse_member(const json_t *o, const char *key, size_t len)
+{
+	json_t *obj = (json_t *)(uintptr_t)o; /* read only: the iterator wants non-const */
+	if (!json_is_object(obj))
+		return NULL;
+	if (json_object_size(obj) > JPARSE_MEMBER_WALK)
+		return json_object_getn(obj, key, len);
+	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
+		/* Lengths too: a key built with json_object_setn may hold a NUL. */
+		if (json_object_iter_key_len(it) == len &&
+		    memcmp(json_object_iter_key(it), key, len) == 0)
+			return json_object_iter_value(it);
+	}
+	return NULL;
+}
+#define JPARSE_MEMBER(o, lit) jparse_member((o), (lit), sizeof(lit) - 1)
 
 #endif

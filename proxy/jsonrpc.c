@@ -1,5 +1,6 @@
 /* jsonrpc: see jsonrpc.h. */
 #include "proxy/jsonrpc.h"
+#include "proxy/jparse.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -19,37 +20,6 @@ static int str_is(const char *s, const char *lit, size_t n)
 		if (s[i] != lit[i])
 			return 0;
 	return s[n] == '\0';
-}
-
-/* memcmp(a, b, n) == 0 for a few bytes, without the call. */
-static int bytes_are(const char *a, const char *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (a[i] != b[i])
-			return 0;
-	return 1;
-}
-
-/* Objects up to this many members are searched by walking them: a walk
- * of an envelope's few members costs less than json_object_get's strlen
- * and hash. A larger object is looked up by hash, so that no message
- * makes each lookup cost its size. */
-#define WALK_MAX 8
-
-/* Member name[0..n) of o (borrowed), or NULL; json_object_get(o, name)
- * for a name without NUL, o any value or NULL. */
-static json_t *member(const json_t *o, const char *name, size_t n)
-{
-	json_t *obj = (json_t *)(uintptr_t)o; /* read only: the iterator wants non-const */
-	if (!json_is_object(obj))
-		return NULL;
-	if (json_object_size(obj) > WALK_MAX)
-		return json_object_get(obj, name);
-	/* Names are unique in an object: the first match is the one. */
-	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it))
-		if (json_object_iter_key_len(it) == n && bytes_are(json_object_iter_key(it), name, n))
-			return json_object_iter_value(it);
-	return NULL;
 }
 
 /* The envelope members classify looks at, found in one walk over the
@@ -110,7 +80,7 @@ enum jrpc_kind jrpc_classify(const json_t *msg)
 		/* Error responses may carry a null id (unreadable request id). */
 		if (e.id && !id_valid(e.id) && !json_is_null(e.id))
 			return JRPC_INVALID;
-		if (!json_is_object(e.error) || !json_is_integer(member(e.error, "code", 4)))
+		if (!json_is_object(e.error) || !json_is_integer(JPARSE_MEMBER(e.error, "code")))
 			return JRPC_INVALID;
 		return JRPC_ERROR;
 	}
@@ -193,12 +163,12 @@ int jrpc_body_has_request(const json_t *body)
 
 const char *jrpc_method(const json_t *msg)
 {
-	return json_string_value(member(msg, "method", 6));
+	return json_string_value(JPARSE_MEMBER(msg, "method"));
 }
 
 json_t *jrpc_id(const json_t *msg)
 {
-	return member(msg, "id", 2);
+	return JPARSE_MEMBER(msg, "id");
 }
 
 void jrpc_names(const json_t *msg, const char **method, const char **tool, json_t **params)
@@ -213,7 +183,7 @@ void jrpc_names(const json_t *msg, const char **method, const char **tool, json_
 	*method = json_string_value(e.method);
 	*params = e.params;
 	if (*method && str_is(*method, "tools/call", 10))
-		*tool = json_string_value(member(e.params, "name", 4));
+		*tool = json_string_value(JPARSE_MEMBER(e.params, "name"));
 }
 
 const char *jrpc_tool_name(const json_t *msg)
@@ -221,7 +191,7 @@ const char *jrpc_tool_name(const json_t *msg)
 	const char *m = jrpc_method(msg);
 	if (!m || !str_is(m, "tools/call", 10))
 		return NULL;
-	return json_string_value(member(member(msg, "params", 6), "name", 4));
+	return json_string_value(JPARSE_MEMBER(JPARSE_MEMBER(msg, "params"), "name"));
 }
 
 int jrpc_id_equal(const json_t *a, const json_t *b)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "admin/redact.h"
+#include "proxy/jparse.h"
 
 #define M REDACT_MASK
 
@@ -151,30 +152,31 @@ static void test_key_answers_follow_the_patterns(void **state)
 	redact_free(b);
 }
 
-/* redact_member finds what json_object_get finds: by a walk in a small
- * object, hashed in a large one; a key holding a NUL is not its prefix. */
+/* jparse_member (proxy/jparse.h), which the redaction walks use, finds
+ * what json_object_get finds: by a walk in a small object, hashed in a
+ * large one; a key holding a NUL is not its prefix. */
 static void test_member_lookup(void **state)
 {
 	(void)state;
 	json_t *small = parse("{\"type\":\"text\",\"text\":\"hi\",\"t\":1}");
-	assert_ptr_equal(REDACT_MEMBER(small, "text"), json_object_get(small, "text"));
-	assert_ptr_equal(REDACT_MEMBER(small, "t"), json_object_get(small, "t"));
-	assert_null(REDACT_MEMBER(small, "tex"));
-	assert_null(REDACT_MEMBER(small, "texts"));
+	assert_ptr_equal(JPARSE_MEMBER(small, "text"), json_object_get(small, "text"));
+	assert_ptr_equal(JPARSE_MEMBER(small, "t"), json_object_get(small, "t"));
+	assert_null(JPARSE_MEMBER(small, "tex"));
+	assert_null(JPARSE_MEMBER(small, "texts"));
 	json_object_setn_new(small, "id\0x", 4, json_integer(7));
-	assert_null(REDACT_MEMBER(small, "id"));
-	assert_int_equal(json_integer_value(redact_member(small, "id\0x", 4)), 7);
+	assert_null(JPARSE_MEMBER(small, "id"));
+	assert_int_equal(json_integer_value(jparse_member(small, "id\0x", 4)), 7);
 	json_t *large = json_object();
 	char k[16];
-	for (int i = 0; i < 3 * REDACT_MEMBER_WALK; i++) {
+	for (int i = 0; i < 3 * JPARSE_MEMBER_WALK; i++) {
 		snprintf(k, sizeof(k), "k%d", i);
 		json_object_set_new(large, k, json_integer(i));
 	}
-	assert_int_equal(json_integer_value(REDACT_MEMBER(large, "k20")), 20);
-	assert_null(REDACT_MEMBER(large, "k99"));
+	assert_int_equal(json_integer_value(JPARSE_MEMBER(large, "k20")), 20);
+	assert_null(JPARSE_MEMBER(large, "k99"));
 	json_t *arr = parse("[1]");
-	assert_null(REDACT_MEMBER(arr, "type"));
-	assert_null(REDACT_MEMBER(NULL, "type"));
+	assert_null(JPARSE_MEMBER(arr, "type"));
+	assert_null(JPARSE_MEMBER(NULL, "type"));
 	json_decref(small);
 	json_decref(large);
 	json_decref(arr);
