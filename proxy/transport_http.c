@@ -445,10 +445,10 @@ static void add_answer(struct exchange *ex, json_t *answer)
 	json_array_append_new(ex->answers, answer);
 }
 
-/* Client -> server. Returns 0 when something is left to forward (*out is
- * the body to send: the original bytes, or a re-serialised body), 1 when
- * the hooks consumed the whole body. */
-static int inspect_request_body(struct exchange *ex, struct evbuffer *raw, struct evbuffer **out)
+/* Client -> server. Returns 0 when something is left to forward (in raw:
+ * the original bytes, or the body re-serialised in their place), 1 when
+ * the hooks consumed the whole body, -1 when out of memory. */
+static int inspect_request_body(struct exchange *ex, struct evbuffer *raw)
 {
 	size_t n = jrpc_body_count(ex->body);
 	int modified = 0;
@@ -484,7 +484,6 @@ static int inspect_request_body(struct exchange *ex, struct evbuffer *raw, struc
 	} else {
 		json_decref(keep);
 	}
-	*out = raw;
 	return 0;
 }
 
@@ -1157,10 +1156,9 @@ static int start_upstream(struct exchange *ex, const char *target, struct evbuff
 /* Hooks, then upstream. body is stolen. */
 static void forward(struct exchange *ex, const struct route *rt, struct evbuffer *body)
 {
-	struct evbuffer *send = body;
-
 	if (ex->body) {
-		int rc = inspect_request_body(ex, body, &send);
+		/* The hooks' verdicts; a rewritten body replaces body's bytes. */
+		int rc = inspect_request_body(ex, body);
 		if (rc != 0) {
 			conn_buffer_put(ex->c, body);
 			if (rc > 0)
@@ -1170,9 +1168,7 @@ static void forward(struct exchange *ex, const struct route *rt, struct evbuffer
 			return;
 		}
 	}
-	/* send is body (inspect_request_body re-serialises in place). */
-	assert(send == body);
-	if (start_upstream(ex, rt->target, send) < 0) {
+	if (start_upstream(ex, rt->target, body) < 0) {
 		reply_error(ex, 500, JRPC_INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
