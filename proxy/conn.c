@@ -1103,3 +1103,30 @@ int conn_output_full(const struct conn *c)
 {
 	return conn_output_pending(c) > c->ctx->cfg->limits.max_output_bytes;
 }
+
+/* At the end, with reject() and conn_abort() above it: one entry point for
+ * main.c's drain deadline, so no answer is skipped for a bare close. */
+void conn_drain_deadline(struct conn *c)
+{
+	assert(c->magic == CONN_MAGIC);
+	switch (c->state) {
+	case CONN_IDLE:
+		conn_free(c);
+		break;
+	case CONN_READING:
+		/* A request still arriving: a clear "not now" (as for a
+		 * client over its share), not a close mid-request. */
+		reject(c, 503, JRPC_UPSTREAM_ERROR, "mcpwarden is shutting down");
+		break;
+	case CONN_BUSY:
+		if (c->reply_done || c->aborting)
+			break; /* answered, or on its way out already */
+		if (c->ex && c->ops->deadline)
+			c->ops->deadline(c->ex);
+		if (!c->reply_done)
+			conn_abort(c, "mcpwarden is shutting down (timeouts.drain_ms passed)");
+		break;
+	case CONN_CLOSING:
+		break;
+	}
+}

@@ -39,6 +39,12 @@ void conn_shutdown(struct conn *c);
 struct conn *conn_next(const struct conn *c);
 /* Closes at once, whatever its state (teardown after a drain timed out). */
 void conn_destroy(struct conn *c);
+/* The drain deadline passed (timeouts.drain_ms after the signal): what the
+ * connection still owes its client is answered now (a request being read
+ * gets a 503; one in flight is answered by the adapter's ->deadline, or
+ * the connection is aborted), then it closes once its output is written.
+ * c may be freed before this returns. */
+void conn_drain_deadline(struct conn *c);
 
 /* ---- for transport adapters --------------------------------------------- */
 

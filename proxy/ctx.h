@@ -72,8 +72,13 @@ struct px_ctx {
 	/* Of nconns, those of low-priority listeners (admin): each listener
 	 * caps its own kind, so neither can fill the other's slots. */
 	size_t nconns_low;
+	/* 0 running; 1 draining (requests in flight finish); 2 the drain
+	 * deadline passed (they were answered; their bytes are leaving). */
 	int draining;
 	struct event *drain_timer;    /* owned */
+	/* Worker 0 only: the other workers whose loops still run. Its own
+	 * loop, which alone reads the signals, ends after theirs. */
+	size_t workers_running;
 	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
 	struct sessid *sessions;      /* owned: session ids seen issued / ended */
 	struct toolcache *toolcache;  /* owned: tools as each upstream last listed them */
@@ -109,6 +114,9 @@ int px_slot_take(struct px_ctx *ctx);
  * given back here): lets listeners resume accepting (every worker's, when
  * the cap had been reached) and main finish a drain. */
 void px_conn_closed(struct px_ctx *ctx, int slot);
+/* Ends this worker's loop when its drain is over: draining, no connection
+ * left and (worker 0) no other worker still running (listener.c). */
+void px_drain_check(struct px_ctx *ctx);
 
 #define PX_STAT_ADD(ctx, field, n)                                                            \
 	__atomic_store_n(&(ctx)->stats.field, (ctx)->stats.field + (n), __ATOMIC_RELAXED)

@@ -225,7 +225,14 @@ void px_conn_closed(struct px_ctx *ctx, int slot)
 		for (size_t i = 0; i < ctx->nworkers; i++)
 			if (ctx->workers[i] != ctx)
 				inbox_post(ctx->workers[i]->inbox, wake_listener, NULL, ctx->workers[i]);
-	if (ctx->draining && ctx->nconns == 0)
+	px_drain_check(ctx);
+}
+
+void px_drain_check(struct px_ctx *ctx)
+{
+	/* Worker 0 outlives the others: it reads the signals, and a second
+	 * one must exit at once whichever worker still drains. */
+	if (ctx->draining && ctx->nconns == 0 && ctx->workers_running == 0)
 		event_base_loopexit(ctx->base, NULL);
 }
 

@@ -46,17 +46,52 @@
 
 /* ---- drain (SIGTERM) ---------------------------------------------------------- */
 
+/* After the drain deadline's answers are queued, how long their bytes may
+ * take to leave before what is left is closed: a client that stopped
+ * reading must not hold the exit (nginx's worker_shutdown_timeout, HAProxy's
+ * hard-stop-after close at once; the answers are a few hundred bytes). */
+#define DRAIN_FLUSH_MS 1000
+
+static void drain_timer_arm(struct px_ctx *ctx, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	if (ctx->drain_timer)
+		evtimer_add(ctx->drain_timer, &tv);
+}
+
+/* ctx->draining 1: timeouts.drain_ms passed. Every request still in
+ * flight is answered now (conn_drain_deadline), each logged as it ends, on
+ * this loop, so before "stopped". ctx->draining 2: the answers had their
+ * DRAIN_FLUSH_MS to leave; what is still open closes. The loop ends when
+ * the last connection does (px_drain_check). */
 static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct px_ctx *ctx = arg;
 	(void)fd;
 	(void)what;
-	log_msg(LOG_WARN, "drain timed out with %zu connections open: closing them", ctx->nconns);
-	event_base_loopexit(ctx->base, NULL);
+	if (ctx->draining == 1) {
+		ctx->draining = 2;
+		if (ctx->nconns)
+			log_msg(LOG_WARN, "drain timed out with %zu connections open: answering what "
+			                  "they wait for, then closing them", ctx->nconns);
+		for (struct conn *c = ctx->conns, *next; c; c = next) {
+			next = conn_next(c);
+			conn_drain_deadline(c);
+		}
+		drain_timer_arm(ctx, DRAIN_FLUSH_MS);
+	} else {
+		if (ctx->nconns)
+			log_msg(LOG_WARN, "%zu connections still writing at exit: closing them",
+			        ctx->nconns);
+		while (ctx->conns)
+			conn_destroy(ctx->conns);
+	}
+	px_drain_check(ctx);
 }
 
 /* On each worker's own loop: stop accepting, end what can end, exit the
- * loop once the last connection is gone or the drain times out. */
+ * loop once the last connection is gone (worker 0: and every other
+ * worker's loop has ended) or the drain times out. */
 static void drain_worker(void *arg)
 {
 	struct px_ctx *ctx = arg;
@@ -69,15 +104,19 @@ static void drain_worker(void *arg)
 		next = conn_next(c);
 		conn_shutdown(c);
 	}
-	if (ctx->nconns == 0) {
-		event_base_loopexit(ctx->base, NULL);
-		return;
-	}
-	unsigned ms = ctx->cfg->timeouts.drain_ms;
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	/* Armed even with no connection left: one may still be handed over
+	 * from another worker, and worker 0 waits for the others anyway. */
 	ctx->drain_timer = evtimer_new(ctx->base, drain_timeout_cb, ctx);
-	if (ctx->drain_timer)
-		evtimer_add(ctx->drain_timer, &tv);
+	drain_timer_arm(ctx, ctx->cfg->timeouts.drain_ms);
+	px_drain_check(ctx);
+}
+
+/* On worker 0: another worker's loop has ended. */
+static void worker_done(void *arg)
+{
+	struct px_ctx *ctx = arg;
+	ctx->workers_running--;
+	px_drain_check(ctx);
 }
 
 static void stop_worker(void *arg)
@@ -469,6 +508,12 @@ static void *worker_main(void *arg)
 {
 	struct px_ctx *ctx = arg;
 	loop_run(ctx->base, ctx->cfg->yield_after_us, &ctx->stats.yields);
+	/* Worker 0 keeps its loop (and so the signals) running until every
+	 * worker has said this. */
+	struct px_ctx *ctx0 = ctx->workers[0];
+	if (inbox_post(ctx0->inbox, worker_done, NULL, ctx0) < 0)
+		log_msg(LOG_ERROR, "worker %u: out of memory telling worker 0 it stopped",
+		        ctx->worker_id);
 	return NULL;
 }
 
@@ -573,6 +618,8 @@ int main(int argc, char **argv)
 		log_msg(LOG_INFO, "%zu workers (one event loop per thread)", ctx.nworkers);
 	pthread_t threads[PX_MAX_WORKERS];
 	size_t started = workers_start(&ctx, threads);
+	/* Read by worker 0's loop only, which has not run yet. */
+	ctx.workers_running = started - 1;
 	if (started == ctx.nworkers)
 		loop_run(ctx.base, ctx.cfg->yield_after_us, &ctx.stats.yields);
 	/* However worker 0's loop ended, the others stop too. */

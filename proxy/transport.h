@@ -35,6 +35,16 @@ struct transport_ops {
 	/* The proxy is draining: a long-lived stream ends now, a request in
 	 * flight is left to finish. */
 	void (*shutdown)(struct exchange *ex);
+	/* Optional: the drain deadline passed (timeouts.drain_ms after the
+	 * signal) and the reply is not complete. The exchange answers now, as
+	 * a proxy does whose upstream cannot answer in time: a reply not
+	 * begun becomes a whole error reply (503 and a JSON-RPC error for
+	 * the request's id), a stream begun ends cleanly (after an error
+	 * event for a request still owed its answer); what cannot end
+	 * honestly is aborted. The upstream request is given up first, so no
+	 * late byte of it races the answer. Absent, or when it leaves the
+	 * reply unfinished: conn aborts the connection. */
+	void (*deadline)(struct exchange *ex);
 	/* Optional: the reply's last bytes are queued, about to be written.
 	 * What the exchange held for its request alone goes back now, not a
 	 * loop turn later in ->free: a client that has its answer and sends

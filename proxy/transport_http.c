@@ -1310,12 +1310,51 @@ static void http_free(struct exchange *ex, const char *client_error)
 	free(ex);
 }
 
+/* transport_ops.deadline (transport.h): the drain deadline passed with
+ * this reply unfinished. The upstream request is given up first (its
+ * connection closes, as when a client leaves), so that nothing of it can
+ * follow our answer; then the request is answered as any the upstream
+ * cannot answer: a whole 503 with the era's JSON-RPC error when nothing
+ * was written yet; an SSE reply begun ends with that error as its last
+ * event (when its request was not answered in it) and a clean end of the
+ * stream, the state TRANSPORTS.md leaves a client to retry from. A reply
+ * passed through raw cannot be ended honestly (its length or its JSON
+ * would lie): conn cuts it. Nginx's worker_shutdown_timeout and HAProxy's
+ * hard-stop-after only close; a 503 tells the client what happened. */
+static void http_deadline(struct exchange *ex)
+{
+	static const char why[] = "mcpwarden is shutting down (timeouts.drain_ms passed)";
+
+	assert(ex->magic == EXCHANGE_MAGIC);
+	conn_buffer_put(ex->c, upstream_req_release(ex->ur));
+	ex->ur = NULL;
+	ex->resp = NULL; /* it lived in the upstream request's parser */
+	ex->error = why;
+	ex->end = INSPECT_END_CANCELLED;
+	if (!conn_replied(ex->c)) {
+		reply_error(ex, 503, JRPC_UPSTREAM_ERROR, why, NULL);
+		return;
+	}
+	if (ex->mode != RESP_SSE && !ex->xlate)
+		return;
+	/* A translated POST still open still owes its request's answer. */
+	const json_t *id = ex->answered && !ex->xlate ? NULL : reply_id(ex);
+	json_t *err = id ? mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), id, 503,
+	                                      JRPC_UPSTREAM_ERROR, why, NULL)
+	                 : NULL;
+	if (err && (ex->scratch || (ex->scratch = evbuffer_new())))
+		write_json_event(ex, err);
+	json_decref(err);
+	conn_reply_end(ex->c);
+}
+
 const struct transport_ops transport_http_ops = {
 	.name = "streamable_http",
 	.route = transport_sse_route,
 	.start = http_start,
 	.drained = http_drained,
 	.shutdown = http_shutdown,
+	.deadline = http_deadline,
 	.replied = http_replied,
 	.free = http_free,
 };
