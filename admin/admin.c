@@ -1791,3 +1791,61 @@ fail:
 	admin_free(adm);
 	return -1;
 }
+
+/* Whether fopen(path, "a") would succeed, without creating the file: the
+ * file is writable, or it does not exist and its directory is. */
+static int appendable(const char *path)
+{
+	if (access(path, W_OK) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -1;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	if (n >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return access(slash ? (n ? dir : "/") : ".", W_OK | X_OK);
+}
+
+int admin_check(const struct px_config *cfg, char *err, size_t errlen)
+{
+	struct errs e = {.buf = err, .len = errlen};
+	struct admin_conf ac = {0};
+	char why[512];
+
+	if (err && errlen)
+		err[0] = '\0';
+	parse_conf(&e, cfg->admin, &ac);
+	if (!e.count && !(ac.off && !ac.log_calls)) {
+		/* build_redact's patterns, compiled and dropped. */
+		struct redact *rd = redact_new();
+		if (!rd)
+			errs_add(&e, "admin: out of memory");
+		for (size_t i = 0; rd && ac.redact_keys && i < json_array_size(ac.redact_keys); i++)
+			if (redact_add_key(rd, json_string_value(json_array_get(ac.redact_keys, i))) < 0)
+				errs_add(&e, "$.admin.redact_keys[%zu]: cannot be used", i);
+		redact_free(rd);
+		if (ac.log_calls && strcmp(ac.log_calls, "stdout") != 0 && appendable(ac.log_calls) < 0)
+			errs_add(&e, "$.admin.log_calls: %s: %s", ac.log_calls, strerror(errno));
+	}
+	if (!e.count && !ac.off) {
+		/* setup_tls's conditions, with the client listener's TLS as the
+		 * configuration gives it. */
+		if (ac.tls_listener && !cfg->tls_cert_file)
+			errs_add(&e, "$.admin.tls: \"listener\" needs TLS on the client listener (tls, or "
+			             "--tls-cert and --tls-key)");
+		if (ac.tls_cert) {
+			struct ssl_ctx_st *t = tls_server_ctx_new(ac.tls_cert, ac.tls_key, why, sizeof(why));
+			if (!t)
+				errs_add(&e, "$.admin.tls: %s", why);
+			tls_ctx_free(t);
+		}
+	}
+	explicit_bzero(ac.tokbuf, sizeof(ac.tokbuf));
+	return e.count ? -1 : 0;
+}

@@ -49,6 +49,15 @@ struct ssl_ctx_st;
  * it warns and runs without the endpoint instead of failing. */
 int admin_setup(struct px_ctx *ctx, char *err, size_t errlen);
 
+/* What admin_setup would refuse, without building or binding anything,
+ * for --check-config: the section's keys and values, the token file, the
+ * redaction patterns, the certificate pair of "tls" (loaded, then freed)
+ * or "listener" without TLS on the client listener, and whether the
+ * log_calls file could be opened for appending (it is not created). cfg
+ * borrowed. Returns 0, or -1 with every error, one per line, in err. */
+struct px_config;
+int admin_check(const struct px_config *cfg, char *err, size_t errlen);
+
 /* Frees everything admin_setup built. Call after every connection was
  * destroyed (admin connections use it, and the recorder sees the last
  * exchanges end) and before the event base is freed. Accepts NULL. */

@@ -489,7 +489,9 @@ static const struct key_spec top_keys[] = {
 	{"limits", JSON_OBJECT}, {"log", JSON_OBJECT}, {"policy", JSON_OBJECT},
 	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {"allowed_hosts", JSON_ARRAY},
 	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {"workers", JSON_INTEGER},
-	{"yield_after_us", JSON_INTEGER}, {NULL, 0},
+	{"yield_after_us", JSON_INTEGER},
+	/* Editors' JSON Schema hint ("$schema": URL): accepted, not used. */
+	{"$schema", JSON_STRING}, {NULL, 0},
 };
 
 static const struct key_spec log_keys[] = {

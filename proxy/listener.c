@@ -124,6 +124,15 @@ static struct addrinfo *resolve(const char *host, const char *port, char *errbuf
 	return res;
 }
 
+int listener_resolvable(const char *host, const char *port, char *errbuf, size_t errlen)
+{
+	struct addrinfo *res = resolve(host, port, errbuf, errlen);
+	if (!res)
+		return -1;
+	freeaddrinfo(res);
+	return 0;
+}
+
 int listener_reserve(const char *host, const char *port, char *bound, size_t boundlen,
                      char *errbuf, size_t errlen)
 {

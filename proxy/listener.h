@@ -23,6 +23,9 @@ struct listener *listener_new(struct px_ctx *ctx, const char *host, const char *
  * Returns 0, or -1 with a reason in errbuf. */
 int listener_reserve(const char *host, const char *port, char *bound, size_t boundlen,
                      char *errbuf, size_t errlen);
+/* Whether host:port resolves to an address listener_new could bind (no
+ * socket is opened): --check-config. Returns 0, or -1 with a reason. */
+int listener_resolvable(const char *host, const char *port, char *errbuf, size_t errlen);
 /* New connections speak TLS with *tls (read at each accept, so a reload
  * that swaps the context applies to the next connection). */
 void listener_set_tls(struct listener *l, struct ssl_ctx_st **tls);

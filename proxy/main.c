@@ -18,6 +18,7 @@
 
 #include "proxy/config.h"
 #include "proxy/conn.h"
+#include "proxy/errs.h"
 #include "proxy/check_cmd.h"
 #include "proxy/ctx.h"
 #include "admin/admin.h"
@@ -273,6 +274,96 @@ static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 	reload(arg);
 }
 
+/* ---- what a start loads (and --check-config runs) ------------------------------ */
+
+/* Every loader a start runs on the configuration before it binds a socket
+ * or builds a worker: files read, certificates and keys paired, names
+ * resolved. ctx_setup runs this list first, so a start cannot fail on
+ * anything of it that --check-config, which runs the same list, passed.
+ * None opens a socket or contacts an upstream (nginx -t and haproxy -c
+ * likewise check files and names, never peers). Each returns 0, or -1
+ * with its errors (one per line, each with its location) in err. */
+
+static int load_listen(const struct px_config *cfg, char *err, size_t errlen)
+{
+	char why[512];
+	if (listener_resolvable(cfg->listen_host, cfg->listen_port, why, sizeof(why)) == 0)
+		return 0;
+	snprintf(err, errlen, "$.listen: %s", why);
+	return -1;
+}
+
+static int load_listen_tls(const struct px_config *cfg, char *err, size_t errlen)
+{
+	char why[1024];
+	if (!cfg->tls_cert_file)
+		return 0;
+	SSL_CTX *t = tls_server_ctx_new(cfg->tls_cert_file, cfg->tls_key_file, why, sizeof(why));
+	if (!t) {
+		snprintf(err, errlen, "$.tls: %s", why);
+		return -1;
+	}
+	tls_ctx_free(t);
+	return 0;
+}
+
+/* What each worker builds of an upstream (its address, its TLS context
+ * with the CA, certificate and key files): upstream_new only keeps ctx,
+ * it connects nothing. */
+static int load_upstreams(const struct px_config *cfg, char *err, size_t errlen)
+{
+	struct errs e = {err, errlen, 0, 0};
+	char why[1024];
+	for (size_t i = 0; i < cfg->nups; i++) {
+		struct upstream *u = upstream_new(NULL, &cfg->ups[i], why, sizeof(why));
+		if (!u)
+			errs_add(&e, "$.upstreams[%zu] (%s): %s", i, cfg->ups[i].name, why);
+		upstream_free(u);
+	}
+	return e.count ? -1 : 0;
+}
+
+static const struct loader {
+	int (*run)(const struct px_config *cfg, char *err, size_t errlen);
+} loaders[] = {
+	{load_listen},
+	{load_listen_tls},
+	{hook_contract_validate},  /* contracts and their baselines */
+	{hook_policy_check},       /* policy files and their baselines */
+	{admin_check},
+	{load_upstreams},
+};
+
+/* Runs every loader, whatever the earlier ones said (all errors at once),
+ * their errors one after the other in err. Returns how many failed. */
+static int preflight(const struct px_config *cfg, char *err, size_t errlen)
+{
+	size_t used = 0;
+	int failed = 0;
+	char spare[2];
+
+	err[0] = '\0';
+	for (size_t i = 0; i < sizeof(loaders) / sizeof(loaders[0]); i++) {
+		/* A full buffer still counts the failure. */
+		char *dst = used + 2 < errlen ? err + used : spare;
+		size_t room = dst == spare ? sizeof(spare) : errlen - used;
+		dst[0] = '\0';
+		if (loaders[i].run(cfg, dst, room) == 0) {
+			dst[0] = '\0';
+			continue;
+		}
+		failed++;
+		if (dst == spare)
+			continue;
+		used += strlen(dst);
+		if (used && err[used - 1] != '\n' && used + 1 < errlen) {
+			err[used++] = '\n';
+			err[used] = '\0';
+		}
+	}
+	return failed;
+}
+
 /* ---- set-up and teardown ------------------------------------------------------ */
 
 static struct event_base *base_new(void)
@@ -452,6 +543,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	}
 	ctx->workers[0] = ctx;
 	ctx->nworkers = 1;
+	if (preflight(cfg, err, sizeof(err)) > 0) {
+		log_msg(LOG_ERROR, "configuration errors:\n%s", err);
+		return -1;
+	}
 	if (cfg->tls_cert_file) {
 		ctx->tls_server = tls_server_ctx_new(cfg->tls_cert_file, cfg->tls_key_file, err,
 		                                     sizeof(err));
@@ -577,11 +672,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (action == CONFIG_CHECK_ONLY) {
-		/* The modules' own sections, as start-up would check them. */
-		if (hook_policy_check(cfg, err, sizeof(err)) < 0 ||
-		    hook_contract_validate(cfg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "mcpwarden: configuration errors:\n%s%s", err,
-			        err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
+		/* What a start loads, all of it, and nothing it binds. */
+		if (preflight(cfg, err, sizeof(err)) > 0) {
+			fprintf(stderr, "mcpwarden: configuration errors:\n%s", err);
 			config_free(cfg);
 			return 2;
 		}

@@ -12,6 +12,7 @@ import { openStream } from './lib/http.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { withTimeout, waitFor } from './lib/util.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
+import { makeCerts } from './lib/certs.mjs';
 
 const T = { timeout: 15000 };
 const out = (r) => `${r.stdout}\n${r.stderr}`;
@@ -110,6 +111,95 @@ describe('mcpwarden command line', () => {
     const r = await runWarden(['--check-config', '-c', '/nonexistent/mcpwarden.json']);
     assert.notEqual(r.code, 0);
     assert.ok(out(r).includes('/nonexistent/mcpwarden.json'), out(r));
+  });
+});
+
+// Issue 17: --check-config runs every loader a start runs. Each case: the
+// same file fails to start (exit non-zero before listening) and
+// --check-config exits non-zero naming the error and where it is.
+describe('--check-config says what a start would say', () => {
+  let certs;
+  const certsOf = () => (certs ??= makeCerts());
+  after(() => certs?.cleanup());
+
+  /** The start fails and --check-config fails, both naming `want`. */
+  async function startAndCheckFail(conf, want) {
+    const wp = await freePort();
+    const f = writeConfig({ ...conf, listen: `127.0.0.1:${wp}` });
+    const start = await runWarden(['-c', f], { timeout: 10000 });
+    assert.notEqual(start.code, 0, `the start succeeded:\n${out(start)}`);
+    assert.equal(start.signal, null, out(start));
+    const chk = await runWarden(['--check-config', '-c', f]);
+    assert.notEqual(chk.code, 0, `--check-config passed a file that cannot start:\n${out(chk)}`);
+    for (const w of [want].flat()) {
+      assert.ok(out(chk).includes(w), `--check-config does not name ${w}:\n${out(chk)}`);
+      assert.ok(out(start).includes(w), `the start does not name ${w}:\n${out(start)}`);
+    }
+    return chk;
+  }
+
+  test('r17 an unknown admin key', T, async () => {
+    await startAndCheckFail(good({ admin: { listen: 'off', bogus_admin_key: 1 } }), '$.admin.bogus_admin_key');
+  });
+
+  test('r17 admin.ring_size 0', T, async () => {
+    await startAndCheckFail(good({ admin: { listen: 'off', ring_size: 0 } }), '$.admin.ring_size');
+  });
+
+  test('r17 a client listener key that does not match its certificate', T, async () => {
+    const c = certsOf();
+    await startAndCheckFail(good({ tls: { cert_file: c.server.cert, key_file: c.client.key } }),
+      ['$.tls', 'does not match']);
+  });
+
+  test('r17 an admin certificate file that does not exist', T, async () => {
+    const c = certsOf();
+    await startAndCheckFail(good({ admin: { listen: '127.0.0.1:0', tls: { cert_file: '/nonexistent/admin.pem', key_file: c.server.key } } }),
+      ['$.admin.tls', '/nonexistent/admin.pem']);
+  });
+
+  test('r17 an upstream ca_file that does not exist', T, async () => {
+    const conf = good();
+    conf.upstreams[1].url = 'https://127.0.0.1:3002/mcp';
+    conf.upstreams[1].tls = { ca_file: '/nonexistent/ca.pem' };
+    await startAndCheckFail(conf, ['$.upstreams[1]', '/nonexistent/ca.pem']);
+  });
+
+  test('r17 policy, contract and admin errors are all reported in one run', T, async () => {
+    const conf = good({
+      policy: { bogus_policy_key: true },
+      admin: { listen: 'off', bogus_admin_key: 1 },
+    });
+    conf.upstreams[0].contract = { mode: 'sometimes' };
+    const r = await runWarden(['--check-config', '-c', writeConfig(conf)]);
+    assert.notEqual(r.code, 0, out(r));
+    for (const w of ['bogus_policy_key', '$.upstreams[0].contract.mode', '$.admin.bogus_admin_key']) {
+      assert.ok(out(r).includes(w), `${w} is not reported:\n${out(r)}`);
+    }
+  });
+
+  test('r17 a good file with TLS everywhere passes, and opens no socket', T, async () => {
+    const c = certsOf();
+    const wp = await freePort();
+    const conf = good({
+      listen: `127.0.0.1:${wp}`,
+      tls: { cert_file: c.server.cert, key_file: c.server.key },
+      admin: { listen: '127.0.0.1:0', tls: 'listener' },
+    });
+    conf.upstreams[1].url = 'https://127.0.0.1:3002/mcp';
+    conf.upstreams[1].tls = { ca_file: c.ca };
+    const r = await runWarden(['--check-config', '-c', writeConfig(conf)]);
+    assert.equal(r.code, 0, out(r));
+    assert.match(r.stdout, /OK/, out(r));
+    assert.doesNotMatch(out(r), /listening on/, out(r));
+  });
+
+  test('r17 a top-level "$schema" string is accepted', T, async () => {
+    const r = await runWarden(['--check-config', '-c', writeConfig(good({ $schema: 'https://example.com/mcpwarden.schema.json' }))]);
+    assert.equal(r.code, 0, out(r));
+    const bad = await runWarden(['--check-config', '-c', writeConfig(good({ $schema: 7 }))]);
+    assert.notEqual(bad.code, 0, out(bad));
+    assert.ok(out(bad).includes('$.$schema'), out(bad));
   });
 });
 

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "admin/admin.h"
 #include "proxy/config.h"
 #include "proxy/limits.h"
 
@@ -434,6 +435,94 @@ static void test_load_unknown_keys(void **state)
 	load_fails(text, "$.limits.max_bodyy: unknown key");
 	snprintf(text, sizeof(text), "{%s, \"log\": {\"lvl\": \"info\"}}", up);
 	load_fails(text, "$.log.lvl: unknown key");
+}
+
+/* Issue 17: editors put "$schema" in a JSON file; it is accepted and
+ * ignored, but still must be a string. */
+static void test_r17_schema_key(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct px_config *cfg = load_text("{\"$schema\": \"https://example.com/mcpwarden.json\", "
+	                                  "\"upstreams\": [{\"url\": \"http://h/\"}]}",
+	                                  err, sizeof(err));
+	if (!cfg)
+		print_error("%s", err);
+	assert_non_null(cfg);
+	config_free(cfg);
+	load_fails("{\"$schema\": 1, \"upstreams\": [{\"url\": \"http://h/\"}]}",
+	           "$.$schema: must be a string");
+	load_fails("{\"$schemas\": \"x\", \"upstreams\": [{\"url\": \"http://h/\"}]}",
+	           "$.$schemas: unknown key");
+}
+
+/* admin_check on the admin section of text; returns its result, errors in err. */
+static int admin_check_text(const char *admin, char *err, size_t errlen)
+{
+	char text[1024], lerr[1024];
+	snprintf(text, sizeof(text), "{\"upstreams\": [{\"url\": \"http://h/\"}], \"admin\": %s}",
+	         admin);
+	struct px_config *cfg = load_text(text, lerr, sizeof(lerr));
+	if (!cfg)
+		print_error("%s", lerr);
+	assert_non_null(cfg);
+	int rc = admin_check(cfg, err, errlen);
+	config_free(cfg);
+	return rc;
+}
+
+static void admin_check_fails(const char *admin, const char *want)
+{
+	char err[2048];
+	int rc = admin_check_text(admin, err, sizeof(err));
+	if (rc == 0 || !strstr(err, want))
+		print_error("admin: %s\nerrors:\n%s\nwanted: %s\n", admin, rc ? err : "(none)", want);
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, want));
+}
+
+/* Issue 17: --check-config checks the admin section as admin_setup would
+ * (it printed OK for all of these, and the start failed). */
+static void test_r17_admin_check(void **state)
+{
+	(void)state;
+	char err[2048];
+
+	assert_int_equal(admin_check_text("{\"listen\": \"off\", \"ring_size\": 10}", err,
+	                                  sizeof(err)), 0);
+	assert_int_equal(admin_check_text("{\"listen\": \"127.0.0.1:0\", \"max_streams\": 2, "
+	                                  "\"redact_keys\": [\"secret\"]}", err, sizeof(err)), 0);
+	admin_check_fails("{\"listen\": \"off\", \"bogus\": 1}", "$.admin.bogus: unknown key");
+	admin_check_fails("{\"listen\": \"off\", \"ring_size\": 0}", "$.admin.ring_size:");
+	admin_check_fails("{\"listen\": \"127.0.0.1:0\", \"max_labels\": 0}", "$.admin.max_labels:");
+	admin_check_fails("{\"listen\": \"nowhere\"}", "$.admin.listen:");
+	admin_check_fails("{\"token_file\": \"/nonexistent/token\"}",
+	                  "$.admin.token_file: /nonexistent/token");
+	admin_check_fails("{\"listen\": \"127.0.0.1:0\", \"tls\": \"listener\"}",
+	                  "$.admin.tls: \"listener\" needs TLS on the client listener");
+	admin_check_fails("{\"listen\": \"127.0.0.1:0\", \"tls\": {\"cert_file\": "
+	                  "\"/nonexistent/a.pem\", \"key_file\": \"/nonexistent/a.key\"}}",
+	                  "$.admin.tls: TLS certificate /nonexistent/a.pem");
+	admin_check_fails("{\"listen\": \"off\", \"log_calls\": \"/nonexistent/dir/calls.jsonl\"}",
+	                  "$.admin.log_calls: /nonexistent/dir/calls.jsonl");
+	admin_check_fails("{\"listen\": \"127.0.0.1:0\", \"redact_keys\": [\"--\"]}",
+	                  "$.admin.redact_keys[0]: cannot be used");
+	/* Off with no call log: admin_setup builds nothing, so nothing fails. */
+	assert_int_equal(admin_check_text("{\"listen\": \"off\", \"redact_keys\": [\"--\"]}", err,
+	                                  sizeof(err)), 0);
+	/* Every error at once. */
+	assert_int_equal(admin_check_text("{\"listen\": \"off\", \"bogus\": 1, \"ring_size\": 0}",
+	                                  err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "$.admin.bogus: unknown key"));
+	assert_non_null(strstr(err, "$.admin.ring_size:"));
+	/* A log file that does not exist yet is fine, and is not created. */
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/mcpwarden-calls-%d.jsonl", (int)getpid());
+	unlink(path);
+	char admin[160];
+	snprintf(admin, sizeof(admin), "{\"listen\": \"off\", \"log_calls\": \"%s\"}", path);
+	assert_int_equal(admin_check_text(admin, err, sizeof(err)), 0);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 /* Per-session caps of pass-through sessions: defaults, values, 0, range. */
@@ -1294,6 +1383,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_basic),
+		cmocka_unit_test(test_r17_schema_key),
+		cmocka_unit_test(test_r17_admin_check),
 		cmocka_unit_test(test_url_default_ports),
 		cmocka_unit_test(test_url_userinfo),
 		cmocka_unit_test(test_url_ipv6),
