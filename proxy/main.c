@@ -2,7 +2,12 @@
  *
  * SIGTERM/SIGINT start a drain: stop accepting, close idle connections,
  * end standalone streams, let requests in flight finish (up to
- * timeouts.drain_ms), then exit. A second signal exits at once.
+ * timeouts.drain_ms), answer those still unfinished then, and exit. A
+ * second signal exits at once: worker 0, which alone reads signals, keeps
+ * its loop until every worker's has ended.
+ *
+ * --check-config runs the loaders a start runs first (loaders[]), and
+ * nothing else.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -323,15 +328,15 @@ static int load_upstreams(const struct px_config *cfg, char *err, size_t errlen)
 	return e.count ? -1 : 0;
 }
 
-static const struct loader {
-	int (*run)(const struct px_config *cfg, char *err, size_t errlen);
-} loaders[] = {
-	{load_listen},
-	{load_listen_tls},
-	{hook_contract_validate},  /* contracts and their baselines */
-	{hook_policy_check},       /* policy files and their baselines */
-	{admin_check},
-	{load_upstreams},
+typedef int loader_fn(const struct px_config *cfg, char *err, size_t errlen);
+
+static loader_fn *const loaders[] = {
+	load_listen,
+	load_listen_tls,
+	hook_contract_validate,  /* contracts and their baselines */
+	hook_policy_check,       /* the policy and its baselines */
+	admin_check,
+	load_upstreams,
 };
 
 /* Runs every loader, whatever the earlier ones said (all errors at once),
@@ -348,7 +353,7 @@ static int preflight(const struct px_config *cfg, char *err, size_t errlen)
 		char *dst = used + 2 < errlen ? err + used : spare;
 		size_t room = dst == spare ? sizeof(spare) : errlen - used;
 		dst[0] = '\0';
-		if (loaders[i].run(cfg, dst, room) == 0) {
+		if (loaders[i](cfg, dst, room) == 0) {
 			dst[0] = '\0';
 			continue;
 		}
