@@ -45,10 +45,12 @@
 #include "admin/metrics.h"
 #include "admin/redact.h"
 #include "admin/ring.h"
+#include "policy/policy.h"
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/ctx.h"
 #include "proxy/errs.h"
+#include "proxy/hook_policy.h"
 #include "proxy/hook_record.h"
 #include "proxy/jparse.h"
 #include "proxy/http_parse.h"
@@ -1010,6 +1012,50 @@ static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
 	s->nups = ctx->nups;
 }
 
+/* The policy module's counters for /metrics: *mp filled, its rules in a
+ * new array (owned by the caller, NULL when there are none). The rule
+ * names are the policy's, valid until the next reload: this thread's. */
+static struct metrics_policy_rule *policy_snapshot(const struct px_ctx *ctx,
+                                                   struct metrics_policy *mp)
+{
+	struct hook_policy_stats st;
+	size_t n;
+	hook_policy_get_stats(ctx->policy, &st);
+	const struct policy *p = hook_policy_current(ctx->policy);
+	*mp = (struct metrics_policy){
+		.active = p != NULL,
+		.dry_run_mode = p ? policy_dry_run(p) : 0,
+		.allowed = st.allowed,
+		.denied = st.denied,
+		.logged = st.logged,
+		.dry_run = st.dry_run,
+		.unknown_tool = st.unknown_tool,
+		.tools_hidden = st.tools_hidden,
+		.listings = st.listings,
+		.tools_over_cap = st.tools_over_cap,
+		.reloads = st.reloads,
+		.reload_failures = st.reload_failures,
+	};
+	struct policy_rule_stats *rs = hook_policy_rule_stats(ctx->policy, &n);
+	struct metrics_policy_rule *out = n ? calloc(n, sizeof(*out)) : NULL;
+	for (size_t i = 0; out && i < n; i++)
+		out[i] = (struct metrics_policy_rule){
+			.rule = rs[i].rule,
+			.action = policy_action_str(rs[i].action),
+			.matched = rs[i].matched,
+			.allowed = rs[i].allowed,
+			.denied = rs[i].denied,
+			.logged = rs[i].logged,
+			.dry_run = rs[i].dry_run,
+			.hidden = rs[i].hidden,
+			.dry_run_hidden = rs[i].dry_run_hidden,
+		};
+	free(rs);
+	mp->rules = out;
+	mp->nrules = out ? n : 0;
+	return out;
+}
+
 static void ep_metrics(struct admin_x *ax)
 {
 	struct admin *adm = ax->adm;
@@ -1024,10 +1070,14 @@ static void ep_metrics(struct admin_x *ax)
 		reply_error(ax, 500, "out of memory");
 		return;
 	}
+	struct metrics_policy mp;
+	struct metrics_policy_rule *rules = policy_snapshot(adm->ctx, &mp);
+	s.policy = &mp;
 	admin_lock(adm);
 	fill_snapshot(adm, &s, ups, workers);
 	char *text = metrics_render(adm->m, &s, &len);
 	admin_unlock(adm);
+	free(rules);
 	free(ups);
 	free(workers);
 	if (!text) {
