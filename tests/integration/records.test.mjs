@@ -16,7 +16,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stopAll } from './lib/procs.mjs';
@@ -183,6 +183,31 @@ describe('records: credentials sent upstream never show', () => {
       st.abort();
       await a.close();
       await b.close();
+    }
+  });
+
+  test('a header value a reload brings in is masked from the first call that sends it', T, async () => {
+    const FIRST = 'rx-reload-key-first-1';
+    const SECOND = 'rx-reload-key-second-2';
+    const r = await startAdminWarden({
+      upstreams: [{ name: 'r', url: peer.url, headers: { 'X-Api-Key': FIRST } }],
+      extra: { log: { level: 'info', format: 'text' } },
+    });
+    const conf = JSON.parse(readFileSync(r.conf, 'utf8'));
+    conf.upstreams[0].headers['X-Api-Key'] = SECOND;
+    writeFileSync(r.conf, JSON.stringify(conf));
+    r.proc.child.kill('SIGHUP');
+    await r.proc.waitForStderr(/SIGHUP: configuration reloaded/);
+    const s = await connectClient(r.url);
+    try {
+      const got = await s.client.callTool({ name: 'headers', arguments: { after: 'reload' } });
+      assert.match(got.content[0].text, new RegExp(`^x-api-key: ${SECOND}$`, 'm'), 'the reload applied');
+      await waitForCalls(r.admin, (calls) => calls.some((c) => c.arguments?.includes('reload')));
+      const calls = await adminGet(r.admin, '/calls?limit=1000');
+      assert.ok(!calls.text.includes(SECOND), `/calls shows the reloaded header value: ${calls.text}`);
+      assert.ok(!calls.text.includes(FIRST));
+    } finally {
+      await s.close();
     }
   });
 });
