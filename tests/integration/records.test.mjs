@@ -58,9 +58,11 @@ const GET_405_BODY = JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, mes
  * answers the request's headers as "name: value" lines), `plain`
  * (read-only) and `danger` (unannotated, so destructive). GET gets 405
  * with a JSON-RPC error body, as the SDK's servers without a GET stream
- * answer. nodesc: the tools come without descriptions (a contract problem).
+ * answer. nodesc: the tools come without descriptions (a contract
+ * problem). keyTool: one more tool, undescribed, named after the X-Api-Key
+ * the listing request carried.
  */
-async function startEchoPeer({ nodesc = false } = {}) {
+async function startEchoPeer({ nodesc = false, keyTool = false } = {}) {
   const got = [];
   const tools = [
     { name: 'headers', description: 'the request headers', annotations: { readOnlyHint: true }, inputSchema: { type: 'object' } },
@@ -88,7 +90,8 @@ async function startEchoPeer({ nodesc = false } = {}) {
       if (msg.method === 'initialize') {
         result = { protocolVersion: msg.params?.protocolVersion ?? '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'echo-peer', version: '0' } };
       } else if (msg.method === 'tools/list') {
-        result = { tools };
+        // keyTool: one more tool, named after the X-Api-Key received
+        result = { tools: keyTool ? [...tools, { name: `key-${req.headers['x-api-key']}`, inputSchema: { type: 'object' } }] : tools };
       } else if (msg.method === 'tools/call' && msg.params?.name === 'headers') {
         const lines = Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join('\n');
         result = { content: [{ type: 'text', text: lines }] };
@@ -208,6 +211,27 @@ describe('records: credentials sent upstream never show', () => {
       assert.ok(!calls.text.includes(FIRST));
     } finally {
       await s.close();
+    }
+  });
+
+  test('/contract masks a credential the upstream put in a tool name', T, async () => {
+    const kp = await startEchoPeer({ keyTool: true });
+    const r = await startAdminWarden({
+      upstreams: [{ name: 'k', url: kp.url, headers: { 'X-Api-Key': '${RX_API_KEY}' }, contract: { mode: 'report' } }],
+    });
+    const s = await connectClient(r.url);
+    try {
+      const listed = await s.client.listTools();
+      assert.ok(listed.tools.some((t) => t.name === `key-${API_KEY}`), 'the client sees the tool as listed');
+      const c = await waitFor(async () => {
+        const x = await adminGet(r.admin, '/contract');
+        return x.json().upstreams[0].report && x;
+      }, { what: 'a contract report' });
+      assert.match(c.text, /key-\u2022|key-•/, `the finding names the tool, masked: ${c.text}`);
+      assertNoSecrets(c.text, '/contract');
+    } finally {
+      await s.close();
+      await kp.close();
     }
   });
 });
