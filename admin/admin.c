@@ -1707,6 +1707,12 @@ int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, 
 	return *out ? 0 : -1;
 }
 
+void admin_add_credentials(struct admin *adm, const struct px_config *cfg)
+{
+	if (adm && cfg)
+		add_config_secrets(adm->rd, cfg);
+}
+
 void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls)
 {
 	char what[512];
@@ -1714,7 +1720,7 @@ void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls)
 		return;
 	/* The reload's configuration is this thread's now: its credentials
 	 * (a new token in a header, say) join the masked values. */
-	add_config_secrets(adm->rd, adm->ctx->cfg);
+	admin_add_credentials(adm, adm->ctx->cfg);
 	if (!tls)
 		return;
 	/* Open connections hold a reference to the old context. */
