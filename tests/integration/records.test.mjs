@@ -137,7 +137,7 @@ before(async () => {
         rules: [
           { name: 'watch-plain', match: { tool: 'plain' }, action: 'log' },
           { name: 'no-danger', match: { tool: 'danger' }, action: 'deny', dry_run: true },
-          { name: 'no-headers-on-b', match: { tool: 'headers', upstream: 'bearer' }, action: 'allow' },
+          { name: 'headers-on-bearer', match: { tool: 'headers', upstream: 'bearer' }, action: 'allow' },
         ],
       },
     },
