@@ -40,14 +40,17 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <openssl/evp.h>
 
 #include "admin/metrics.h"
 #include "admin/redact.h"
 #include "admin/ring.h"
+#include "policy/policy.h"
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/ctx.h"
 #include "proxy/errs.h"
+#include "proxy/hook_policy.h"
 #include "proxy/hook_record.h"
 #include "proxy/jparse.h"
 #include "proxy/http_parse.h"
@@ -420,40 +423,121 @@ static void parse_conf(struct errs *e, const json_t *conf, struct admin_conf *ac
 	}
 }
 
-/* ---- secrets from the upstream URLs ------------------------------------- */
+/* ---- the credentials mcpwarden sends upstream ---------------------------- */
 
-static int b64_value(int c)
+/* Every credential mcpwarden sends upstream must stay out of whatever it
+ * shows (records, the stream, the call log), even when an upstream
+ * echoes it back in a tool result: the strings below are added to the
+ * redactor's literal values at start and at each reload, in every form
+ * an echo may carry them. Values only ever join the set (a token
+ * replaced by a reload was sent, and may still come back). Values
+ * shorter than REDACT_MIN_VALUE_LEN are not masked: they would mask
+ * everything. Not here: a client's own Authorization, passed through
+ * when no client tokens are configured (it is the client's, not known
+ * before its request). */
+
+/* A list of strings (owned) for redact_add_secrets. */
+struct secrets {
+	char **v;
+	size_t n, cap;
+	int oom;
+};
+
+static void sec_add(struct secrets *s, const char *v, size_t len)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
+	if (len < REDACT_MIN_VALUE_LEN || s->oom)
+		return;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 32;
+		char **nv = realloc(s->v, cap * sizeof(*nv));
+		if (!nv) {
+			s->oom = 1;
+			return;
+		}
+		s->v = nv;
+		s->cap = cap;
+	}
+	char *c = strndup(v, len);
+	if (!c) {
+		s->oom = 1;
+		return;
+	}
+	s->v[s->n++] = c;
 }
 
-/* Decodes base64 into out (NUL-terminated). Returns 0 or -1. */
-static int b64_decode(const char *in, char *out, size_t cap)
+static void sec_free(struct secrets *s)
 {
-	size_t n = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (; *in && *in != '='; in++) {
-		int v = b64_value((unsigned char)*in);
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n + 1 >= cap)
-				return -1;
-			out[n++] = (char)((acc >> bits) & 0xff);
-		}
+	for (size_t i = 0; i < s->n; i++) {
+		explicit_bzero(s->v[i], strlen(s->v[i]));
+		free(s->v[i]);
 	}
-	out[n] = '\0';
-	return 0;
+	free(s->v);
+}
+
+/* Credentials beyond this are not re-encoded (they are masked as sent). */
+#define SEC_B64_MAX 3072
+
+/* v's base64 (padded, the alphabet of an Authorization: Basic value). */
+static void sec_add_b64(struct secrets *s, const char *v, size_t len)
+{
+	unsigned char out[SEC_B64_MAX / 3 * 4 + 8];
+	if (len < REDACT_MIN_VALUE_LEN || len > SEC_B64_MAX)
+		return;
+	int n = EVP_EncodeBlock(out, (const unsigned char *)v, (int)len);
+	if (n > 0)
+		sec_add(s, (const char *)out, (size_t)n);
+	explicit_bzero(out, sizeof(out));
+}
+
+/* What a Basic credential (b64) encodes: user:password, the user, the
+ * password. */
+static void sec_add_basic(struct secrets *s, const char *b64, size_t len)
+{
+	unsigned char out[SEC_B64_MAX + 8];
+	if (len == 0 || len % 4 || len / 4 * 3 > SEC_B64_MAX)
+		return;
+	int n = EVP_DecodeBlock(out, (const unsigned char *)b64, (int)len);
+	if (n < 0)
+		return;
+	/* EVP_DecodeBlock counts the bytes '=' padding stands for. */
+	for (size_t i = len; i > 0 && b64[i - 1] == '=' && n > 0; i--)
+		n--;
+	sec_add(s, (const char *)out, (size_t)n);
+	const unsigned char *colon = memchr(out, ':', (size_t)n);
+	if (colon) {
+		sec_add(s, (const char *)out, (size_t)(colon - out));
+		sec_add(s, (const char *)colon + 1, (size_t)(out + n - colon - 1));
+	}
+	explicit_bzero(out, sizeof(out));
+}
+
+/* A header value mcpwarden sends: as sent and in base64; when it is
+ * "<scheme> <credentials>" (an Authorization header, or a Basic or Bearer
+ * value in another one), the credentials alone too, and what a Basic
+ * one encodes. */
+static void sec_add_header(struct secrets *s, const char *name, const char *v)
+{
+	size_t len = strlen(v);
+	sec_add(s, v, len);
+	sec_add_b64(s, v, len);
+	const char *sp = strchr(v, ' ');
+	if (!sp)
+		return;
+	size_t slen = (size_t)(sp - v);
+	int basic = slen == 5 && strncasecmp(v, "basic", 5) == 0;
+	int bearer = slen == 6 && strncasecmp(v, "bearer", 6) == 0;
+	if (!basic && !bearer && strcasecmp(name, "authorization") != 0 &&
+	    strcasecmp(name, "proxy-authorization") != 0)
+		return;
+	while (*sp == ' ')
+		sp++;
+	size_t tl = strlen(sp);
+	while (tl > 0 && sp[tl - 1] == ' ')
+		tl--;
+	sec_add(s, sp, tl);
+	sec_add_b64(s, sp, tl);
+	if (basic)
+		sec_add_basic(s, sp, tl);
 }
 
 static void pct_decode(const char *s, size_t len, char *out, size_t cap)
@@ -472,49 +556,51 @@ static void pct_decode(const char *s, size_t len, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-static void add_secret(struct redact *rd, const char *v)
-{
-	/* Short or repeated values are skipped (redact refuses them or they
-	 * are already masked); running out of patterns is reported once. */
-	if (strlen(v) < REDACT_MIN_VALUE_LEN)
-		return;
-	if (redact_add_value(rd, v) < 0)
-		log_msg(LOG_WARN, "admin: too many values to redact; some URL parts are not masked");
-}
-
-/* The user, password and query of each upstream URL are secrets: they must
- * never show in a record even if an upstream echoes them. */
-static void redact_upstream_urls(struct redact *rd, const struct px_config *cfg)
+/* The query of an upstream URL (whole, and each value raw and decoded). */
+static void sec_add_query(struct secrets *s, const char *q)
 {
 	char buf[2048];
+	sec_add(s, q, strlen(q));
+	for (const char *p = q; *p;) {
+		size_t n = strcspn(p, "&");
+		const char *eq = memchr(p, '=', n);
+		if (eq) {
+			size_t vl = n - (size_t)(eq + 1 - p);
+			pct_decode(eq + 1, vl, buf, sizeof(buf));
+			sec_add(s, buf, strlen(buf));
+			sec_add(s, eq + 1, vl);
+		}
+		p += n + (p[n] == '&');
+	}
+	explicit_bzero(buf, sizeof(buf));
+}
+
+/* Adds cfg's credentials to rd: each upstream's Basic value (from the
+ * URL's user and password), the query of its URL, its configured header
+ * values (after ${ENV} expansion: as config.c filled them in); and the
+ * client tokens. Safe while workers redact (redact_add_secrets). */
+static void add_config_secrets(struct redact *rd, const struct px_config *cfg)
+{
+	struct secrets s = {0};
 
 	for (size_t i = 0; i < cfg->nups; i++) {
 		const struct px_upstream_conf *u = &cfg->ups[i];
-		if (u->basic_auth && strncmp(u->basic_auth, "Basic ", 6) == 0 &&
-		    b64_decode(u->basic_auth + 6, buf, sizeof(buf)) == 0) {
-			char *colon = strchr(buf, ':');
-			if (colon) {
-				*colon = '\0';
-				add_secret(rd, colon + 1);
-			}
-			add_secret(rd, buf);
-		}
+		if (u->basic_auth)
+			sec_add_header(&s, "Authorization", u->basic_auth);
 		const char *q = u->target ? strchr(u->target, '?') : NULL;
-		if (!q)
-			continue;
-		add_secret(rd, q + 1);
-		for (const char *p = q + 1; *p;) {
-			size_t n = strcspn(p, "&");
-			const char *eq = memchr(p, '=', n);
-			if (eq) {
-				pct_decode(eq + 1, n - (size_t)(eq + 1 - p), buf, sizeof(buf));
-				add_secret(rd, buf);
-				snprintf(buf, sizeof(buf), "%.*s", (int)(n - (size_t)(eq + 1 - p)), eq + 1);
-				add_secret(rd, buf);
-			}
-			p += n + (p[n] == '&');
-		}
+		if (q)
+			sec_add_query(&s, q + 1);
+		for (size_t h = 0; h < u->nheaders; h++)
+			sec_add_header(&s, u->headers[h].name, u->headers[h].value);
 	}
+	for (size_t i = 0; i < cfg->ntokens; i++)
+		sec_add(&s, cfg->tokens[i].token, strlen(cfg->tokens[i].token));
+	if (s.oom || redact_add_secrets(rd, (const char *const *)s.v, s.n) < 0)
+		log_msg(LOG_ERROR, "admin: out of memory: some credentials are not masked in records");
+	else if (redact_nvalues(rd) >= REDACT_MAX_VALUES)
+		log_msg(LOG_WARN, "admin: more than %d values to mask: some credentials are not "
+		                  "masked in records", REDACT_MAX_VALUES);
+	sec_free(&s);
 }
 
 /* ---- replies --------------------------------------------------------------- */
@@ -855,7 +941,15 @@ static void ep_contract(struct admin_x *ax)
 	}
 	admin_unlock(adm);
 	json_object_set_new(body, "upstreams", ups);
-	reply_json(ax, 200, body, NULL);
+	/* Tool names and findings are the upstream's words: credentials it
+	 * echoes there are masked as in records (rare endpoint, a copy). */
+	json_t *shown = redact_json(adm->rd, body);
+	json_decref(body);
+	if (!shown) {
+		reply_error(ax, 500, "out of memory");
+		return;
+	}
+	reply_json(ax, 200, shown, NULL);
 }
 
 /* ---- admin connections ------------------------------------------------------- */
@@ -926,6 +1020,50 @@ static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
 	s->nups = ctx->nups;
 }
 
+/* The policy module's counters for /metrics: *mp filled, its rules in a
+ * new array (owned by the caller, NULL when there are none). The rule
+ * names are the policy's, valid until the next reload: this thread's. */
+static struct metrics_policy_rule *policy_snapshot(const struct px_ctx *ctx,
+                                                   struct metrics_policy *mp)
+{
+	struct hook_policy_stats st;
+	size_t n;
+	hook_policy_get_stats(ctx->policy, &st);
+	const struct policy *p = hook_policy_current(ctx->policy);
+	*mp = (struct metrics_policy){
+		.active = p != NULL,
+		.dry_run_mode = p ? policy_dry_run(p) : 0,
+		.allowed = st.allowed,
+		.denied = st.denied,
+		.logged = st.logged,
+		.dry_run = st.dry_run,
+		.unknown_tool = st.unknown_tool,
+		.tools_hidden = st.tools_hidden,
+		.listings = st.listings,
+		.tools_over_cap = st.tools_over_cap,
+		.reloads = st.reloads,
+		.reload_failures = st.reload_failures,
+	};
+	struct policy_rule_stats *rs = hook_policy_rule_stats(ctx->policy, &n);
+	struct metrics_policy_rule *out = n ? calloc(n, sizeof(*out)) : NULL;
+	for (size_t i = 0; out && i < n; i++)
+		out[i] = (struct metrics_policy_rule){
+			.rule = rs[i].rule,
+			.action = policy_action_str(rs[i].action),
+			.matched = rs[i].matched,
+			.allowed = rs[i].allowed,
+			.denied = rs[i].denied,
+			.logged = rs[i].logged,
+			.dry_run = rs[i].dry_run,
+			.hidden = rs[i].hidden,
+			.dry_run_hidden = rs[i].dry_run_hidden,
+		};
+	free(rs);
+	mp->rules = out;
+	mp->nrules = out ? n : 0;
+	return out;
+}
+
 static void ep_metrics(struct admin_x *ax)
 {
 	struct admin *adm = ax->adm;
@@ -940,10 +1078,14 @@ static void ep_metrics(struct admin_x *ax)
 		reply_error(ax, 500, "out of memory");
 		return;
 	}
+	struct metrics_policy mp;
+	struct metrics_policy_rule *rules = policy_snapshot(adm->ctx, &mp);
+	s.policy = &mp;
 	admin_lock(adm);
 	fill_snapshot(adm, &s, ups, workers);
 	char *text = metrics_render(adm->m, &s, &len);
 	admin_unlock(adm);
+	free(rules);
 	free(ups);
 	free(workers);
 	if (!text) {
@@ -1565,10 +1707,21 @@ int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, 
 	return *out ? 0 : -1;
 }
 
+void admin_add_credentials(struct admin *adm, const struct px_config *cfg)
+{
+	if (adm && cfg)
+		add_config_secrets(adm->rd, cfg);
+}
+
 void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls)
 {
 	char what[512];
-	if (!adm || !tls)
+	if (!adm)
+		return;
+	/* The reload's configuration is this thread's now: its credentials
+	 * (a new token in a header, say) join the masked values. */
+	admin_add_credentials(adm, adm->ctx->cfg);
+	if (!tls)
 		return;
 	/* Open connections hold a reference to the old context. */
 	tls_ctx_free(adm->tls);
@@ -1669,7 +1822,7 @@ static int build_redact(struct admin *adm, const struct admin_conf *ac, struct e
 	for (size_t i = 0; ac->redact_values && i < json_array_size(ac->redact_values); i++)
 		if (redact_add_value(adm->rd, json_string_value(json_array_get(ac->redact_values, i))) < 0)
 			errs_add(e, "$.admin.redact_values[%zu]: cannot be used", i);
-	redact_upstream_urls(adm->rd, adm->ctx->cfg);
+	add_config_secrets(adm->rd, adm->ctx->cfg);
 	return e->count ? -1 : 0;
 }
 

@@ -77,7 +77,20 @@ void admin_set_contract(struct admin *adm, const char *upstream, const json_t *r
  * that context (stolen; NULL: nothing to do) and logs what it presents;
  * connections already open keep theirs. adm may be NULL. */
 int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, size_t errlen);
+/* admin_tls_swap also adds the credentials of the configuration worker 0
+ * now runs (ctx->cfg) to those masked in records (admin_add_credentials). */
 void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls);
+
+/* Adds every credential cfg makes mcpwarden send upstream (the Basic
+ * value, header values, URL queries, client tokens; see admin.c) to the
+ * values masked in records, /calls/stream, /contract and the call log.
+ * Values only join (a replaced token was sent, and may still come back).
+ * Safe while workers record; worker 0's thread. A reload calls it from
+ * admin_tls_swap, once worker 0 runs the new configuration; called before
+ * the new configuration reaches any worker, it leaves no moment at all in
+ * which a new credential could be recorded unmasked. adm may be NULL. */
+struct px_config;
+void admin_add_credentials(struct admin *adm, const struct px_config *cfg);
 
 /* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
 const char *admin_address(const struct admin *adm);

@@ -624,6 +624,67 @@ static void render_contract(struct out *o, const struct metrics *m)
 	}
 }
 
+/* The policy's own counters (struct metrics_policy): one family each, as
+ * conf/README-policy.md's Metrics section names them. */
+static void render_policy(struct out *o, const struct metrics_policy *p)
+{
+	static const struct metrics_policy none = {0};
+	static const struct {
+		const char *name, *help;
+		size_t at;
+	} totals[] = {
+#define TOTAL(f, h) {"mcpwarden_policy_" #f "_total", h, offsetof(struct metrics_policy, f)}
+		TOTAL(allowed, "Requests the policy forwarded by an allow rule or its default."),
+		TOTAL(denied, "Requests the policy refused: deny and hide rules, unknown tools."),
+		TOTAL(logged, "Requests the policy forwarded flagged: log rules and dry runs."),
+		TOTAL(dry_run, "Of the logged requests, those a dry run forwarded instead of refusing."),
+		TOTAL(unknown_tool, "Calls of tools the upstream never listed (refused, or a dry run)."),
+		TOTAL(tools_hidden, "Tool entries hide rules removed from tools/list results."),
+		TOTAL(listings, "tools/list results the policy read."),
+		TOTAL(tools_over_cap, "Listed tools not remembered: over the per-upstream caps."),
+		TOTAL(reloads, "Reloads that brought a policy in."),
+		TOTAL(reload_failures, "Reloads whose policy did not load (the old one stayed)."),
+#undef TOTAL
+	};
+	static const struct {
+		const char *name, *help;
+		size_t at;
+	} per_rule[] = {
+#define RULE(f, h) {"mcpwarden_policy_rule_" #f "_total", h, offsetof(struct metrics_policy_rule, f)}
+		RULE(matched, "Requests each rule of the policy in force decided, by rule and action."),
+		RULE(allowed, "Requests each rule forwarded as allowed."),
+		RULE(denied, "Requests each rule refused."),
+		RULE(logged, "Requests each rule forwarded flagged."),
+		RULE(dry_run, "Requests each rule would have refused, forwarded by a dry run."),
+		RULE(hidden, "Tools each rule removed from tools/list results."),
+		RULE(dry_run_hidden, "Tools each rule would have hidden, left in by a dry run."),
+#undef RULE
+	};
+	uint64_t v;
+
+	if (!p)
+		p = &none;
+	scalar(o, "mcpwarden_policy_active", "gauge", "1 when a policy is in force.",
+	       (uint64_t)(p->active != 0));
+	scalar(o, "mcpwarden_policy_dry_run_mode", "gauge",
+	       "1 when the policy in force is a dry run (deny and hide only logged).",
+	       (uint64_t)(p->dry_run_mode != 0));
+	for (size_t f = 0; f < sizeof(totals) / sizeof(totals[0]); f++) {
+		memcpy(&v, (const char *)p + totals[f].at, sizeof(v));
+		scalar(o, totals[f].name, "counter", totals[f].help, v);
+	}
+	for (size_t f = 0; f < sizeof(per_rule) / sizeof(per_rule[0]); f++) {
+		family(o, per_rule[f].name, "counter", per_rule[f].help);
+		for (size_t i = 0; i < p->nrules; i++) {
+			const struct metrics_policy_rule *r = &p->rules[i];
+			memcpy(&v, (const char *)r + per_rule[f].at, sizeof(v));
+			/* matched carries the rule's action; the others need not */
+			sample_u64(o, per_rule[f].name, "rule", r->rule, f == 0 ? "action" : NULL,
+			           f == 0 ? r->action : NULL, v);
+		}
+	}
+}
+
 char *metrics_render(const struct metrics *m, const struct metrics_snapshot *snap, size_t *len)
 {
 	struct out o = {0};
@@ -660,6 +721,7 @@ char *metrics_render(const struct metrics *m, const struct metrics_snapshot *sna
 				sample_u64(&o, "mcpwarden_policy_decisions_total", "rule", m->rules.name[i],
 				           "verdict", verdicts[v], m->policy[i * NVERDICT + v]);
 	}
+	render_policy(&o, snap ? snap->policy : NULL);
 	scalar(&o, "mcpwarden_exchanges_total", "counter",
 	       "HTTP exchanges on the MCP listener that carried or awaited JSON-RPC.", m->exchanges);
 	scalar(&o, "mcpwarden_received_bytes_total", "counter",

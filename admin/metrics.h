@@ -74,6 +74,22 @@ struct metrics_worker {
 	uint64_t connections_total, requests_total, handoffs_total, yields_total;
 };
 
+/* The policy's counters (proxy/hook_policy.h, conf/README-policy.md
+ * "Metrics"): totals over the process lifetime, and per rule of the
+ * policy in force (they start at 0 when a reload brings a new policy). */
+struct metrics_policy_rule {
+	const char *rule, *action;       /* borrowed */
+	uint64_t matched, allowed, denied, logged, dry_run, hidden, dry_run_hidden;
+};
+
+struct metrics_policy {
+	int active, dry_run_mode;        /* a policy is in force; it is a dry run */
+	uint64_t allowed, denied, logged, dry_run, unknown_tool, tools_hidden, listings,
+		tools_over_cap, reloads, reload_failures;
+	const struct metrics_policy_rule *rules;
+	size_t nrules;
+};
+
 struct metrics_snapshot {
 	uint64_t client_connections;     /* open now */
 	uint64_t connections_total;      /* accepted since start */
@@ -92,6 +108,7 @@ struct metrics_snapshot {
 	size_t nups;
 	const struct metrics_worker *workers;
 	size_t nworkers;
+	const struct metrics_policy *policy;  /* NULL: no policy module */
 };
 
 /* Renders every family as Prometheus text into a new NUL-terminated

@@ -18,18 +18,40 @@ static const char *const default_keys[] = {
 	"password", "token", "secret", "authorization", "api_key",
 };
 
+/* The literal values, as one immutable set: workers read it while a
+ * reload may publish a larger one (redact_add_secrets), so readers load
+ * rd->vals once per string and a set, once published, never changes.
+ *
+ * Matching is one pass over a string whatever the number of values:
+ *
+ *   pair bitmap (65536 bits): is s[i]s[i+1] the start of some value?
+ *        |  yes (rare in text that holds none)
+ *        v
+ *   v[] sorted by first two bytes, then longest first: binary search for
+ *   the run of that pair, the first value of the run found at s+i wins
+ *   (leftmost, then longest), masked, the scan goes on after it.
+ *
+ * Strings shorter than the shortest value are not scanned at all. */
+struct vset {
+	uint64_t gen;            /* unique: the memos' key for this set */
+	size_t n;
+	char **v;                /* owned, NUL-terminated, in the order above */
+	size_t *len;
+	uint16_t *pair;          /* v[i]'s first two bytes, v[i][0] << 8 | v[i][1] */
+	size_t min_len;
+	uint64_t bits[65536 / 64];
+	struct vset *older;      /* owned: the sets this one replaced */
+};
+
 struct redact {
 	char *keys[REDACT_MAX_PATTERNS];    /* owned, normalised */
 	size_t key_len[REDACT_MAX_PATTERNS];
 	size_t nkeys;
-	/* Names what redaction depends on, key patterns and literals, for
-	 * the memos that keep its answers (pv_key_secret's per thread, a
-	 * kept preview): new at each change of either, unique across
-	 * redactors. */
+	/* Names the key patterns, for the memos that keep answers found with
+	 * them (pv_key_secret's per thread, a kept preview): new at each
+	 * change, unique across redactors. */
 	uint64_t gen;
-	char *values[REDACT_MAX_PATTERNS];  /* owned, as given */
-	size_t value_len[REDACT_MAX_PATTERNS];
-	size_t nvalues;
+	struct vset *vals;                  /* owned; NULL: no values (atomic) */
 };
 
 /* Lowercase, without '_' and '-': "X-Api-Key" and "api_key" meet at
@@ -60,6 +82,120 @@ static void new_gen(struct redact *rd)
 	rd->gen = __atomic_add_fetch(&redact_gens, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- the value set -------------------------------------------------------- */
+
+static uint16_t pair_of(const char *s)
+{
+	return (uint16_t)((unsigned char)s[0] << 8 | (unsigned char)s[1]);
+}
+
+static void vset_free(struct vset *vs)
+{
+	while (vs) {
+		struct vset *older = vs->older;
+		for (size_t i = 0; i < vs->n; i++) {
+			/* Credentials: not left behind in freed memory. */
+			explicit_bzero(vs->v[i], vs->len[i]);
+			free(vs->v[i]);
+		}
+		free(vs->v);
+		free(vs->len);
+		free(vs->pair);
+		free(vs);
+		vs = older;
+	}
+}
+
+static struct vset *vset_new(size_t cap)
+{
+	struct vset *vs = calloc(1, sizeof(*vs));
+	if (!vs)
+		return NULL;
+	cap = cap ? cap : 1;
+	vs->v = calloc(cap, sizeof(*vs->v));
+	vs->len = calloc(cap, sizeof(*vs->len));
+	vs->pair = calloc(cap, sizeof(*vs->pair));
+	if (!vs->v || !vs->len || !vs->pair) {
+		vset_free(vs);
+		return NULL;
+	}
+	return vs;
+}
+
+/* The first index whose pair is >= p. */
+static size_t vset_lower(const struct vset *vs, uint16_t p)
+{
+	size_t lo = 0, hi = vs->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (vs->pair[mid] < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int vset_has(const struct vset *vs, const char *s, size_t len)
+{
+	uint16_t p = pair_of(s);
+	for (size_t i = vset_lower(vs, p); i < vs->n && vs->pair[i] == p; i++)
+		if (vs->len[i] == len && memcmp(vs->v[i], s, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* Adds s (len >= 2) in its place (room for it was allocated): 0 or -1. */
+static int vset_insert(struct vset *vs, const char *s, size_t len)
+{
+	char *c = malloc(len + 1);
+	if (!c)
+		return -1;
+	memcpy(c, s, len);
+	c[len] = '\0';
+	uint16_t p = pair_of(s);
+	size_t at = vset_lower(vs, p);
+	while (at < vs->n && vs->pair[at] == p && vs->len[at] >= len)
+		at++;
+	memmove(vs->v + at + 1, vs->v + at, (vs->n - at) * sizeof(*vs->v));
+	memmove(vs->len + at + 1, vs->len + at, (vs->n - at) * sizeof(*vs->len));
+	memmove(vs->pair + at + 1, vs->pair + at, (vs->n - at) * sizeof(*vs->pair));
+	vs->v[at] = c;
+	vs->len[at] = len;
+	vs->pair[at] = p;
+	vs->n++;
+	vs->bits[p >> 6] |= 1ull << (p & 63);
+	if (!vs->min_len || len < vs->min_len)
+		vs->min_len = len;
+	return 0;
+}
+
+/* The length of the value found at s (n bytes left, n >= 2), 0: none. */
+static inline size_t vset_match(const struct vset *vs, const char *s, size_t n)
+{
+	uint16_t p = pair_of(s);
+	if (!(vs->bits[p >> 6] >> (p & 63) & 1))
+		return 0;
+	for (size_t i = vset_lower(vs, p); i < vs->n && vs->pair[i] == p; i++)
+		if (vs->len[i] <= n && memcmp(s, vs->v[i], vs->len[i]) == 0)
+			return vs->len[i];
+	return 0;
+}
+
+static const struct vset *vals_of(const struct redact *rd)
+{
+	return __atomic_load_n(&rd->vals, __ATOMIC_ACQUIRE);
+}
+
+/* Names what a text redacted by rd depends on: its key patterns and the
+ * value set in force. */
+static void gens_of(const struct redact *rd, uint64_t *kgen, uint64_t *vgen)
+{
+	const struct vset *vs = vals_of(rd);
+	*kgen = rd->gen;
+	*vgen = vs ? vs->gen : 0;
+}
+
 struct redact *redact_new(void)
 {
 	struct redact *rd = calloc(1, sizeof(*rd));
@@ -88,8 +224,7 @@ void redact_free(struct redact *rd)
 	if (!rd)
 		return;
 	redact_clear_keys(rd);
-	for (size_t i = 0; i < rd->nvalues; i++)
-		free(rd->values[i]);
+	vset_free(rd->vals);
 	free(rd);
 }
 
@@ -110,17 +245,68 @@ int redact_add_key(struct redact *rd, const char *pattern)
 	return 0;
 }
 
+/* A new set of rd's values and lits' in rd->vals. keep: rd may be in use
+ * on other threads, so the set replaced stays until redact_free; else
+ * it goes at once. The number added, or -1 (out of memory). */
+static int add_values(struct redact *rd, const char *const *lits, size_t n, int keep)
+{
+	struct vset *cur = rd->vals;
+	size_t have = cur ? cur->n : 0, added = 0;
+	struct vset *vs = vset_new(have + n);
+	if (!vs)
+		return -1;
+	for (size_t i = 0; i < have; i++)
+		if (vset_insert(vs, cur->v[i], cur->len[i]) < 0)
+			goto oom;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = lits[i] ? strlen(lits[i]) : 0;
+		if (len < REDACT_MIN_VALUE_LEN || vs->n >= REDACT_MAX_VALUES || vset_has(vs, lits[i], len))
+			continue;
+		if (vset_insert(vs, lits[i], len) < 0)
+			goto oom;
+		added++;
+	}
+	if (!added) {
+		vset_free(vs);
+		return 0;
+	}
+	vs->gen = __atomic_add_fetch(&redact_gens, 1, __ATOMIC_RELAXED);
+	if (keep) {
+		vs->older = cur;
+	} else if (cur) {
+		vs->older = cur->older;
+		cur->older = NULL;
+		vset_free(cur);
+	}
+	/* Readers see the whole set or the one before: it is complete
+	 * before the pointer is. */
+	__atomic_store_n(&rd->vals, vs, __ATOMIC_RELEASE);
+	return (int)added;
+oom:
+	vset_free(vs);
+	return -1;
+}
+
 int redact_add_value(struct redact *rd, const char *literal)
 {
-	if (!literal || strlen(literal) < REDACT_MIN_VALUE_LEN || rd->nvalues >= REDACT_MAX_PATTERNS)
+	const struct vset *vs = rd->vals;
+	size_t len = literal ? strlen(literal) : 0;
+	if (len < REDACT_MIN_VALUE_LEN)
 		return -1;
-	char *v = strdup(literal);
-	if (!v)
-		return -1;
-	rd->value_len[rd->nvalues] = strlen(v);
-	rd->values[rd->nvalues++] = v;
-	new_gen(rd);
-	return 0;
+	if (vs && vset_has(vs, literal, len))
+		return 0; /* given twice: masked once */
+	return add_values(rd, &literal, 1, 0) == 1 ? 0 : -1;
+}
+
+int redact_add_secrets(struct redact *rd, const char *const *lits, size_t n)
+{
+	return add_values(rd, lits, n, 1);
+}
+
+size_t redact_nvalues(const struct redact *rd)
+{
+	const struct vset *vs = vals_of(rd);
+	return vs ? vs->n : 0;
 }
 
 int redact_key_is_secret(const struct redact *rd, const char *key)
@@ -150,64 +336,52 @@ int redact_key_is_secret(const struct redact *rd, const char *key)
 	return hit;
 }
 
-/* mask_literals when there are literals. */
-static char *mask_some(const struct redact *rd, const char *s, size_t len, size_t *out_len,
+/* mask_literals when s may hold a value of vs. */
+static char *mask_some(const struct vset *vs, const char *s, size_t len, size_t *out_len,
                        int *changed)
 {
 	const size_t mlen = sizeof(REDACT_MASK) - 1;
-	char *cur = NULL;
-	size_t cur_len = len;
+	struct sbuf out = {0};
+	size_t done = 0; /* s[0..done) is in out */
 
 	*changed = 0;
-	for (size_t v = 0; v < rd->nvalues; v++) {
-		const char *src = cur ? cur : s;
-		const char *lit = rd->values[v];
-		size_t llen = rd->value_len[v], hits = 0;
-
-		for (const char *p = src; (p = memmem(p, cur_len - (size_t)(p - src), lit, llen));
-		     p += llen)
-			hits++;
-		if (!hits)
+	for (size_t i = 0; i + vs->min_len <= len;) {
+		size_t hit = vset_match(vs, s + i, len - i);
+		if (!hit) {
+			i++;
 			continue;
-		size_t nlen = cur_len - hits * llen + hits * mlen;
-		char *next = malloc(nlen + 1), *w = next;
-		if (!next) {
-			free(cur);
-			*changed = 1;
-			return NULL;
 		}
-		const char *p = src, *end = src + cur_len, *hit;
-		while ((hit = memmem(p, (size_t)(end - p), lit, llen))) {
-			memcpy(w, p, (size_t)(hit - p));
-			w += hit - p;
-			memcpy(w, REDACT_MASK, mlen);
-			w += mlen;
-			p = hit + llen;
-		}
-		memcpy(w, p, (size_t)(end - p));
-		w += end - p;
-		*w = '\0';
-		free(cur);
-		cur = next;
-		cur_len = nlen;
+		sbuf_putn(&out, s + done, i - done);
+		sbuf_putn(&out, REDACT_MASK, mlen);
+		i += hit;
+		done = i;
 		*changed = 1;
 	}
-	*out_len = cur_len;
-	return cur;
+	if (!*changed)
+		return NULL;
+	sbuf_putn(&out, s + done, len - done);
+	if (out.oom) {
+		free(out.p);
+		return NULL; /* *changed = 1: out of memory */
+	}
+	*out_len = out.len;
+	return out.p;
 }
 
 /* s[0..len) with every literal masked: a new buffer (*out_len), or NULL
  * with *changed = 0 when nothing matched; NULL with *changed = 1 when
  * memory ran out. Inline: most configurations have no literals, and it
- * runs for every name and string of a record. */
+ * runs for every name and string of a record; a string shorter than the
+ * shortest value is not looked at. */
 static inline char *mask_literals(const struct redact *rd, const char *s, size_t len,
                                   size_t *out_len, int *changed)
 {
-	if (rd->nvalues == 0) {
+	const struct vset *vs = vals_of(rd);
+	if (!vs || len < vs->min_len) {
 		*changed = 0;
 		return NULL;
 	}
-	return mask_some(rd, s, len, out_len, changed);
+	return mask_some(vs, s, len, out_len, changed);
 }
 
 char *redact_text(const struct redact *rd, const char *s)
@@ -780,7 +954,8 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 #define PREVIEW_MEMO_MAX (16u * 1024 * 1024)
 
 struct redact_preview_memo {
-	uint64_t gen;       /* rd->gen of the patterns; 0: nothing kept */
+	uint64_t gen;       /* rd->gen of the key patterns; 0: nothing kept */
+	uint64_t vgen;      /* and of the value set (0: none) */
 	size_t max_chars;
 	char *raw;          /* owned: the result's bytes */
 	size_t raw_len;
@@ -806,15 +981,17 @@ void redact_preview_memo_free(struct redact_preview_memo *pm)
 static int memo_holds(const struct redact_preview_memo *pm, const struct redact *rd,
                       const char *raw, size_t raw_len, size_t max_chars)
 {
-	return pm->gen && pm->gen == rd->gen && pm->max_chars == max_chars &&
+	uint64_t kgen, vgen;
+	gens_of(rd, &kgen, &vgen);
+	return pm->gen && pm->gen == kgen && pm->vgen == vgen && pm->max_chars == max_chars &&
 	       pm->raw_len == raw_len && memcmp(pm->raw, raw, raw_len) == 0;
 }
 
 /* Keeps text (the preview just made of raw); on a failed malloc keeps
  * nothing, which only costs the next preview its shortcut. */
-static void memo_keep(struct redact_preview_memo *pm, const struct redact *rd, const char *raw,
-                      size_t raw_len, size_t max_chars, const char *text, size_t text_len,
-                      int cut)
+static void memo_keep(struct redact_preview_memo *pm, uint64_t kgen, uint64_t vgen,
+                      const char *raw, size_t raw_len, size_t max_chars, const char *text,
+                      size_t text_len, int cut)
 {
 	pm->gen = 0;
 	if (pm->raw_len < raw_len || !pm->raw) {
@@ -831,7 +1008,8 @@ static void memo_keep(struct redact_preview_memo *pm, const struct redact *rd, c
 	pm->text_len = text_len;
 	pm->max_chars = max_chars;
 	pm->cut = cut;
-	pm->gen = rd->gen;
+	pm->vgen = vgen;
+	pm->gen = kgen;
 }
 
 int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview_memo *pm,
@@ -848,11 +1026,16 @@ int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview
 	}
 	size_t at = out->len;
 	int c = 0;
+	uint64_t kgen, vgen;
+	/* Named before the preview is made: a set published meanwhile (a
+	 * reload) is not taken for the one it was made with. */
+	gens_of(rd, &kgen, &vgen);
 	if (redact_result_preview_to(rd, result, max_chars, &c, out) < 0)
 		return -1;
 	if (cut)
 		*cut = c;
-	memo_keep(pm, rd, raw, raw_len, max_chars, out->p ? out->p + at : "", out->len - at, c);
+	memo_keep(pm, kgen, vgen, raw, raw_len, max_chars, out->p ? out->p + at : "", out->len - at,
+	          c);
 	return 0;
 }
 

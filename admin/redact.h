@@ -7,14 +7,23 @@
  *     and '-' removed, it contains one of the key patterns (same treatment):
  *     by default password, token, secret, authorization, api_key (so
  *     "apiKey", "X-Api-Key" and "db_password" match too);
- *   - every occurrence of a configured literal VALUE inside a string (or a
- *     member name) is replaced by "••••".
+ *   - every occurrence of a literal VALUE inside a string (or a member
+ *     name) is replaced by "••••": admin.redact_values, and every
+ *     credential mcpwarden sends upstream (admin.c builds that set from
+ *     the configuration at start and at each reload). Leftmost match
+ *     first, the longest of those starting there; one pass over a string
+ *     whatever the number of values, and none over a string shorter than
+ *     the shortest value (see redact.c).
  * Then text is cut: a record keeps at most N characters (Unicode code
  * points, never a split UTF-8 sequence) followed by a visible marker
  * "…[cut: N of M chars]".
  *
- * Pure: no I/O, no globals. Not here: which parts of a message are
- * recorded (proxy/hook_record.c).
+ * Pure: no I/O, no globals. Threads: every worker redacts with the same
+ * redactor at once; it is read only, but for redact_add_secrets, which
+ * may run meanwhile (it publishes a new value set; the sets it replaced
+ * are freed with the redactor). Everything else that changes it runs
+ * before it is shared. Not here: which parts of a message are recorded
+ * (proxy/hook_record.c), which strings are credentials (admin/admin.c).
  */
 #ifndef MCPWARDEN_REDACT_H
 #define MCPWARDEN_REDACT_H
@@ -31,7 +40,8 @@
 #define REDACT_PREVIEW_CHARS 800   /* result preview in a record */
 /* Nesting kept in a copy; deeper values become the string "…". */
 #define REDACT_MAX_DEPTH     64
-#define REDACT_MAX_PATTERNS  64    /* key patterns and literal values, each */
+#define REDACT_MAX_PATTERNS  64    /* key patterns; values in admin.redact_values */
+#define REDACT_MAX_VALUES    4096  /* literal values in all (credentials included) */
 #define REDACT_MIN_VALUE_LEN 3     /* shorter literals would mask everything */
 
 struct redact;
@@ -46,9 +56,21 @@ void redact_free(struct redact *rd);  /* accepts NULL */
 void redact_clear_keys(struct redact *rd);
 /* Adds a key pattern / a literal value (copied). Return 0, or -1 when it
  * is empty (a key) or shorter than REDACT_MIN_VALUE_LEN (a value), there
- * are already REDACT_MAX_PATTERNS, or memory runs out. */
+ * are already REDACT_MAX_PATTERNS keys / REDACT_MAX_VALUES values, or
+ * memory runs out (a value given twice is kept once: 0). Before rd is
+ * shared only. */
 int redact_add_key(struct redact *rd, const char *pattern);
 int redact_add_value(struct redact *rd, const char *literal);
+
+/* Adds the literal values lits[0..n) (copied; NULL entries, values
+ * shorter than REDACT_MIN_VALUE_LEN, ones already there and those past
+ * REDACT_MAX_VALUES are skipped) as one new set, published at once: safe
+ * while other threads redact with rd (one caller at a time). Values are
+ * only ever added: a secret once sent stays one. Returns how many were
+ * added, or -1 when memory runs out (nothing changed). */
+int redact_add_secrets(struct redact *rd, const char *const *lits, size_t n);
+/* Literal values in force. */
+size_t redact_nvalues(const struct redact *rd);
 
 /* Whether a member name looks secret under rd's patterns. */
 int redact_key_is_secret(const struct redact *rd, const char *key);

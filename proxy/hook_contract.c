@@ -45,6 +45,10 @@
 enum contract_mode { MODE_REPORT = 0, MODE_FILTER, MODE_FAIL, MODE_OFF };
 
 static const char *const mode_names[] = {"report", "filter", "fail", "off"};
+/* The reason a refusal gives (m->reason): the record's rule, a
+ * mcpwarden_policy_decisions_total label (docs/contract.md). */
+static const char *const mode_reasons[] = {"contract:report", "contract:filter", "contract:fail",
+                                           "contract:off"};
 
 /* Why a listing stopped taking pages. */
 enum cut_reason {
@@ -451,8 +455,9 @@ static void format_listing(const struct up_state *us, const struct listing *l,
 /* ---- answers -------------------------------------------------------------- */
 
 /* Replaces the response in m->msg by a JSON-RPC error with the same id.
- * data is stolen. */
-static void replace_with_error(struct inspect_msg *m, const char *message, json_t *data)
+ * data is stolen; reason: mode_reasons[]. */
+static void replace_with_error(struct inspect_msg *m, const char *reason, const char *message,
+                               json_t *data)
 {
 	json_t *err = json_object();
 	if (!err) {
@@ -466,7 +471,7 @@ static void replace_with_error(struct inspect_msg *m, const char *message, json_
 	json_object_del(m->msg, "result");
 	json_object_set_new(m->msg, "error", err);
 	m->modified = 1;
-	m->reason = "contract";
+	m->reason = reason;
 }
 
 struct msgbuf {
@@ -534,7 +539,7 @@ static void answer_failed(const struct up_state *us, const struct contract_repor
 		json_object_set_new(data, "score", json_real(contract_report_score(r)));
 	if (data && extra)
 		json_object_set_new(data, "reason", json_string(extra));
-	replace_with_error(m, b.s, data);
+	replace_with_error(m, mode_reasons[us->mode], b.s, data);
 }
 
 /* ---- a page --------------------------------------------------------------- */
@@ -910,7 +915,7 @@ static void replay(struct hook_contract *hc, struct up_state *us, struct inspect
 			json_object_del(m->msg, "result");
 			json_object_set_new(m->msg, "error", err);
 			m->modified = 1;
-			m->reason = "contract";
+			m->reason = mode_reasons[us->mode];
 		}
 	} else if (c->nwithheld) {
 		json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");

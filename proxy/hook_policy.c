@@ -1266,6 +1266,25 @@ const struct policy *hook_policy_current(const struct hook_policy *hp)
 	return hp && hp->cur ? hp->cur->p : NULL;
 }
 
+struct policy_rule_stats *hook_policy_rule_stats(const struct hook_policy *hp, size_t *n)
+{
+	*n = 0;
+	if (!hp)
+		return NULL;
+	struct hook_policy *w = (struct hook_policy *)(uintptr_t)hp;
+	struct policy_rule_stats *out = NULL;
+	pthread_mutex_lock(&w->lock);
+	const struct policy *p = hook_policy_current(hp);
+	size_t k = p ? policy_nstats(p) : 0;
+	if (k && (out = calloc(k, sizeof(*out)))) {
+		for (size_t i = 0; i < k; i++)
+			policy_stats(p, i, &out[i]);
+		*n = k;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return out;
+}
+
 static json_t *stats_json(const struct hook_policy *hp);
 
 json_t *hook_policy_stats_json(const struct hook_policy *hp)

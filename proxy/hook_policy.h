@@ -99,6 +99,13 @@ int hook_policy_active(const struct hook_policy *hp);
  * Per-rule counts: policy_nstats() / policy_stats(). */
 const struct policy *hook_policy_current(const struct hook_policy *hp);
 
+/* Each rule's counts of the policy in force (policy_stats, in its order):
+ * a new array (owned, free()) of *n entries, NULL with *n = 0 when no
+ * policy is in force or memory runs out. The rule names are the policy's:
+ * valid until the next reload (worker 0's thread, as /metrics). */
+struct policy_rule_stats;
+struct policy_rule_stats *hook_policy_rule_stats(const struct hook_policy *hp, size_t *n);
+
 /* {"active":bool,"dry_run":bool,"totals":{...},"rules":[{"rule","action",
  * "matched","allowed","denied","logged","dry_run","hidden",
  * "dry_run_hidden"}]}: a new reference (caller owns), or NULL. */

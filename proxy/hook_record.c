@@ -715,6 +715,24 @@ static void set_blocked(struct rec *r, const struct inspect_msg *m)
 	rec_set(r, F_RULE, rule ? rule : "unknown");
 }
 
+/* What the deciding hooks made of m, on its record r. Blocked: a message
+ * they dropped or answered, and an answer that came as a result and
+ * leaves as an error they put in its place (the contract's fail mode
+ * refusing a tools/list): either way mcpwarden refused, whatever the
+ * upstream said. A message they let through with a reason (a log rule,
+ * a dry run's would-be refusal, tools hidden from a listing) keeps the
+ * reason as its rule, unless a rule is there already. */
+static void apply_verdict(struct rec *r, const struct inspect_msg *m)
+{
+	if (m->modified)
+		r->modified = 1;
+	if (m->verdict != INSPECT_FORWARD ||
+	    (m->modified && m->kind == JRPC_RESULT && jrpc_classify(m->msg) == JRPC_ERROR))
+		set_blocked(r, m);
+	else if (m->reason && !r->str[F_RULE])
+		rec_set(r, F_RULE, m->reason);
+}
+
 /* ---- the record as JSON text ------------------------------------------------ */
 
 /* Everything rec_write writes but the string members: the 29 member
@@ -1419,23 +1437,20 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 		return;
 	struct rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, rx->wall_us, "client", kind, m, method);
-	if (m->modified)
-		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD) {
 		/* The hook's answer is what the client got: show it, but the
-		 * outcome stays "blocked". */
+		 * outcome stays "blocked" (apply_verdict). */
 		if (m->answer)
 			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0);
-		set_blocked(r, m);
-		settle(p);
 	} else if (kind == RK_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
 		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
-		if (strcmp(o, "ok") != 0) {
+		if (strcmp(o, "ok") != 0)
 			r->outcome = o;
-			settle(p);
-		}
 	}
+	apply_verdict(r, m);
+	if (r->outcome)
+		settle(p);
 	pending_link(rx, p);
 }
 
@@ -1450,10 +1465,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	struct rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, real_us(), "server", kind, m, method);
 	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
-	if (m->modified)
-		r->modified = 1;
-	if (m->verdict != INSPECT_FORWARD)
-		set_blocked(r, m);
+	apply_verdict(r, m);
 	if (kind == RK_REQUEST) {
 		hr_lock(hr);
 		srv_remember(hr, rx->where->session_id, jrpc_id(m->msg), method);
@@ -1468,10 +1480,7 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 {
 	struct rec *r = &p->rec;
 	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
-	if (m->modified)
-		r->modified = 1;
-	if (m->verdict != INSPECT_FORWARD)
-		set_blocked(r, m);
+	apply_verdict(r, m);
 	settle(p);
 }
 
@@ -1514,6 +1523,22 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 			hr_lock(hr);
 			metrics_session_opened(hr->m);
 			hr_unlock(hr);
+		}
+		if (!matched && m->kind == JRPC_ERROR && (!id || json_is_null(id))) {
+			/* An error for no request in particular: the server could not
+			 * read what this exchange carried. It answers the client's
+			 * other messages too (a notification it refused); with none
+			 * at all (a GET for a stream the server does not offer,
+			 * answered 405 with such a body) it is an HTTP refusal's
+			 * body, no call, and makes no record: records are for
+			 * calls, the exchange is counted in the metrics. */
+			for (struct pending *p = rx->head; p; p = p->next) {
+				if (settled(p))
+					continue;
+				answer_request(hr, l, p, m);
+				matched = 1;
+			}
+			break;
 		}
 		if (!matched)
 			server_record(hr, l, rx, m, RK_RESPONSE);

@@ -35,7 +35,11 @@
  *   error_code, error_message   the JSON-RPC error, or null
  *   outcome          ok | tool_error | rpc_error | blocked | upstream_error
  *                    | timeout | cancelled
- *   rule             the rule/reason of the hook that blocked it, or null
+ *   rule             the rule or reason a deciding hook gave: of a block
+ *                    ("policy:<rule>", "contract:<mode>"), of a call it
+ *                    let through flagged (a log rule's "<rule>", a dry
+ *                    run's "dry-run:<rule>", "policy:hide" for a listing
+ *                    it filtered), or null
  *   modified         a hook rewrote the request or its answer
  *   notifications    server notifications seen on the request's stream
  *   note             why the exchange failed (mcpwarden's words), or null
@@ -45,9 +49,17 @@
  * Header values are never recorded: the session id and the client token's
  * name are the only header-derived fields.
  *
+ * Records are for calls: an exchange without a JSON-RPC message makes
+ * none, nor does an error with a null id in an exchange that carried no
+ * client message (a Streamable server without a GET stream answers the
+ * GET 405, often with such a body: normal, and no call); with client
+ * messages, such an error answers each of them.
+ *
  * Outcome: an answer that is a JSON-RPC error is rpc_error, a result with
  * isError true tool_error, else ok; a message a deciding hook dropped or
- * answered is blocked (rule = its reason, else the hook's name); a request
+ * answered, and an answer that came as a result and that a hook replaced
+ * by its error (the contract's fail mode), is blocked (rule = its reason,
+ * else the hook's name); a request
  * still unanswered when the exchange ends takes the exchange's end:
  * upstream_error, timeout, cancelled, blocked (mcpwarden rejected the
  * exchange), and upstream_error when the reply simply ended without it.

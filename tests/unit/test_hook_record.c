@@ -35,6 +35,11 @@ struct fixture {
 	const char *reason;
 	int modify;
 	json_t *answer_to_give;
+	/* A reason given for a forwarded client message (a log rule, a dry
+	 * run), and a server result to put an error in place of (the
+	 * contract's fail mode), with reason. */
+	const char *forward_reason;
+	const char *refuse_result;
 	/* What the sink got. */
 	char *recs[MAX_RECS];
 	char keys[MAX_RECS][4][300];
@@ -46,9 +51,19 @@ struct fixture {
 static enum inspect_verdict decider(void *arg, struct inspect_msg *m)
 {
 	struct fixture *f = arg;
+	if (f->refuse_result && m->dir == INSPECT_FROM_SERVER && m->kind == JRPC_RESULT) {
+		json_object_del(m->msg, "result");
+		json_object_set_new(m->msg, "error",
+		                    json_pack("{s:i,s:s}", "code", -32003, "message", "refused"));
+		m->modified = 1;
+		m->reason = f->refuse_result;
+		return INSPECT_FORWARD;
+	}
 	if (m->dir != INSPECT_FROM_CLIENT || f->verdict == INSPECT_FORWARD) {
 		if (f->modify)
 			m->modified = 1;
+		if (m->dir == INSPECT_FROM_CLIENT)
+			m->reason = f->forward_reason;
 		return INSPECT_FORWARD;
 	}
 	m->reason = f->reason;
@@ -473,6 +488,66 @@ static void test_batch_and_null_id_error(void **state)
 	assert_non_null(strstr(f->recs[2], "\"outcome\":\"rpc_error\""));
 }
 
+/* issue 17: a log rule's or a dry run's reason on a call it let through
+ * is the record's rule; the outcome is the answer's. */
+static void test_forwarded_with_a_reason(void **state)
+{
+	struct fixture *f = *state;
+	f->forward_reason = "dry-run:no-danger";
+	send(f, INSPECT_FROM_CLIENT,
+	     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"danger\"}}",
+	     NULL);
+	f->forward_reason = NULL;
+	send(f, INSPECT_FROM_SERVER, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}", NULL);
+	end(f, INSPECT_END_OK, 200, NULL);
+	assert_int_equal(f->nrecs, 1);
+	assert_non_null(strstr(f->recs[0], "\"outcome\":\"ok\",\"rule\":\"dry-run:no-danger\","
+	                                   "\"modified\":false"));
+}
+
+/* issue 17: an answer a hook replaced by its error (the contract refusing
+ * a tools/list) is blocked, with the hook's reason as rule. */
+static void test_answer_refused_is_blocked(void **state)
+{
+	struct fixture *f = *state;
+	json_t *req = json_loads("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}", 0, NULL);
+	send(f, INSPECT_FROM_CLIENT, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}", NULL);
+	f->refuse_result = "contract:fail";
+	send(f, INSPECT_FROM_SERVER, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"tools\":[]}}", req);
+	f->refuse_result = NULL;
+	end(f, INSPECT_END_OK, 200, NULL);
+	assert_int_equal(f->nrecs, 1);
+	assert_non_null(strstr(f->recs[0], "\"error_code\":-32003,\"error_message\":\"refused\","
+	                                   "\"outcome\":\"blocked\",\"rule\":\"contract:fail\","
+	                                   "\"modified\":true"));
+	assert_string_equal(f->keys[0][3], "blocked");
+	json_decref(req);
+}
+
+/* issue 17: an error with a null id in an exchange with no client message
+ * (a GET stream refused with 405 and a JSON-RPC body) is no call: no
+ * record. With a notification in the exchange, it is that one's answer. */
+static void test_null_id_error_without_a_call(void **state)
+{
+	struct fixture *f = *state;
+	f->where.http_method = "GET";
+	send(f, INSPECT_FROM_SERVER,
+	     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":\"Method not "
+	     "allowed.\"}}",
+	     NULL);
+	end(f, INSPECT_END_OK, 405, NULL);
+	assert_int_equal(f->nrecs, 0);
+	f->where.http_method = "POST";
+	send(f, INSPECT_FROM_CLIENT, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}", NULL);
+	send(f, INSPECT_FROM_SERVER,
+	     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"no\"}}", NULL);
+	end(f, INSPECT_END_OK, 400, NULL);
+	assert_int_equal(f->nrecs, 1);
+	assert_non_null(strstr(f->recs[0], "\"kind\":\"notification\",\"method\":\"notifications/x\""));
+	assert_non_null(strstr(f->recs[0], "\"http_status\":400,\"is_error\":null,\"error_code\":-32600,"
+	                                   "\"error_message\":\"no\",\"outcome\":\"rpc_error\""));
+}
+
 static void test_header_values(void **state)
 {
 	struct fixture *f = *state;
@@ -605,6 +680,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_and_null_id_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_header_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forwarded_with_a_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_refused_is_blocked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_null_id_error_without_a_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_known_at_the_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inflight, setup, teardown),

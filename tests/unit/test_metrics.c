@@ -445,6 +445,63 @@ static void test_help_and_type_once_each(void **state)
 	metrics_free(m);
 }
 
+/* issue 17: the policy counters of conf/README-policy.md's Metrics
+ * section, totals and per rule, from the snapshot. */
+static void test_policy_counters(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_new(METRICS_DEFAULT_MAX_LABELS);
+	/* none configured: every total there, at 0, no rule */
+	char *t = render(m, NULL);
+	has_line(t, "# TYPE mcpwarden_policy_allowed_total counter");
+	has_line(t, "mcpwarden_policy_allowed_total 0");
+	has_line(t, "mcpwarden_policy_active 0");
+	has_line(t, "# TYPE mcpwarden_policy_rule_matched_total counter");
+	lacks(t, "rule_matched_total{");
+	free(t);
+
+	const struct metrics_policy_rule rules[] = {
+		{.rule = "no-shell", .action = "deny", .matched = 3, .denied = 2, .dry_run = 1},
+		{.rule = "watch", .action = "log", .matched = 5, .logged = 5},
+		{.rule = "hide-admin", .action = "hide", .hidden = 7, .dry_run_hidden = 1},
+		{.rule = "default", .action = "allow", .matched = 11, .allowed = 11},
+	};
+	const struct metrics_policy p = {
+		.active = 1, .dry_run_mode = 0, .allowed = 11, .denied = 2, .logged = 6, .dry_run = 1,
+		.unknown_tool = 4, .tools_hidden = 7, .listings = 9, .tools_over_cap = 12, .reloads = 2,
+		.reload_failures = 1, .rules = rules, .nrules = 4,
+	};
+	struct metrics_snapshot snap = {.policy = &p};
+	t = render(m, &snap);
+	static const char *const want[] = {
+		"mcpwarden_policy_active 1",
+		"mcpwarden_policy_dry_run_mode 0",
+		"mcpwarden_policy_allowed_total 11",
+		"mcpwarden_policy_denied_total 2",
+		"mcpwarden_policy_logged_total 6",
+		"mcpwarden_policy_dry_run_total 1",
+		"mcpwarden_policy_unknown_tool_total 4",
+		"mcpwarden_policy_tools_hidden_total 7",
+		"mcpwarden_policy_listings_total 9",
+		"mcpwarden_policy_tools_over_cap_total 12",
+		"mcpwarden_policy_reloads_total 2",
+		"mcpwarden_policy_reload_failures_total 1",
+		"mcpwarden_policy_rule_matched_total{rule=\"no-shell\",action=\"deny\"} 3",
+		"mcpwarden_policy_rule_matched_total{rule=\"default\",action=\"allow\"} 11",
+		"mcpwarden_policy_rule_denied_total{rule=\"no-shell\"} 2",
+		"mcpwarden_policy_rule_dry_run_total{rule=\"no-shell\"} 1",
+		"mcpwarden_policy_rule_logged_total{rule=\"watch\"} 5",
+		"mcpwarden_policy_rule_allowed_total{rule=\"default\"} 11",
+		"mcpwarden_policy_rule_hidden_total{rule=\"hide-admin\"} 7",
+		"mcpwarden_policy_rule_dry_run_hidden_total{rule=\"hide-admin\"} 1",
+		"# TYPE mcpwarden_policy_rule_dry_run_hidden_total counter",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		has_line(t, want[i]);
+	free(t);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_repeated_labels),
 		cmocka_unit_test(test_cardinality_cap),
 		cmocka_unit_test(test_policy_sessions_bytes),
+		cmocka_unit_test(test_policy_counters),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_help_and_type_once_each),

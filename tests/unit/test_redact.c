@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "admin/redact.h"
+#include "checks/sbuf.h"
 #include "proxy/jparse.h"
 
 #define M REDACT_MASK
@@ -440,12 +441,98 @@ static void test_limits(void **state)
 	char v[32];
 	int added = 0;
 	for (int i = 0; i < REDACT_MAX_PATTERNS + 5; i++) {
-		snprintf(v, sizeof(v), "value%03d", i);
-		added += redact_add_value(rd, v) == 0;
+		snprintf(v, sizeof(v), "key%03d", i);
+		added += redact_add_key(rd, v) == 0;
 	}
-	assert_int_equal(added, REDACT_MAX_PATTERNS);
+	/* the five defaults are there too */
+	assert_int_equal(added, REDACT_MAX_PATTERNS - 5);
+	/* values: REDACT_MAX_VALUES in all, in one set */
+	size_t n = REDACT_MAX_VALUES + 5;
+	char **lits = calloc(n, sizeof(*lits));
+	for (size_t i = 0; i < n; i++) {
+		lits[i] = malloc(32);
+		snprintf(lits[i], 32, "value%05zu", i);
+	}
+	assert_int_equal(redact_add_secrets(rd, (const char *const *)lits, n), REDACT_MAX_VALUES);
+	assert_int_equal(redact_add_value(rd, "one-more"), -1);
+	char *t = redact_text(rd, "value00000 value04095 value04096");
+	assert_string_equal(t, M " " M " value04096");
+	free(t);
+	for (size_t i = 0; i < n; i++)
+		free(lits[i]);
+	free(lits);
 	redact_free(rd);
 	redact_free(NULL);
+}
+
+/* Credentials come as a set (admin.c: at start, and again at each reload,
+ * while workers redact): the new values apply at once, the old ones stay,
+ * a kept preview made without them is not given again. */
+static void test_secrets_added_live(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	const char *first[] = {"alice", "Basic YWxpY2U6czNjcmV0", "YWxpY2U6czNjcmV0", "zz", NULL,
+	                       "alice"};
+	assert_int_equal(redact_add_secrets(rd, first, 6), 3); /* short, NULL, twice: skipped */
+	assert_int_equal(redact_add_secrets(rd, first, 6), 0); /* nothing new */
+	/* leftmost, then longest: the whole Basic value is one mask */
+	char *t = redact_text(rd, "authorization: Basic YWxpY2U6czNjcmV0 (alice)");
+	assert_string_equal(t, "authorization: " M " (" M ")");
+	free(t);
+
+	/* a large result, previewed and kept */
+	struct sbuf big = {0};
+	sbuf_puts(&big, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+	for (int i = 0; i < 600; i++)
+		sbuf_puts(&big, "x-api-key: k-12345 ");
+	sbuf_puts(&big, "\"}]}");
+	json_t *j = parse(big.p);
+	struct redact_preview_memo *pm = redact_preview_memo_new();
+	struct sbuf out = {0};
+	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 40, NULL, &out), 0);
+	assert_non_null(strstr(out.p, "k-12345"));
+
+	const char *second[] = {"k-12345"};
+	assert_int_equal(redact_add_secrets(rd, second, 1), 1);
+	out.len = 0;
+	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 40, NULL, &out), 0);
+	assert_null(strstr(out.p, "k-12345"));
+	assert_non_null(strstr(out.p, "x-api-key: " M));
+	/* the first set still applies */
+	t = redact_text(rd, "alice k-12345");
+	assert_string_equal(t, M " " M);
+	free(t);
+	free(out.p);
+	free(big.p);
+	json_decref(j);
+	redact_preview_memo_free(pm);
+	redact_free(rd);
+}
+
+/* Many values, matched in one pass: the same text as masking each value
+ * in turn, whatever their number and their shared first bytes. */
+static void test_many_values(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	char v[300][24];
+	const char *lits[300];
+	for (int i = 0; i < 300; i++) {
+		/* many share their first two bytes ("tk"), lengths vary */
+		snprintf(v[i], sizeof(v[i]), "tk%d-%.*s", i, i % 7, "abcdefg");
+		lits[i] = v[i];
+	}
+	assert_int_equal(redact_add_secrets(rd, lits, 300), 300);
+	/* values: "tk1-a", "tk10-abc", "tk299-abcde", "tk3-abc" (i % 7 letters) */
+	char *t = redact_text(rd, "[tk1-a][tk10-abc][tk299-abcdef][tk3-ab][tk]");
+	assert_string_equal(t, "[" M "][" M "][" M "f][tk3-ab][tk]");
+	free(t);
+	/* strings shorter than every value are left as they are */
+	t = redact_text(rd, "tk1");
+	assert_string_equal(t, "tk1");
+	free(t);
+	redact_free(rd);
 }
 
 /* ---- the serialising path against the copying one ------------------------ */
@@ -607,6 +694,8 @@ int main(void)
 		cmocka_unit_test(test_preview_cut_at_800),
 		cmocka_unit_test(test_preview_memo),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_secrets_added_live),
+		cmocka_unit_test(test_many_values),
 		cmocka_unit_test(test_json_text_matches_copy),
 		cmocka_unit_test(test_preview_json_matches_copy),
 		cmocka_unit_test(test_key_answers_follow_the_patterns),
