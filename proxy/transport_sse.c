@@ -1040,7 +1040,8 @@ int transport_sse_claims(struct px_ctx *ctx, const struct http_msg *req, const c
 			return 1;
 		enum px_transport tr = session_table_transport(t, i);
 		return tr == PX_TRANSPORT_SSE ||
-		       (tr == PX_TRANSPORT_AUTO && upstream_sse_url_is_sse(&cfg->ups[i]));
+		       (tr == PX_TRANSPORT_AUTO &&
+		        upstream_sse_auto_first(&cfg->ups[i]) == PX_TRANSPORT_SSE);
 	}
 	return 0;
 }

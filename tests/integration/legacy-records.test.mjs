@@ -82,6 +82,38 @@ for (const upstreamKind of ['sse', 'streamable_http']) {
       assert.equal(init[0].outcome, 'ok');
     });
 
+    test('a JSON-RPC error answer is one rpc_error record with its code and method', T, async () => {
+      const l = await legacyStream(`${w.base}/sse`);
+      try {
+        assert.equal((await l.post(INIT(1))).status, 202);
+        await l.waitMessage((m) => m.id === 1);
+        assert.equal((await l.post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status, 202);
+        assert.equal((await l.post({ jsonrpc: '2.0', id: 'nope-1', method: 'no/such-method' })).status, 202);
+        const err = await l.waitMessage((m) => m.id === 'nope-1');
+        assert.equal(err.error.code, -32601);
+        const c = await waitForCalls(w.admin, (cs) => {
+          const r = cs.filter((x) => x.method === 'no/such-method');
+          return r.length ? r : null;
+        });
+        assert.equal(c.length, 1, JSON.stringify(c));
+        assert.equal(c[0].outcome, 'rpc_error');
+        assert.equal(c[0].error_code, -32601);
+        assert.equal(c[0].http_status, 202);
+        assert.equal(c[0].note, null);
+        // A call is counted as one HTTP exchange (its POST), not two.
+        const exchanges = async () => metricValue((await adminGet(w.admin, '/metrics')).text, 'mcpwarden_exchanges_total');
+        const before = await exchanges();
+        assert.equal((await l.post({ jsonrpc: '2.0', id: 'ping-x', method: 'ping' })).status, 202);
+        await waitForCalls(w.admin, (cs) => cs.some((x) => x.id === 'ping-x'));
+        assert.equal(await exchanges(), before + 1);
+        // The notification is a record of its own, ok.
+        const n = (await getCalls(w.admin, 'limit=1000')).calls.filter((x) => x.method === 'notifications/initialized');
+        assert.ok(n.length >= 1 && n.every((x) => x.outcome === 'ok'), JSON.stringify(n));
+      } finally {
+        l.st.abort();
+      }
+    });
+
     test('/metrics counts the calls by their real outcome', T, async () => {
       const m = (await adminGet(w.admin, '/metrics')).text;
       assert.equal(metricValue(m, 'mcpwarden_tool_calls_total', { tool: 'echo', outcome: 'ok' }), 1, m);
