@@ -114,7 +114,7 @@ struct transport_sse_ex {
 	enum inspect_end own_end;
 	const char *own_error;
 	char *own_strs;                 /* owned: own_where's strings */
-	char note[320];                 /* SX_CALL: a proxy-made error's text */
+	char note[320];                 /* SX_POST, SX_CALL: a proxy-made error's text */
 };
 
 static int legacy_head(struct transport_sse_ex *x);
@@ -213,6 +213,42 @@ static void reply_json(struct transport_sse_ex *x, int status, const json_t *bod
 	}
 	reply_bytes(x, status, "application/json", s, strlen(s));
 	free(s);
+}
+
+/* The upstream refused the request with an HTTP answer: x (a POST) gets
+ * it as it came (status, Content-Type, WWW-Authenticate, body), so the
+ * client learns what a direct connection would have told it: a 401's
+ * challenge, a 403's reason. */
+static void reply_refusal(struct transport_sse_ex *x, const struct upstream_sse_refusal *r)
+{
+	struct evbuffer *h = session_headers(x);
+
+	x->ended = 1;
+	if (!h) {
+		conn_abort(x->c, "out of memory");
+		return;
+	}
+	if (r->content_type)
+		evbuffer_add_printf(h, "Content-Type: %s\r\n", r->content_type);
+	if (r->www_authenticate)
+		evbuffer_add_printf(h, "WWW-Authenticate: %s\r\n", r->www_authenticate);
+	conn_reply_head(x->c, r->status, h, (int64_t)r->body_len);
+	if (r->body_len)
+		conn_reply_body(x->c, r->body, r->body_len);
+	conn_reply_end(x->c);
+	evbuffer_free(h);
+}
+
+/* Whether a refusal can be the whole reply of x: an HTTP status can still
+ * be given (nothing written), and it answers all x waits for. */
+static int refusal_fits(const struct transport_sse_ex *x, const struct upstream_sse_refusal *r)
+{
+	if (!r || r->status < 400 || r->status >= 500)
+		return 0;
+	if (x->kind == SX_CALL)
+		return x->post && !x->post_replied && !x->post->ended;
+	return x->kind == SX_POST && !x->ended && !x->sse_mode && !x->batch && x->waiting == 1 &&
+	       !(x->replies && json_array_size(x->replies));
 }
 
 /* ---- streams ---------------------------------------------------------------- */
@@ -423,8 +459,21 @@ static int ops_deliver(void *target, const struct session_out *m)
 			raw = NULL;
 		}
 	}
+	if (m->local && is_response && (x->kind == SX_POST || x->kind == SX_CALL)) {
+		/* mcpwarden's own answer: the request itself went unanswered, and
+		 * the record's note says why. */
+		const char *text = json_string_value(json_object_get(json_object_get(msg, "error"),
+		                                                     "message"));
+		snprintf(x->note, sizeof(x->note), "%s", text ? text : "mcpwarden could not answer");
+		set_outcome(x, m->status == 504 ? INSPECT_END_TIMEOUT : INSPECT_END_UPSTREAM_ERROR,
+		            x->note);
+	}
 	int rc;
-	if (x->kind == SX_POST)
+	if (x->kind == SX_POST && refusal_fits(x, m->refusal)) {
+		x->waiting--;
+		reply_refusal(x, m->refusal);
+		rc = 0;
+	} else if (x->kind == SX_POST)
 		rc = post_deliver(x, msg, raw, len, m->status, is_response, m->local);
 	else if (x->kind == SX_CALL)
 		rc = call_deliver(x, msg, raw, len, m, is_response);
@@ -656,50 +705,17 @@ static void call_accepted(struct transport_sse_ex *x)
 		reply_bytes(post, 202, "text/plain; charset=utf-8", "Accepted", 8);
 }
 
-/* The upstream refused the request with an HTTP answer: the POST gets it
- * as it came (status, Content-Type, WWW-Authenticate, body), so the client
- * learns what a direct connection would have told it. */
-static void call_refused(struct transport_sse_ex *x, const struct upstream_sse_refusal *r)
-{
-	struct transport_sse_ex *post = x->post;
-	struct evbuffer *h = evbuffer_new();
-
-	x->post_replied = 1;
-	if (!h) {
-		conn_abort(post->c, "out of memory");
-		return;
-	}
-	if (r->content_type)
-		evbuffer_add_printf(h, "Content-Type: %s\r\n", r->content_type);
-	if (r->www_authenticate)
-		evbuffer_add_printf(h, "WWW-Authenticate: %s\r\n", r->www_authenticate);
-	conn_reply_head(post->c, r->status, h, (int64_t)r->body_len);
-	if (r->body_len)
-		conn_reply_body(post->c, r->body, r->body_len);
-	conn_reply_end(post->c);
-	post->ended = 1;
-	evbuffer_free(h);
-}
-
 /* An answer for the call: to the client's stream, or, for a refusal the
  * POST can still carry, on the POST. A proxy-made error (local) is the
  * record's note: the request itself went unanswered. */
 static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw, size_t len,
                         const struct session_out *m, int is_response)
 {
-	const struct upstream_sse_refusal *r = m->refusal;
 	int rc = 0;
 
-	if (m->local) {
-		const char *text = json_string_value(json_object_get(json_object_get(msg, "error"),
-		                                                     "message"));
-		snprintf(x->note, sizeof(x->note), "%s", text ? text : "mcpwarden could not answer");
-		set_outcome(x, m->status == 504 ? INSPECT_END_TIMEOUT : INSPECT_END_UPSTREAM_ERROR,
-		            x->note);
-	}
-	if (r && r->status >= 400 && r->status < 500 && x->post && !x->post_replied &&
-	    !x->post->ended) {
-		call_refused(x, r);
+	if (refusal_fits(x, m->refusal)) {
+		x->post_replied = 1;
+		reply_refusal(x->post, m->refusal);
 	} else {
 		call_accepted(x);
 		struct transport_sse_ex *stream = session_stream(x->s);

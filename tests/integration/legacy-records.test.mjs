@@ -200,4 +200,18 @@ describe('an upstream 4xx reaches a legacy client\'s POST with its status and bo
     assert.doesNotMatch(calls[0].note ?? '', /4xx/);
     l.st.abort();
   });
+
+  test('the same 403 for a Streamable client of that legacy upstream: status, body and challenge as they came', T, async () => {
+    const r = await postJson(`${w.base}/r/mcp`, INIT(8), { headers: { accept: 'application/json, text/event-stream' } });
+    assert.equal(r.status, 403, r.text);
+    assert.match(r.text, /only allowed at localhost:4242/);
+    assert.match(r.headers['www-authenticate'] ?? '', /insufficient_scope/);
+    const calls = await waitForCalls(w.admin, (cs) => {
+      const c = cs.filter((x) => x.upstream === 'refuse' && x.id === 8);
+      return c.length ? c : null;
+    });
+    assert.equal(calls[0].http_status, 403);
+    assert.equal(calls[0].outcome, 'upstream_error');
+    assert.match(calls[0].note ?? '', /refused the message \(HTTP 403\)/);
+  });
 });
