@@ -13,7 +13,10 @@
  *                     ─▶ list… (POSTs answered 202, replies on the stream)
  *
  * auto tries streamable_http, then sse (sse first when the URL ends in
- * /sse). Redirects (at most 3) are followed on the first request of an
+ * /sse), both on the URL as given: the proxy's own rule, from the same
+ * functions (upstream_sse_auto_first, _probe_refused, _stream_refused in
+ * proxy/upstream_sse.h), so that check passes exactly where the proxy in
+ * front of the same URL works. Redirects (at most 3) are followed on the first request of an
  * attempt only; one to another origin stops sending the --header values
  * and the URL's user:password. Every byte printed goes through emit(),
  * which masks the values of --header (and ${ENV} expansions) as ••••.
@@ -45,6 +48,7 @@
 #include "proxy/log.h"
 #include "proxy/sse.h"
 #include "proxy/upstream.h"
+#include "proxy/upstream_sse.h"
 
 #define CHECK_CLIENT_NAME    "mcpwarden-check"
 #define CHECK_CLIENT_VERSION "0.1.0"
@@ -56,6 +60,8 @@
 #define MODERN_VERSION       "2026-07-28"
 #define META_VERSION_KEY     "io.modelcontextprotocol/protocolVersion"
 #define MASK                 "\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2" /* •••• */
+/* What check prints of a server's error body, at most (UTF-8 bytes). */
+#define CHECK_REASON_MAX     300
 
 enum exit_code { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_ERROR = 2 };
 
@@ -664,6 +670,8 @@ struct hreq {
 	int stream;                  /* the legacy GET stream: events go to chk */
 	char *session;               /* owned: Mcp-Session-Id of the reply */
 	char *location;              /* owned: Location of the reply */
+	char *ctype;                 /* owned: Content-Type of the reply, or NULL */
+	char *www_auth;              /* owned: WWW-Authenticate of the reply, or NULL */
 	struct evbuffer *body;       /* owned: non-SSE body (bounded) */
 	struct sse_reader *sse;      /* owned */
 	size_t nbytes;
@@ -713,6 +721,7 @@ static void start_init(struct chk *c);
 static void start_list(struct chk *c, const char *cursor);
 static void start_sse(struct chk *c);
 static void start_streamable(struct chk *c);
+static void http_reason(const struct hreq *h, char *buf, size_t cap);
 
 static void note(struct chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -747,6 +756,8 @@ static void hreq_free(struct hreq *h)
 	upstream_req_free(h->ur);
 	free(h->session);
 	free(h->location);
+	free(h->ctype);
+	free(h->www_auth);
 	if (h->body)
 		evbuffer_free(h->body);
 	sse_reader_free(h->sse);
@@ -840,6 +851,11 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 		h->session = strdup(sid);
 	if (loc)
 		h->location = strdup(loc);
+	if (ct)
+		h->ctype = strdup(ct);
+	const char *wa = http_msg_header(resp, "WWW-Authenticate");
+	if (wa)
+		h->www_auth = strdup(wa);
 	if (h->is_sse && h->status / 100 == 2) {
 		upstream_req_stream(h->ur);
 		h->sse = sse_reader_new(CHECK_MAX_REPLY);
@@ -1197,10 +1213,24 @@ static int outcome(struct chk *c, struct hreq *h, const char *what, void (*resen
 		return 1;
 	c->first_pending = 0;
 	if (h->status == 401 || h->status == 403) {
-		fail(c, "HTTP %d from %s for %s: the server wants credentials; add e.g. --header "
-		        "'Authorization: Bearer ${TOKEN}'%s",
-		     h->status, c->url.url_safe, what,
-		     c->cross_origin ? " (headers are not sent after a redirect to another origin)" : "");
+		/* Only a 401, or a 403 whose challenge says the token lacks a
+		 * scope, is about credentials; another 403 says why in its body
+		 * (Playwright MCP: the Host it accepts), and that is printed. */
+		char why[CHECK_REASON_MAX + 16];
+		http_reason(h, why, sizeof(why));
+		int scope = h->status == 403 && h->www_auth &&
+		            strcasestr(h->www_auth, "insufficient_scope") != NULL;
+		if (h->status == 401 || scope)
+			fail(c, "HTTP %d from %s for %s: the server wants credentials%s; add e.g. "
+			        "--header 'Authorization: Bearer ${TOKEN}'%s%s%s",
+			     h->status, c->url.url_safe, what,
+			     scope ? " with more scope (WWW-Authenticate: insufficient_scope)" : "",
+			     c->cross_origin ? " (headers are not sent after a redirect to another origin)"
+			                     : "",
+			     why[0] ? "; the server says" : "", why);
+		else
+			fail(c, "HTTP 403 from %s for %s%s", c->url.url_safe, what,
+			     why[0] ? why : ": forbidden (the server gave no reason)");
 		return 1;
 	}
 	if (h->status == 404 && h->sent_session) {
@@ -1222,25 +1252,99 @@ static int outcome(struct chk *c, struct hreq *h, const char *what, void (*resen
 	return 0;
 }
 
-/* A short, printable reason from an HTTP error reply. */
+/* Whether text[i..] starts a credential a server may echo back
+ * ("Bearer x", "Basic x"): the length of the scheme and its space, or 0. */
+static size_t credential_scheme(const char *text, size_t i, size_t n)
+{
+	static const char *const schemes[] = {"bearer ", "basic "};
+	for (size_t k = 0; k < sizeof(schemes) / sizeof(schemes[0]); k++) {
+		size_t l = strlen(schemes[k]);
+		if (i + l < n && strncasecmp(text + i, schemes[k], l) == 0 &&
+		    (i == 0 || !isalnum((unsigned char)text[i - 1])))
+			return l;
+	}
+	return 0;
+}
+
+/* A short, printable reason from an HTTP error reply, as ": text" (or ""):
+ * its JSON-RPC error message, else its body. Sanitised for a terminal and
+ * a CI log: control characters and runs of spaces become one space, what
+ * follows "Bearer " or "Basic " is masked, at most CHECK_REASON_MAX bytes
+ * (cut on a UTF-8 boundary, "…" says so). The values of --header and the
+ * URL's password are masked when printed (emit). */
 static void http_reason(const struct hreq *h, char *buf, size_t cap)
 {
 	const json_t *err = json_object_get(h->reply, "error");
 	const char *msg = json_string_value(json_object_get(err, "message"));
+	const char *text = NULL;
+	size_t n = 0;
+
 	if (!msg)
 		msg = json_string_value(err);
 	if (msg) {
-		snprintf(buf, cap, ": %.200s", msg);
+		text = msg;
+		n = strlen(msg);
 	} else if (h->body && evbuffer_get_length(h->body)) {
-		size_t n = evbuffer_get_length(h->body);
-		const char *b = (const char *)evbuffer_pullup(h->body, -1);
-		snprintf(buf, cap, ": %.*s", (int)(n < 120 ? n : 120), b);
-	} else {
-		buf[0] = '\0';
+		n = evbuffer_get_length(h->body);
+		text = (const char *)evbuffer_pullup(h->body, -1);
 	}
-	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
+	buf[0] = '\0';
+	if (!text || cap < 8)
+		return;
+	size_t max = cap - 6 < CHECK_REASON_MAX ? cap - 6 : CHECK_REASON_MAX; /* ": " "…" NUL */
+	size_t w = 2, room = 2 + max;
+	int space = 1, cut = 0;
+	memcpy(buf, ": ", 2);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)text[i];
+		size_t sl = credential_scheme(text, i, n);
+		if (sl) {
+			const size_t ml = sizeof(MASK) - 1;
+			if (w + sl + ml > room) {
+				cut = 1;
+				break;
+			}
+			memcpy(buf + w, text + i, sl);
+			memcpy(buf + w + sl, MASK, ml);
+			w += sl + ml;
+			i += sl;
+			while (i < n && !isspace((unsigned char)text[i]) && text[i] != '"' &&
+			       text[i] != ',')
+				i++;
+			i--;
+			space = 0;
+			continue;
+		}
+		if (ch < 0x20 || ch == 0x7f || ch == ' ') {
+			if (!space && w < room)
+				buf[w++] = ' ';
+			space = 1;
+			continue;
+		}
+		if (w >= room) {
+			cut = 1;
+			break;
+		}
+		buf[w++] = (char)ch;
+		space = 0;
+	}
+	if (cut) {
+		while (w > 2 && ((unsigned char)buf[w - 1] & 0xc0) == 0x80)
+			w--; /* continuation bytes of a cut character */
+		if (w > 2 && (unsigned char)buf[w - 1] >= 0xc0)
+			w--;
+	}
+	while (w > 2 && buf[w - 1] == ' ')
+		w--;
+	if (w == 2) {
+		buf[0] = '\0';
+		return;
+	}
+	if (cut) {
+		memcpy(buf + w, "\xe2\x80\xa6", 3); /* … */
+		w += 3;
+	}
+	buf[w] = '\0';
 }
 
 static json_t *envelope(const struct chk *c)
@@ -1386,7 +1490,8 @@ static void on_init(struct chk *c)
 	if (c->tr == TR_STREAMABLE && (!reply || h->status / 100 != 2)) {
 		char why[256];
 		http_reason(h, why, sizeof(why));
-		if (strcmp(c->o->transport, "auto") == 0 && !c->tried[TR_SSE] && h->status / 100 == 4) {
+		if (strcmp(c->o->transport, "auto") == 0 && !c->tried[TR_SSE] &&
+		    upstream_sse_probe_refused(h->status, h->ctype)) {
 			note(c, "Streamable HTTP initialize got HTTP %d: trying the HTTP+SSE transport",
 			     h->status);
 			start_sse(c);
@@ -1499,27 +1604,6 @@ static void on_list(struct chk *c)
 	start_delete(c);
 }
 
-/* The SSE URL of a URL: /sse as is, /mcp -> its sibling /sse, else + /sse. */
-static char *sse_url_of(const struct px_upstream_conf *u)
-{
-	size_t plen = strcspn(u->target, "?");
-	const char *q = u->target + plen;
-	char *t = NULL;
-	int rc;
-	if (plen >= 4 && strncmp(u->target + plen - 4, "/sse", 4) == 0)
-		rc = asprintf(&t, "%s", u->target);
-	else if (plen >= 4 && strncmp(u->target + plen - 4, "/mcp", 4) == 0)
-		rc = asprintf(&t, "%.*s/sse%s", (int)(plen - 4), u->target, q);
-	else
-		rc = asprintf(&t, "%.*s%ssse%s", (int)plen, u->target,
-		              plen && u->target[plen - 1] == '/' ? "" : "/", q);
-	if (rc < 0)
-		return NULL;
-	char *s = url_string(u, t);
-	free(t);
-	return s;
-}
-
 static void open_stream(struct chk *c)
 {
 	c->st = ST_SSE_OPEN;
@@ -1534,7 +1618,6 @@ static void open_stream(struct chk *c)
 
 static void start_sse(struct chk *c)
 {
-	const char *why = NULL;
 	hreq_free(c->h);
 	c->h = NULL;
 	free(c->session);
@@ -1546,13 +1629,7 @@ static void start_sse(struct chk *c)
 	c->first_pending = 1;
 	c->modern = 0;
 	set_era(c, NULL);
-	char *u = sse_url_of(&c->url);
-	if (!u || set_url(c, u, &why) < 0) {
-		free(u);
-		fail(c, "SSE URL: %s", why ? why : "out of memory");
-		return;
-	}
-	free(u);
+	/* The URL as given: no sibling /sse is guessed (upstream_sse.h). */
 	open_stream(c);
 }
 
@@ -1565,7 +1642,7 @@ static void on_sse_open(struct chk *c)
 		char why[256];
 		http_reason(h, why, sizeof(why));
 		if (strcmp(c->o->transport, "auto") == 0 && !c->tried[TR_STREAMABLE] &&
-		    !(h->status == 200 && h->is_sse)) {
+		    upstream_sse_stream_refused(h->status, h->ctype)) {
 			note(c, "no SSE stream at %s (HTTP %d): trying Streamable HTTP", c->url.url_safe,
 			     h->status);
 			start_streamable(c);
@@ -1574,7 +1651,11 @@ static void on_sse_open(struct chk *c)
 		if (h->status == 200 && h->is_sse)
 			fail(c, "the SSE stream at %s ended without an endpoint event", c->url.url_safe);
 		else
-			fail(c, "no SSE stream at %s: HTTP %d%s", c->url.url_safe, h->status, why);
+			fail(c, "no SSE stream at %s: HTTP %d%s%s", c->url.url_safe, h->status, why,
+			     h->status == 404 && upstream_sse_auto_first(&c->url) != PX_TRANSPORT_SSE
+			             ? " (for a legacy HTTP+SSE server, give its SSE URL: one ending in "
+			               "/sse is tried with the legacy transport first)"
+			             : "");
 		return;
 	}
 	c->first_pending = 0;
@@ -1732,19 +1813,15 @@ static int check_url(struct check_opts *o)
 		report_error(o, "out of memory", &oi);
 		goto done;
 	}
-	size_t plen = strlen(o->url);
-	const char *q = strchr(o->url, '?');
-	if (q)
-		plen = (size_t)(q - o->url);
-	int sse_first = strcmp(o->transport, "sse") == 0 ||
-	                (strcmp(o->transport, "auto") == 0 && plen >= 4 &&
-	                 strncmp(o->url + plen - 4, "/sse", 4) == 0);
 	if (set_url(&c, o->url, &why) < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s: %s", c.url_shown, why);
 		report_error(o, msg, &oi);
 		goto done;
 	}
+	int sse_first = strcmp(o->transport, "sse") == 0 ||
+	                (strcmp(o->transport, "auto") == 0 &&
+	                 upstream_sse_auto_first(&c.url) == PX_TRANSPORT_SSE);
 	if (sse_first)
 		start_sse(&c);
 	else

@@ -1649,7 +1649,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	}
 	if (l && (hr->m || text)) {
 		struct outrec *o = out_begin(hr, l);
-		if (hr->m) {
+		if (hr->m && !x->deferred) { /* a deferred one was counted as its POST */
 			o->exchange = 1;
 			o->bytes_in = x->bytes_in;
 			o->bytes_out = x->bytes_out;
@@ -1658,7 +1658,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 		if (one)
 			out_record(l, o, &one->rec, text);
 		out_put(hr, l);
-	} else if (hr->m) {
+	} else if (hr->m && !x->deferred) {
 		/* No thread state (out of memory): counted the old way. */
 		hr_lock(hr);
 		metrics_exchange(hr->m, x->bytes_in, x->bytes_out);

@@ -111,6 +111,11 @@ struct inspect_exchange {
 	uint64_t latency_us;
 	uint64_t bytes_in, bytes_out;
 	const char *error;           /* why the exchange failed, or NULL */
+	/* Not an HTTP exchange of its own: a legacy client's call, whose
+	 * answers came on the client's stream after the POST that carried it
+	 * (proxy/transport_sse.c); that POST's exchange was told (and
+	 * counted) when it ended, without messages. bytes_* are the POST's. */
+	int deferred;
 };
 
 typedef enum inspect_verdict (*inspect_message_fn)(void *arg, struct inspect_msg *m);

@@ -75,7 +75,7 @@ struct session {
 	int refs;                       /* client exchanges pointing here */
 	int paused;                     /* client exchanges whose output is full */
 	uint64_t last_active_us;
-	const char *end_reason;         /* static */
+	const char *end_reason;         /* static, or the face's (it lives as long as s) */
 	struct session *hnext;          /* bucket chain */
 	struct session *lprev, *lnext;  /* LRU while live; ended list after */
 };
@@ -440,10 +440,11 @@ void session_table_reap(struct session_table *t)
 
 /* ---- delivery ------------------------------------------------------------- */
 
-static int deliver(struct session *s, void *target, json_t *msg, const char *raw, size_t raw_len,
-                   const json_t *request, int local, int status)
+static int deliver_refusal(struct session *s, void *target, json_t *msg, const char *raw,
+                           size_t raw_len, const json_t *request, int local, int status,
+                           const struct upstream_sse_refusal *refusal)
 {
-	struct session_out o = {msg, raw, raw_len, request, local, status};
+	struct session_out o = {msg, raw, raw_len, request, local, status, refusal};
 	if (s->t->ops->deliver(target, &o) < 0) {
 		log_msg(LOG_DEBUG, "session %.8s…: a %s could not be delivered to the client", s->id,
 		        jrpc_kind_str(jrpc_classify(msg)));
@@ -452,8 +453,16 @@ static int deliver(struct session *s, void *target, json_t *msg, const char *raw
 	return 0;
 }
 
-/* The one answer of a request the upstream will not answer. */
-static void answer_error(struct session *s, struct pending *p, int status, const char *why)
+static int deliver(struct session *s, void *target, json_t *msg, const char *raw, size_t raw_len,
+                   const json_t *request, int local, int status)
+{
+	return deliver_refusal(s, target, msg, raw, raw_len, request, local, status, NULL);
+}
+
+/* The one answer of a request the upstream will not answer (refusal: the
+ * upstream's HTTP answer when it refused it, else NULL). */
+static void answer_refused(struct session *s, struct pending *p, int status, const char *why,
+                           const struct upstream_sse_refusal *refusal)
 {
 	const struct px_upstream_conf *uc = up_conf(s);
 	char msg[512];
@@ -471,8 +480,13 @@ static void answer_error(struct session *s, struct pending *p, int status, const
 	json_t *err = jrpc_error_new(p->id, JRPC_UPSTREAM_ERROR, msg, data);
 	if (!err)
 		return;
-	deliver(s, p->target, err, NULL, 0, p->request, 1, status);
+	deliver_refusal(s, p->target, err, NULL, 0, p->request, 1, status, refusal);
 	json_decref(err);
+}
+
+static void answer_error(struct session *s, struct pending *p, int status, const char *why)
+{
+	answer_refused(s, p, status, why, NULL);
 }
 
 /* How long a request may wait for its response (or its next progress). */
@@ -831,7 +845,7 @@ static void answer_era_mismatch(struct session *s, struct pending *p, int status
 }
 
 static void face_failed(void *arg, const json_t *msg, int status, const char *detail,
-                        const json_t *reply)
+                        const json_t *reply, const struct upstream_sse_refusal *refusal)
 {
 	struct session *s = arg;
 
@@ -856,10 +870,10 @@ static void face_failed(void *arg, const json_t *msg, int status, const char *de
 		/* The upstream's own error for it: the client gets that. */
 		json_t *copy = json_deep_copy(reply);
 		if (copy)
-			deliver(s, p->target, copy, NULL, 0, p->request, 0, status);
+			deliver_refusal(s, p->target, copy, NULL, 0, p->request, 0, status, refusal);
 		json_decref(copy);
 	} else {
-		answer_error(s, p, status ? status : 502, detail);
+		answer_refused(s, p, status ? status : 502, detail, refusal);
 	}
 	pending_free(p);
 	if (init)
@@ -902,7 +916,7 @@ int session_connect(struct session *s, const char *authorization, int streamable
 		 * upstream's side is followed. */
 		first = t->detected[s->up];
 		if (first == PX_TRANSPORT_AUTO)
-			first = upstream_sse_url_is_sse(uc) ? PX_TRANSPORT_SSE : PX_TRANSPORT_STREAMABLE;
+			first = upstream_sse_auto_first(uc);
 		fallback = 1;
 	}
 	s->uf = upstream_sse_new(t->ctx, s->up, first, fallback, authorization, &face_cbs, s);

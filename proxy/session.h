@@ -48,6 +48,7 @@
 #include "proxy/config.h"
 
 struct px_ctx;
+struct upstream_sse_refusal;
 
 /* A minted id: 128 random bits as lowercase hex (0x21..0x7E by design). */
 #define SESSION_ID_LEN 32
@@ -82,7 +83,12 @@ struct session_out {
 	size_t raw_len;
 	const json_t *request;   /* borrowed: the client request msg answers, or NULL */
 	int local;               /* made by mcpwarden (an error), not from the upstream */
-	int status;              /* for local errors: the HTTP status that fits, or 0 */
+	int status;              /* for errors: the HTTP status that fits, or 0 */
+	/* msg answers a request the upstream refused with this HTTP answer
+	 * (borrowed, for the call), else NULL: a face that can still give an
+	 * HTTP status (a legacy client's POST) gives the client that answer
+	 * instead of msg. */
+	const struct upstream_sse_refusal *refusal;
 };
 
 /* What the client face does for sessions. A "target" is one of its

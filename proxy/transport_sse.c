@@ -17,6 +17,26 @@
  *                  Either way, a proxy-made error before anything was
  *                  written keeps its HTTP status, as JSON
  *   SX_STREAM      a Streamable GET: the session's stream
+ *   SX_CALL        a legacy client's call: the messages of one POST, from
+ *                  the POST to the last answer on the client's stream
+ *
+ * A legacy client's call outlives the POST that carries it: the POST is
+ * answered 202 once the upstream took the request, the answer comes later
+ * on the client's stream. So the call is not the POST's HTTP exchange but
+ * an SX_CALL of its own, with its own `where` (copied from the POST's):
+ * its messages, the request and its answer, are inspected there, and it
+ * ends (inspect_exchange_done, `deferred`) once the POST ended and every
+ * answer was written to the stream, so that a call makes one record with
+ * its real outcome and latency, and the POST's 202 none:
+ *
+ *   POST /messages ──▶ SX_LOCAL (the POST) ──call──▶ SX_CALL ◀──target── session
+ *                      202 once accepted,   ◀─post──  where, waiting      pending
+ *                      or the upstream's 4xx          answers ──▶ the legacy stream
+ *
+ * The POST's reply waits for the upstream to take or refuse the request:
+ * a refusal (upstream 4xx: an auth challenge, a 403 saying why) reaches
+ * the client as it came, on the POST, where an HTTP status can still be
+ * given, as a Streamable client would get it.
  *
  * Every message a client sends is inspected here before it goes to the
  * session; every message delivered to an exchange is inspected in
@@ -56,6 +76,7 @@ enum sx_kind {
 	SX_SSE_STREAM,  /* legacy GET: the session's stream */
 	SX_POST,        /* Streamable POST waiting for responses */
 	SX_STREAM,      /* Streamable GET: the session's stream */
+	SX_CALL,        /* a legacy client's call (see the file head); no conn */
 };
 
 struct transport_sse_ex {
@@ -82,9 +103,25 @@ struct transport_sse_ex {
 	uint64_t last_write_us;
 	struct evbuffer *scratch;       /* owned */
 	char sid[SESSION_ID_LEN + 1];
+	/* A legacy POST and its call point at each other while both live. */
+	struct transport_sse_ex *call;  /* the POST's call (owned by itself), or NULL */
+	struct transport_sse_ex *post;  /* SX_CALL: the POST while it lasts, or NULL */
+	int post_replied;               /* SX_CALL: the POST has its reply */
+	int post_done;                  /* SX_CALL: the POST's exchange ended */
+	int post_status;                /* SX_CALL: the status it got */
+	uint64_t post_bytes_in, post_bytes_out;
+	struct inspect_where own_where; /* SX_CALL: link.where points here */
+	enum inspect_end own_end;
+	const char *own_error;
+	char *own_strs;                 /* owned: own_where's strings */
+	char note[320];                 /* SX_POST, SX_CALL: a proxy-made error's text */
 };
 
 static int legacy_head(struct transport_sse_ex *x);
+static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw, size_t len,
+                        const struct session_out *m, int is_response);
+static void call_accepted(struct transport_sse_ex *x);
+static void call_maybe_done(struct transport_sse_ex *x);
 
 static uint64_t mono_us(void)
 {
@@ -176,6 +213,42 @@ static void reply_json(struct transport_sse_ex *x, int status, const json_t *bod
 	}
 	reply_bytes(x, status, "application/json", s, strlen(s));
 	free(s);
+}
+
+/* The upstream refused the request with an HTTP answer: x (a POST) gets
+ * it as it came (status, Content-Type, WWW-Authenticate, body), so the
+ * client learns what a direct connection would have told it: a 401's
+ * challenge, a 403's reason. */
+static void reply_refusal(struct transport_sse_ex *x, const struct upstream_sse_refusal *r)
+{
+	struct evbuffer *h = session_headers(x);
+
+	x->ended = 1;
+	if (!h) {
+		conn_abort(x->c, "out of memory");
+		return;
+	}
+	if (r->content_type)
+		evbuffer_add_printf(h, "Content-Type: %s\r\n", r->content_type);
+	if (r->www_authenticate)
+		evbuffer_add_printf(h, "WWW-Authenticate: %s\r\n", r->www_authenticate);
+	conn_reply_head(x->c, r->status, h, (int64_t)r->body_len);
+	if (r->body_len)
+		conn_reply_body(x->c, r->body, r->body_len);
+	conn_reply_end(x->c);
+	evbuffer_free(h);
+}
+
+/* Whether a refusal can be the whole reply of x: an HTTP status can still
+ * be given (nothing written), and it answers all x waits for. */
+static int refusal_fits(const struct transport_sse_ex *x, const struct upstream_sse_refusal *r)
+{
+	if (!r || r->status < 400 || r->status >= 500)
+		return 0;
+	if (x->kind == SX_CALL)
+		return x->post && !x->post_replied && !x->post->ended;
+	return x->kind == SX_POST && !x->ended && !x->sse_mode && !x->batch && x->waiting == 1 &&
+	       !(x->replies && json_array_size(x->replies));
 }
 
 /* ---- streams ---------------------------------------------------------------- */
@@ -386,9 +459,24 @@ static int ops_deliver(void *target, const struct session_out *m)
 			raw = NULL;
 		}
 	}
+	if (m->local && is_response && (x->kind == SX_POST || x->kind == SX_CALL)) {
+		/* mcpwarden's own answer: the request itself went unanswered, and
+		 * the record's note says why. */
+		const char *text = json_string_value(json_object_get(json_object_get(msg, "error"),
+		                                                     "message"));
+		snprintf(x->note, sizeof(x->note), "%s", text ? text : "mcpwarden could not answer");
+		set_outcome(x, m->status == 504 ? INSPECT_END_TIMEOUT : INSPECT_END_UPSTREAM_ERROR,
+		            x->note);
+	}
 	int rc;
-	if (x->kind == SX_POST)
+	if (x->kind == SX_POST && refusal_fits(x, m->refusal)) {
+		x->waiting--;
+		reply_refusal(x, m->refusal);
+		rc = 0;
+	} else if (x->kind == SX_POST)
 		rc = post_deliver(x, msg, raw, len, m->status, is_response, m->local);
+	else if (x->kind == SX_CALL)
+		rc = call_deliver(x, msg, raw, len, m, is_response);
 	else
 		rc = write_event(x, msg, raw, len);
 	json_decref(own);
@@ -404,6 +492,14 @@ static int ops_can_stream(void *target)
 static void ops_withdrawn(void *target)
 {
 	struct transport_sse_ex *x = check(target);
+	if (x->kind == SX_CALL) {
+		/* Cancelled by the client: no answer is due (nor a record's). */
+		x->waiting--;
+		set_outcome(x, INSPECT_END_CANCELLED, "the client cancelled the request");
+		call_accepted(x);
+		call_maybe_done(x);
+		return;
+	}
 	if (x->kind != SX_POST || x->ended)
 		return;
 	if (--x->waiting <= 0)
@@ -445,6 +541,10 @@ static void ops_opened(void *target)
 static void ops_accepted(void *target)
 {
 	struct transport_sse_ex *x = check(target);
+	if (x->kind == SX_CALL) {
+		call_accepted(x);
+		return;
+	}
 	if (x->kind != SX_POST || !x->accepts_sse || x->sse_mode || x->ended)
 		return;
 	if (post_to_sse(x) < 0)
@@ -478,7 +578,8 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
                             void *target)
 {
 	size_t n = jrpc_body_count(body);
-	struct transport_sse_ex *stream = session_face(x->s) == SESSION_FACE_SSE ? target : NULL;
+	/* A legacy call's answers go to the client's stream. */
+	struct transport_sse_ex *stream = x->kind == SX_CALL ? session_stream(x->s) : NULL;
 
 	for (size_t i = 0; i < n && session_state(x->s) != SESSION_ENDED; i++) {
 		json_t *m = jrpc_body_at(body, i), *answer = NULL;
@@ -488,10 +589,12 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
 		int is_request = jrpc_classify(m) == JRPC_REQUEST;
 		if (v != INSPECT_FORWARD) {
 			if (answer) {
-				if (stream)
-					write_event(stream, answer, NULL, 0);
-				else
+				if (x->kind == SX_CALL) {
+					if (stream)
+						write_event(stream, answer, NULL, 0);
+				} else {
 					add_reply(x, answer, NULL, 0, 0);
+				}
 			}
 			json_decref(answer);
 			continue;
@@ -505,7 +608,7 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
 			bytes = (const char *)evbuffer_pullup(raw, -1);
 		}
 		const char *why = NULL;
-		if (is_request && !stream)
+		if (is_request)
 			x->waiting++;
 		if (session_client_message(x->s, m, bytes, len, target, &why) == 0)
 			continue;
@@ -513,17 +616,166 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
 		        x->link.where->conn_id, x->sid, jrpc_kind_str(jrpc_classify(m)), why);
 		if (!is_request)
 			continue;
-		if (!stream)
-			x->waiting--;
+		x->waiting--;
 		json_t *err = jrpc_error_new(jrpc_id(m), JRPC_UPSTREAM_ERROR, why, NULL);
 		if (err) {
-			if (stream)
-				write_event(stream, err, NULL, 0);
-			else
+			if (x->kind != SX_CALL) {
 				add_reply(x, err, NULL, 0, 0);
+			} else {
+				set_outcome(x, INSPECT_END_UPSTREAM_ERROR, why);
+				if (stream)
+					write_event(stream, err, NULL, 0);
+			}
 		}
 		json_decref(err);
 	}
+}
+
+/* ---- legacy calls ------------------------------------------------------------ */
+
+/* A copy of what `where` names that outlives the POST (its strings are
+ * the POST's request's and the running configuration's). */
+static int where_copy(struct transport_sse_ex *call, const struct inspect_where *w)
+{
+	const char *src[] = {w->client, w->client_name, w->upstream, w->protocol};
+	const char **dst[] = {&call->own_where.client, &call->own_where.client_name,
+	                      &call->own_where.upstream, &call->own_where.protocol};
+	size_t n = sizeof(src) / sizeof(src[0]), total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += src[i] ? strlen(src[i]) + 1 : 0;
+	call->own_strs = malloc(total ? total : 1);
+	if (!call->own_strs)
+		return -1;
+	char *p = call->own_strs;
+	call->own_where = (struct inspect_where){
+		.conn_id = w->conn_id,
+		.session_id = call->sid,
+		.era = w->era,                         /* static */
+		.http_method = "POST",
+		.client_transport = w->client_transport, /* static */
+		.upstream_transport = w->upstream_transport,
+		.start_us = w->start_us,
+	};
+	for (size_t i = 0; i < n; i++) {
+		if (!src[i])
+			continue;
+		size_t l = strlen(src[i]) + 1;
+		memcpy(p, src[i], l);
+		*dst[i] = p;
+		p += l;
+	}
+	return 0;
+}
+
+/* The call of a legacy POST (x), with the session x is bound to. */
+static struct transport_sse_ex *call_new(struct transport_sse_ex *x)
+{
+	struct transport_sse_ex *call = calloc(1, sizeof(*call));
+	if (!call)
+		return NULL;
+	call->magic = SX_MAGIC;
+	call->kind = SX_CALL;
+	call->ctx = x->ctx;
+	call->req = NULL;
+	call->up = x->up;
+	memcpy(call->sid, x->sid, sizeof(call->sid));
+	if (where_copy(call, x->link.where) < 0) {
+		free(call);
+		return NULL;
+	}
+	call->own_end = INSPECT_END_OK;
+	call->link = (struct transport_sse_link){&call->own_where, &call->own_end, &call->own_error};
+	call->s = x->s;
+	session_ref(call->s);
+	call->post = x;
+	x->call = call;
+	return call;
+}
+
+/* The POST is answered 202, as the legacy SDK servers do: the upstream
+ * took the request (or there is nothing to wait for). Once. */
+static void call_accepted(struct transport_sse_ex *x)
+{
+	struct transport_sse_ex *post = x->post;
+	if (x->post_replied || !post)
+		return;
+	x->post_replied = 1;
+	if (!post->ended)
+		reply_bytes(post, 202, "text/plain; charset=utf-8", "Accepted", 8);
+}
+
+/* An answer for the call: to the client's stream, or, for a refusal the
+ * POST can still carry, on the POST. A proxy-made error (local) is the
+ * record's note: the request itself went unanswered. */
+static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw, size_t len,
+                        const struct session_out *m, int is_response)
+{
+	int rc = 0;
+
+	if (refusal_fits(x, m->refusal)) {
+		x->post_replied = 1;
+		reply_refusal(x->post, m->refusal);
+	} else {
+		call_accepted(x);
+		struct transport_sse_ex *stream = session_stream(x->s);
+		rc = stream ? write_event(stream, msg, raw, len) : -1;
+	}
+	if (is_response) {
+		x->waiting--;
+		call_maybe_done(x);
+	}
+	return rc;
+}
+
+/* Frees the call. */
+static void call_free(struct transport_sse_ex *x)
+{
+	if (x->post)
+		x->post->call = NULL;
+	session_detach(x->s, x);
+	session_unref(x->s);
+	free(x->own_strs);
+	x->magic = 0;
+	free(x);
+}
+
+/* The call ends once its POST ended and nothing is due any more: its
+ * exchange is told to the hooks (one record per request, its outcome the
+ * answer's, its HTTP status the POST's). `deferred`: the POST's own HTTP
+ * exchange was counted when it ended. */
+static void call_maybe_done(struct transport_sse_ex *x)
+{
+	if (x->waiting > 0 || !x->post_done)
+		return;
+	uint64_t now = mono_us();
+	struct inspect_exchange done = {
+		.end = x->own_end,
+		.where = &x->own_where,
+		.status = x->post_status,
+		.latency_us = now > x->own_where.start_us ? now - x->own_where.start_us : 0,
+		.bytes_in = x->post_bytes_in,
+		.bytes_out = x->post_bytes_out,
+		.error = x->own_error,
+		.deferred = 1,
+	};
+	inspect_exchange_done(x->ctx->insp, &done);
+	call_free(x);
+}
+
+/* The POST's exchange ends (x is the POST): its call learns how. */
+static void call_post_done(struct transport_sse_ex *x, const char *client_error)
+{
+	struct transport_sse_ex *call = x->call;
+	x->call = NULL;
+	call->post = NULL;
+	call->post_done = 1;
+	call->post_status = conn_reply_status(x->c);
+	call->post_bytes_in = conn_bytes_in(x->c);
+	call->post_bytes_out = conn_bytes_out(x->c);
+	if (client_error && !call->post_replied)
+		set_outcome(call, INSPECT_END_CANCELLED, "the client left before its POST was answered");
+	call_maybe_done(call);
 }
 
 /* ---- legacy HTTP+SSE clients ---------------------------------------------------- */
@@ -616,9 +868,16 @@ static void legacy_post(struct transport_sse_ex *x, json_t *body, struct evbuffe
 	}
 	bind_session(x, s);
 	x->link.where->session_id = x->sid;
-	client_messages(x, body, raw, session_stream(s));
-	/* What the legacy SDK servers answer. */
-	reply_bytes(x, 202, "text/plain; charset=utf-8", "Accepted", 8);
+	struct transport_sse_ex *call = call_new(x);
+	if (!call) {
+		conn_abort(x->c, "out of memory");
+		return;
+	}
+	client_messages(call, body, raw, call);
+	/* Nothing to wait for (notifications, responses, hooks' answers):
+	 * accepted now. Else the upstream's take on the request decides. */
+	if (call->waiting <= 0)
+		call_accepted(call);
 }
 
 /* ---- Streamable HTTP clients -------------------------------------------------- */
@@ -797,7 +1056,8 @@ int transport_sse_claims(struct px_ctx *ctx, const struct http_msg *req, const c
 			return 1;
 		enum px_transport tr = session_table_transport(t, i);
 		return tr == PX_TRANSPORT_SSE ||
-		       (tr == PX_TRANSPORT_AUTO && upstream_sse_url_is_sse(&cfg->ups[i]));
+		       (tr == PX_TRANSPORT_AUTO &&
+		        upstream_sse_auto_first(&cfg->ups[i]) == PX_TRANSPORT_SSE);
 	}
 	return 0;
 }
@@ -941,6 +1201,8 @@ void transport_sse_free(struct transport_sse_ex *x, const char *client_error)
 	if (client_error && x->kind == SX_POST && x->waiting > 0)
 		log_msg(LOG_DEBUG, "#%llu session %.8s…: client left with %d response%s due",
 		        x->link.where->conn_id, x->sid, x->waiting, x->waiting == 1 ? "" : "s");
+	if (x->call)
+		call_post_done(x, client_error);
 	if (x->keepalive)
 		event_free(x->keepalive);
 	if (x->s) {

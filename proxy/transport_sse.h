@@ -10,7 +10,13 @@
  *     GET  <sse_path>                      a new session; its stream starts
  *                                          with `event: endpoint`, then one
  *                                          `event: message` per server message
- *     POST <messages_path>?sessionId=<id>  202 Accepted; 404 for an unknown id
+ *     POST <messages_path>?sessionId=<id>  202 Accepted once the upstream took
+ *                                          the message (or at once: nothing to
+ *                                          wait for), the upstream's own 4xx
+ *                                          refusal as it came, 404 for an
+ *                                          unknown id; each POST's messages
+ *                                          are one call for the hooks, ended
+ *                                          when its answers were written
  *
  *   Streamable HTTP clients of an upstream that speaks the legacy transport
  *   (configured, or found by the auto probe), with an Mcp-Session-Id that
@@ -23,7 +29,9 @@
  *                                          accepts text/event-stream (started
  *                                          once the upstream took the request,
  *                                          events flushed as they come), JSON
- *                                          when it accepts only JSON
+ *                                          when it accepts only JSON; the
+ *                                          upstream's 4xx refusal of its one
+ *                                          request as it came
  *     GET   with the session id            the stream for server messages
  *     DELETE                               ends the session (and upstream)
  *     unknown or expired session id        404

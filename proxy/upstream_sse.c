@@ -71,6 +71,7 @@ struct op {
 	int is_request;
 	int had_session;            /* sent with our Mcp-Session-Id */
 	int status;
+	char *content_type, *www_authenticate; /* owned: of a refusal, or NULL */
 	enum op_body body;
 	struct evbuffer *buf;       /* owned */
 	struct sse_reader *sse;     /* owned */
@@ -100,6 +101,7 @@ struct upstream_sse {
 	char session_id[256];                   /* Streamable: the upstream's Mcp-Session-Id */
 	char protocol[64];                      /* Streamable: MCP-Protocol-Version to send */
 	char *authorization;                    /* owned, or NULL */
+	char detail[96];                        /* a refusal's reason, naming its status */
 	int get_started;                        /* Streamable standalone GET tried */
 	unsigned get_failures;
 	char get_last_id[256];
@@ -371,6 +373,8 @@ static void op_free(struct op *op)
 	if (op->buf)
 		evbuffer_free(op->buf);
 	sse_reader_free(op->sse);
+	free(op->content_type);
+	free(op->www_authenticate);
 	free(op);
 }
 
@@ -404,7 +408,7 @@ static void start_post(struct upstream_sse *f, struct outmsg *q)
 	                                    NULL, q->raw, q->len);
 	struct op *op = op_start(f, OP_POST, rq);
 	if (!op) {
-		f->cbs->on_failed(f->arg, q->msg, 502, "cannot start the upstream request", NULL);
+		f->cbs->on_failed(f->arg, q->msg, 502, "cannot start the upstream request", NULL, NULL);
 		outmsg_free(q);
 		return;
 	}
@@ -485,6 +489,17 @@ static void switch_to_streamable(struct upstream_sse *f, int status)
 	f->tr = PX_TRANSPORT_STREAMABLE;
 	f->fallback = 0;
 	kick(f);
+}
+
+enum px_transport upstream_sse_auto_first(const struct px_upstream_conf *uc)
+{
+	return upstream_sse_url_is_sse(uc) ? PX_TRANSPORT_SSE : PX_TRANSPORT_STREAMABLE;
+}
+
+int upstream_sse_stream_refused(int status, const char *ct)
+{
+	int sse = status == 200 && media_is(ct, "text/event-stream");
+	return !sse && (upstream_sse_probe_refused(status, ct) || (status >= 200 && status < 300));
 }
 
 int upstream_sse_probe_refused(int status, const char *ct)
@@ -608,11 +623,24 @@ static int refuse(struct op *op)
 	return -1;
 }
 
+/* What a client must see of a refusal lives in its head: kept for the
+ * end of its body (out of memory: the refusal is told without it). */
+static void keep_refusal_head(struct op *op, const char *ct, const struct http_msg *resp)
+{
+	const char *wa = http_msg_header(resp, "WWW-Authenticate");
+	if (ct)
+		op->content_type = strdup(ct);
+	if (wa)
+		op->www_authenticate = strdup(wa);
+}
+
 static int post_head(struct op *op, int status, const char *ct, const struct http_msg *resp)
 {
 	struct upstream_sse *f = op->f;
 	int ok = status >= 200 && status < 300;
 
+	if (!ok)
+		keep_refusal_head(op, ct, resp);
 	if (f->tr == PX_TRANSPORT_SSE) {
 		f->posting = 0;
 		kick(f);
@@ -674,8 +702,7 @@ static int stream_head(struct op *op, int status, const char *ct)
 	if (f->tr == PX_TRANSPORT_SSE) {
 		if (sse)
 			return start_body(op, BODY_SSE); /* the request timeout runs until `endpoint` */
-		if (f->fallback && !f->ready && (upstream_sse_probe_refused(status, ct) ||
-		                                 (status >= 200 && status < 300))) {
+		if (f->fallback && !f->ready && upstream_sse_stream_refused(status, ct)) {
 			switch_to_streamable(f, status);
 			return refuse(op);
 		}
@@ -734,7 +761,7 @@ static int op_on_body(void *arg, const char *data, size_t len)
 		if (evbuffer_add(op->buf, data, len) < 0 ||
 		    evbuffer_get_length(op->buf) > f->ctx->cfg->limits.max_body_bytes) {
 			f->cbs->on_failed(f->arg, op->sent, 502, "the upstream's reply is too large",
-			                  NULL);
+			                  NULL, NULL);
 			op->answered = 1;
 			return refuse(op);
 		}
@@ -748,7 +775,8 @@ static int op_on_body(void *arg, const char *data, size_t len)
 			else if (op->sent && op->is_request && !op->answered) {
 				op->answered = 1;
 				f->cbs->on_failed(f->arg, op->sent, 502,
-				                  "an SSE event from the upstream is over the size limit", NULL);
+				                  "an SSE event from the upstream is over the size limit", NULL,
+				                  NULL);
 			}
 		}
 		return rc ? refuse(op) : 0;
@@ -792,7 +820,7 @@ static void unanswered(struct op *op, int status, const char *detail)
 	if ((op->body == BODY_SSE || op->kind == OP_RESUME) && start_resume(f, op) == 0)
 		return;
 	op->answered = 1;
-	f->cbs->on_failed(f->arg, op->sent, status, detail, NULL);
+	f->cbs->on_failed(f->arg, op->sent, status, detail, NULL, NULL);
 }
 
 static void op_on_done(void *arg)
@@ -807,11 +835,19 @@ static void op_on_done(void *arg)
 	case OP_POST:
 		if (op->body == BODY_ERROR) {
 			json_t *reply = error_reply(op);
+			size_t len = evbuffer_get_length(op->buf);
+			struct upstream_sse_refusal r = {
+				.status = op->status,
+				.content_type = op->content_type,
+				.www_authenticate = op->www_authenticate,
+				.body = len ? (const char *)evbuffer_pullup(op->buf, -1) : NULL,
+				.body_len = len,
+			};
 			op->answered = 1;
-			f->cbs->on_failed(f->arg, op->sent, op->status,
-			                  op->status >= 500 ? "the upstream failed the message (HTTP 5xx)"
-			                                    : "the upstream refused the message (HTTP 4xx)",
-			                  reply);
+			/* The real status, as a Streamable client would see it. */
+			snprintf(f->detail, sizeof(f->detail), "the upstream %s the message (HTTP %d)",
+			         op->status >= 500 ? "failed" : "refused", op->status);
+			f->cbs->on_failed(f->arg, op->sent, op->status, f->detail, reply, &r);
 			json_decref(reply);
 			return;
 		}
@@ -866,7 +902,7 @@ static void op_on_error(void *arg, enum upstream_err err, const char *detail)
 			return;
 		}
 		op->answered = 1;
-		f->cbs->on_failed(f->arg, op->sent, status, detail, NULL);
+		f->cbs->on_failed(f->arg, op->sent, status, detail, NULL, NULL);
 		return;
 	case OP_RESUME:
 		unanswered(op, status, detail);

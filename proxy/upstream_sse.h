@@ -17,11 +17,13 @@
  *   session over = the GET closes       DELETE <url> when the session ends;
  *                                         404 on our session id = it expired
  *
- * "auto" probes: the first message (the client's initialize) goes as a
- * Streamable POST; a 400, 404 or 405 that is not a JSON-RPC error falls
- * back to the legacy GET on the same URL (TRANSPORTS.md §2.9). When the
- * URL ends in /sse the legacy GET is tried first and a refusal falls back
- * to Streamable HTTP.
+ * "auto" probes (the one rule, shared with `mcpwarden check`: the three
+ * upstream_sse_auto_* / _refused functions below): the first message (the
+ * client's initialize) goes as a Streamable POST; a 400, 404 or 405 that
+ * is not a JSON-RPC error falls back to the legacy GET on the same URL
+ * (TRANSPORTS.md §2.9). When the URL ends in /sse the legacy GET is tried
+ * first and a refusal falls back to Streamable HTTP. No other URL is
+ * guessed (no sibling /sse of a /mcp URL): see upstream_sse_auto_first.
  *
  * Messages are sent in the order given. Replies are parsed here and handed
  * over one message at a time; nothing is inspected here. All callbacks run
@@ -42,6 +44,17 @@
 struct px_ctx;
 struct px_upstream_conf;
 
+/* An upstream's HTTP refusal of a message (a 4xx or 5xx answer to its
+ * POST), as it came: what a client must see of it to act on it (a 401's
+ * challenge, a 403's explanation). Borrowed, valid for the callback. */
+struct upstream_sse_refusal {
+	int status;
+	const char *content_type;      /* or NULL */
+	const char *www_authenticate;  /* or NULL */
+	const char *body;              /* the first ERROR_BODY_MAX bytes, or NULL */
+	size_t body_len;
+};
+
 struct upstream_sse_cbs {
 	/* The transport works (legacy: the endpoint is known; Streamable: the
 	 * first POST was accepted). Called once, with the transport chosen. */
@@ -55,11 +68,13 @@ struct upstream_sse_cbs {
 	void (*on_accepted)(void *arg, const json_t *msg);
 	/* msg (borrowed) could not be delivered, or was a request whose reply
 	 * ended without its response. status: the HTTP status that fits
-	 * (upstream 4xx/5xx as they came, 502 or 504 for our own), detail a
-	 * static reason; reply: the upstream's JSON-RPC error for it, if it
-	 * sent one (borrowed), else NULL. */
+	 * (upstream 4xx/5xx as they came, 502 or 504 for our own), detail the
+	 * reason (naming the upstream's status when it refused; valid as long
+	 * as the face); reply: the upstream's JSON-RPC error for it, if it
+	 * sent one (borrowed), else NULL; refusal: the upstream's HTTP answer
+	 * when it refused the message, else NULL. */
 	void (*on_failed)(void *arg, const json_t *msg, int status, const char *detail,
-	                  const json_t *reply);
+	                  const json_t *reply, const struct upstream_sse_refusal *refusal);
 	/* The upstream session is over (the legacy stream ended or was refused,
 	 * the session id expired, or no transport worked). detail is static. */
 	void (*on_closed)(void *arg, const char *detail);
@@ -109,10 +124,29 @@ enum px_transport upstream_sse_transport(const struct upstream_sse *f);
 int upstream_sse_resolve_endpoint(const struct px_upstream_conf *uc, const char *data,
                                   size_t len, char *out, size_t outlen, const char **why);
 
+/* The auto rule, used by the proxy and by `mcpwarden check` alike.
+ *
+ * Which transport to try first on the URL as given: PX_TRANSPORT_SSE when
+ * its path ends in "/sse", else PX_TRANSPORT_STREAMABLE. Either way the
+ * other transport is tried on the same URL, as the spec's backwards
+ * compatibility rule says (clients POST to the URL, then GET the URL). A
+ * sibling /sse of a /mcp URL is never guessed: the URL names the endpoint
+ * (and the credentials sent there), a guess would make `check` pass a URL
+ * that spec-following clients cannot use, and a server that refuses
+ * Streamable HTTP at /mcp for another reason would be hidden behind its
+ * legacy face. A legacy server is configured by its SSE URL. */
+enum px_transport upstream_sse_auto_first(const struct px_upstream_conf *uc);
+
 /* Whether a Streamable HTTP answer to an initialize POST means "try the
  * legacy transport": 400, 404 or 405 without a JSON body (a JSON body is a
  * modern server's JSON-RPC error, e.g. for an expired session). */
 int upstream_sse_probe_refused(int status, const char *content_type);
+
+/* Whether an answer to the legacy GET (tried first) means "try Streamable
+ * HTTP": no event stream, and either the probe_refused statuses or a 2xx
+ * (a Streamable server's GET answering something else). 401, 403 and 5xx
+ * are failures of their own, not a sign of the other transport. */
+int upstream_sse_stream_refused(int status, const char *content_type);
 
 /* Whether the upstream URL's path ends in "/sse" (auto tries legacy first). */
 int upstream_sse_url_is_sse(const struct px_upstream_conf *uc);

@@ -17,6 +17,24 @@ import {
 import { withTimeout, waitFor } from './lib/util.mjs';
 import { startContractPeer, GOOD } from './peers/contract-peer.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
+import { postJson } from './lib/http.mjs';
+import http from 'node:http';
+
+/**
+ * A server answering every request with `status`, `headers` and `body`
+ * (a Playwright MCP-like 403 that explains itself). Returns {url, close()}.
+ */
+async function startRefusing({ status, headers = {}, body }) {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => { res.writeHead(status, { 'content-type': 'text/plain', ...headers }); res.end(body); });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/mcp`,
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
+  };
+}
 
 const T = { timeout: 30000 };
 const MASK = '••••';
@@ -102,12 +120,41 @@ describe('check against server-everything', () => {
     assert.equal(j.passed, true);
   });
 
-  test('auto on /mcp of a legacy server falls back to its sibling /sse', T, async () => {
-    const r = await check([`${legacy.base}/mcp`]);
-    assert.equal(r.code, 0, show(r));
-    assert.match(r.stdout, /transport sse/);
-    assert.match(r.stdout, /note: Streamable HTTP initialize got HTTP 404: trying the HTTP\+SSE transport/);
-  });
+  // Issue 17: `check` and `--upstream-transport auto` follow ONE rule
+  // (upstream_sse_auto_first / _probe_refused / _stream_refused): the other
+  // transport on the URL as given (TRANSPORTS.md §2.9), no sibling /sse.
+  // Before, check derived /sse from /mcp and passed where the proxy, in
+  // front of the same URL, answered 502.
+  for (const [p, ok] of [['/mcp', false], ['/sse', true]]) {
+    test(`auto on ${p} of a legacy server: check and the proxy agree (${ok ? 'both work' : 'both fail'})`, T, async () => {
+      const url = `${legacy.base}${p}`;
+      const r = await check([url]);
+      const port = await freePort();
+      const w = spawnTracked(`mcpwarden-auto:${port}`, WARDEN_BIN,
+        ['--listen', `127.0.0.1:${port}`, '--upstream', url, '--upstream-transport', 'auto', '--admin', 'off']);
+      try {
+        await waitForPort(w, port, 10000);
+        const init = await postJson(`http://127.0.0.1:${port}/mcp`, {
+          jsonrpc: '2.0', id: 1, method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'it', version: '1' } },
+        });
+        if (ok) {
+          assert.equal(r.code, 0, show(r));
+          assert.match(r.stdout, /transport sse/);
+          assert.equal(init.status, 200, init.text);
+        } else {
+          assert.equal(r.code, 2, show(r));
+          // The fallback GET went to the URL as given, as the proxy's does.
+          assert.match(r.stderr, new RegExp(`no SSE stream at ${url.replace(/[.]/g, '\\.')}: HTTP 404`));
+          // The hint names the rule instead of guessing a URL.
+          assert.match(r.stderr, /give its SSE URL/);
+          assert.equal(init.status, 502, init.text);
+        }
+      } finally {
+        await stop(w);
+      }
+    });
+  }
 
   test('--transport streamable_http on a legacy server: exit 2, no fallback', T, async () => {
     const r = await check([`${legacy.base}/mcp`, '--transport', 'streamable_http']);
@@ -118,7 +165,8 @@ describe('check against server-everything', () => {
   test('--transport sse on a Streamable HTTP server: exit 2', T, async () => {
     const r = await check([se.url, '--transport', 'sse']);
     assert.equal(r.code, 2, show(r));
-    assert.match(r.stderr, /no SSE stream at http:\/\/127\.0\.0\.1:\d+\/sse: HTTP 404/);
+    // The URL as given (the proxy's rule): no sibling /sse.
+    assert.match(r.stderr, /no SSE stream at http:\/\/127\.0\.0\.1:\d+\/mcp: HTTP 4\d\d/);
   });
 });
 
@@ -293,6 +341,53 @@ describe('check: connecting', () => {
     assert.equal(r.code, 2, show(r));
     assert.match(r.stderr, /HTTP 401 .*--header 'Authorization: Bearer \$\{TOKEN\}'/);
     assert.equal(p.received.length, 1, 'one request, then stop');
+  });
+
+  // Issue 17: a 403 is not always about credentials (Playwright MCP's says
+  // which Host it accepts): check prints the status and the server's words,
+  // bounded and sanitised, and says "credentials" only for 401, or for a
+  // 403 whose WWW-Authenticate says insufficient_scope. Before, every 403
+  // got the credentials hint and its body was dropped.
+  test('403 with a text body: the status and the body, no credentials hint', T, async () => {
+    const p = await startRefusing({ status: 403, body: 'Access is only allowed at localhost:8931\n' });
+    try {
+      const r = await check([p.url]);
+      assert.equal(r.code, 2, show(r));
+      assert.match(r.stderr, /HTTP 403 from http:\/\/127\.0\.0\.1:\d+\/mcp for \S+: Access is only allowed at localhost:8931/);
+      assert.doesNotMatch(r.out, /credentials|--header/);
+    } finally { await p.close(); }
+  });
+
+  test('403 insufficient_scope: the credentials hint, and the server\'s words', T, async () => {
+    const p = await startRefusing({
+      status: 403,
+      headers: { 'www-authenticate': 'Bearer error="insufficient_scope", scope="tools:read"' },
+      body: 'scope tools:read needed',
+    });
+    try {
+      const r = await check([p.url]);
+      assert.equal(r.code, 2, show(r));
+      assert.match(r.stderr, /HTTP 403 .*insufficient_scope/);
+      assert.match(r.stderr, /credentials/);
+      assert.match(r.stderr, /scope tools:read needed/);
+    } finally { await p.close(); }
+  });
+
+  test('a refusal body is printed bounded, without control characters or credentials', T, async () => {
+    const secret = 'tok-0123456789-secret';
+    const body = `\x1b[31mdenied\x1b[0m\r\nyou sent Bearer ${secret} and Basic dXNlcjpwYXNz\x00 ${'x'.repeat(5000)}`;
+    const p = await startRefusing({ status: 403, body });
+    try {
+      const r = await check([p.url, '--header', `Authorization: Bearer ${secret}`]);
+      assert.equal(r.code, 2, show(r));
+      const line = r.stderr.split('\n').find((l) => /HTTP 403/.test(l)) ?? '';
+      assert.match(line, /denied/);
+      // eslint-disable-next-line no-control-regex
+      assert.doesNotMatch(line, /[\x00-\x08\x0b-\x1f\x7f]/);
+      assert.ok(!r.out.includes(secret), 'the token is never printed');
+      assert.ok(!r.out.includes('dXNlcjpwYXNz'), 'a Basic credential is never printed');
+      assert.ok(line.length < 800, `line of ${line.length} characters`);
+    } finally { await p.close(); }
   });
 
   test('--header with ${ENV}: filled in on the wire, printed as ••••', T, async () => {

@@ -62,27 +62,71 @@ static char *temp_json(const char *text)
 
 /* ---- pure helpers --------------------------------------------------------- */
 
-static void expect_sse_url(const char *url, const char *want)
+/* Issue 17: check's first transport is the proxy's (one function), on the
+ * URL as given: a /mcp URL is never turned into its sibling /sse. */
+static void expect_first(const char *url, enum px_transport want)
 {
 	struct px_upstream_conf u = {0};
 	const char *why;
 	assert_int_equal(config_parse_url(&u, url, &why), 0);
-	char *s = sse_url_of(&u);
-	assert_string_equal(s, want);
-	free(s);
+	assert_int_equal(upstream_sse_auto_first(&u), want);
 	url_clear(&u);
 }
 
-static void test_sse_url(void **state)
+static void test_auto_first(void **state)
 {
 	(void)state;
-	expect_sse_url("http://h:1/mcp", "http://h:1/sse");
-	expect_sse_url("http://h:1/sse", "http://h:1/sse");
-	expect_sse_url("http://h:1/api/v1/mcp?k=1", "http://h:1/api/v1/sse?k=1");
-	expect_sse_url("http://h:1/api", "http://h:1/api/sse");
-	expect_sse_url("http://h:1/", "http://h:1/sse");
-	expect_sse_url("http://h:1", "http://h:1/sse");
-	expect_sse_url("http://[::1]:8/x/", "http://[::1]:8/x/sse");
+	expect_first("http://h:1/mcp", PX_TRANSPORT_STREAMABLE);
+	expect_first("http://h:1/sse", PX_TRANSPORT_SSE);
+	expect_first("http://h:1/api/v1/sse?k=1", PX_TRANSPORT_SSE);
+	expect_first("http://h:1/api", PX_TRANSPORT_STREAMABLE);
+	expect_first("http://h:1", PX_TRANSPORT_STREAMABLE);
+}
+
+/* http_reason on a body: what a refusal's text becomes when printed. */
+static void expect_reason(const char *body, const char *want)
+{
+	struct hreq h = {0};
+	char buf[CHECK_REASON_MAX + 16];
+	h.body = evbuffer_new();
+	assert_non_null(h.body);
+	evbuffer_add(h.body, body, strlen(body));
+	http_reason(&h, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+	evbuffer_free(h.body);
+}
+
+static void test_http_reason(void **state)
+{
+	(void)state;
+	expect_reason("", "");
+	expect_reason(" \r\n\t", "");
+	expect_reason("Access is only allowed at localhost:8931\n",
+	              ": Access is only allowed at localhost:8931");
+	expect_reason("\x1b[31mno\x1b[0m\r\n  way\x7f", ": [31mno [0m way");
+	expect_reason("sent Bearer abc.def-123, and basic dXNl", ": sent Bearer " MASK ", and basic " MASK);
+	expect_reason("token=\"Bearer xyz\"", ": token=\"Bearer " MASK "\"");
+	expect_reason("NotBearer x", ": NotBearer x");
+
+	/* Long: cut at CHECK_REASON_MAX bytes, on a character boundary. */
+	char big[1200];
+	size_t n = 0;
+	while (n + 2 < sizeof(big) - 1) {
+		memcpy(big + n, "\xc3\xa9", 2); /* é */
+		n += 2;
+	}
+	big[n] = '\0';
+	struct hreq h = {0};
+	char buf[CHECK_REASON_MAX + 16];
+	h.body = evbuffer_new();
+	evbuffer_add(h.body, big, n);
+	http_reason(&h, buf, sizeof(buf));
+	evbuffer_free(h.body);
+	size_t l = strlen(buf);
+	assert_true(l <= 2 + CHECK_REASON_MAX + 3);
+	assert_memory_equal(buf + l - 3, "\xe2\x80\xa6", 3);
+	assert_memory_equal(buf + l - 5, "\xc3\xa9", 2); /* a whole é before the … */
+	assert_int_equal((l - 2 - 3) % 2, 0);
 }
 
 static void expect_ref(const char *base, const char *ref, const char *want)
@@ -439,7 +483,8 @@ static void test_client_connection_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sse_url),
+		cmocka_unit_test(test_auto_first),
+		cmocka_unit_test(test_http_reason),
 		cmocka_unit_test(test_resolve_ref),
 		cmocka_unit_test(test_emit_masks),
 		cmocka_unit_test(test_expand_env),

@@ -794,6 +794,28 @@ static void test_url_is_sse_and_probe_statuses(void **state)
 	assert_false(upstream_sse_probe_refused(200, "text/event-stream"));
 }
 
+/* Issue 17: the auto rule `check` shares with the proxy. The other
+ * transport is tried on the URL as given: no sibling /sse is derived. */
+static void test_auto_rule(void **state)
+{
+	(void)state;
+	struct px_upstream_conf sse = conf_of("h", "1", "/x/sse?k=1", 0);
+	struct px_upstream_conf mcp = conf_of("h", "1", "/x/mcp", 0);
+	assert_int_equal(upstream_sse_auto_first(&sse), PX_TRANSPORT_SSE);
+	assert_int_equal(upstream_sse_auto_first(&mcp), PX_TRANSPORT_STREAMABLE);
+
+	/* The legacy GET tried first: what means "try Streamable HTTP". */
+	assert_true(upstream_sse_stream_refused(404, "text/html"));
+	assert_true(upstream_sse_stream_refused(405, NULL));
+	assert_true(upstream_sse_stream_refused(200, "application/json")); /* not a stream */
+	assert_true(upstream_sse_stream_refused(204, NULL));
+	assert_false(upstream_sse_stream_refused(200, "text/event-stream; charset=utf-8"));
+	assert_false(upstream_sse_stream_refused(401, NULL));  /* credentials, not transport */
+	assert_false(upstream_sse_stream_refused(403, "text/plain"));
+	assert_false(upstream_sse_stream_refused(502, NULL));
+	assert_false(upstream_sse_stream_refused(404, "application/json"));
+}
+
 int main(void)
 {
 	log_setup(LOG_ERROR, 0);
@@ -829,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_resolution),
 		cmocka_unit_test(test_endpoint_too_long),
 		cmocka_unit_test(test_url_is_sse_and_probe_statuses),
+		cmocka_unit_test(test_auto_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
