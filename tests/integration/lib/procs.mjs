@@ -185,3 +185,20 @@ export async function reloadWarden(h, ms = 5000) {
     /SIGHUP: (configuration reloaded|[^\n]*still running the old (?:one|configuration))/, ms);
   return { ok: m[1] === 'configuration reloaded', text: h.stderr.slice(since), since };
 }
+
+/**
+ * Start ./mcpwarden like startWarden, but know it is up from its own log
+ * line ("listening on 127.0.0.1:PORT", written once every worker's
+ * listener is bound) instead of connecting to it: no probe connection
+ * sits in a worker's accept queue to be counted later, so per-worker
+ * counters start from the test's own traffic. `lines`: more regexps the
+ * start-up log must show (e.g. the admin endpoint's line).
+ */
+export async function startWardenQuiet(port, args, { env = {}, lines = [], ms = 10000 } = {}) {
+  requireWarden();
+  const h = spawnTracked(`mcpwarden:${port}`, WARDEN_BIN, args, { env });
+  for (const re of [new RegExp(`listening on 127\\.0\\.0\\.1:${port}\\b`), ...lines]) {
+    await h.waitForStderr(re, ms);
+  }
+  return { proc: h, port, base: `http://127.0.0.1:${port}`, url: `http://127.0.0.1:${port}/mcp` };
+}
