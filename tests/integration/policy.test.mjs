@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from './lib/ports.mjs';
-import { startEverything, startWarden, stopAll, REPO_ROOT } from './lib/procs.mjs';
+import { startEverything, startWarden, stopAll, reloadWarden, waitForStderrSince, REPO_ROOT } from './lib/procs.mjs';
 import { connectClient, CALL_TIMEOUT } from './lib/mcp.mjs';
 import { postJson } from './lib/http.mjs';
 import { writeConfig } from './lib/conf.mjs';
-import { withTimeout, waitFor, sleep } from './lib/util.mjs';
+import { withTimeout, waitFor } from './lib/util.mjs';
+import { startAdminWarden, adminGet, metricValue, waitForCalls } from './lib/admin-util.mjs';
 import { startPolicyPeer, TOOLS, READ_ONLY } from './lib/policy-peer.mjs';
 
 const T = { timeout: 30000 };
@@ -27,12 +28,13 @@ const call = (s, name, args = {}) =>
 /** The call must be refused by `rule`; returns the SDK's McpError. */
 async function refused(s, name, args, rule, action = 'deny') {
   let err;
+  let r;
   try {
-    const r = await call(s, name, args);
-    assert.fail(`${name} should have been refused, got ${JSON.stringify(r)}`);
+    r = await call(s, name, args);
   } catch (e) {
     err = e;
   }
+  if (!err) assert.fail(`${name} should have been refused by "${rule}", got ${JSON.stringify(r)}`);
   assert.equal(err.code, POLICY_CODE, `${name}: ${err.message}`);
   assert.match(err.message, /mcpwarden policy/);
   assert.ok(err.message.includes(`"${rule}"`), `message names the rule: ${err.message}`);
@@ -275,7 +277,11 @@ describe('hide: each listing is judged by the policy in force (what a tool decid
 
   test('the same listing again, then after reloads that drop and restore the hide rules', T, async () => {
     const names = async () => (await listAll(s)).names.sort();
-    const hup = async () => { warden.proc.child.kill('SIGHUP'); await sleep(200); };
+    // Each listing after the reload's log line is judged by the new policy.
+    const hup = async () => {
+      const r = await reloadWarden(warden.proc);
+      assert.ok(r.ok, r.text);
+    };
     // Twice: the second listing is decided from what the first kept.
     assert.deepEqual(await names(), VISIBLE.slice().sort());
     assert.deepEqual(await names(), VISIBLE.slice().sort());
@@ -283,34 +289,62 @@ describe('hide: each listing is judged by the policy in force (what a tool decid
     writeFileSync(file, JSON.stringify({ default: 'allow' }));
     await hup();
     const all = TOOLS.map((t) => t.name).sort();
-    await waitFor(async () => JSON.stringify(await names()) === JSON.stringify(all),
-      { timeout: 5000, what: 'every tool listed once no rule hides' });
-    assert.deepEqual(await names(), all);
+    assert.deepEqual(await names(), all, 'every tool listed once no rule hides');
 
     // Only the name rule now: the destructive tools come back.
     writeFileSync(file, JSON.stringify({ rules: [HIDE_POLICY.rules[1]] }));
     await hup();
     const noAdmin = all.filter((n) => !n.startsWith('admin.'));
-    await waitFor(async () => JSON.stringify(await names()) === JSON.stringify(noAdmin),
-      { timeout: 5000, what: 'only admin.* hidden' });
+    assert.deepEqual(await names(), noAdmin, 'only admin.* hidden');
 
     writeFileSync(file, JSON.stringify(HIDE_POLICY));
     await hup();
-    await waitFor(async () => JSON.stringify(await names()) === JSON.stringify(VISIBLE.slice().sort()),
-      { timeout: 5000, what: 'both hide rules again' });
+    assert.deepEqual(await names(), VISIBLE.slice().sort(), 'both hide rules again');
   });
 });
 
 // ---- dry run ----------------------------------------------------------------------------
 
-describe('dry run: refusals are forwarded and logged', () => {
+// What a dry run must do, each seen where it happens: the call reaches
+// the upstream (the fixture's own record of what it received), the client
+// gets the upstream's real result, the decision is counted (the admin
+// endpoint's mcpwarden_policy_decisions_total, rule "dry-run:<rule>",
+// verdict forward) and logged. A dry run that refused, or forwarded
+// without counting, fails here whatever its log line says.
+
+const DECISIONS = 'mcpwarden_policy_decisions_total';
+
+async function scrapeMetrics(w) {
+  const r = await adminGet(w.admin, '/metrics');
+  assert.equal(r.status, 200, r.text);
+  return r.text;
+}
+
+/** Wait until `name{labels}` on /metrics is `want` (it is counted once the
+ * exchange is recorded, which may follow the reply); then it must stay
+ * there through one more scrape. */
+async function metricReaches(w, name, labels, want) {
+  let last;
+  await waitFor(async () => {
+    last = metricValue(await scrapeMetrics(w), name, labels) ?? 0;
+    return last >= want;
+  }, { timeout: 5000, what: `${name}${JSON.stringify(labels)} to reach ${want}` })
+    .catch((e) => { throw new Error(`${e.message}; it stayed at ${last}`); });
+  assert.equal(metricValue(await scrapeMetrics(w), name, labels) ?? 0, want,
+    `${name}${JSON.stringify(labels)}`);
+}
+
+/** The tools/call requests the fixture received for `name`. */
+const received = (peer, name) =>
+  peer.received.filter((m) => m.method === 'tools/call' && m.params?.name === name);
+
+describe('dry run: refusals are forwarded, answered by the upstream, counted and logged', () => {
   let peer;
   let warden;
   let s;
 
   before(async () => {
     peer = await startPolicyPeer({ json: true });
-    const wp = await freePort();
     const policy = presetWith({
       dry_run: true,
       rules: [
@@ -318,8 +352,7 @@ describe('dry run: refusals are forwarded and logged', () => {
         ...presetWith({}).rules,
       ],
     });
-    warden = await startWarden(wp, ['--listen', `127.0.0.1:${wp}`, '--upstream', peer.url,
-      '--policy', policyFile(policy)]);
+    warden = await startAdminWarden({ upstreams: peer.url, extra: { policy } });
     s = await connectClient(warden.url, { name: 'dry' });
   }, T);
 
@@ -339,14 +372,71 @@ describe('dry run: refusals are forwarded and logged', () => {
     await warden.proc.waitForStderr(/policy: dry run, forwarded: would hide 2 tools from tools\/list \(upstream default\): admin\.\S+, admin\./);
   });
 
-  test('a destructive call goes through, and the log line says it would have been denied', T, async () => {
+  test('a destructive call reaches the upstream, its result the client, the count moves', T, async () => {
+    const labels = { rule: 'dry-run:not-read-only', verdict: 'forward' };
+    const before = metricValue(await scrapeMetrics(warden), DECISIONS, labels) ?? 0;
     const r = await call(s, 'delete_file', { path: '/tmp/x' });
-    assert.match(r.content[0].text, /^delete_file ran/);
-    assert.equal(peer.calls('delete_file'), 1);
+    // The upstream's own answer, not an error made up on the way.
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    assert.deepEqual(r.content, [{ type: 'text', text: 'delete_file ran with {"path":"/tmp/x"}' }]);
+    // Received once, with the client's arguments.
+    const got = received(peer, 'delete_file');
+    assert.equal(got.length, 1, JSON.stringify(got));
+    assert.deepEqual(got[0].params.arguments, { path: '/tmp/x' });
+    await metricReaches(warden, DECISIONS, labels, before + 1);
+    await metricReaches(warden, 'mcpwarden_tool_calls_total', { tool: 'delete_file', outcome: 'ok' }, 1);
+    const rec = await waitForCalls(warden.admin, (calls) => calls.find((c) => c.tool === 'delete_file'));
+    assert.equal(rec.outcome, 'ok', JSON.stringify(rec));
+    assert.equal(rec.http_status, 200, JSON.stringify(rec));
     await warden.proc.waitForStderr(/policy: dry run, forwarded: would deny tools\/call "delete_file" \(rule not-read-only, client -, upstream default\)/);
-    await call(s, 'admin.rotate_keys');
+  });
+
+  test('a call of a would-be hidden tool reaches the upstream and is counted under its rule', T, async () => {
+    const labels = { rule: 'dry-run:hide-admin', verdict: 'forward' };
+    const before = metricValue(await scrapeMetrics(warden), DECISIONS, labels) ?? 0;
+    const r = await call(s, 'admin.rotate_keys');
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    assert.match(r.content?.[0]?.text ?? '', /^admin\.rotate_keys ran with /, JSON.stringify(r));
+    assert.equal(received(peer, 'admin.rotate_keys').length, 1);
+    await metricReaches(warden, DECISIONS, labels, before + 1);
     await warden.proc.waitForStderr(/would hide tools\/call "admin\.rotate_keys" \(rule hide-admin/);
-    assert.equal(peer.calls('admin.rotate_keys'), 1);
+  });
+});
+
+describe('dry run on one rule: that rule only logs, the others still refuse', () => {
+  let peer;
+  let warden;
+  let s;
+
+  before(async () => {
+    peer = await startPolicyPeer({ json: false });
+    const policy = {
+      default: 'allow',
+      rules: [
+        { name: 'try-no-delete', match: { tool: 'delete_file' }, action: 'deny', dry_run: true },
+        { name: 'no-drop', match: { tool: 'drop_table' }, action: 'deny' },
+      ],
+    };
+    warden = await startAdminWarden({ upstreams: peer.url, extra: { policy } });
+    s = await connectClient(warden.url, { name: 'dry-rule' });
+    await withTimeout(s.client.listTools(), CALL_TIMEOUT, 'tools/list');
+  }, T);
+
+  after(async () => {
+    await s?.close();
+    await stopAll();
+    await peer?.close();
+  });
+
+  test('delete_file is forwarded and answered; drop_table is refused and never sent', T, async () => {
+    const r = await call(s, 'delete_file', { path: '/tmp/y' });
+    assert.deepEqual(r.content, [{ type: 'text', text: 'delete_file ran with {"path":"/tmp/y"}' }]);
+    assert.deepEqual(received(peer, 'delete_file').map((m) => m.params.arguments), [{ path: '/tmp/y' }]);
+    await refused(s, 'drop_table', {}, 'no-drop');
+    assert.equal(received(peer, 'drop_table').length, 0);
+    await metricReaches(warden, DECISIONS, { rule: 'dry-run:try-no-delete', verdict: 'forward' }, 1);
+    await warden.proc.waitForStderr(/policy: dry run, forwarded: would deny tools\/call "delete_file" \(rule try-no-delete,/);
+    await warden.proc.waitForStderr(/policy: deny tools\/call "drop_table" \(rule no-drop,/);
   });
 });
 
@@ -445,6 +535,21 @@ describe('rules per client (config file with clients and an embedded policy)', (
 
 // ---- reload -----------------------------------------------------------------------------------
 
+// Starts from the read-only preset, which refuses delete_file. A failed
+// reload that dropped the policy (no policy: everything passes) would then
+// let it through, so "the old policy is kept" is checked by a call the old
+// policy refuses, and the upstream's count. Policy B differs from the
+// preset both ways (it allows append_log, refuses get_weather) and refuses
+// destructive tools by a rule of its own name, so each answer says which
+// policy decided it: B, the preset, or none.
+const POLICY_B = {
+  default: 'allow',
+  rules: [
+    { name: 'no-destructive', match: { annotations: { destructiveHint: true } }, action: 'deny' },
+    { name: 'no-weather', match: { tool: 'get_weather' }, action: 'deny' },
+  ],
+};
+
 describe('SIGHUP reload under load: a good policy applies, a bad one keeps the old', () => {
   let peer;
   let warden;
@@ -466,48 +571,73 @@ describe('SIGHUP reload under load: a good policy applies, a bad one keeps the o
     await peer?.close();
   });
 
-  test('reloads while another session keeps calling', T, async (t) => {
-    // Load: a second session calls an always-allowed tool in a loop.
+  test('preset -> B applies; two bad files keep B (its deny holds); back to the preset', T, async () => {
+    // Load: a second session calls a tool both policies allow, back to
+    // back (each call awaits its answer), all through the reloads.
     const busy = await connectClient(warden.url, { name: 'busy' });
     await withTimeout(busy.client.listTools(), CALL_TIMEOUT, 'tools/list');
     const load = { calls: 0, failures: [], running: true };
     const loop = (async () => {
       while (load.running) {
-        try { await call(busy, 'get_weather'); load.calls++; } catch (e) { load.failures.push(e.message); }
-        await sleep(5);
+        try { await call(busy, 'search_docs'); load.calls++; } catch (e) { load.failures.push(e.message); }
       }
     })();
-    const hup = async () => {
-      warden.proc.child.kill('SIGHUP');
-      await sleep(200);
-      return warden.proc.exitStatus;
+    // reloadWarden waits for the reload's own log line and fails the test
+    // if the process exits (a binary that dies on SIGHUP).
+    const reload = async (content, wantOk) => {
+      writeFileSync(file, content);
+      const r = await reloadWarden(warden.proc);
+      assert.equal(r.ok, wantOk, `reload of ${content.slice(0, 60)}: ${r.text}`);
+      assert.equal(warden.proc.exitStatus, null, 'still running');
+      return r;
     };
-    const deleteWorks = async () => {
-      try { await call(s, 'delete_file'); return true; } catch (e) {
-        if (e.code !== POLICY_CODE) throw e;
-        return false;
-      }
+    let weather = 0;
+    let appended = 0;
+    const when = async (what, fn) => {
+      try { await fn(); } catch (e) { e.message = `${what}: ${e.message}`; throw e; }
+    };
+    const underPreset = (what) => when(what, async () => {
+      await refused(s, 'delete_file', {}, 'not-read-only');
+      await refused(s, 'append_log', {}, 'not-read-only');
+      const r = await call(s, 'get_weather');
+      assert.match(r.content[0].text, /^get_weather ran/);
+      weather++;
+    });
+    const underB = (what) => when(what, async () => {
+      await refused(s, 'delete_file', {}, 'no-destructive');
+      await refused(s, 'get_weather', {}, 'no-weather');
+      const r = await call(s, 'append_log');
+      assert.match(r.content[0].text, /^append_log ran/);
+      appended++;
+    });
+    const upstreamSaw = (when) => {
+      assert.equal(peer.calls('delete_file'), 0, `${when}: delete_file reached the upstream`);
+      assert.equal(peer.calls('get_weather'), weather, `${when}: get_weather calls upstream`);
+      assert.equal(peer.calls('append_log'), appended, `${when}: append_log calls upstream`);
     };
     try {
-      assert.equal(await deleteWorks(), false, 'the preset refuses delete_file');
+      await underPreset('at start');
+      upstreamSaw('at start');
 
-      writeFileSync(file, JSON.stringify({ default: 'allow' }));
-      if ((await hup())?.signal === 'SIGHUP') {
-        t.skip('this binary does not handle SIGHUP yet');
-        return;
-      }
-      await waitFor(deleteWorks, { timeout: 5000, what: 'the reloaded policy to allow delete_file' });
+      await reload(JSON.stringify(POLICY_B), true);
+      await underB('after the reload to B');
+      upstreamSaw('after the reload to B');
 
-      // Not JSON, then JSON that is not a policy: the running one stays.
-      for (const bad of ['{ not json', JSON.stringify({ default: 'block', rules: 'none' })]) {
-        writeFileSync(file, bad);
-        assert.equal(await hup(), null, 'still running after a bad reload');
-        assert.equal(await deleteWorks(), true, `old policy kept after ${bad}`);
-      }
+      // Not JSON, then JSON that is not a policy: each reload says it
+      // failed and why, and B stays in force (not the preset, not none).
+      let r = await reload('{ not json', false);
+      assert.match(r.text, /SIGHUP: the new configuration has errors; still running the old one/, r.text);
+      await underB('after a reload of a file that is not JSON');
+      upstreamSaw('after a reload of a file that is not JSON');
 
-      writeFileSync(file, JSON.stringify(presetWith({})));
-      await hup();
-      await waitFor(async () => !(await deleteWorks()), { timeout: 5000, what: 'the preset again' });
+      r = await reload(JSON.stringify({ default: 'block', rules: 'none' }), false);
+      await waitForStderrSince(warden.proc, r.since, /\$\.policy\.default: must be one of/);
+      await underB('after a reload of a policy with errors');
+      upstreamSaw('after a reload of a policy with errors');
+
+      await reload(JSON.stringify(presetWith({})), true);
+      await underPreset('after the reload back to the preset');
+      upstreamSaw('after the reload back to the preset');
       assert.ok(load.calls > 0, 'the busy session made calls');
     } finally {
       load.running = false;
@@ -515,6 +645,7 @@ describe('SIGHUP reload under load: a good policy applies, a bad one keeps the o
       await busy.close();
     }
     assert.deepEqual(load.failures, [], 'the busy session never failed');
+    assert.equal(peer.calls('search_docs'), load.calls, 'every busy call reached the upstream once');
   });
 });
 

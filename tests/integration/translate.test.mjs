@@ -17,10 +17,10 @@ import { freePort } from './lib/ports.mjs';
 import { startEverything, startWarden, stopAll, stop, runWarden } from './lib/procs.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { postJson, request, openStream, openRaw, rawRequestBytes, SseParser } from './lib/http.mjs';
-import { withTimeout, waitFor, sleep } from './lib/util.mjs';
+import { withTimeout, waitFor } from './lib/util.mjs';
 import { startAdminWarden, adminGet, metricValue } from './lib/admin-util.mjs';
 import {
-  startEverythingSse, connectSdk, sessionScript, legacyStream, INIT,
+  startEverythingSse, connectSdk, sessionScript, legacyStream, waitUpstreamPosts, INIT,
   SAMPLING_REPLY, ROOTS, CALL_MS,
 } from './lib/translate-util.mjs';
 
@@ -253,6 +253,7 @@ describe('transport translation: four combinations, one session script', () => {
   });
 
   test('DELETE with requests in flight: each gets exactly one answer, an error naming why', T, async () => {
+    const since = seSse.proc.stderr.length;
     const init = await postJson(`${wSse.base}/mcp`, INIT(1));
     const sid = init.headers['mcp-session-id'];
     const hdr = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' };
@@ -261,7 +262,8 @@ describe('transport translation: four combinations, one session script', () => {
       jsonrpc: '2.0', id: `long-${i}`, method: 'tools/call',
       params: { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } },
     }, { headers: { ...hdr, accept: 'application/json' }, timeout: 8000 }));
-    await sleep(300);
+    // In flight means at the upstream: initialize, initialized, 3 calls.
+    await waitUpstreamPosts(seSse, since, 5);
     const del = await request(`${wSse.base}/mcp`, { method: 'DELETE', headers: hdr });
     assert.equal(del.status, 200);
     const answers = await Promise.all(calls);
@@ -337,11 +339,14 @@ describe('the message hook sees every message once, on every path', () => {
         await l.post(INIT(1));
         await l.waitMessage((m) => m.id === 1);
         await l.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-        await sleep(300);
+        // The hook counts a message before passing it on, so a message's
+        // count is in once its effect is seen: a first ping answered means
+        // everything the session sent or got before it is counted.
+        await l.post({ jsonrpc: '2.0', id: 'ping-0', method: 'ping' });
+        await l.waitMessage((m) => m.id === 'ping-0');
         let before = await scrape(w);
         await l.post({ jsonrpc: '2.0', id: 'ping-1', method: 'ping' });
         await l.waitMessage((m) => m.id === 'ping-1');
-        await sleep(100);
         let after = await scrape(w);
         assert.deepEqual([after.c - before.c, after.s - before.s], [1, 1], 'legacy client');
         l.st.abort();
@@ -349,11 +354,12 @@ describe('the message hook sees every message once, on every path', () => {
         const init = await postJson(w.url, INIT(1));
         const hdr = { 'mcp-session-id': init.headers['mcp-session-id'], 'mcp-protocol-version': '2025-06-18' };
         await postJson(w.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: hdr });
-        await sleep(300);
+        const ping0 = await postJson(w.url, { jsonrpc: '2.0', id: 'ping-0', method: 'ping' }, { headers: hdr });
+        assert.deepEqual(replyMessages(ping0).map((m) => m.id), ['ping-0']);
         before = await scrape(w);
         const ping = await postJson(w.url, { jsonrpc: '2.0', id: 'ping-2', method: 'ping' }, { headers: hdr });
         assert.equal(ping.status, 200);
-        await sleep(100);
+        assert.deepEqual(replyMessages(ping).map((m) => m.id), ['ping-2']);
         after = await scrape(w);
         assert.deepEqual([after.c - before.c, after.s - before.s], [1, 1], 'streamable client');
       } finally {
@@ -372,10 +378,13 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     const w = await startWarden(p, ['--listen', `127.0.0.1:${p}`, '--upstream', se.url]);
     const st = await connectSdk('streamable', w.url, { name: 'drop-streamable' });
     const legacy = await connectSdk('sse', `${w.base}/sse`, { name: 'drop-sse' });
-    const long = (s) => s.client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 20, steps: 20 } },
-      undefined, { timeout: 30000 }).then((r) => ({ ok: r }), (e) => ({ err: e }));
-    const pending = [long(st), long(legacy)];
-    await sleep(500);
+    // A progress notification every 100 ms: the first one from each call
+    // says it runs at the upstream (not a pause that hopes so).
+    const running = [false, false];
+    const long = (s, i) => s.client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 20, steps: 200 } },
+      undefined, { timeout: 30000, onprogress: () => { running[i] = true; } }).then((r) => ({ ok: r }), (e) => ({ err: e }));
+    const pending = [long(st, 0), long(legacy, 1)];
+    await waitFor(() => running.every(Boolean), { timeout: 5000, what: 'a progress notification from each call' });
     const t0 = Date.now();
     await stop(se.proc, { signal: 'SIGKILL' });
     const [a, b] = await withTimeout(Promise.all(pending), 5000, 'answers after the upstream died');
@@ -405,8 +414,9 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
     await l.post(INIT(1));
     await l.waitMessage((m) => m.id === 1);
     await l.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    await l.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 10, steps: 10 } } });
-    await sleep(300);
+    await l.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'trigger-long-running-operation', arguments: { duration: 10, steps: 100 }, _meta: { progressToken: 'vanish' } } });
+    // Its first progress: the call runs at the upstream when the client goes.
+    await l.waitMessage((m) => m.method === 'notifications/progress' && m.params?.progressToken === 'vanish');
     l.st.abort();
     await waitFor(() => /session [0-9a-f]{8}… ended: the client closed its SSE stream/.test(w.proc.stderr),
       { timeout: 3000, what: 'session end log' });
@@ -430,7 +440,11 @@ describe('sessions that end: dropped upstream stream, vanishing client, idle exp
       ['Host', `127.0.0.1:${p}`], ['Content-Type', 'application/json'],
       ['Accept', 'application/json, text/event-stream'], ['Mcp-Session-Id', hdr['mcp-session-id']],
       ['Content-Length', String(Buffer.byteLength(body))]], body));
-    await sleep(300);
+    // The reply's head comes once the upstream took the request (see
+    // "a POST accepting SSE gets its head once the upstream took the
+    // request" above): then the client goes, mid-call.
+    await waitFor(() => c.buf.includes('\r\n\r\n'), { timeout: 5000, what: 'the reply head' });
+    assert.match(c.buf.toString('latin1'), /^HTTP\/1\.1 200 /);
     c.close();
     await waitFor(() => /a response nobody waits for was dropped/.test(w.proc.stderr), { timeout: 4000, what: 'late response dropped' });
     const ping = await postJson(w.url, { jsonrpc: '2.0', id: 8, method: 'ping' }, { headers: hdr });

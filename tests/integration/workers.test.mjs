@@ -9,7 +9,8 @@
 //      POSTs for it that land on the other worker are handed over and
 //      answered on the session's own stream, exactly once;
 //   3. the same for Streamable clients in front of a legacy SSE upstream;
-//   4. SIGHUP reaches every worker (a reloaded policy applies everywhere);
+//   4. SIGHUP reaches every worker (a reloaded policy applies everywhere,
+//      and one that fails to load leaves the old one everywhere);
 //   5. SIGTERM drains every worker's calls in flight, then exit 0;
 //   6. limits.max_connections is one cap shared by the workers;
 //   7. a second mcpwarden cannot silently share a port with a running one.
@@ -26,13 +27,13 @@ import { Readable } from 'node:stream';
 import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { freePort, canConnect } from './lib/ports.mjs';
-import { startEverything, startWarden, runWarden, stop, stopAll } from './lib/procs.mjs';
+import { freePort } from './lib/ports.mjs';
+import { startEverything, startWarden, runWarden, reloadWarden, stop, stopAll } from './lib/procs.mjs';
 import { connectClient, CALL_TIMEOUT } from './lib/mcp.mjs';
 import { openRaw, postJson, rawRequestBytes, SseParser } from './lib/http.mjs';
 import { writeConfig } from './lib/conf.mjs';
-import { withTimeout, waitFor, sleep } from './lib/util.mjs';
-import { startAdminWarden, adminGet, getCalls, metricValue } from './lib/admin-util.mjs';
+import { withTimeout, waitFor } from './lib/util.mjs';
+import { startAdminWardenQuiet, adminGet, getCalls, metricValue } from './lib/admin-util.mjs';
 import { startEverythingSse, legacyStream, INIT } from './lib/translate-util.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
 
@@ -88,25 +89,23 @@ async function scrapeDelta(admin, a, { scrapesBetween = 0 } = {}) {
 const realErrors = (s) => s.errors.map(String).filter((e) => !/AbortError|aborted/i.test(e));
 
 /**
- * A baseline scrape once the proxy is quiet: waitForPort's probe of the
- * client port may still sit in a worker's accept queue when start-up
- * returns. Quiet means two scrapes in a row add the same per worker (only
- * the scrapes' own traffic).
+ * scrapeDelta against one baseline `m0`, again and again: each call's
+ * correction counts the scrapes the earlier calls made after m0.
+ * until(pred) scrapes until pred(delta) holds (a counter reached what the
+ * test sent) and returns that delta.
  */
-async function settledScrape(admin) {
-  const counts = (t) => ['connections', 'requests'].flatMap((n) => perWorker(t, `mcpwarden_worker_${n}_total`));
-  const diff = (x, y) => {
-    const [cx, cy] = [counts(x), counts(y)];
-    return cy.map((v, i) => v - cx[i]).join(',');
+function deltas(admin, m0) {
+  let calls = 0;
+  const once = () => scrapeDelta(admin, m0, { scrapesBetween: 2 * calls++ });
+  return {
+    once,
+    async until(pred, what, timeout = 10000) {
+      let d;
+      await waitFor(async () => pred(d = await once()), { timeout, interval: 20, what })
+        .catch((e) => { throw new Error(`${e.message}; last: connections ${JSON.stringify(d?.connections)} requests ${JSON.stringify(d?.requests)}`); });
+      return d;
+    },
   };
-  return waitFor(async () => {
-    const a = await scrape(admin);
-    await sleep(50);
-    const b = await scrape(admin);
-    await sleep(50);
-    const c = await scrape(admin);
-    return diff(a, b) === diff(b, c) && c;
-  }, { timeout: 5000, interval: 50, what: 'quiet worker counters' });
 }
 
 const sum = (xs) => xs.reduce((s, x) => s + x, 0);
@@ -198,9 +197,9 @@ after(async () => { await stopAll(); });
 
 describe('workers: load spreads, the admin view is one', () => {
   test('12 SDK clients x 5 echo calls: both workers serve, every call recorded once', T, async (t) => {
-    const w = await startAdminWarden({ upstreams: se.url, extra: { workers: WORKERS } });
+    const w = await startAdminWardenQuiet({ upstreams: se.url, extra: { workers: WORKERS } });
     try {
-      const m0 = await settledScrape(w.admin);
+      const m0 = await scrape(w.admin);
       const N = 12;
       const CALLS = 5;
       // Node's fetch pools connections per process, so besides the SDK
@@ -232,9 +231,10 @@ describe('workers: load spreads, the admin view is one', () => {
       }
       for (const s of clients) assert.deepEqual(realErrors(s), [], 'SDK transport errors');
       const sdkRequests = sum(clients.map((s) => s.fetchLog.length));
-      await sleep(200);
-
-      const d = await scrapeDelta(w.admin, m0);
+      // A request is counted when it is read, so each answered one is in;
+      // wait on the counter rather than a pause, then check it exactly.
+      const d = await deltas(w.admin, m0).until((x) => sum(x.requests) >= sdkRequests + raw,
+        `${sdkRequests + raw} requests counted`);
       const ctx = `connections ${JSON.stringify(d.connections)} requests ${JSON.stringify(d.requests)}`;
       t.diagnostic(`per worker: ${ctx}`);
       assert.ok(d.connections[0] > 0 && d.connections[1] > 0,
@@ -273,10 +273,10 @@ describe('workers: load spreads, the admin view is one', () => {
 
 describe('workers: legacy SSE sessions across workers', () => {
   test('4 legacy clients, every POST on a new connection: 202, one answer on the own stream', T, async (t) => {
-    const w = await startAdminWarden({ upstreams: se.url, extra: { workers: WORKERS } });
+    const w = await startAdminWardenQuiet({ upstreams: se.url, extra: { workers: WORKERS } });
     const streams = [];
     try {
-      const m0 = await settledScrape(w.admin);
+      const m0 = await scrape(w.admin);
       const N = 4;
       const K = 10;
       for (let i = 0; i < N; i++) {
@@ -306,9 +306,19 @@ describe('workers: legacy SSE sessions across workers', () => {
         for (let k = 0; k < K; k++) if (!ids.has(`s${i}-${k}`)) return false;
         return true;
       }, { timeout: 15000, what: `all ${K} answers on stream ${i}` })));
-      await sleep(300); // room for a duplicate or a stray answer to show up
+      // A duplicate or stray answer would be written by the session's
+      // worker when the upstream's reply comes in. Instead of a pause, one
+      // more ping per session, also on a new connection (maybe handed
+      // over too), answered on the same stream: the worker wrote every
+      // earlier answer before this one, so once it is in, whatever else
+      // the earlier requests produced is in as well.
+      await Promise.all(streams.map(async (l, i) => {
+        const r = await l.post({ jsonrpc: '2.0', id: `s${i}-last`, method: 'ping' });
+        assert.equal(r.status, 202, `s${i}-last: ${r.status} ${r.text}`);
+        await l.waitMessage((m) => m.id === `s${i}-last`, 10000);
+      }));
       for (const [i, l] of streams.entries()) {
-        const msgs = l.messages();
+        const msgs = l.messages().filter((m) => m.id !== `s${i}-last`);
         const want = [`s${i}-init`, ...Array.from({ length: K }, (_, k) => `s${i}-${k}`)];
         assert.deepEqual(msgs.map((m) => m.id).sort(), want.sort(), `stream ${i}: each answer once, only its own`);
         for (const m of msgs) {
@@ -318,17 +328,17 @@ describe('workers: legacy SSE sessions across workers', () => {
         }
       }
       const d = await scrapeDelta(w.admin, m0);
-      // N GET streams + N*(K+2) POSTs on as many new connections, two
+      // N GET streams + N*(K+3) POSTs on as many new connections, two
       // reuseport sockets: each POST lands on its session's worker with
-      // probability about 1/2, so no handoff at all would take 48 coin
-      // tosses coming up the same way (2^-44 or so).
+      // probability about 1/2, so no handoff at all would take 52 coin
+      // tosses coming up the same way (2^-48 or so).
       const ctx = `connections ${JSON.stringify(d.connections)} requests ${JSON.stringify(d.requests)} handoffs ${JSON.stringify(d.handoffs)}`;
       t.diagnostic(`per worker: ${ctx}`);
       assert.ok(sum(d.handoffs) > 0, `requests were handed to the session's worker: ${ctx}`);
       assert.ok(d.connections[0] > 0 && d.connections[1] > 0, ctx);
       // A connection handed over counts again on the worker taking it.
-      assert.equal(sum(d.requests), N * (K + 3), `every request read once: ${ctx}`);
-      assert.equal(sum(d.connections) - sum(d.handoffs), N * (K + 3), `one connection per request: ${ctx}`);
+      assert.equal(sum(d.requests), N * (K + 4), `every request read once: ${ctx}`);
+      assert.equal(sum(d.connections) - sum(d.handoffs), N * (K + 4), `one connection per request: ${ctx}`);
     } finally {
       for (const l of streams) l.st.abort();
       await stopClean(w);
@@ -344,10 +354,10 @@ describe('workers: Streamable clients, legacy SSE upstream', () => {
   after(async () => { await stop(seSse?.proc); });
 
   test('4 SDK clients, one connection per request, 5 echo calls each', T, async (t) => {
-    const w = await startAdminWarden({ upstreams: seSse.url, extra: { workers: WORKERS } });
+    const w = await startAdminWardenQuiet({ upstreams: seSse.url, extra: { workers: WORKERS } });
     const clients = [];
     try {
-      const m0 = await settledScrape(w.admin);
+      const m0 = await scrape(w.admin);
       for (let i = 0; i < 4; i++) clients.push(await connectFresh(w.url, `to-sse-${i}`));
       await Promise.all(clients.map(async (s, i) => {
         for (let k = 0; k < 5; k++) {
@@ -378,7 +388,7 @@ describe('workers: Streamable clients, legacy SSE upstream', () => {
 // ---- 4 ------------------------------------------------------------------------
 
 describe('workers: SIGHUP reaches every worker', () => {
-  test('policy deny -> allow -> deny, 10 calls on new connections after each reload', T, async () => {
+  test('policy deny -> allow -> deny -> bad file, 10 calls on new connections after each reload', T, async () => {
     const port = await freePort();
     const deny = { default: 'allow', unknown_tools: 'rules', rules: [{ name: 'no-echo', match: { tool: 'echo' }, action: 'deny' }] };
     const allow = { default: 'allow', unknown_tools: 'rules', rules: [] };
@@ -408,21 +418,25 @@ describe('workers: SIGHUP reaches every worker', () => {
       const allAllowed = (msgs, when) => {
         for (const m of msgs) assert.equal(m.result?.content?.[0]?.text, `Echo: ${m.id}`, `${when}: ${JSON.stringify(m)}`);
       };
-      let reloads = 0;
-      const reload = async (policy) => {
-        writeFileSync(file, JSON.stringify(confOf(policy), null, 2));
-        w.proc.child.kill('SIGHUP');
-        reloads++;
-        await waitFor(() => (w.proc.stderr.match(/configuration reloaded/g) ?? []).length === reloads,
-          { timeout: 5000, what: `"configuration reloaded" #${reloads}\n${w.proc.stderr.slice(-2000)}` });
+      // reloadWarden: SIGHUP, then the reload's own log line (a process
+      // that dies on the signal fails here).
+      const reload = async (text, wantOk) => {
+        writeFileSync(file, text);
+        const r = await reloadWarden(w.proc);
+        assert.equal(r.ok, wantOk, r.text);
         assert.equal(w.proc.exitStatus, null, 'still running');
       };
+      const conf = (policy) => JSON.stringify(confOf(policy), null, 2);
 
       allDenied(await tenCalls(), 'at start');
-      await reload(allow);
+      await reload(conf(allow), true);
       allAllowed(await tenCalls(), 'after the reload to allow');
-      await reload(deny);
+      await reload(conf(deny), true);
       allDenied(await tenCalls(), 'after the reload back to deny');
+      // A policy with errors: the deny in force stays, on every worker
+      // (dropping it would let every echo through).
+      await reload(conf({ ...deny, default: 'block' }), false);
+      allDenied(await tenCalls(), 'after a reload that failed');
     } finally {
       await stopClean(w);
     }
@@ -433,11 +447,11 @@ describe('workers: SIGHUP reaches every worker', () => {
 
 describe('workers: SIGTERM drains every worker', () => {
   test('slow calls in flight on both workers all complete, then exit 0', T, async (t) => {
-    const w = await startAdminWarden({ upstreams: se.url, extra: { workers: WORKERS, timeouts: { drain_ms: 20000 } } });
+    const w = await startAdminWardenQuiet({ upstreams: se.url, extra: { workers: WORKERS, timeouts: { drain_ms: 20000 } } });
     const calls = [];
     try {
       const hdr = await rawSession(w.url);
-      const m0 = await settledScrape(w.admin);
+      const m0 = await scrape(w.admin);
       const slow = (id) => {
         const t0 = Date.now();
         return postJson(w.url, {
@@ -447,12 +461,14 @@ describe('workers: SIGTERM drains every worker', () => {
       };
       // Six calls on new connections; while they are all on one worker
       // (1 time in 32), open more, up to 12, so both have one in flight.
+      // Each time, wait until the proxy has read every call sent (its
+      // request counter), then look where they went.
       let d;
+      const seen = deltas(w.admin, m0);
       for (let n = 0; n < 12; n++) {
         calls.push(slow(`slow-${n}`));
         if (n < 5) continue;
-        await sleep(300);
-        d = await scrapeDelta(w.admin, m0, { scrapesBetween: 2 * (n - 5) });
+        d = await seen.until((x) => sum(x.requests) >= calls.length, `${calls.length} slow calls read`);
         if (d.requests[0] > 0 && d.requests[1] > 0) break;
       }
       assert.ok(d.requests[0] > 0 && d.requests[1] > 0,
@@ -484,17 +500,12 @@ describe('workers: one connection cap for all workers', () => {
   after(async () => { await peer?.close(); });
 
   test('max_connections 4: a 5th waits (on either worker) until one of the 4 closes', T, async () => {
-    const port = await freePort();
-    const adminPort = await freePort();
-    const w = await startWarden(port, ['-c', writeConfig({
-      listen: `127.0.0.1:${port}`,
-      workers: WORKERS,
-      upstreams: [{ url: peer.url }],
-      limits: { max_connections: 4 },
-      admin: { listen: `127.0.0.1:${adminPort}` },
-    })]);
-    const admin = `http://127.0.0.1:${adminPort}`;
-    await waitFor(() => canConnect(adminPort), { timeout: 10000, what: 'admin listener' });
+    // Up by its log lines: a probe connection would take one of the 4.
+    const w = await startAdminWardenQuiet({
+      upstreams: [{ name: 'default', url: peer.url }],
+      extra: { workers: WORKERS, limits: { max_connections: 4 } },
+    });
+    const { port, admin } = w;
     const held = [];
     const ping = (id) => rawRequestBytes('POST /mcp HTTP/1.1',
       [['Host', `127.0.0.1:${port}`], ['Content-Type', 'application/json'],
@@ -503,15 +514,17 @@ describe('workers: one connection cap for all workers', () => {
     try {
       // Four idle connections, no request yet (as limits.test.mjs holds
       // connections): the cap is reached, whichever workers took them.
-      const start = await settledScrape(admin);
+      const start = await scrape(admin);
       for (let k = 0; k < 4; k++) held.push(await openRaw(port));
-      await sleep(300);
-      const spread = (await scrapeDelta(admin, start)).connections;
+      const spread = (await deltas(admin, start).until((x) => sum(x.connections) >= 4,
+        'the 4 connections taken')).connections;
       // Each round three more connections, each with a request, while the
-      // four are open: none may be answered. The kernel picks a worker for
-      // each by hash, so over the rounds they land on both workers, with
-      // the four spread differently each time (a worker that never paused
-      // its listener would serve the ones it gets).
+      // four are open: none may be taken (a worker past the cap leaves a
+      // connection in the kernel's queue or parks it uncounted) nor
+      // answered. The kernel picks a worker for each by hash, so over the
+      // rounds they land on both workers, with the four spread differently
+      // each time (a worker that never paused its listener would serve the
+      // ones it gets).
       for (let round = 0; round < 4; round++) {
         const before5 = await scrape(admin);
         const extras = [];
@@ -520,13 +533,25 @@ describe('workers: one connection cap for all workers', () => {
           await c.write(ping(`r${round}e${e}`));
           extras.push(c);
         }
-        await sleep(500);
-        const d = await scrapeDelta(admin, before5);
+        // Not a pause but a positive event after which an extra served by
+        // mistake would show: a request on each of the 4 open connections,
+        // answered. Each worker holding one of them has run its loop since
+        // the extras were connected and written (a listener still enabled
+        // there would have taken them in that turn, counted below), and
+        // the admin endpoint's worker has too.
+        for (const [k, c] of held.entries()) {
+          await c.write(ping(`r${round}h${k}`));
+          const res = await c.readResponse({ timeout: 5000 });
+          assert.equal(res.status, 200, `round ${round}: held ${k}: ${res.text}`);
+        }
+        const d = await deltas(admin, before5).once();
         const answered = extras.filter((c) => c.buf.length > 0 || c.ended);
+        const ctx = `(the first 4 went to workers ${JSON.stringify(spread)}; this round the workers took ` +
+          `${JSON.stringify(d.connections)} more)`;
         assert.equal(answered.length, 0,
           `round ${round}: ${answered.length} of 3 connections past the cap got an answer while 4 were open ` +
-          `(the first 4 went to workers ${JSON.stringify(spread)}; this round the workers accepted ` +
-          `${JSON.stringify(d.connections)} of the 3): ${JSON.stringify(answered[0]?.buf.toString('latin1'))}`);
+          `${ctx}: ${JSON.stringify(answered[0]?.buf.toString('latin1'))}`);
+        assert.equal(sum(d.connections), 0, `round ${round}: a connection past the cap was taken ${ctx}`);
         // One of the four closes: that makes room for one, served at once.
         held.shift().close();
         await waitFor(() => extras.some((c) => c.buf.includes('\r\n\r\n')),

@@ -5,6 +5,8 @@
 //                            MCP and the admin listener. Returns {proc,
 //                            url (MCP), admin (base URL), adminPort, port,
 //                            conf}.
+//   startAdminWardenQuiet(opts)  the same, up by its log lines: no probe
+//                            connection is counted on /metrics.
 //   adminGet(base, path)     GET on the admin endpoint: {status, headers,
 //                            text, json()} (lib/http.mjs request()).
 //   waitForCalls(base, pred) polls GET /calls until pred(calls) holds.
@@ -18,7 +20,7 @@
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { freePort } from './ports.mjs';
-import { startWarden, waitForPort } from './procs.mjs';
+import { startWarden, startWardenQuiet, waitForPort } from './procs.mjs';
 import { writeConfig } from './conf.mjs';
 import { request, openStream } from './http.mjs';
 import { waitFor, withTimeout } from './util.mjs';
@@ -40,6 +42,25 @@ export async function startAdminWarden({ upstreams, admin = {}, extra = {}, args
   });
   const w = await startWarden(port, ['-c', conf, ...args]);
   await waitForPort(w.proc, adminPort, 10000);
+  return { ...w, conf, adminPort, admin: `http://127.0.0.1:${adminPort}` };
+}
+
+/**
+ * startAdminWarden without probe connections (lib/procs.mjs
+ * startWardenQuiet): up once the log says both listeners are.
+ */
+export async function startAdminWardenQuiet({ upstreams, admin = {}, extra = {}, args = [] }) {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const ups = typeof upstreams === 'string' ? [{ name: 'default', url: upstreams }] : upstreams;
+  const conf = writeConfig({
+    listen: `127.0.0.1:${port}`,
+    upstreams: ups,
+    ...extra,
+    admin: { listen: `127.0.0.1:${adminPort}`, ...admin },
+  });
+  const w = await startWardenQuiet(port, ['-c', conf, ...args],
+    { lines: [new RegExp(`admin endpoint on https?://127\\.0\\.0\\.1:${adminPort}/`)] });
   return { ...w, conf, adminPort, admin: `http://127.0.0.1:${adminPort}` };
 }
 

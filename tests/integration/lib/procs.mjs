@@ -156,3 +156,49 @@ export async function runWarden(args, { timeout = 5000 } = {}) {
   }
   return { ...status, stdout: h.stdout, stderr: h.stderr };
 }
+
+/**
+ * Wait for a line of `h`'s stderr matching `re` that was written after
+ * character offset `since` (take it as h.stderr.length before the action
+ * whose line this is), so that an earlier line of the same text does not
+ * count. Fails early if the process exits. Resolves with the match.
+ */
+export function waitForStderrSince(h, since, re, ms = 5000) {
+  const view = { name: h.name, get stderr() { return h.stderr.slice(since); }, get exitStatus() { return h.exitStatus; } };
+  return waitForOutput(view, 'stderr', re, ms);
+}
+
+/**
+ * SIGHUP a running mcpwarden and wait for what it says about the reload,
+ * written after the signal: "SIGHUP: configuration reloaded", or a line
+ * saying it is still running the old configuration (with the reason on
+ * the lines after it). Resolves {ok, text, since}: ok true for a reload
+ * that applied; text is the stderr written since the signal, which began
+ * at offset `since` (for waitForStderrSince). Rejects if the
+ * process exits (a binary that dies on SIGHUP fails the test) or says
+ * neither within `ms`.
+ */
+export async function reloadWarden(h, ms = 5000) {
+  const since = h.stderr.length;
+  h.child.kill('SIGHUP');
+  const m = await waitForStderrSince(h, since,
+    /SIGHUP: (configuration reloaded|[^\n]*still running the old (?:one|configuration))/, ms);
+  return { ok: m[1] === 'configuration reloaded', text: h.stderr.slice(since), since };
+}
+
+/**
+ * Start ./mcpwarden like startWarden, but know it is up from its own log
+ * line ("listening on 127.0.0.1:PORT", written once every worker's
+ * listener is bound) instead of connecting to it: no probe connection
+ * sits in a worker's accept queue to be counted later, so per-worker
+ * counters start from the test's own traffic. `lines`: more regexps the
+ * start-up log must show (e.g. the admin endpoint's line).
+ */
+export async function startWardenQuiet(port, args, { env = {}, lines = [], ms = 10000 } = {}) {
+  requireWarden();
+  const h = spawnTracked(`mcpwarden:${port}`, WARDEN_BIN, args, { env });
+  for (const re of [new RegExp(`listening on 127\\.0\\.0\\.1:${port}\\b`), ...lines]) {
+    await h.waitForStderr(re, ms);
+  }
+  return { proc: h, port, base: `http://127.0.0.1:${port}`, url: `http://127.0.0.1:${port}/mcp` };
+}

@@ -169,3 +169,14 @@ export const INIT = (id = 0) => ({
   method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 });
+
+/**
+ * Wait until server-everything in sse mode (startEverythingSse's `se`)
+ * has received `n` POSTs since offset `since` of its stderr: it logs
+ * "Client Message from <session>" for each one it takes, before handling
+ * it. So a test knows its requests reached the upstream, with no pause.
+ */
+export function waitUpstreamPosts(se, since, n, ms = 5000) {
+  const count = () => (se.proc.stderr.slice(since).match(/Client Message from/g) ?? []).length;
+  return waitFor(() => count() >= n, { timeout: ms, interval: 10, what: `${n} POSTs at the sse upstream (saw ${count()})` });
+}
