@@ -256,6 +256,9 @@ static void reload(struct px_ctx *ctx)
 		tls_describe(tls, what, sizeof(what));
 		log_msg(LOG_INFO, "SIGHUP: new client connections get TLS certificate %s", what);
 	}
+	/* The new credentials are masked before any worker can send them
+	 * (workers switch on their own next loop turn). */
+	admin_add_credentials(ctx->admin, next);
 	for (size_t i = 0; i < ctx->nworkers; i++)
 		if (apply_to(ctx->workers[i], next, tls) < 0)
 			log_msg(LOG_ERROR, "SIGHUP: worker %zu: out of memory; it keeps the old "
