@@ -689,6 +689,7 @@ static void parse_input(struct conn *c)
 			arm_deadline(c, c->ctx->cfg->timeouts.body_ms);
 		}
 		if (rc == HTTP_PARSE_ERROR) {
+			c->bytes_in += vec.iov_len; /* read, if not consumed */
 			parse_refused(c);
 			return;
 		}

@@ -901,6 +901,10 @@ enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, siz
 		p->err = HTTP_ERR_SYNTAX;
 		p->reason = ll_reason(p);
 	}
+	/* A request refused inside its head still says its method (for the
+	 * log) once its request line was read. */
+	if (p->kind == HTTP_KIND_REQUEST && !p->msg.method && p->msg.url_done)
+		p->msg.method = llhttp_method_name((llhttp_method_t)p->ll.method);
 	return HTTP_PARSE_ERROR;
 }
 

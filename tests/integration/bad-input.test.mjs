@@ -439,3 +439,72 @@ describe('upstream failures below HTTP (config, several upstreams), healthy neig
     assert.ok(!warden.proc.stderr.includes('token=abc'), warden.proc.stderr);
   });
 });
+
+// Issue 17, logs: every request-level line has one shape, refusals made
+// before any adapter saw the request included, with a status and a reason;
+// numbers carry no float noise.
+describe('i17 access lines: one shape, a reason for every refusal, no float noise', () => {
+  let peer;
+  const wardens = {};
+
+  before(async () => {
+    peer = await startScriptedPeer({ mode: 'json', name: 'logs' });
+    for (const format of ['json', 'text']) {
+      const wp = await freePort();
+      wardens[format] = await startWarden(wp, ['--listen', `127.0.0.1:${wp}`, '--upstream', peer.url,
+        '--log-format', format, '--max-body', String(MAX_BODY)]);
+    }
+  }, T);
+
+  after(async () => {
+    await peer?.close();
+  });
+
+  // Each: bytes, the status, what the reason says.
+  const refusals = (port) => [
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n: v\r\nContent-Length: 2\r\n\r\n{}`, 400, /empty header field name/],
+    [`POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}`, 400, /missing Host/],
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nMcp-Session-Id: a\r\nMcp-Session-Id: b\r\nContent-Length: 2\r\n\r\n{}`, 400, /repeated Mcp-Session-Id/],
+    [`GET /mcp HTTP/2.0\r\nHost: 127.0.0.1:${port}\r\n\r\n`, 505, /HTTP\/1\.0 and HTTP\/1\.1/],
+    [`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`, 405, /not a forward proxy/],
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Big: ${'b'.repeat(40000)}\r\n\r\n`, 431, /./],
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 999999\r\n\r\n`, 413, /max_body_bytes/],
+    [`THIS IS NOT HTTP\r\n\r\n`, 400, /./],
+  ];
+
+  test('JSON: refusals and answered requests are lines of the same keys, each with status and reason', T, async () => {
+    const w = wardens.json;
+    for (const [bytes, status] of refusals(w.port)) {
+      const res = await rawExchange(w.port, bytes);
+      assert.equal(res.status, status, res.head);
+    }
+    const ok = await postJson(w.url, { jsonrpc: '2.0', id: 'log-ok', method: 'ping' });
+    assert.equal(ok.status, 200);
+    await w.proc.waitForStderr(/"rpc_method":"ping"/);
+    const lines = w.proc.stderr.split('\n').filter((l) => l.includes('"msg":"request"'));
+    const objs = lines.map((l) => JSON.parse(l));
+    const keys = JSON.stringify(Object.keys(objs.find((o) => o.rpc_method === 'ping')));
+    for (const [, status, why] of refusals(w.port)) {
+      const o = objs.find((x) => x.status === status && why.test(x.note ?? ''));
+      assert.ok(o, `no access line with status ${status} and a reason matching ${why}:\n${lines.join('\n')}`);
+      assert.equal(JSON.stringify(Object.keys(o)), keys, `a refusal's line has other keys: ${JSON.stringify(o)}`);
+      assert.equal(typeof o.latency_ms, 'number');
+      assert.equal(o.client.startsWith('127.0.0.1:'), true);
+    }
+    // Never a raw header value or body byte in the log.
+    assert.ok(!w.proc.stderr.includes('bbbbbbbb'), 'a header value was logged');
+    // Fixed precision: whole microseconds at most, never 17 digits of noise.
+    for (const l of lines) {
+      const m = /"latency_ms":([0-9.e+-]+)/.exec(l);
+      assert.ok(m && /^\d+(\.\d{1,3})?$/.test(m[1]), `latency with noise: ${l}`);
+    }
+  });
+
+  test('text: a refusal is an access line like any other, with its reason', T, async () => {
+    const w = wardens.text;
+    const res = await rawExchange(w.port, refusals(w.port)[0][0]);
+    assert.equal(res.status, 400);
+    await w.proc.waitForStderr(/ -> 400 .*note=/);
+    assert.match(w.proc.stderr, /info  #\d+ 127\.0\.0\.1:\d+ POST \/mcp -> 400 \d+\.\dms in=\d+ out=\d+ note=empty header field name/);
+  });
+});
