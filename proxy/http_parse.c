@@ -1009,6 +1009,11 @@ int http_msg_repeated(const struct http_msg *m, enum http_hdr_id id)
 	return id > HH_OTHER && id < HH__COUNT && (m->repeated >> id & 1u);
 }
 
+uint32_t http_msg_repeats(const struct http_msg *m)
+{
+	return m->repeated;
+}
+
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i)
 {
 	return i < m->nhdr ? (enum http_hdr_id)m->id[i] : HH_OTHER;

@@ -141,6 +141,8 @@ const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id);
  * Which repeats matter is the caller's call: the proxy refuses those of
  * headers it decides on (conn.c). */
 int http_msg_repeated(const struct http_msg *m, enum http_hdr_id id);
+/* All of them at once: bit id set when that id repeated. */
+uint32_t http_msg_repeats(const struct http_msg *m);
 /* The id of the i-th header (HH_OTHER past the end). */
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i);
 /* What the hop-by-hop filters need of the Connection header: its value

@@ -1622,12 +1622,14 @@ static void test_regress_i17_repeated_known_headers(void **state)
 	assert_false(http_msg_repeated(m, HH_CONTENT_TYPE));
 	assert_false(http_msg_repeated(m, HH_OTHER));
 	assert_false(http_msg_repeated(m, HH__COUNT));
+	assert_int_equal(http_msg_repeats(m), 1u << HH_MCP_SESSION_ID);
 	assert_string_equal(http_msg_get(m, HH_MCP_SESSION_ID), "s1");
 	/* Cleared by a reset. */
 	http_parser_reset(p);
 	static const char next[] = "GET / HTTP/1.1\r\nHost: a\r\nMcp-Session-Id: s1\r\n\r\n";
 	assert_int_equal(http_parser_feed(p, next, strlen(next), &used), HTTP_PARSE_DONE);
 	assert_false(http_msg_repeated(http_parser_msg(p), HH_MCP_SESSION_ID));
+	assert_int_equal(http_msg_repeats(http_parser_msg(p)), 0);
 	http_parser_free(p);
 }
 
