@@ -126,7 +126,7 @@ struct conn {
 	int plain;                      /* no TLS: direct writes possible */
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
-	uint64_t first_us;              /* the current request's first byte, or 0 */
+	uint64_t first_us;              /* a head's first byte, when it came in pieces; or 0 */
 };
 
 /* Frees a bufferevent made without BEV_OPT_CLOSE_ON_FREE (so that a
@@ -681,11 +681,14 @@ static void parse_input(struct conn *c)
 		c->bytes_in += used;
 		if (c->state == CONN_IDLE && http_parser_started(c->parser)) {
 			c->state = CONN_READING;
-			c->first_us = now_us();
 			/* Unless the whole head came at once (the body deadline
-			 * is then armed already), the head has its own. */
-			if (!http_msg_method(http_parser_msg(c->parser))[0])
+			 * is then armed already), the head has its own, and a
+			 * refusal's latency its start (a head read at once is
+			 * refused within microseconds: no clock read for it). */
+			if (!http_msg_method(http_parser_msg(c->parser))[0]) {
+				c->first_us = now_us();
 				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
+			}
 		}
 		if (rc == HTTP_PARSE_MORE && c->body_deadline_due) {
 			c->body_deadline_due = 0;

@@ -107,6 +107,12 @@ struct http_parser {
 	unsigned crlf_left;
 	/* Chunk-extension bytes of this message (requests). */
 	size_t chunk_ext;
+	/* The last Host found valid on this connection (kept across
+	 * messages): a keep-alive client sends the same one every time, and
+	 * comparing it costs less than checking each byte again (~60
+	 * instructions a request). Same bytes, same answer. */
+	uint8_t host_ok_len;
+	char host_ok[64];
 };
 
 #define PARSER(ll) ((struct http_parser *)(ll)->data)
@@ -660,9 +666,20 @@ static inline int request_head(struct http_parser *p)
 	if (!k)
 		return 0;
 	const unsigned char *v = (const unsigned char *)m->buf + m->hdr[k - 1].val_off;
-	for (uint32_t i = 0, n = m->hdr[k - 1].val_len; i < n; i++)
-		if (!hostchar[v[i]])
-			return fail(p, HTTP_ERR_SYNTAX, "invalid Host header");
+	uint32_t i = 0, n = m->hdr[k - 1].val_len;
+	if (n == p->host_ok_len && memcmp(v, p->host_ok, n) == 0)
+		return 0;
+	unsigned ok = 1;
+	for (; i + 4 <= n; i += 4)
+		ok &= hostchar[v[i]] & hostchar[v[i + 1]] & hostchar[v[i + 2]] & hostchar[v[i + 3]];
+	for (; i < n; i++)
+		ok &= hostchar[v[i]];
+	if (!ok)
+		return fail(p, HTTP_ERR_SYNTAX, "invalid Host header");
+	if (n < sizeof(p->host_ok) && n) {
+		memcpy(p->host_ok, v, n);
+		p->host_ok_len = (uint8_t)n;
+	}
 	return 0;
 }
 
