@@ -127,6 +127,10 @@ struct conn {
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
 	uint64_t first_us;              /* a head's first byte, when it came in pieces; or 0 */
+	/* The message of the proxy's own 4xx error reply to this request
+	 * (conn_reply_note), copied: the reply's JSON is gone by the time
+	 * the exchange logs. Empty: none. */
+	char reply_note[128];
 };
 
 /* Frees a bufferevent made without BEV_OPT_CLOSE_ON_FREE (so that a
@@ -615,6 +619,7 @@ static void dispatch(struct conn *c)
 	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining ||
 	                 (c->peer_eof && evbuffer_get_length(input_of(c)) == 0);
 	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
+	c->reply_note[0] = '\0';
 	c->body = conn_buffer_get(c);
 	if (!c->body) {
 		evbuffer_free(body);
@@ -1264,8 +1269,19 @@ void conn_reply_end(struct conn *c)
 	event_active(c->step, 0, 0);
 }
 
+/* A 4xx the proxy answers itself carries its reason in error.message,
+ * which the proxy wrote (static strings and header names: never a value
+ * or a body byte of the client's). Kept for the access line. Cold. */
+__attribute__((noinline, cold)) static void note_reply(struct conn *c, const json_t *body)
+{
+	const char *msg = json_string_value(json_object_get(json_object_get(body, "error"), "message"));
+	snprintf(c->reply_note, sizeof(c->reply_note), "%s", msg ? msg : "");
+}
+
 int conn_reply_json(struct conn *c, int status, const json_t *body)
 {
+	if (status >= 400 && status < 500)
+		note_reply(c, body);
 	char *s = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	struct evbuffer *h = evbuffer_new();
 	int rc = -1;
@@ -1317,4 +1333,9 @@ size_t conn_output_pending(const struct conn *c)
 int conn_output_full(const struct conn *c)
 {
 	return conn_output_pending(c) > c->ctx->cfg->limits.max_output_bytes;
+}
+
+const char *conn_reply_note(const struct conn *c)
+{
+	return c->reply_note[0] ? c->reply_note : NULL;
 }
