@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <assert.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <strings.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -87,6 +89,17 @@ struct conn {
 	char share[96];
 	int counted;                    /* counted in ctx->peers */
 	int reject_status;              /* set by a parser callback that refused */
+	const char *reject_note;        /* static: why, for the log and the client */
+	/* The client's side of the connection ended (EOF) while its request
+	 * was in flight: it may have only half-closed (shutdown(SHUT_WR))
+	 * and still read. Nothing more is read; the reply is written, then
+	 * the connection closes (see client_eof). */
+	int peer_eof;
+	/* After such an EOF: a dup of the socket watched edge-triggered for
+	 * the reset that tells a client that closed from one that only
+	 * half-closed (-1: none). */
+	evutil_socket_t probe_fd;
+	struct event *probe_ev;         /* owned, or NULL */
 	int req_version, req_head, close_after;
 	int replied, chunked, reply_done, reply_status, output_full;
 	int aborting;
@@ -113,6 +126,11 @@ struct conn {
 	int plain;                      /* no TLS: direct writes possible */
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
+	uint64_t first_us;              /* a head's first byte, when it came in pieces; or 0 */
+	/* The message of the proxy's own 4xx error reply to this request
+	 * (conn_reply_note), copied: the reply's JSON is gone by the time
+	 * the exchange logs. Empty: none. */
+	char reply_note[128];
 };
 
 /* Frees a bufferevent made without BEV_OPT_CLOSE_ON_FREE (so that a
@@ -177,6 +195,10 @@ static void conn_free(struct conn *c)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
 		event_free(c->deadline);
+	if (c->probe_ev)
+		event_free(c->probe_ev);
+	if (c->probe_fd >= 0)
+		close(c->probe_fd);
 	sockread_free(c->rd);
 	if (c->bev)
 		bev_release(c->bev, c->handed_off);
@@ -298,6 +320,54 @@ static void arm_deadline(struct conn *c, unsigned ms)
 	c->deadline_armed = 1;
 }
 
+/* Headers the proxy decides on (Host, the allow-lists' Origin, the
+ * client token, the session it routes by, the era it answers in, what
+ * the body is) that must come once: with two, the proxy would judge the
+ * first while the upstream may act on the other (RFC 9110 §5.3: none of
+ * them is a list). Identical repeats too: no client sends them, and
+ * refusing every repeat leaves nothing to compare or normalise. The
+ * 2026 headers Mcp-Method and Mcp-Name are held to the same by mirror.c
+ * (-32020); Content-Length by llhttp. */
+static const struct {
+	enum http_hdr_id id;
+	const char *note;
+} once_headers[] = {
+	{HH_MCP_SESSION_ID, "repeated Mcp-Session-Id header"},
+	{HH_MCP_PROTOCOL_VERSION, "repeated MCP-Protocol-Version header"},
+	{HH_AUTHORIZATION, "repeated Authorization header"},
+	{HH_ORIGIN, "repeated Origin header"},
+	{HH_CONTENT_TYPE, "repeated Content-Type header"},
+	{HH_LAST_EVENT_ID, "repeated Last-Event-ID header"},
+};
+
+/* A complete head the HTTP layer refuses before any adapter sees it.
+ * Returns 0, or 1 with reject_status and reject_note set. */
+static int head_refused(struct conn *c, const struct http_msg *m)
+{
+	/* mcpwarden is no forward proxy: there is nothing to tunnel to. */
+	if (http_msg_method_id(m) == HM_CONNECT) {
+		c->reject_status = 405;
+		c->reject_note = "CONNECT: mcpwarden is not a forward proxy";
+		return 1;
+	}
+	/* RFC 9112 §3.2: 400, before the Host allow-list could say 403. */
+	if (http_msg_version(m) == 11 && !http_msg_get(m, HH_HOST)) {
+		c->reject_status = 400;
+		c->reject_note = "missing Host header";
+		return 1;
+	}
+	/* Heads seldom repeat a known name: one test, then the walk. */
+	if (!http_msg_repeats(m))
+		return 0;
+	for (size_t i = 0; i < sizeof(once_headers) / sizeof(once_headers[0]); i++)
+		if (http_msg_repeated(m, once_headers[i].id)) {
+			c->reject_status = 400;
+			c->reject_note = once_headers[i].note;
+			return 1;
+		}
+	return 0;
+}
+
 static int on_req_headers(void *arg, const struct http_msg *m)
 {
 	struct conn *c = arg;
@@ -310,6 +380,8 @@ static int on_req_headers(void *arg, const struct http_msg *m)
 		c->reject_status = 413;
 		return -1;
 	}
+	if (head_refused(c, m))
+		return -1;
 	const char *expect = http_msg_get(m, HH_EXPECT);
 	if (expect && strcasecmp(expect, "100-continue") == 0 && http_msg_version(m) >= 11)
 		bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -326,20 +398,65 @@ static int on_req_body(void *arg, const char *data, size_t len)
 
 static const struct http_parser_cbs req_cbs = {on_req_headers, on_req_body};
 
-static void reject(struct conn *c, int status, int code, const char *message)
+/* The access line of a request refused before any adapter saw it, in
+ * the shape of every other (log_access): what is known of it (method and
+ * path once parsed; the path only in origin form, so that a target that
+ * failed to parse, credentials and all, is never logged), and why. */
+static void log_refusal(struct conn *c, int status, const char *note)
+{
+	const struct http_msg *m = http_parser_msg(c->parser);
+	const char *url = http_msg_url(m);
+	char path[256];
+	uint64_t now = now_us();
+
+	if (!log_enabled(LOG_INFO))
+		return;
+	http_url_path(path, sizeof(path), url);
+	struct log_access a = {
+		.conn_id = c->id,
+		.client = c->peer,
+		.http_method = http_msg_method(m)[0] ? http_msg_method(m) : NULL,
+		.path = url[0] == '/' || (url[0] == '*' && !url[1]) ? path : NULL,
+		.status = status,
+		.latency_ms = c->first_us && now > c->first_us ? (double)(now - c->first_us) / 1000.0 : 0,
+		.bytes_in = c->bytes_in,
+		.bytes_out = c->bytes_out,
+		.note = note,
+	};
+	log_access(&a);
+}
+
+/* Answers a request the HTTP layer refuses, logs it, closes. message is
+ * what the client reads (static); note (static, NULL: message) says why in
+ * more words, in the client's error and in the log; neither holds a byte
+ * the client sent. extra: header lines, or NULL. */
+static void reject_with(struct conn *c, int status, int code, const char *message,
+                        const char *note, const char *extra)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
-	json_t *err = jrpc_error_new(NULL, code, message, NULL);
+	char text[256];
+
+	if (note && strcmp(note, message) != 0)
+		snprintf(text, sizeof(text), "%s: %s", message, note);
+	else
+		snprintf(text, sizeof(text), "%s", message);
+	json_t *err = jrpc_error_new(NULL, code, text, NULL);
+	size_t before = evbuffer_get_length(out);
 
 	PX_STAT_INC(c->ctx, bad_requests);
 	if (status == 413)
 		PX_STAT_INC(c->ctx, too_large);
 	if (err)
-		http_resp_json(out, 11, status, err, 0);
+		http_resp_json_with(out, 11, status, extra, err, 0);
 	json_decref(err);
-	log_msg(LOG_INFO, "#%llu %s: %d %s", c->id, c->peer, status, message);
-	c->bytes_out += evbuffer_get_length(out);
+	c->bytes_out += evbuffer_get_length(out) - before;
+	log_refusal(c, status, note ? note : message);
 	conn_close_after_flush(c);
+}
+
+static void reject(struct conn *c, int status, int code, const char *message)
+{
+	reject_with(c, status, code, message, NULL, NULL);
 }
 
 /* ---- handoff between workers ------------------------------------------------ */
@@ -372,6 +489,7 @@ static void handoff_drop(void *arg)
 static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
                               const struct sockaddr *sa, const struct transport_ops *ops);
 static void parse_input(struct conn *c);
+static struct evbuffer *input_of(struct conn *c);
 
 static void handoff_run(void *arg)
 {
@@ -498,8 +616,10 @@ static void dispatch(struct conn *c)
 	arm_deadline(c, 0);
 	c->req_version = http_msg_version(m);
 	c->req_head = http_msg_method_id(m) == HM_HEAD;
-	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining;
+	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining ||
+	                 (c->peer_eof && evbuffer_get_length(input_of(c)) == 0);
 	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
+	c->reply_note[0] = '\0';
 	c->body = conn_buffer_get(c);
 	if (!c->body) {
 		evbuffer_free(body);
@@ -522,6 +642,34 @@ static struct evbuffer *input_of(struct conn *c)
 	return c->preload ? c->preload : bufferevent_get_input(c->bev);
 }
 
+/* The answer to a request the parser, or the head checks, refused. */
+static void parse_refused(struct conn *c)
+{
+	enum http_parse_err e = http_parser_error(c->parser);
+	const char *why = http_parser_reason(c->parser); /* static */
+
+	if (c->reject_status == 413 || e == HTTP_ERR_BODY_TOO_BIG)
+		reject_with(c, 413, JRPC_INVALID_REQUEST, "request body too large",
+		            c->reject_status == 413 ? "Content-Length over limits.max_body_bytes"
+		                                    : "body over limits.max_body_bytes",
+		            NULL);
+	else if (c->reject_status == 405)
+		/* RFC 9110 §15.5.6 wants Allow in a 405: a CONNECT's target is
+		 * a tunnel's destination, where mcpwarden serves no method at
+		 * all, and an empty Allow says so (§10.2.1). */
+		reject_with(c, 405, JRPC_INVALID_REQUEST, "method not allowed", c->reject_note,
+		            "Allow: \r\n");
+	else if (c->reject_status == 400)
+		reject_with(c, 400, JRPC_INVALID_REQUEST, "malformed HTTP request", c->reject_note, NULL);
+	else if (e == HTTP_ERR_HEADERS_TOO_BIG)
+		reject_with(c, 431, JRPC_INVALID_REQUEST, "request headers too large", why, NULL);
+	else if (e == HTTP_ERR_VERSION)
+		reject_with(c, 505, JRPC_INVALID_REQUEST, "HTTP version not supported",
+		            "only HTTP/1.0 and HTTP/1.1", NULL);
+	else
+		reject_with(c, 400, JRPC_INVALID_REQUEST, "malformed HTTP request", why, NULL);
+}
+
 static void parse_input(struct conn *c)
 {
 	struct evbuffer *in;
@@ -539,22 +687,21 @@ static void parse_input(struct conn *c)
 		if (c->state == CONN_IDLE && http_parser_started(c->parser)) {
 			c->state = CONN_READING;
 			/* Unless the whole head came at once (the body deadline
-			 * is then armed already), the head has its own. */
-			if (!http_msg_method(http_parser_msg(c->parser))[0])
+			 * is then armed already), the head has its own, and a
+			 * refusal's latency its start (a head read at once is
+			 * refused within microseconds: no clock read for it). */
+			if (!http_msg_method(http_parser_msg(c->parser))[0]) {
+				c->first_us = now_us();
 				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
+			}
 		}
 		if (rc == HTTP_PARSE_MORE && c->body_deadline_due) {
 			c->body_deadline_due = 0;
 			arm_deadline(c, c->ctx->cfg->timeouts.body_ms);
 		}
 		if (rc == HTTP_PARSE_ERROR) {
-			enum http_parse_err e = http_parser_error(c->parser);
-			if (c->reject_status == 413 || e == HTTP_ERR_BODY_TOO_BIG)
-				reject(c, 413, JRPC_INVALID_REQUEST, "request body too large");
-			else if (e == HTTP_ERR_HEADERS_TOO_BIG)
-				reject(c, 431, JRPC_INVALID_REQUEST, "request headers too large");
-			else
-				reject(c, 400, JRPC_INVALID_REQUEST, "malformed HTTP request");
+			c->bytes_in += vec.iov_len; /* read, if not consumed */
+			parse_refused(c);
 			return;
 		}
 		if (rc == HTTP_PARSE_DONE) {
@@ -562,6 +709,65 @@ static void parse_input(struct conn *c)
 			return;
 		}
 	}
+	/* The client sent EOF earlier and no whole request is left: done
+	 * (a request it cut short can never complete). */
+	if (c->peer_eof)
+		conn_close_after_flush(c);
+}
+
+/* ---- a client's EOF while its request runs ---------------------------------- */
+
+/* After client_eof: the watched socket changed. A reset (the probe below
+ * met a closed socket) is the client gone: end the exchange as when it
+ * closes mid-answer. A plain EOF is what was known already. The error is
+ * asked for with SO_ERROR: recv() past a FIN reports the EOF, not it. */
+static void probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	(void)what;
+	assert(c->magic == CONN_MAGIC);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		if (!c->abort_reason)
+			c->abort_reason = "client closed the connection";
+		conn_free(c);
+	}
+}
+
+/* The client sent EOF (its FIN) with its request in flight. At the socket
+ * a half-close (shutdown(SHUT_WR): the client still reads) and a close
+ * look alike; HAProxy (without abortonclose) and nginx's own handlers
+ * carry on and let a write fail if it is really gone: the answer is
+ * written, then the connection closes (nothing more can be read). That
+ * alone would keep an upstream call running for a client that left, until
+ * its answer; so an HTTP/1.1 client is told "100 Continue" at once (RFC
+ * 9110 §15.2: a client MUST parse 1xx it did not ask for): a closed socket
+ * answers those bytes with a reset, seen on an edge-triggered watch of a
+ * dup of the socket (the bufferevent's own events are level-triggered,
+ * and libevent does not mix the two on one descriptor), which cancels the
+ * exchange as before. No 1xx may go to an HTTP/1.0 client (§15.2): there
+ * the answer's write is what finds a client gone. */
+static void client_eof(struct conn *c)
+{
+	c->peer_eof = 1;
+	/* Unless a pipelined request is buffered, this answer is the last. */
+	if (evbuffer_get_length(input_of(c)) == 0)
+		c->close_after = 1;
+	if (c->replied || c->req_version < 11 || c->probe_ev)
+		return;
+	if (!(event_base_get_features(c->ctx->base) & EV_FEATURE_ET))
+		return;
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+	c->probe_fd = fd >= 0 ? dup(fd) : -1;
+	if (c->probe_fd < 0)
+		return;
+	c->probe_ev = event_new(c->ctx->base, c->probe_fd, EV_READ | EV_ET | EV_PERSIST, probe_cb, c);
+	if (!c->probe_ev || event_add(c->probe_ev, NULL) < 0)
+		return;
+	bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 }
 
 /* ---- callbacks ------------------------------------------------------------ */
@@ -602,8 +808,12 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	http_parser_reset(c->parser);
 	c->state = CONN_IDLE;
 	c->reject_status = 0;
+	c->reject_note = NULL;
+	c->first_us = 0;
 	set_timeouts(c);
-	if (!sockread_enabled(c->rd))
+	/* After an EOF, only what was buffered before it is left to serve
+	 * (parse_input closes once that is done). */
+	if (!c->peer_eof && !sockread_enabled(c->rd))
 		sockread_enable(c->rd);
 	parse_input(c);
 }
@@ -666,6 +876,15 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
 		return;
 	}
+	/* A client's EOF while its request is in flight and before its answer
+	 * began: it may only have half-closed (nothing more to send, still
+	 * reading): the answer is written, then the connection closes.
+	 * Mid-answer (a stream), an EOF is the client leaving, as before. */
+	if (what == (BEV_EVENT_READING | BEV_EVENT_EOF) && c->state == CONN_BUSY && !c->aborting &&
+	    (!c->replied || c->reply_done)) {
+		client_eof(c);
+		return;
+	}
 	if (c->state == CONN_BUSY && !c->abort_reason)
 		c->abort_reason = (what & BEV_EVENT_TIMEOUT) ? "client stopped reading"
 		                                             : "client closed the connection";
@@ -702,6 +921,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	c->magic = CONN_MAGIC;
 	c->ctx = ctx;
 	c->ops = ops;
+	c->probe_fd = -1;
 	c->id = __atomic_add_fetch(&ctx->shared->next_conn_id, 1, __ATOMIC_RELAXED);
 	char ip[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
@@ -771,10 +991,10 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	c->counted = n > 0;
 	size_t cap = ctx->cfg->limits.max_connections_per_client;
 	if (cap && n > cap) {
-		/* Over this address's share: a clear answer, then close. */
-		log_msg(LOG_WARN, "%s: %zu connections from this address (limit %zu): refused", c->ip, n,
-		        cap);
-		reject(c, 503, JRPC_INVALID_REQUEST, "too many connections from this address");
+		/* Over this address's share: a clear answer, then close; the
+		 * access line says which limit. */
+		reject_with(c, 503, JRPC_INVALID_REQUEST, "too many connections from this address",
+		            "over limits.max_connections_per_client", NULL);
 		return NULL;
 	}
 	return c;
@@ -1049,8 +1269,19 @@ void conn_reply_end(struct conn *c)
 	event_active(c->step, 0, 0);
 }
 
+/* A 4xx the proxy answers itself carries its reason in error.message,
+ * which the proxy wrote (static strings and header names: never a value
+ * or a body byte of the client's). Kept for the access line. Cold. */
+__attribute__((noinline, cold)) static void note_reply(struct conn *c, const json_t *body)
+{
+	const char *msg = json_string_value(json_object_get(json_object_get(body, "error"), "message"));
+	snprintf(c->reply_note, sizeof(c->reply_note), "%s", msg ? msg : "");
+}
+
 int conn_reply_json(struct conn *c, int status, const json_t *body)
 {
+	if (status >= 400 && status < 500)
+		note_reply(c, body);
 	char *s = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	struct evbuffer *h = evbuffer_new();
 	int rc = -1;
@@ -1129,4 +1360,9 @@ void conn_drain_deadline(struct conn *c)
 	case CONN_CLOSING:
 		break;
 	}
+}
+
+const char *conn_reply_note(const struct conn *c)
+{
+	return c->reply_note[0] ? c->reply_note : NULL;
 }

@@ -98,4 +98,10 @@ size_t conn_output_pending(const struct conn *c);
  * its upstream; ->drained is called when it is not any more). */
 int conn_output_full(const struct conn *c);
 
+/* Why the proxy itself refused the current request with a 4xx (the
+ * message of its JSON-RPC error, e.g. "Parse error: the body is not valid
+ * JSON"), for the access line's note; NULL when it did not. Valid until
+ * the next request on c. */
+const char *conn_reply_note(const struct conn *c);
+
 #endif

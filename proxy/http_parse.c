@@ -23,6 +23,7 @@ struct http_hdr {
 
 _Static_assert(LIMIT_MAX_HEADERS < 255, "header index + 1 fits in http_msg.first");
 _Static_assert(HH__COUNT <= 256, "a header id fits in http_msg.id");
+_Static_assert(HH__COUNT <= 32, "a bit per header id in http_msg.repeated");
 
 /* Where llhttp is in the head. llhttp calls on_url, on_header_field and
  * on_header_value with spans of the text, any of them possibly cut by the
@@ -65,6 +66,12 @@ struct http_msg {
 	/* The first Connection header lists a token that is not one of the
 	 * fixed hop-by-hop names (set when the head is complete). */
 	int conn_options;
+	/* Bit id: a second header of that id came. */
+	uint32_t repeated;
+	/* An absolute-form target: its authority, NUL-terminated in buf,
+	 * stands for Host (RFC 9112 §3.2.2). */
+	int absolute;
+	uint32_t auth_off, auth_len;
 	/* 1 + index of the first header of each id; 0: absent. Cleared with
 	 * the fields above it on reset (it sits before hdr). */
 	uint8_t first[HH__COUNT];
@@ -94,6 +101,18 @@ struct http_parser {
 	/* End of the bytes of the llhttp_execute running: a span ending there
 	 * was cut by the feed and goes on in the next one. */
 	const char *feed_end;
+	/* Bytes of the CRLF after a chunk's data still to be checked (llhttp
+	 * 8 skips those two bytes unread outside its strict mode), maybe at
+	 * the start of the next feed. */
+	unsigned crlf_left;
+	/* Chunk-extension bytes of this message (requests). */
+	size_t chunk_ext;
+	/* The last Host found valid on this connection (kept across
+	 * messages): a keep-alive client sends the same one every time, and
+	 * comparing it costs less than checking each byte again (~60
+	 * instructions a request). Same bytes, same answer. */
+	uint8_t host_ok_len;
+	char host_ok[64];
 };
 
 #define PARSER(ll) ((struct http_parser *)(ll)->data)
@@ -216,18 +235,72 @@ static int on_url(llhttp_t *ll, const char *at, size_t len)
 	return buf_append(p, at, len);
 }
 
+/* An absolute-form target (RFC 9112 §3.2.2: a server MUST accept it),
+ * "http://authority/path?query": the target becomes its origin form
+ * ("/path?query", "/" for an empty path) and the authority is kept, to
+ * stand for Host once the head is complete. Both are appended after the
+ * URL, before any header. Other forms than http(s) are left as they are
+ * (routing finds no endpoint there). Cold: clients send origin form.
+ * Returns 0 or HPE_USER. */
+__attribute__((noinline, cold)) static int absolute_form(struct http_parser *p)
+{
+	struct http_msg *m = &p->msg;
+	const char *u = m->buf + m->url_off;
+	size_t n = m->url_len, s, a;
+
+	if (n >= 7 && strncasecmp(u, "http://", 7) == 0)
+		s = 7;
+	else if (n >= 8 && strncasecmp(u, "https://", 8) == 0)
+		s = 8;
+	else
+		return 0;
+	for (a = s; a < n && u[a] != '/' && u[a] != '?'; a++)
+		;
+	if (a == s)
+		return fail(p, HTTP_ERR_SYNTAX, "absolute-form target without a host");
+	/* RFC 9110 §4.2.4: userinfo in an http(s) URI is an error. */
+	if (memchr(u + s, '@', a - s))
+		return fail(p, HTTP_ERR_SYNTAX, "userinfo in the request target");
+	size_t slash = a == n || u[a] == '?';
+	size_t need = m->used + slash + (n - a) + 1 + (a - s) + 1;
+	/* Grown first: the copies read from the buffer itself. */
+	if (need > m->cap && buf_grow(p, need))
+		return HPE_USER;
+	char *b = m->buf;
+	uint32_t url = m->url_off, t = (uint32_t)m->used;
+	if (slash)
+		b[m->used++] = '/';
+	memcpy(b + m->used, b + url + a, n - a);
+	m->used += n - a;
+	b[m->used++] = '\0';
+	m->auth_off = (uint32_t)m->used;
+	m->auth_len = (uint32_t)(a - s);
+	memcpy(b + m->used, b + url + s, a - s);
+	m->used += a - s;
+	b[m->used++] = '\0';
+	m->url_off = t;
+	m->url_len = (uint32_t)(slash + n - a);
+	m->absolute = 1;
+	return 0;
+}
+
 /* NUL-terminates the URL; nothing else is appended between its last
  * span and this. */
 static int url_end(struct http_parser *p)
 {
-	if (p->msg.url_len == 0) {
-		p->msg.url_off = (uint32_t)p->msg.used;
+	struct http_msg *m = &p->msg;
+
+	if (m->url_len == 0) {
+		m->url_off = (uint32_t)m->used;
 		if (buf_append(p, "", 0))
 			return HPE_USER;
 	}
-	p->msg.url_done = 1;
-	p->msg.phase = HP_NONE;
-	return terminate(p);
+	m->url_done = 1;
+	m->phase = HP_NONE;
+	terminate(p);
+	/* Origin form ("/...") and asterisk form ("*") as they are. */
+	char c = m->buf[m->url_off];
+	return c == '/' || c == '*' ? 0 : absolute_form(p);
 }
 
 static int count_trailer(struct http_parser *p, size_t len)
@@ -329,6 +402,17 @@ enum http_hdr_id http_hdr_id(const char *n, size_t len)
 	return hdr_id_of(n, len);
 }
 
+/* A second header of a known id: noted; a second Host in a request is
+ * refused at once (RFC 9112 §3.2: 400, whatever the values). Out of line:
+ * heads rarely repeat a known name. Returns 0 or HPE_USER. */
+__attribute__((noinline)) static int repeat(struct http_parser *p, enum http_hdr_id id)
+{
+	p->msg.repeated |= (uint32_t)1 << id;
+	if (id == HH_HOST && p->kind == HTTP_KIND_REQUEST)
+		return fail(p, HTTP_ERR_SYNTAX, "repeated Host header");
+	return 0;
+}
+
 /* The name of hdr[nhdr] is complete (HP_NAME -> HP_NAMED): its id, and a
  * token check for a name that has none. */
 static inline int name_end(struct http_parser *p)
@@ -343,10 +427,14 @@ static inline int name_end(struct http_parser *p)
 		 * else): a token already. */
 		if (!m->first[id])
 			m->first[id] = (uint8_t)(m->nhdr + 1);
+		else if (repeat(p, id))
+			return HPE_USER;
 	} else {
-		/* llhttp 8 lets a space through in a field name; such a name
-		 * would be forwarded as is, so refuse it here (RFC 9110 §5.1:
-		 * a token). */
+		/* llhttp 8 lets a space through in a field name, and an empty
+		 * name (": v"); either would be forwarded as is, so refuse it
+		 * here (RFC 9110 §5.1: a token, one byte at least). */
+		if (h->name_len == 0)
+			return fail(p, HTTP_ERR_SYNTAX, "empty header field name");
 		for (uint32_t i = 0; i < h->name_len; i++)
 			if (!tchar[(unsigned char)name[i]])
 				return fail(p, HTTP_ERR_SYNTAX, "invalid header field name");
@@ -513,6 +601,88 @@ static int lists_options(const char *p)
 	return 0;
 }
 
+/* RFC 3986 uri-host [":" port]: reg-name, IPv4 or IP-literal bytes, and
+ * the port's ':' and digits. What a Host may hold, checked per request:
+ * a table. */
+static const unsigned char hostchar[256] = {
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['!'] = 1, ['$'] = 1, ['&'] = 1, ['\''] = 1,
+	['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1, ['%'] = 1,
+	[':'] = 1, ['['] = 1, [']'] = 1,
+	['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+	['8'] = 1, ['9'] = 1,
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+	['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+	['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1,
+};
+
+/* An absolute-form request: its authority is its Host (RFC 9112 §3.2.2:
+ * the received Host is ignored). An HTTP/1.0 request may come without
+ * one: it gets one, a header the forwarding drops like any Host. Cold.
+ * Returns 0 or HPE_USER. */
+__attribute__((noinline, cold)) static int authority_as_host(struct http_parser *p)
+{
+	struct http_msg *m = &p->msg;
+	unsigned k = m->first[HH_HOST];
+
+	if (!k) {
+		if (m->nhdr >= LIMIT_MAX_HEADERS)
+			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
+		uint32_t name = (uint32_t)m->used;
+		if (buf_append(p, "Host", 4))
+			return HPE_USER;
+		terminate(p);
+		m->hdr[m->nhdr].name_off = name;
+		m->hdr[m->nhdr].name_len = 4;
+		m->id[m->nhdr] = HH_HOST;
+		k = m->first[HH_HOST] = (uint8_t)(m->nhdr + 1);
+		m->nhdr++;
+	}
+	m->hdr[k - 1].val_off = m->auth_off;
+	m->hdr[k - 1].val_len = m->auth_len;
+	return 0;
+}
+
+/* What RFC 9112 makes a server refuse in a request head: a version it
+ * does not speak (llhttp parses HTTP/0.9 and HTTP/2.0 request lines), a
+ * Host that is no uri-host[:port] (§3.2: 400; a second one was refused as
+ * it came). An HTTP/1.1 request without Host is refused by the caller
+ * (conn.c): it is well-formed, and the message is complete without it.
+ * Returns 0 or HPE_USER. */
+static inline int request_head(struct http_parser *p)
+{
+	struct http_msg *m = &p->msg;
+
+	if (m->version != 11 && m->version != 10)
+		return fail(p, HTTP_ERR_VERSION, "HTTP version not supported");
+	/* An HTTP/1.1 request must still have sent a Host (§3.2). */
+	if (m->absolute && (m->first[HH_HOST] || m->version == 10) && authority_as_host(p))
+		return HPE_USER;
+	unsigned k = m->first[HH_HOST];
+	if (!k)
+		return 0;
+	const unsigned char *v = (const unsigned char *)m->buf + m->hdr[k - 1].val_off;
+	uint32_t i = 0, n = m->hdr[k - 1].val_len;
+	if (n == p->host_ok_len && memcmp(v, p->host_ok, n) == 0)
+		return 0;
+	unsigned ok = 1;
+	for (; i + 4 <= n; i += 4)
+		ok &= hostchar[v[i]] & hostchar[v[i + 1]] & hostchar[v[i + 2]] & hostchar[v[i + 3]];
+	for (; i < n; i++)
+		ok &= hostchar[v[i]];
+	if (!ok)
+		return fail(p, HTTP_ERR_SYNTAX, "invalid Host header");
+	if (n < sizeof(p->host_ok) && n) {
+		memcpy(p->host_ok, v, n);
+		p->host_ok_len = (uint8_t)n;
+	}
+	return 0;
+}
+
 static enum http_method_id method_id_of(uint8_t method)
 {
 	switch (method) {
@@ -522,6 +692,7 @@ static enum http_method_id method_id_of(uint8_t method)
 	case HTTP_PUT: return HM_PUT;
 	case HTTP_PATCH: return HM_PATCH;
 	case HTTP_DELETE: return HM_DELETE;
+	case HTTP_CONNECT: return HM_CONNECT;
 	default: return HM_OTHER;
 	}
 }
@@ -548,6 +719,9 @@ static int on_headers_complete(llhttp_t *ll)
 	/* A request without headers: its URL is still open (HP_URL). */
 	if (p->kind == HTTP_KIND_REQUEST && !m->url_done && url_end(p))
 		return HPE_USER;
+	m->version = ll->http_major * 10 + ll->http_minor;
+	if (p->kind == HTTP_KIND_REQUEST && request_head(p))
+		return HPE_USER;
 	m->phase = HP_TRAILERS;
 	if (m->first[HH_CONNECTION]) {
 		const struct http_hdr *c = &m->hdr[m->first[HH_CONNECTION] - 1];
@@ -568,7 +742,6 @@ static int on_headers_complete(llhttp_t *ll)
 		m->method_id = method_id_of(ll->method);
 	} else
 		m->status = ll->status_code;
-	m->version = ll->http_major * 10 + ll->http_minor;
 	m->keep_alive = llhttp_should_keep_alive(ll);
 	/* llhttp only keeps content_length internally when the header is
 	 * present; flags tell whether it was. */
@@ -581,16 +754,49 @@ static int on_headers_complete(llhttp_t *ll)
 	return rc; /* 1: skip body */
 }
 
+/* Checks the CRLF after a chunk's data against data[0..n): 0, or -1
+ * with the error set. */
+static int crlf_check(struct http_parser *p, const char *data, size_t n)
+{
+	for (; p->crlf_left && n; data++, n--, p->crlf_left--)
+		if (*data != (p->crlf_left == 2 ? '\r' : '\n')) {
+			fail(p, HTTP_ERR_SYNTAX, "chunk data not followed by CRLF");
+			return -1;
+		}
+	return 0;
+}
+
 static int on_body(llhttp_t *ll, const char *at, size_t len)
 {
 	struct http_parser *p = PARSER(ll);
-	if (!p->cbs->on_body)
-		return 0;
-	int rc = p->cbs->on_body(p->arg, at, len);
-	if (rc == -2)
-		return fail(p, HTTP_ERR_BODY_TOO_BIG, "body too large");
-	if (rc < 0)
-		return fail(p, HTTP_ERR_CALLBACK, "refused by handler");
+	if (p->cbs->on_body) {
+		int rc = p->cbs->on_body(p->arg, at, len);
+		if (rc == -2)
+			return fail(p, HTTP_ERR_BODY_TOO_BIG, "body too large");
+		if (rc < 0)
+			return fail(p, HTTP_ERR_CALLBACK, "refused by handler");
+	}
+	/* The span that ends a chunk's data (llhttp counts down what is
+	 * left of the chunk in content_length): the next two bytes must be
+	 * CRLF (RFC 9112 §7.1), which llhttp skips unread. A chunk-data
+	 * smuggling trick ("3\r\nabcXY5\r\n...") otherwise passes. */
+	if ((ll->flags & F_CHUNKED) && ll->content_length == 0) {
+		p->crlf_left = 2;
+		if (crlf_check(p, at + len, (size_t)(p->feed_end - (at + len))))
+			return HPE_USER;
+	}
+	return 0;
+}
+
+/* A span of a chunk extension's name or value (requests): counted, all
+ * chunks of the message together. */
+static int on_chunk_ext(llhttp_t *ll, const char *at, size_t len)
+{
+	struct http_parser *p = PARSER(ll);
+	(void)at;
+	p->chunk_ext += len;
+	if (p->chunk_ext > LIMIT_MAX_CHUNK_EXT_BYTES)
+		return fail(p, HTTP_ERR_SYNTAX, "chunk extensions too long");
 	return 0;
 }
 
@@ -618,6 +824,10 @@ struct http_parser *http_parser_new(enum http_kind kind, size_t max_header_bytes
 	p->settings.on_headers_complete = on_headers_complete;
 	p->settings.on_body = on_body;
 	p->settings.on_message_complete = on_message_complete;
+	if (kind == HTTP_KIND_REQUEST) {
+		p->settings.on_chunk_extension_name = on_chunk_ext;
+		p->settings.on_chunk_extension_value = on_chunk_ext;
+	}
 	llhttp_init(&p->ll, kind == HTTP_KIND_REQUEST ? HTTP_REQUEST : HTTP_RESPONSE,
 	            &p->settings);
 	p->ll.data = p;
@@ -658,6 +868,8 @@ void http_parser_reset(struct http_parser *p)
 	p->started = p->done = 0;
 	p->err = HTTP_ERR_NONE;
 	p->reason = NULL;
+	p->crlf_left = 0;
+	p->chunk_ext = 0;
 	if (p->ll.error == HPE_PAUSED) /* llhttp_get_errno(), without the call */
 		llhttp_resume(&p->ll);
 }
@@ -681,6 +893,9 @@ enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, siz
 		return HTTP_PARSE_ERROR;
 	if (p->done)
 		return HTTP_PARSE_DONE; /* still the last message: reset first */
+	/* The rest of a chunk's CRLF, cut by the end of the last feed. */
+	if (p->crlf_left && crlf_check(p, data, len))
+		return HTTP_PARSE_ERROR;
 	p->feed_end = data + len;
 	llhttp_errno_t e = llhttp_execute(&p->ll, data, len);
 	if (e == HPE_OK) {
@@ -691,10 +906,22 @@ enum http_parse_rc http_parser_feed(struct http_parser *p, const char *data, siz
 		*consumed = (size_t)(llhttp_get_error_pos(&p->ll) - data);
 		return HTTP_PARSE_DONE;
 	}
+	if (p->err == HTTP_ERR_NONE && e == HPE_INVALID_VERSION && p->kind == HTTP_KIND_REQUEST &&
+	    strcmp(ll_reason(p), "Invalid HTTP version") == 0) {
+		/* "HTTP/1.2", "HTTP/3.0": digits llhttp reads, a version it
+		 * does not know. A malformed one ("HTTP/1.x": "Invalid minor
+		 * version") stays a 400, as in nginx. */
+		p->err = HTTP_ERR_VERSION;
+		p->reason = "HTTP version not supported";
+	}
 	if (p->err == HTTP_ERR_NONE) {
 		p->err = HTTP_ERR_SYNTAX;
 		p->reason = ll_reason(p);
 	}
+	/* A request refused inside its head still says its method (for the
+	 * log) once its request line was read. */
+	if (p->kind == HTTP_KIND_REQUEST && !p->msg.method && p->msg.url_done)
+		p->msg.method = llhttp_method_name((llhttp_method_t)p->ll.method);
 	return HTTP_PARSE_ERROR;
 }
 
@@ -792,6 +1019,16 @@ void http_url_path(char *dst, size_t cap, const char *url)
 		n = cap - 1;
 	memcpy(dst, url, n);
 	dst[n] = '\0';
+}
+
+int http_msg_repeated(const struct http_msg *m, enum http_hdr_id id)
+{
+	return id > HH_OTHER && id < HH__COUNT && (m->repeated >> id & 1u);
+}
+
+uint32_t http_msg_repeats(const struct http_msg *m)
+{
+	return m->repeated;
 }
 
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i)

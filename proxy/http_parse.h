@@ -7,6 +7,17 @@
  * body is not stored: it goes to the on_body callback, and the caller moves
  * it where it belongs. Parsing stops (pauses) after each complete message so
  * a keep-alive connection handles one request at a time.
+ *
+ * Strict where RFC 9112 says a server MUST refuse (requests; responses
+ * keep llhttp's rules): a header line with an empty name; a second Host or
+ * a Host that is not a uri-host[:port] (§3.2; a missing one is the
+ * caller's to refuse, conn.c); chunk data not followed by CRLF (§7.1); a version other than
+ * HTTP/1.0 and HTTP/1.1 (HTTP_ERR_VERSION: 505, as nginx answers a major
+ * version above 1). Chunk extensions, never forwarded (the body goes on
+ * with a Content-Length of its own), are bounded by
+ * LIMIT_MAX_CHUNK_EXT_BYTES per message. An absolute-form target
+ * (`POST http://host:port/mcp`, §3.2.2) reads as its origin form
+ * (`/mcp`), and its authority stands for Host, whatever Host said.
  */
 #ifndef MCPWARDEN_HTTP_PARSE_H
 #define MCPWARDEN_HTTP_PARSE_H
@@ -30,6 +41,7 @@ enum http_parse_err {
 	HTTP_ERR_HEADERS_TOO_BIG, /* 431 */
 	HTTP_ERR_BODY_TOO_BIG,  /* 413 (set by a callback returning -2) */
 	HTTP_ERR_CALLBACK,      /* a callback refused */
+	HTTP_ERR_VERSION,       /* 505: a request not in HTTP/1.0 or HTTP/1.1 */
 };
 
 struct http_msg;
@@ -73,9 +85,13 @@ const struct http_msg *http_parser_msg(const struct http_parser *p);
 const char *http_msg_method(const struct http_msg *m);   /* "GET", "POST"… */
 /* The methods the proxy acts on, known from the parse, so that asking
  * "is it a POST?" several times per call compares no string. */
-enum http_method_id { HM_OTHER = 0, HM_GET, HM_HEAD, HM_POST, HM_PUT, HM_PATCH, HM_DELETE };
+enum http_method_id {
+	HM_OTHER = 0, HM_GET, HM_HEAD, HM_POST, HM_PUT, HM_PATCH, HM_DELETE, HM_CONNECT
+};
 enum http_method_id http_msg_method_id(const struct http_msg *m);
-const char *http_msg_url(const struct http_msg *m);      /* request-target */
+/* The request-target; an absolute-form one in its origin form ("/" when
+ * it had no path). */
+const char *http_msg_url(const struct http_msg *m);
 int http_msg_status(const struct http_msg *m);
 int http_msg_version(const struct http_msg *m);          /* 10 or 11 */
 /* Keep-alive as llhttp decides from version and Connection. */
@@ -120,6 +136,13 @@ enum http_hdr_id http_hdr_id(const char *name, size_t len);
 /* The first header of that id (not HH_OTHER), NUL-terminated, or NULL:
  * http_msg_header without comparing a single letter. */
 const char *http_msg_get(const struct http_msg *m, enum http_hdr_id id);
+/* Whether more than one header of that id came (requests and responses
+ * alike; a second Host in a request is refused by the parser itself).
+ * Which repeats matter is the caller's call: the proxy refuses those of
+ * headers it decides on (conn.c). */
+int http_msg_repeated(const struct http_msg *m, enum http_hdr_id id);
+/* All of them at once: bit id set when that id repeated. */
+uint32_t http_msg_repeats(const struct http_msg *m);
 /* The id of the i-th header (HH_OTHER past the end). */
 enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i);
 /* What the hop-by-hop filters need of the Connection header: its value

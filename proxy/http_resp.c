@@ -39,6 +39,7 @@ const char *http_resp_reason(int status)
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
 	default: return status < 200 ? "Informational" : status < 300 ? "Success"
 	              : status < 400 ? "Redirection" : status < 500 ? "Client Error"
 	                                                           : "Server Error";
@@ -220,15 +221,22 @@ int http_hop_by_hop(const char *name, size_t len, const char *connection)
 int http_resp_json(struct evbuffer *out, int version, int status, const json_t *body,
                    int keep_alive)
 {
+	return http_resp_json_with(out, version, status, NULL, body, keep_alive);
+}
+
+int http_resp_json_with(struct evbuffer *out, int version, int status, const char *extra,
+                        const json_t *body, int keep_alive)
+{
 	char *s = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!s)
 		return -1;
 	size_t n = strlen(s);
 	int rc = http_resp_status_line(out, version, status);
 	if (rc == 0 && evbuffer_add_printf(out,
-	                                   "Content-Type: application/json\r\n"
+	                                   "%sContent-Type: application/json\r\n"
 	                                   "Content-Length: %zu\r\n%s\r\n",
-	                                   n + 1, keep_alive ? "" : "Connection: close\r\n") < 0)
+	                                   extra ? extra : "", n + 1,
+	                                   keep_alive ? "" : "Connection: close\r\n") < 0)
 		rc = -1;
 	if (rc == 0 && (evbuffer_add(out, s, n) || evbuffer_add(out, "\n", 1)))
 		rc = -1;

@@ -60,5 +60,9 @@ int http_hop_by_hop_id(enum http_hdr_id id, const char *name, size_t len,
  * Connection: close unless keep_alive. Returns 0 or -1. */
 int http_resp_json(struct evbuffer *out, int version, int status, const json_t *body,
                    int keep_alive);
+/* The same with extra header lines ("Name: value\r\n"..., NULL: none)
+ * after the status line (a 405's Allow). */
+int http_resp_json_with(struct evbuffer *out, int version, int status, const char *extra,
+                        const json_t *body, int keep_alive);
 
 #endif

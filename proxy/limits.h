@@ -14,6 +14,14 @@
 #define LIMIT_MAX_HEADER_BYTES      (32u * 1024)
 /* Most header fields in one message (not configurable: 431 past it). */
 #define LIMIT_MAX_HEADERS           100
+/* Chunk-extension bytes in one request body, all chunks together (not
+ * configurable: 400 past it). They mean nothing to the proxy and are never
+ * forwarded (the body goes upstream with a Content-Length of its own); no
+ * MCP client sends any. Unbounded, they let a client make the proxy read
+ * any number of bytes per body byte (one-byte chunks, long extensions:
+ * neither max_body_bytes nor max_header_bytes counts them), the hole of
+ * Node.js's CVE-2024-22019; per message, not per chunk, for that reason. */
+#define LIMIT_MAX_CHUNK_EXT_BYTES   1024
 /* limits.max_sse_event_bytes: one SSE block from the upstream. */
 #define LIMIT_MAX_SSE_EVENT_BYTES   (8u * 1024 * 1024)
 /* limits.max_connections: open client connections; accept pauses past it. */

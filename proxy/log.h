@@ -22,7 +22,12 @@ int log_level_parse(const char *s, enum log_level *out);
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* The one access-log line per HTTP request. Strings may be NULL. */
+/* The one access-log line per HTTP request, also for a request refused
+ * before any adapter saw it (conn.c: 400, 405, 408, 413, 431, 503, 505),
+ * so every such line has the same fields: in JSON every key is there
+ * (null when unknown), in text the same order with "-" for an unknown
+ * method or path. Strings may be NULL; note is a static reason, never
+ * bytes the client sent. */
 struct log_access {
 	unsigned long long conn_id;
 	const char *client;      /* "ip:port" */

@@ -28,6 +28,9 @@
  *  3. Bounds: the header block never needs more than the cap (checked as
  *     the sum of URL, names and values, each with its NUL), and there are
  *     never more complete messages than input bytes (progress).
+ *  4. Strictness (issue 17): no header name is empty; a request has at
+ *     most one Host, in HTTP/1.0 or HTTP/1.1, and its target is never an
+ *     http(s) absolute form (that reads as its origin form).
  *
  * Built with libFuzzer (make fuzz-run FUZZ=http_request) or with
  * tests/fuzz/replay.c to replay the corpus (make fuzz).
@@ -131,6 +134,15 @@ static int tchar_eq(char a, char b)
 	return lower(a) == lower(b);
 }
 
+/* Whether s begins with the lowercase prefix, in any case. */
+static int lower_prefix(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (lower(*s) != *prefix)
+			return 0;
+	return 1;
+}
+
 /* Checks the message's invariants and logs what on_headers sees. */
 static void check_and_log_msg(struct frun *r, const struct http_msg *m)
 {
@@ -148,10 +160,13 @@ static void check_and_log_msg(struct frun *r, const struct http_msg *m)
 	/* The block holds "url\0" for requests only. */
 	if (FUZZ_KIND == HTTP_KIND_REQUEST)
 		block += strlen(http_msg_url(m)) + 1;
+	size_t hosts = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *name, *value;
 		size_t nl, vl;
 		CHECK(http_msg_header_at(m, i, &name, &nl, &value, &vl) == 0);
+		CHECK(nl > 0);
+		hosts += http_msg_header_id(m, i) == HH_HOST;
 		CHECK(name[nl] == '\0');
 		CHECK(value[vl] == '\0');
 		CHECK(vl == 0 || (value[vl - 1] != ' ' && value[vl - 1] != '\t'));
@@ -182,6 +197,12 @@ static void check_and_log_msg(struct frun *r, const struct http_msg *m)
 		}
 	}
 	CHECK(block <= (r->conf->max_hdr ? r->conf->max_hdr : LIMIT_MAX_HEADER_BYTES));
+	if (FUZZ_KIND == HTTP_KIND_REQUEST) {
+		const char *u = http_msg_url(m);
+		CHECK(hosts <= 1);
+		CHECK(http_msg_version(m) == 10 || http_msg_version(m) == 11);
+		CHECK(!lower_prefix(u, "http://") && !lower_prefix(u, "https://"));
+	}
 	CHECK(http_msg_header_at(m, n, &(const char *){NULL}, &(size_t){0}, &(const char *){NULL},
 	                         &(size_t){0}) == -1);
 }

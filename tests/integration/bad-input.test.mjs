@@ -100,6 +100,86 @@ describe('bad input, one upstream (flags), healthy neighbour on the same upstrea
     });
   }
 
+  // Issue 17: framing tricks answered by the HTTP layer, never forwarded.
+  // Each carries its own X-Marker; the relay must not see it.
+  const framing = [
+    { name: 'a header line with an empty name', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\n: v\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}` },
+    { name: 'two Host headers', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}` },
+    { name: 'no Host in an HTTP/1.1 request', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nX-Marker: ${m}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}` },
+    { name: 'an HTTP/2.0 request line', status: 505,
+      raw: (p, m) => `POST /mcp HTTP/2.0\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}` },
+    { name: 'chunk data without its CRLF', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XY0\r\n\r\n` },
+    { name: '100 KiB of chunk extensions', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2;${'e'.repeat(100 * 1024)}\r\n{}\r\n0\r\n\r\n` },
+    { name: 'two different Mcp-Session-Id', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\nMcp-Session-Id: a\r\nMcp-Session-Id: b\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}` },
+    { name: 'the same Mcp-Session-Id twice', status: 400,
+      raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\nMcp-Session-Id: a\r\nmcp-session-id: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}` },
+    ...[['MCP-Protocol-Version', '2025-06-18', '2026-07-28'], ['Authorization', 'Bearer a', 'Bearer b'],
+      ['Origin', `http://127.0.0.1`, 'http://evil.example'], ['Content-Type', 'application/json', 'text/plain']]
+      .map(([h, v1, v2]) => ({
+        name: `two ${h} headers`, status: 400,
+        raw: (p, m) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\n${h}: ${v1}\r\n${h}: ${v2}\r\n${h === 'Content-Type' ? '' : 'Content-Type: application/json\r\n'}Content-Length: 2\r\n\r\n{}`,
+      })),
+    { name: 'CONNECT', status: 405, allow: true,
+      raw: (p, m) => `CONNECT 127.0.0.1:${p} HTTP/1.1\r\nHost: 127.0.0.1:${p}\r\nX-Marker: ${m}\r\n\r\n` },
+  ];
+  for (const [i, f] of framing.entries()) {
+    test(`i17 framing: ${f.name} → ${f.status}, never forwarded, connection closed`, T, async () => {
+      const marker = `i17-framing-${i}`;
+      const c = await openRaw(warden.port);
+      try {
+        await c.write(f.raw(warden.port, marker));
+        const res = await c.readResponse({ timeout: 3000 });
+        assert.equal(res.status, f.status, `${res.head}\n${res.text}`);
+        assert.equal(JSON.parse(res.text).error.code, -32600, res.text);
+        if (f.allow) assert.ok('allow' in res.headers, `405 without Allow:\n${res.head}`);
+        assert.ok(await c.waitClosed(3000), 'the connection must close after a refused head');
+      } finally {
+        c.close();
+      }
+      assert.ok(!relay.received.some((r) => r.headers['x-marker'] === marker), `${f.name} reached the upstream`);
+      await healthy.minCallsAfter(1);
+    });
+  }
+
+  test('i17 half-close: a client that shuts its side after a whole request still gets its answer, then the close', T, async () => {
+    const c = await openRaw(warden.port);
+    try {
+      await c.write(postBytes(warden.port, JSON.stringify(rpc('half-1', 'ping', {})),
+        [['X-Test-Mode', 'late-json'], ['X-Test-Delay-Ms', '300']])); // under --request-timeout 500
+      const rec = await relay.waitRequest((r) => r.body.includes('"half-1"'));
+      c.sock.end(); // FIN: nothing more to send, still reading
+      let res = await c.readResponse({ timeout: 5000 });
+      // The proxy saw the FIN before the answer: its 100 says so (a client
+      // that had closed would answer it with a reset).
+      assert.equal(res.status, 100, res.head);
+      res = await c.readResponse({ timeout: 5000 });
+      assert.equal(res.status, 200, res.head);
+      assert.equal(JSON.parse(res.text).id, 'half-1', res.text);
+      assert.equal(res.headers.connection, 'close', res.head);
+      assert.ok(await c.waitClosed(3000), 'closed after the answer');
+      assert.ok(rec.responseDone, 'the upstream answered');
+    } finally {
+      c.close();
+    }
+  });
+
+  test('i17 half-close: a client that closes after a whole request still cancels the upstream at once', T, async () => {
+    const c = await openRaw(warden.port);
+    await c.write(postBytes(warden.port, JSON.stringify(rpc('closer-1', 'ping', {})), [['X-Test-Mode', 'silent']]));
+    const rec = await relay.waitRequest((r) => r.body.includes('"closer-1"'));
+    const t0 = Date.now();
+    c.close(); // close(2): FIN, and a reset for whatever comes after
+    assert.ok(await relay.closed(rec, 1500), 'the upstream request must be closed when its client is gone');
+    // At once, not at --request-timeout (500 ms after the request).
+    assert.ok(rec.socketClosedAt - t0 < 250, `closed ${rec.socketClosedAt - t0} ms after the client left`);
+  });
+
   test(`body over --max-body ${MAX_BODY} (Content-Length) → 413`, T, async () => {
     const big = JSON.stringify(rpc('big-1', 'tools/call', { name: 'echo', arguments: { message: 'B'.repeat(2000) } }));
     const res = await rawExchange(warden.port, postBytes(warden.port, big));
@@ -357,5 +437,74 @@ describe('upstream failures below HTTP (config, several upstreams), healthy neig
     assert.ok(r.calls >= 10, `only ${r.calls} healthy calls`);
     assert.ok(!warden.proc.stderr.includes('secret'), warden.proc.stderr);
     assert.ok(!warden.proc.stderr.includes('token=abc'), warden.proc.stderr);
+  });
+});
+
+// Issue 17, logs: every request-level line has one shape, refusals made
+// before any adapter saw the request included, with a status and a reason;
+// numbers carry no float noise.
+describe('i17 access lines: one shape, a reason for every refusal, no float noise', () => {
+  let peer;
+  const wardens = {};
+
+  before(async () => {
+    peer = await startScriptedPeer({ mode: 'json', name: 'logs' });
+    for (const format of ['json', 'text']) {
+      const wp = await freePort();
+      wardens[format] = await startWarden(wp, ['--listen', `127.0.0.1:${wp}`, '--upstream', peer.url,
+        '--log-format', format, '--max-body', String(MAX_BODY)]);
+    }
+  }, T);
+
+  after(async () => {
+    await peer?.close();
+  });
+
+  // Each: bytes, the status, what the reason says.
+  const refusals = (port) => [
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n: v\r\nContent-Length: 2\r\n\r\n{}`, 400, /empty header field name/],
+    [`POST /mcp HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}`, 400, /missing Host/],
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nMcp-Session-Id: a\r\nMcp-Session-Id: b\r\nContent-Length: 2\r\n\r\n{}`, 400, /repeated Mcp-Session-Id/],
+    [`GET /mcp HTTP/2.0\r\nHost: 127.0.0.1:${port}\r\n\r\n`, 505, /HTTP\/1\.0 and HTTP\/1\.1/],
+    [`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`, 405, /not a forward proxy/],
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Big: ${'b'.repeat(40000)}\r\n\r\n`, 431, /./],
+    [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 999999\r\n\r\n`, 413, /max_body_bytes/],
+    [`THIS IS NOT HTTP\r\n\r\n`, 400, /./],
+  ];
+
+  test('JSON: refusals and answered requests are lines of the same keys, each with status and reason', T, async () => {
+    const w = wardens.json;
+    for (const [bytes, status] of refusals(w.port)) {
+      const res = await rawExchange(w.port, bytes);
+      assert.equal(res.status, status, res.head);
+    }
+    const ok = await postJson(w.url, { jsonrpc: '2.0', id: 'log-ok', method: 'ping' });
+    assert.equal(ok.status, 200);
+    await w.proc.waitForStderr(/"rpc_method":"ping"/);
+    const lines = w.proc.stderr.split('\n').filter((l) => l.includes('"msg":"request"'));
+    const objs = lines.map((l) => JSON.parse(l));
+    const keys = JSON.stringify(Object.keys(objs.find((o) => o.rpc_method === 'ping')));
+    for (const [, status, why] of refusals(w.port)) {
+      const o = objs.find((x) => x.status === status && why.test(x.note ?? ''));
+      assert.ok(o, `no access line with status ${status} and a reason matching ${why}:\n${lines.join('\n')}`);
+      assert.equal(JSON.stringify(Object.keys(o)), keys, `a refusal's line has other keys: ${JSON.stringify(o)}`);
+      assert.equal(typeof o.latency_ms, 'number');
+      assert.equal(o.client.startsWith('127.0.0.1:'), true);
+    }
+    // Never a raw header value or body byte in the log.
+    assert.ok(!w.proc.stderr.includes('bbbbbbbb'), 'a header value was logged');
+    // Fixed precision: whole microseconds at most, never 17 digits of noise.
+    for (const l of lines) {
+      const m = /"latency_ms":([0-9.e+-]+)/.exec(l);
+      assert.ok(m && /^\d+(\.\d{1,3})?$/.test(m[1]), `latency with noise: ${l}`);
+    }
+  });
+
+  test('text: a refusal is an access line like any other, with its reason', T, async () => {
+    const w = wardens.text;
+    const res = await rawExchange(w.port, refusals(w.port)[0][0]);
+    assert.equal(res.status, 400);
+    await w.proc.waitForStderr(/ -> 400 .*note=/);
+    assert.match(w.proc.stderr, /info  #\d+ 127\.0\.0\.1:\d+ POST \/mcp -> 400 \d+\.\dms in=\d+ out=\d+ note=empty header field name/);
   });
 });

@@ -7,7 +7,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from './lib/ports.mjs';
 import { startWarden, stopAll } from './lib/procs.mjs';
-import { postJson } from './lib/http.mjs';
+import { postJson, rawExchange, rawRequestBytes } from './lib/http.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
 
@@ -55,6 +55,42 @@ describe('Host and Origin checks', () => {
     assert.equal((await postJson(loop.url, ping)).status, 200);
     assert.equal((await postJson(loop.url, ping, { headers: { Origin: `http://127.0.0.1:${loop.port}` } })).status, 200);
     assert.equal((await postJson(loop.url, ping, { headers: { Host: `localhost:${loop.port}` } })).status, 200);
+  });
+
+  // Issue 17: the Host checks of RFC 9112 come before the allow-list.
+  const raw = (w, target, headers, id) => {
+    const body = JSON.stringify({ ...ping, id });
+    return rawExchange(w.port, rawRequestBytes(`POST ${target} HTTP/1.1`, [...headers,
+      ['Content-Type', 'application/json'], ['Accept', 'application/json, text/event-stream'],
+      ['Content-Length', String(Buffer.byteLength(body))]], body));
+  };
+  const reached = (id) => peer.received.some((r) => r.body.includes(`"id":"${id}"`));
+
+  test('i17: an HTTP/1.1 request without Host is 400 (RFC 9112 §3.2), not the allow-list\'s 403', T, async () => {
+    const res = await raw(loop, '/mcp', [], 'nohost-1');
+    assert.equal(res.status, 400, res.head);
+    assert.match(JSON.parse(res.text).error.message, /missing Host/);
+    assert.ok(!reached('nohost-1'), 'forwarded');
+  });
+
+  test('i17: an absolute-form target naming the proxy is served as its path', T, async () => {
+    const res = await raw(loop, `http://127.0.0.1:${loop.port}/mcp`, [['Host', `127.0.0.1:${loop.port}`]], 'abs-1');
+    assert.equal(res.status, 200, `${res.head}\n${res.text}`);
+    assert.equal(JSON.parse(res.text).id, 'abs-1');
+    const rec = peer.received.find((r) => r.body.includes('"id":"abs-1"'));
+    assert.equal(rec.url, new URL(peer.url).pathname, 'the upstream gets its own origin-form target');
+  });
+
+  test('i17: the absolute-form authority is what the Host allow-list judges, not Host', T, async () => {
+    // RFC 9112 §3.2.2: the received Host is ignored.
+    const evil = await raw(loop, 'http://evil.example.com/mcp', [['Host', `127.0.0.1:${loop.port}`]], 'abs-2');
+    assert.equal(evil.status, 403, evil.head);
+    assert.equal(JSON.parse(evil.text).error.message, 'Host not allowed');
+    assert.ok(!reached('abs-2'), 'forwarded');
+    const ok = await raw(loop, `http://localhost:${loop.port}/mcp`, [['Host', 'evil.example.com']], 'abs-3');
+    assert.equal(ok.status, 200, ok.head);
+    const listedOk = await raw(listed, 'http://mcp.staging.example/mcp', [['Host', '127.0.0.1']], 'abs-4');
+    assert.equal(listedOk.status, 200, listedOk.head);
   });
 
   test('configured hosts and origins replace the loopback default', T, async () => {

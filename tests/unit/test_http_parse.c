@@ -652,11 +652,14 @@ static void test_header_lookup_matches_scan(void **state)
 	for (int round = 0; round < 2000; round++) {
 		char req[4096];
 		size_t len = (size_t)snprintf(req, sizeof(req), "GET / HTTP/1.1\r\n");
-		int nh = (int)(rand_r(&seed) % 12);
+		int nh = (int)(rand_r(&seed) % 12), hosts = 0;
 		for (int h = 0; h < nh; h++) {
 			char name[64];
 			const char *base = names[rand_r(&seed) % nn];
 			size_t k;
+			/* A second Host is refused (test_regress_i17_repeated_host). */
+			if (base == names[0] && hosts++)
+				base = "X-Other";
 			for (k = 0; base[k]; k++)
 				name[k] = (char)(rand_r(&seed) % 2 ? toupper((unsigned char)base[k])
 				                                   : tolower((unsigned char)base[k]));
@@ -1551,6 +1554,229 @@ static void test_list_tokens(void **state)
 	assert_null(http_list_token(&c, &n));
 }
 
+/* ---- issue 17: strict where RFC 9112 says MUST --------------------------- */
+
+/* Runs in whole and every split, and expects the same log. */
+static void expect_log(enum http_kind kind, const char *in, const char *want)
+{
+	struct run *t = run_new(kind);
+	run_whole(t, in);
+	if (strcmp(t->log, want) != 0)
+		print_error("input %s\n", in);
+	assert_string_equal(t->log, want);
+	check_every_split(t, in);
+	free(t);
+}
+
+/* ": v" was kept as a header with an empty name and forwarded. */
+static void test_regress_i17_empty_header_name(void **state)
+{
+	(void)state;
+	expect_log(HTTP_KIND_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\n: v\r\n\r\n", "error=1");
+	expect_log(HTTP_KIND_REQUEST, "GET / HTTP/1.1\r\n: v\r\nHost: a\r\n\r\n", "error=1");
+	expect_log(HTTP_KIND_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\n:\r\n\r\n", "error=1");
+	expect_log(HTTP_KIND_RESPONSE, "HTTP/1.1 200 OK\r\n: v\r\nContent-Length: 0\r\n\r\n",
+	           "error=1");
+}
+
+/* Two Host lines (same value or not) were both accepted (RFC 9112 §3.2:
+ * 400); so was a Host that is not a uri-host[:port]. */
+static void test_regress_i17_repeated_host(void **state)
+{
+	(void)state;
+	expect_log(HTTP_KIND_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "error=1");
+	expect_log(HTTP_KIND_REQUEST, "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nhost: a\r\n\r\n",
+	           "error=1");
+	static const char *const bad[] = {"a b", "a/b", "a@b", "a?b", "caf\xc3\xa9", "a\x01", "a\\b"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char in[128];
+		snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", bad[i]);
+		expect_log(HTTP_KIND_REQUEST, in, "error=1");
+	}
+	/* Names, addresses, ports: fine; so is an empty value (no authority). */
+	expect_log(HTTP_KIND_REQUEST,
+	           "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\nGET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	           "GET / HTTP/1.1\r\nHost: mcp.example-1.com:443\r\n\r\nGET / HTTP/1.1\r\nHost:\r\n\r\n",
+	           "{GET / v11 ka1 cl-1 [Host=[::1]:8080] body=}{GET / v11 ka1 cl-1 [Host=127.0.0.1] body=}"
+	           "{GET / v11 ka1 cl-1 [Host=mcp.example-1.com:443] body=}{GET / v11 ka1 cl-1 [Host=] body=}");
+	/* A response's Host is not looked at. */
+	expect_log(HTTP_KIND_RESPONSE, "HTTP/1.1 204 No Content\r\nHost: a\r\nHost: b\r\n\r\n",
+	           "{204 v11 ka1 cl-1 [Host=a][Host=b] body=}");
+}
+
+/* Repeats of every known name are noted for the caller, which refuses
+ * those it decides on (conn.c); unknown names are not tracked. */
+static void test_regress_i17_repeated_known_headers(void **state)
+{
+	(void)state;
+	static const char req[] = "POST / HTTP/1.1\r\nHost: a\r\nMcp-Session-Id: s1\r\nX-A: 1\r\n"
+	                          "Authorization: Bearer t\r\nmcp-session-id: s2\r\nX-A: 2\r\n"
+	                          "Content-Type: application/json\r\nContent-Length: 0\r\n\r\n";
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &(struct run){0});
+	size_t used;
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	const struct http_msg *m = http_parser_msg(p);
+	assert_true(http_msg_repeated(m, HH_MCP_SESSION_ID));
+	assert_false(http_msg_repeated(m, HH_AUTHORIZATION));
+	assert_false(http_msg_repeated(m, HH_HOST));
+	assert_false(http_msg_repeated(m, HH_CONTENT_TYPE));
+	assert_false(http_msg_repeated(m, HH_OTHER));
+	assert_false(http_msg_repeated(m, HH__COUNT));
+	assert_int_equal(http_msg_repeats(m), 1u << HH_MCP_SESSION_ID);
+	assert_string_equal(http_msg_get(m, HH_MCP_SESSION_ID), "s1");
+	/* Cleared by a reset. */
+	http_parser_reset(p);
+	static const char next[] = "GET / HTTP/1.1\r\nHost: a\r\nMcp-Session-Id: s1\r\n\r\n";
+	assert_int_equal(http_parser_feed(p, next, strlen(next), &used), HTTP_PARSE_DONE);
+	assert_false(http_msg_repeated(http_parser_msg(p), HH_MCP_SESSION_ID));
+	assert_int_equal(http_msg_repeats(http_parser_msg(p)), 0);
+	http_parser_free(p);
+}
+
+/* HTTP/2.0 and HTTP/0.9 request lines were accepted (llhttp parses
+ * them); HTTP/1.2 was a plain 400. All are HTTP_ERR_VERSION (505) now; a
+ * malformed version stays a syntax error. */
+static void test_regress_i17_version(void **state)
+{
+	(void)state;
+	static const char *const unsupported[] = {"HTTP/2.0", "HTTP/0.9", "HTTP/1.2", "HTTP/3.0"};
+	for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+		char in[128];
+		snprintf(in, sizeof(in), "POST /mcp %s\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}",
+		         unsupported[i]);
+		expect_log(HTTP_KIND_REQUEST, in, "error=5");
+	}
+	static const char *const malformed[] = {"HTTP/1.x", "HTTP/1", "HTTP/x.1"};
+	for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
+		char in[128];
+		snprintf(in, sizeof(in), "GET / %s\r\nHost: a\r\n\r\n", malformed[i]);
+		expect_log(HTTP_KIND_REQUEST, in, "error=1");
+	}
+	expect_log(HTTP_KIND_REQUEST, "GET / HTTP/1.0\r\n\r\n", "{GET / v10 ka0 cl-1  body=}");
+	/* Responses keep llhttp's rules. */
+	expect_log(HTTP_KIND_RESPONSE, "HTTP/2.0 204 No Content\r\n\r\n",
+	           "{204 v20 ka0 cl-1  body=}");
+}
+
+/* Chunk data not followed by CRLF: llhttp skipped the two bytes unread,
+ * so "3\r\nabcXY5\r\nhello\r\n0\r\n\r\n" was the body "abchello". */
+static void test_regress_i17_chunk_data_crlf(void **state)
+{
+	(void)state;
+	static const char *const bodies[] = {
+		"3\r\nabcXY5\r\nhello\r\n0\r\n\r\n",
+		"3\r\nabc\nX5\r\nhello\r\n0\r\n\r\n",
+		"3\r\nabc\r\r0\r\n\r\n",
+		"3\r\nabc\n\r\n0\r\n\r\n",
+		"3\r\nabc0\r\n\r\n",
+	};
+	for (int kind = 0; kind < 2; kind++) {
+		for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+			char in[256];
+			snprintf(in, sizeof(in), "%s\r\nTransfer-Encoding: chunked\r\n\r\n%s",
+			         kind == 0 ? "POST / HTTP/1.1\r\nHost: a" : "HTTP/1.1 200 OK", bodies[i]);
+			expect_log(kind == 0 ? HTTP_KIND_REQUEST : HTTP_KIND_RESPONSE, in, "error=1");
+		}
+	}
+	/* Well-formed chunks, with a short extension, still pass. */
+	expect_log(HTTP_KIND_REQUEST,
+	           "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+	           "3;x=1\r\nabc\r\n5\r\nhello\r\n0\r\n\r\n",
+	           "{POST / v11 ka1 cl-1 [Host=a][Transfer-Encoding=chunked] body=abchello}");
+}
+
+/* 100 KiB of chunk extensions were read and dropped: now bounded per
+ * message, all chunks together (LIMIT_MAX_CHUNK_EXT_BYTES). */
+static void test_regress_i17_chunk_extensions_bounded(void **state)
+{
+	(void)state;
+	static const char head[] = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+	size_t cap = 4096 + 2 * LIMIT_MAX_CHUNK_EXT_BYTES;
+	char *in = malloc(cap);
+	assert_non_null(in);
+
+	/* One long extension name. */
+	size_t n = (size_t)snprintf(in, cap, "%s1;", head);
+	memset(in + n, 'e', LIMIT_MAX_CHUNK_EXT_BYTES + 1);
+	n += LIMIT_MAX_CHUNK_EXT_BYTES + 1;
+	n += (size_t)snprintf(in + n, cap - n, "\r\nx\r\n0\r\n\r\n");
+	struct run *r = run_new(HTTP_KIND_REQUEST);
+	run_feed(r, in, n, NULL, 0);
+	assert_string_equal(r->log, "error=1");
+	/* The same bytes cut in two inside the name. */
+	size_t cut[1] = {sizeof(head) + 100};
+	run_feed(r, in, n, cut, 1);
+	assert_string_equal(r->log, "error=1");
+
+	/* Many small ones, each fine alone, over the cap together. */
+	n = (size_t)snprintf(in, cap, "%s", head);
+	for (size_t i = 0; i * 6 <= LIMIT_MAX_CHUNK_EXT_BYTES; i++) /* 6 bytes each */
+		n += (size_t)snprintf(in + n, cap - n, "1;ab=cdef\r\nx\r\n");
+	n += (size_t)snprintf(in + n, cap - n, "0\r\n\r\n");
+	run_feed(r, in, n, NULL, 0);
+	assert_string_equal(r->log, "error=1");
+
+	/* Just at the cap: accepted (name and value bytes count). */
+	n = (size_t)snprintf(in, cap, "%s1;", head);
+	memset(in + n, 'e', LIMIT_MAX_CHUNK_EXT_BYTES - 1);
+	n += LIMIT_MAX_CHUNK_EXT_BYTES - 1;
+	n += (size_t)snprintf(in + n, cap - n, "=v\r\nx\r\n0\r\n\r\n");
+	run_feed(r, in, n, NULL, 0);
+	assert_string_equal(r->log, "{POST / v11 ka1 cl-1 [Host=a][Transfer-Encoding=chunked] body=x}");
+	/* The count starts again with the next message. */
+	memcpy(in + n, in, n);
+	run_feed(r, in, 2 * n, NULL, 0);
+	assert_int_equal(r->messages, 2);
+	free(r);
+	free(in);
+}
+
+/* An absolute-form target ("POST http://host:port/mcp", which servers
+ * MUST accept) was kept as is, so no path matched (404). It reads as its
+ * origin form, and its authority replaces Host. */
+static void test_regress_i17_absolute_form(void **state)
+{
+	(void)state;
+	expect_log(HTTP_KIND_REQUEST,
+	           "POST http://127.0.0.1:8080/mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+	           "Content-Length: 2\r\n\r\n{}",
+	           "{POST /mcp?x=1 v11 ka1 cl2 [Host=127.0.0.1:8080][Content-Length=2] body={}}");
+	/* RFC 9112 §3.2.2: the received Host is ignored. */
+	expect_log(HTTP_KIND_REQUEST, "GET HTTPS://Mcp.Example/a/b HTTP/1.1\r\nHost: other\r\n\r\n",
+	           "{GET /a/b v11 ka1 cl-1 [Host=Mcp.Example] body=}");
+	/* No path: "/". */
+	expect_log(HTTP_KIND_REQUEST,
+	           "GET http://h:1 HTTP/1.1\r\nHost: h:1\r\n\r\nGET http://h?q=1 HTTP/1.1\r\nHost: h\r\n\r\n",
+	           "{GET / v11 ka1 cl-1 [Host=h:1] body=}{GET /?q=1 v11 ka1 cl-1 [Host=h] body=}");
+	/* HTTP/1.0 without Host: the authority is its Host. */
+	expect_log(HTTP_KIND_REQUEST, "GET http://[::1]:9/x HTTP/1.0\r\nA: b\r\n\r\n",
+	           "{GET /x v10 ka0 cl-1 [A=b][Host=[::1]:9] body=}");
+	/* HTTP/1.1 without Host stays without: the caller refuses it. */
+	expect_log(HTTP_KIND_REQUEST, "GET http://h/x HTTP/1.1\r\n\r\n", "{GET /x v11 ka1 cl-1  body=}");
+	/* No host, userinfo, a host that is not one: 400. */
+	expect_log(HTTP_KIND_REQUEST, "GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", "error=1");
+	expect_log(HTTP_KIND_REQUEST, "GET http://u:p@h/x HTTP/1.1\r\nHost: h\r\n\r\n", "error=1");
+	expect_log(HTTP_KIND_REQUEST, "GET http://h%2f\"/x HTTP/1.1\r\nHost: h\r\n\r\n", "error=1");
+	/* Other forms are left as they are. */
+	expect_log(HTTP_KIND_REQUEST, "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+	           "{OPTIONS * v11 ka1 cl-1 [Host=h] body=}");
+	expect_log(HTTP_KIND_REQUEST, "GET ftp://h/x HTTP/1.1\r\nHost: h\r\n\r\n",
+	           "{GET ftp://h/x v11 ka1 cl-1 [Host=h] body=}");
+}
+
+/* CONNECT has its id, for the caller's 405. */
+static void test_regress_i17_connect_id(void **state)
+{
+	(void)state;
+	static const char req[] = "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n";
+	struct http_parser *p = http_parser_new(HTTP_KIND_REQUEST, 0, &test_cbs, &(struct run){0});
+	size_t used;
+	assert_int_equal(http_parser_feed(p, req, strlen(req), &used), HTTP_PARSE_DONE);
+	assert_int_equal(http_msg_method_id(http_parser_msg(p)), HM_CONNECT);
+	assert_string_equal(http_msg_url(http_parser_msg(p)), "h:443");
+	http_parser_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1603,6 +1829,14 @@ int main(void)
 		cmocka_unit_test(test_started),
 		cmocka_unit_test(test_regress_feed_after_done_without_reset),
 		cmocka_unit_test(test_regress_upgrade_request_keeps_keep_alive),
+		cmocka_unit_test(test_regress_i17_empty_header_name),
+		cmocka_unit_test(test_regress_i17_repeated_host),
+		cmocka_unit_test(test_regress_i17_repeated_known_headers),
+		cmocka_unit_test(test_regress_i17_version),
+		cmocka_unit_test(test_regress_i17_chunk_data_crlf),
+		cmocka_unit_test(test_regress_i17_chunk_extensions_bounded),
+		cmocka_unit_test(test_regress_i17_absolute_form),
+		cmocka_unit_test(test_regress_i17_connect_id),
 	};
 	return cmocka_run_group_tests_name("http_parse", tests, NULL, NULL);
 }

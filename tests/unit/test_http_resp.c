@@ -469,6 +469,29 @@ static void test_json_parses_back(void **state)
 	json_decref(body);
 }
 
+/* Issue 17: the 505 the HTTP layer now answers has its reason phrase, and
+ * a refusal can carry extra header lines (a 405's Allow). */
+static void test_regress_i17_505_and_extra_lines(void **state)
+{
+	(void)state;
+	assert_string_equal(http_resp_reason(505), "HTTP Version Not Supported");
+	struct evbuffer *b = evbuffer_new();
+	json_t *body = json_pack("{s:i}", "a", 1);
+	assert_int_equal(http_resp_json_with(b, 11, 405, "Allow: \r\n", body, 0), 0);
+	char *s = drain_str(b);
+	assert_string_equal(s, "HTTP/1.1 405 Method Not Allowed\r\nAllow: \r\n"
+	                       "Content-Type: application/json\r\nContent-Length: 8\r\n"
+	                       "Connection: close\r\n\r\n{\"a\":1}\n");
+	free(s);
+	assert_int_equal(http_resp_json_with(b, 11, 505, NULL, body, 0), 0);
+	s = drain_str(b);
+	static const char line[] = "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type:";
+	assert_true(strncmp(s, line, sizeof(line) - 1) == 0);
+	free(s);
+	json_decref(body);
+	evbuffer_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_content_length_line),
 		cmocka_unit_test(test_json_bytes),
 		cmocka_unit_test(test_json_parses_back),
+		cmocka_unit_test(test_regress_i17_505_and_extra_lines),
 	};
 	return cmocka_run_group_tests_name("http_resp", tests, NULL, NULL);
 }
