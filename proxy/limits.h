@@ -59,11 +59,8 @@
 #define LIMIT_SESSLIMIT_ENTRIES     65536
 /* Idle upstream connections kept per upstream. */
 #define LIMIT_POOL_IDLE_PER_UPSTREAM 64
-/* A pooled connection idle for less than this is reused without first
- * peeking at its socket (a syscall per request under load): servers close
- * idle keep-alive connections after seconds, not within a quarter second,
- * and a close that did arrive earlier was already seen by the loop. */
-#define LIMIT_POOL_TRUST_MS 250
+/* (No trust window: a pooled connection is peeked at before every reuse,
+ * however briefly it was idle; see upconn_alive in proxy/upstream.c.) */
 
 /* timeouts.connect_ms: TCP connect to an upstream; 502 past it. */
 #define TIMEOUT_CONNECT_MS          5000
