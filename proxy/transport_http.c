@@ -10,8 +10,9 @@
  *                   └─ anything else (202, errors, well-known documents):
  *                       streamed through untouched
  *
- * GET (standalone streams), DELETE and other methods go through with the
- * same reply handling; only POST bodies are parsed on the way in. Sessions
+ * GET (standalone streams), DELETE, OPTIONS and HEAD go through with the
+ * same reply handling; only POST bodies are parsed on the way in. Other
+ * methods at the MCP endpoint get 405 from the proxy (method_not_served). Sessions
  * belong to the upstream: Mcp-Session-Id and friends are end-to-end headers
  * and cross as they are.
  *
@@ -924,15 +925,20 @@ static int is_media(const char *ct, const char *type)
 	                                              ct[n] == ' ');
 }
 
-/* The request's session ended: the upstream said so (404), or the client
- * deleted it. Later requests with that id get 404 from the proxy. */
+/* The request's session ended: the upstream said so, or the client deleted
+ * it. Later requests with that id get 404 from the proxy. Only the 404 the
+ * spec defines as expiry counts: one answering a POST, GET or DELETE at the
+ * MCP endpoint that carried the session id (TRANSPORTS.md §2.6); a 404 to
+ * anything else (an OPTIONS the server's framework does not route, an OAuth
+ * path) says nothing about the session. */
 static void note_session_end(struct exchange *ex, int status)
 {
 	const char *sid = ex->where.session_id;
-	if (!sid)
+	enum http_method_id m = http_msg_method_id(ex->req);
+	if (!sid || !ex->is_mcp)
 		return;
-	if (status == 404 ||
-	    (http_msg_method_id(ex->req) == HM_DELETE && status >= 200 && status < 300))
+	if ((status == 404 && (m == HM_POST || m == HM_GET || m == HM_DELETE)) ||
+	    (m == HM_DELETE && status >= 200 && status < 300))
 		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
 }
 
@@ -1299,6 +1305,33 @@ static int admit(struct exchange *ex, struct route *rt)
 	return authenticate(ex);
 }
 
+/* The methods the MCP endpoint serves: the spec's POST, GET and DELETE,
+ * OPTIONS for a browser client's CORS preflight and HEAD (a GET without
+ * the body), both answered by the upstream as before. */
+#define MCP_ALLOW "GET, HEAD, POST, DELETE, OPTIONS"
+
+/* A method the MCP endpoint does not serve (TRACE, PUT, PATCH, ...): 405
+ * with Allow from the proxy, as nginx and HAProxy answer for what a location
+ * does not serve, and never forwarded: the upstream's framework would answer
+ * something like 404, which reads as "session expired" (note_session_end).
+ * Returns 1 after answering. */
+static int method_not_served(struct exchange *ex)
+{
+	enum http_method_id m = http_msg_method_id(ex->req);
+	if (!ex->is_mcp || m == HM_POST || m == HM_GET || m == HM_DELETE || m == HM_HEAD ||
+	    (m == HM_OTHER && strcmp(http_msg_method(ex->req), "OPTIONS") == 0))
+		return 0;
+	static const char why[] = "method not allowed at the MCP endpoint (allowed: " MCP_ALLOW ")";
+	json_t *err = mirror_proxy_error(mirror_era_of(ex->req, NULL, NULL), NULL, 405,
+	                                 JRPC_INVALID_REQUEST, why, NULL);
+	ex->mode = RESP_LOCAL;
+	ex->end = INSPECT_END_REJECTED;
+	ex->error = why;
+	reply_json_with(ex, 405, "Allow: " MCP_ALLOW "\r\n", err);
+	json_decref(err);
+	return 1;
+}
+
 /* A request in a session the proxy saw end. Returns 1 after answering 404. */
 static int session_ended(struct exchange *ex)
 {
@@ -1449,7 +1482,7 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		goto done;
 	if (transport_sse_claims(ctx, req, ex->path, &rt.up))
 		return delegate(ex, rt.up, body);
-	if (admit(ex, &rt) < 0)
+	if (admit(ex, &rt) < 0 || method_not_served(ex))
 		goto done;
 	enum http_method_id method = http_msg_method_id(req);
 	ex->is_stream = ex->is_mcp && method == HM_GET;
