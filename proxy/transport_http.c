@@ -3,8 +3,9 @@
  * One exchange = one client HTTP request and its reply:
  *
  *   client POST ─▶ parse JSON once ─▶ inspect (client→server) ─▶ upstream
- *   upstream reply ─┬─ application/json: collected (bounded), parsed once,
- *                   │   inspected (server→client), sent with Content-Length
+ *   upstream reply ─┬─ application/json: collected (up to max_inspect_bytes),
+ *                   │   parsed once, inspected (server→client), sent with
+ *                   │   Content-Length (past the bound: json_too_big)
  *                   ├─ text/event-stream: each SSE block parsed as it
  *                   │   arrives, inspected, re-framed and flushed at once
  *                   └─ anything else (202, errors, well-known documents):
@@ -817,11 +818,40 @@ static int start_sse(struct exchange *ex)
 
 /* ---- JSON replies --------------------------------------------------------- */
 
-/* Too big to inspect: the rest goes through untouched (and says so). */
-static int json_to_raw(struct exchange *ex)
+/* Whether the body asks for a tool listing. */
+static int body_lists_tools(const struct exchange *ex)
 {
+	size_t n = ex->body ? jrpc_body_count(ex->body) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i);
+		const char *method = kind_in_body(ex, m) == JRPC_REQUEST ? jrpc_method(m) : NULL;
+		if (method && strcmp(method, "tools/list") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A JSON reply over limits.max_inspect_bytes: it cannot be inspected. A
+ * tool listing a hook acts on (inspect_listing_may_skip) is refused: passed
+ * unread, it would bypass a contract in filter or fail mode, or list the
+ * tools a policy hides. Anything else goes through untouched (and says so).
+ * Returns 0, or -1 to stop reading (the connection is closed). */
+static int json_too_big(struct exchange *ex)
+{
+	size_t bound = ex->ctx->cfg->limits.max_inspect_bytes;
+	const char *who = NULL;
+
+	if (body_lists_tools(ex) && !inspect_listing_may_skip(ex->ctx->insp, &ex->where, &who)) {
+		log_msg(LOG_WARN, "#%llu upstream %s: tools/list reply over limits.max_inspect_bytes "
+		                  "(%zu bytes): refused, the %s hook may not be bypassed",
+		        ex->where.conn_id, ex->uc->name, bound, who ? who : "?");
+		upstream_failed(ex, 502, "the tools/list reply is over limits.max_inspect_bytes: it "
+		                         "cannot be inspected, and the contract or policy may not be "
+		                         "bypassed");
+		return -1;
+	}
 	log_msg(LOG_WARN, "#%llu reply from %s over %zu bytes: passed through without inspection",
-	        ex->where.conn_id, ex->uc->name, ex->ctx->cfg->limits.max_body_bytes);
+	        ex->where.conn_id, ex->uc->name, bound);
 	ex->mode = RESP_RAW;
 	if (reply_head(ex, ex->up_status, ex->up_length) < 0)
 		return -1;
@@ -1087,8 +1117,8 @@ static int up_on_body(void *arg, const char *data, size_t len)
 	case RESP_JSON:
 		if (evbuffer_add(ex->json_buf, data, len) < 0)
 			return -1;
-		if (evbuffer_get_length(ex->json_buf) > ex->ctx->cfg->limits.max_body_bytes)
-			return json_to_raw(ex);
+		if (evbuffer_get_length(ex->json_buf) > ex->ctx->cfg->limits.max_inspect_bytes)
+			return json_too_big(ex);
 		return 0;
 	case RESP_SSE: {
 		int rc = sse_reader_feed(ex->sse, data, len, on_sse_event, ex);
