@@ -1042,6 +1042,11 @@ static void sse_answer_pending(struct exchange *ex, const char *detail)
 		}
 		write_json_event(ex, err);
 		json_decref(err);
+		/* Answered now: nothing may answer it again. */
+		if (m == ex->body)
+			ex->answered = 1;
+		else if (mark_answered_at(ex, i) < 0)
+			break; /* out of memory: the stream still ends */
 	}
 	conn_reply_end(ex->c);
 }
