@@ -166,6 +166,7 @@ static struct px_config *config_defaults(void)
 	cfg->limits.max_body_bytes = LIMIT_MAX_BODY_BYTES;
 	cfg->limits.max_header_bytes = LIMIT_MAX_HEADER_BYTES;
 	cfg->limits.max_sse_event_bytes = LIMIT_MAX_SSE_EVENT_BYTES;
+	cfg->limits.max_inspect_bytes = LIMIT_MAX_INSPECT_BYTES;
 	cfg->limits.max_connections = LIMIT_MAX_CONNECTIONS;
 	cfg->limits.max_connections_per_client = LIMIT_MAX_CONNECTIONS_PER_CLIENT;
 	cfg->limits.max_json_depth = LIMIT_MAX_JSON_DEPTH;
@@ -464,7 +465,7 @@ static const struct key_spec limit_keys[] = {
 	{"max_batch", JSON_INTEGER},        {"max_output_bytes", JSON_INTEGER},
 	{"max_sessions", JSON_INTEGER},     {"max_session_pending", JSON_INTEGER},
 	{"max_session_queue", JSON_INTEGER}, {"max_inflight_per_session", JSON_INTEGER},
-	{"max_streams_per_session", JSON_INTEGER},
+	{"max_streams_per_session", JSON_INTEGER}, {"max_inspect_bytes", JSON_INTEGER},
 	{NULL, 0},
 };
 
@@ -521,6 +522,7 @@ static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
 	get_uint(e, w, l, "max_body_bytes", 1ull << 30, &cfg->limits.max_body_bytes, sizeof(size_t));
 	get_uint(e, w, l, "max_header_bytes", 1ull << 20, &cfg->limits.max_header_bytes, sizeof(size_t));
 	get_uint(e, w, l, "max_sse_event_bytes", 1ull << 30, &cfg->limits.max_sse_event_bytes, sizeof(size_t));
+	get_uint(e, w, l, "max_inspect_bytes", 1ull << 30, &cfg->limits.max_inspect_bytes, sizeof(size_t));
 	get_uint(e, w, l, "max_connections", 1000000, &cfg->limits.max_connections, sizeof(size_t));
 	get_uint(e, w, l, "max_connections_per_client", 1000000,
 	         &cfg->limits.max_connections_per_client, sizeof(size_t));

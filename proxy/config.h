@@ -83,6 +83,7 @@ struct px_config {
 	} timeouts;
 	struct {
 		size_t max_body_bytes, max_header_bytes, max_sse_event_bytes;
+		size_t max_inspect_bytes;     /* a JSON reply read to inspect it */
 		size_t max_connections, max_batch, max_output_bytes;
 		size_t max_connections_per_client, max_json_depth;
 		size_t max_sessions, max_session_pending, max_session_queue;

@@ -1155,6 +1155,8 @@ int hook_contract_validate(const struct px_config *cfg, char *err, size_t errlen
 	return hc ? 0 : -1;
 }
 
+static int contract_uninspected_ok(void *arg, const struct inspect_where *where);
+
 int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 {
 	struct hook_contract *hc = hook_contract_new(ctx->cfg, err, errlen);
@@ -1168,6 +1170,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		hook_contract_free(hc);
 		return -1;
 	}
+	inspect_set_uninspected(ctx->insp, slot, contract_uninspected_ok);
 	hc->locked = 1; /* taken by contract_on_message for tool listings only */
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
@@ -1220,4 +1223,17 @@ json_t *hook_contract_reports(const struct hook_contract *hc)
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out)
 {
 	*out = hc->stats;
+}
+
+/* inspect_uninspected_fn (issue 17): a tools/list reply too big to inspect
+ * may pass unread only where the contract would forward it anyway (report
+ * or off); filter and fail mode would be bypassed by size alone. The mode
+ * is fixed at setup (a change needs a restart): no lock. */
+static int contract_uninspected_ok(void *arg, const struct inspect_where *where)
+{
+	const struct hook_contract *hc = arg;
+	for (size_t i = 0; where->upstream && i < hc->nups; i++)
+		if (strcmp(hc->ups[i].conf->name, where->upstream) == 0)
+			return hc->ups[i].mode != MODE_FILTER && hc->ups[i].mode != MODE_FAIL;
+	return 1;
 }

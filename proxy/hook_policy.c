@@ -1148,6 +1148,8 @@ static int commit(struct hook_policy *hp, const struct px_config *cfg, struct st
 	return 0;
 }
 
+static int policy_uninspected_ok(void *arg, const struct inspect_where *where);
+
 int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 {
 	struct staged s;
@@ -1182,6 +1184,7 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		snprintf(err, errlen, "policy: no free slot in the message hook");
 		return -1;
 	}
+	inspect_set_uninspected(ctx->insp, hp->slot, policy_uninspected_ok);
 	ctx->policy = hp;
 	return 0;
 }
@@ -1326,4 +1329,20 @@ static json_t *stats_json(const struct hook_policy *hp)
 			                 "dry_run_hidden", (json_int_t)r.dry_run_hidden));
 	}
 	return o;
+}
+
+/* inspect_uninspected_fn (issue 17): a tools/list reply too big to inspect
+ * may not pass unread while the policy in force can hide tools: the hidden
+ * ones would be listed. A dry run hides nothing (it only logs what it
+ * would), so it changes no traffic here either. The policy in force is
+ * read under hp->lock (a reload swaps it). */
+static int policy_uninspected_ok(void *arg, const struct inspect_where *where)
+{
+	struct hook_policy *hp = arg;
+	(void)where; /* any hide rule counts, whichever upstream it names */
+	pthread_mutex_lock(&hp->lock);
+	const struct policy *p = hp->cur ? hp->cur->p : NULL;
+	int ok = !p || !policy_may_hide(p) || policy_dry_run(p);
+	pthread_mutex_unlock(&hp->lock);
+	return ok;
 }

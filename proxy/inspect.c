@@ -15,6 +15,7 @@ struct inspect_hook {
 	void *arg;
 	int observer;
 	pthread_mutex_t *lock;   /* borrowed, or NULL: see inspect_set_lock */
+	inspect_uninspected_fn uninspected; /* or NULL: see inspect_set_uninspected */
 };
 
 struct inspect {
@@ -50,6 +51,28 @@ void inspect_set_lock(struct inspect *in, int slot, pthread_mutex_t *lock)
 		in->hooks[slot].lock = lock;
 }
 
+void inspect_set_uninspected(struct inspect *in, int slot, inspect_uninspected_fn fn)
+{
+	if (slot >= 0 && (size_t)slot < in->n)
+		in->hooks[slot].uninspected = fn;
+}
+
+int inspect_listing_may_skip(const struct inspect *in, const struct inspect_where *where,
+                             const char **who)
+{
+	/* Not under the hook's lock (inspect_set_lock): the answer comes from
+	 * the hook's configuration, which each hook reads safely itself. */
+	for (size_t i = 0; i < in->n; i++) {
+		const struct inspect_hook *h = &in->hooks[i];
+		if (h->uninspected && !h->uninspected(h->arg, where)) {
+			if (who)
+				*who = h->name;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 void inspect_free(struct inspect *in)
 {
 	free(in);
@@ -74,7 +97,8 @@ static int hook_add(struct inspect *in, const char *name, inspect_message_fn on_
 {
 	if (in->n >= INSPECT_MAX_HOOKS)
 		return -1;
-	in->hooks[in->n] = (struct inspect_hook){name, on_message, on_exchange, arg, observer, NULL};
+	in->hooks[in->n] =
+	        (struct inspect_hook){name, on_message, on_exchange, arg, observer, NULL, NULL};
 	return (int)in->n++;
 }
 

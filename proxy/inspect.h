@@ -146,6 +146,26 @@ int inspect_add(struct inspect *in, const char *name, inspect_message_fn on_mess
 int inspect_add_observer(struct inspect *in, const char *name, inspect_message_fn on_message,
                          inspect_exchange_fn on_exchange, void *arg);
 
+/* Replies too big to inspect. What the transport buffers to read one reply
+ * is bounded (limits.max_inspect_bytes); past the bound the reply cannot be
+ * parsed, and no hook sees it. For most replies that is acceptable (they
+ * pass unread, with a warning), but a hook that acts on tool listings (the
+ * contract in filter or fail mode, a policy that hides tools) would be
+ * bypassed by size alone: so before a tools/list reply passes unread, each
+ * hook is asked. The function returns 1 when a listing for where->upstream
+ * may pass uninspected, 0 when it must be refused; it must not block. */
+typedef int (*inspect_uninspected_fn)(void *arg, const struct inspect_where *where);
+
+/* Gives the hook at slot its answer to that question (fn NULL: it has
+ * none, a listing may pass). Call it right after inspect_add. */
+void inspect_set_uninspected(struct inspect *in, int slot, inspect_uninspected_fn fn);
+
+/* Whether a tools/list reply too big to inspect may pass unread: 1 when
+ * every hook agrees, 0 when one refuses (then *who, if who is not NULL,
+ * names it: a static string). where is borrowed. */
+int inspect_listing_may_skip(const struct inspect *in, const struct inspect_where *where,
+                             const char **who);
+
 /* Runs the hooks on one message. Returns the verdict; with DROP/ANSWER
  * m->decided_by names the hook. A hook returning ANSWER without an answer
  * is treated as FORWARD (and is a bug in that hook). */

@@ -7,9 +7,21 @@
 #ifndef MCPWARDEN_LIMITS_H
 #define MCPWARDEN_LIMITS_H
 
-/* limits.max_body_bytes: a client request body; over it the client gets 413.
- * Also the most of a JSON upstream reply buffered for inspection. */
+/* limits.max_body_bytes: a client request body; over it the client gets 413. */
 #define LIMIT_MAX_BODY_BYTES        (8u * 1024 * 1024)
+/* limits.max_inspect_bytes: the most of one JSON upstream reply buffered to
+ * parse and inspect it. Its own bound, not the client body's: replies are
+ * the upstream's to size, and tool listings run large (the biggest seen
+ * were tens of MB: thousands of tools with full schemas; issue 17 met a
+ * 23 MB one). 32 MiB inspects those and still bounds what one reply holds
+ * (the bytes, then jansson's tree of them, a few times as much, for as long
+ * as the hooks run), and a listing that fits is also within what the
+ * contract keeps of a listing's pages (HOOK_CONTRACT_MAX_BYTES, 64 MiB).
+ * Past it a tools/list reply is refused (502, JSON-RPC -32000 for its id)
+ * when a hook acts on listings (contract filter/fail mode, a policy hide
+ * rule: inspect_listing_may_skip), else passed through unread with a
+ * warning, as is every other reply past it. */
+#define LIMIT_MAX_INSPECT_BYTES     (32u * 1024 * 1024)
 /* limits.max_header_bytes: request line/status line plus all headers; 431. */
 #define LIMIT_MAX_HEADER_BYTES      (32u * 1024)
 /* Most header fields in one message (not configurable: 431 past it). */
@@ -67,11 +79,8 @@
 #define LIMIT_SESSLIMIT_ENTRIES     65536
 /* Idle upstream connections kept per upstream. */
 #define LIMIT_POOL_IDLE_PER_UPSTREAM 64
-/* A pooled connection idle for less than this is reused without first
- * peeking at its socket (a syscall per request under load): servers close
- * idle keep-alive connections after seconds, not within a quarter second,
- * and a close that did arrive earlier was already seen by the loop. */
-#define LIMIT_POOL_TRUST_MS 250
+/* (No trust window: a pooled connection is peeked at before every reuse,
+ * however briefly it was idle; see upconn_alive in proxy/upstream.c.) */
 
 /* timeouts.connect_ms: TCP connect to an upstream; 502 past it. */
 #define TIMEOUT_CONNECT_MS          5000

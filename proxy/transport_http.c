@@ -3,17 +3,26 @@
  * One exchange = one client HTTP request and its reply:
  *
  *   client POST ─▶ parse JSON once ─▶ inspect (client→server) ─▶ upstream
- *   upstream reply ─┬─ application/json: collected (bounded), parsed once,
- *                   │   inspected (server→client), sent with Content-Length
+ *   upstream reply ─┬─ application/json: collected (up to max_inspect_bytes),
+ *                   │   parsed once, inspected (server→client), sent with
+ *                   │   Content-Length (past the bound: json_too_big)
  *                   ├─ text/event-stream: each SSE block parsed as it
  *                   │   arrives, inspected, re-framed and flushed at once
  *                   └─ anything else (202, errors, well-known documents):
  *                       streamed through untouched
  *
- * GET (standalone streams), DELETE and other methods go through with the
- * same reply handling; only POST bodies are parsed on the way in. Sessions
+ * GET (standalone streams), DELETE, OPTIONS and HEAD go through with the
+ * same reply handling; only POST bodies are parsed on the way in. Other
+ * methods at the MCP endpoint get 405 from the proxy (method_not_served). Sessions
  * belong to the upstream: Mcp-Session-Id and friends are end-to-end headers
  * and cross as they are.
+ *
+ * Every response in a reply to a POST is matched to a request of its body by
+ * id (match_reply): one that answers another request, or one a second time,
+ * is never delivered; the client gets 502 for its own request and the
+ * upstream connection is closed. Every request still unanswered when an SSE
+ * reply ends without a way to resume it gets one error event before a clean
+ * end (sse_answer_pending).
  *
  * Not here: the legacy HTTP+SSE transport and the 2026-07-28 header checks
  * (their own issues), TLS to upstreams.
@@ -68,7 +77,13 @@ struct exchange {
 	struct transport_sse_ex *xlate;     /* owned: a translated session's part, or NULL */
 	const struct http_msg *req;         /* borrowed: conn's parser, stable until free */
 	json_t *body;                       /* owned: parsed POST body, or NULL */
-	int answered;                       /* the request's response crossed in the SSE reply */
+	/* Which requests of the body have their answer (match_reply): for a
+	 * one-message body, answered; for a batch, answered_at[i] for its
+	 * i-th message (owned, made when first needed). A request a hook
+	 * answered counts as answered. */
+	int answered;
+	unsigned char *answered_at;
+	int resumable;                      /* the SSE reply's last event id is set */
 	json_t *answers;                    /* owned: hook answers to merge, or NULL */
 	/* The upstream's response head, its headers forwarded (filtered)
 	 * into the client's head as it is written: no evbuffer to stage them.
@@ -136,6 +151,20 @@ static const char *first_method(const struct exchange *ex)
 	return ex->body ? jrpc_method(jrpc_body_at(ex->body, 0)) : NULL;
 }
 
+static int body_has_request(struct exchange *ex)
+{
+	if (!ex->has_request)
+		ex->has_request = ex->body && (json_is_object(ex->body) ? ex->body_kind == JRPC_REQUEST
+		                                                        : jrpc_body_has_request(ex->body))
+		                          ? 2 : 1;
+	return ex->has_request == 2;
+}
+
+static int notifications_only(struct exchange *ex)
+{
+	return ex->body && !body_has_request(ex);
+}
+
 /* The request in this exchange that a response answers, or NULL. */
 static const json_t *request_for(const struct exchange *ex, const json_t *resp)
 {
@@ -149,6 +178,119 @@ static const json_t *request_for(const struct exchange *ex, const json_t *resp)
 			return m;
 	}
 	return NULL;
+}
+
+/* ---- matching replies to requests ------------------------------------------ */
+
+/* Whether the i-th message m of the body is a request still waiting for its
+ * answer. */
+static int request_pending(const struct exchange *ex, size_t i, const json_t *m)
+{
+	if (kind_in_body(ex, m) != JRPC_REQUEST)
+		return 0;
+	return m == ex->body ? !ex->answered : !(ex->answered_at && ex->answered_at[i]);
+}
+
+/* Whether a request of the body is still waiting for its answer. */
+static int any_pending(const struct exchange *ex)
+{
+	if (!ex->body)
+		return 0;
+	if (json_is_object(ex->body))
+		return ex->body_kind == JRPC_REQUEST && !ex->answered;
+	size_t n = json_array_size(ex->body);
+	for (size_t i = 0; i < n; i++)
+		if (request_pending(ex, i, json_array_get(ex->body, i)))
+			return 1;
+	return 0;
+}
+
+/* Marks the i-th message of a batch body answered. -1 when out of memory. */
+static int mark_answered_at(struct exchange *ex, size_t i)
+{
+	if (!ex->answered_at && !(ex->answered_at = calloc(jrpc_body_count(ex->body), 1)))
+		return -1;
+	ex->answered_at[i] = 1;
+	return 0;
+}
+
+/* Issue 17: a reply is matched to its request by id, on every path. msg (of
+ * the given kind) came from the upstream in reply to this exchange's POST
+ * body. Sets *request to the request of the body it answers (borrowed), or
+ * NULL. Returns 0 when msg may be delivered: it is no response (a server
+ * request or notification passes as it is), an error with a null or no id
+ * (JSON-RPC's "the request's id could not be read": it answers nothing in
+ * particular), or the first answer to a request of the body, now marked
+ * answered. Returns -1 for a mismatch: an id no request of the body has, or
+ * a second answer to one; the upstream is then out of step with its
+ * requests (a stale reply, or another client's). Without a POST body (a
+ * GET stream, which may resume another stream's answers) nothing is
+ * matched. The one-request case costs a member lookup and a comparison. */
+static int match_reply(struct exchange *ex, const json_t *msg, enum jrpc_kind kind,
+                       const json_t **request)
+{
+	*request = NULL;
+	if (!ex->body)
+		return 0;
+	if (kind != JRPC_RESULT && kind != JRPC_ERROR) {
+		*request = request_for(ex, msg);
+		return 0;
+	}
+	json_t *id = jrpc_id(msg);
+	if (!id || json_is_null(id))
+		return 0;
+	if (json_is_object(ex->body)) {
+		if (ex->body_kind != JRPC_REQUEST || ex->answered ||
+		    !jrpc_id_equal(jrpc_id(ex->body), id))
+			return -1;
+		ex->answered = 1;
+		*request = ex->body;
+		return 0;
+	}
+	/* A batch: the first request with that id still waiting (a client may
+	 * reuse an id within a batch; each gets one answer). */
+	size_t n = jrpc_body_count(ex->body);
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i);
+		if (request_pending(ex, i, m) && jrpc_id_equal(jrpc_id(m), id)) {
+			if (mark_answered_at(ex, i) < 0)
+				return -1; /* cannot keep count: not delivered */
+			*request = m;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* match_reply over every message of a JSON reply that is an array.
+ * Returns 0, or -1 at the first mismatch; then none of the reply is
+ * delivered, so the marks it made are taken back (the requests are still
+ * to be answered, by the error). */
+static int match_reply_array(struct exchange *ex, const json_t *reply)
+{
+	size_t n = json_is_array(ex->body) ? json_array_size(ex->body) : 0;
+	unsigned char *before = NULL;
+	const json_t *request;
+	int rc = 0;
+
+	if (n && ex->answered_at && !(before = malloc(n)))
+		return -1;
+	if (before)
+		memcpy(before, ex->answered_at, n);
+	int was = ex->answered;
+	for (size_t i = 0; rc == 0 && i < json_array_size(reply); i++) {
+		json_t *m = json_array_get(reply, i);
+		rc = match_reply(ex, m, jrpc_classify(m), &request);
+	}
+	if (rc < 0) {
+		ex->answered = was;
+		if (ex->answered_at && before)
+			memcpy(ex->answered_at, before, n);
+		else if (ex->answered_at)
+			memset(ex->answered_at, 0, n);
+	}
+	free(before);
+	return rc;
 }
 
 /* ---- routing -------------------------------------------------------------- */
@@ -335,10 +477,42 @@ static int check_mirrored_headers(struct exchange *ex, enum mirror_era era)
 	return -1;
 }
 
-static void upstream_failed(struct exchange *ex, int status, const char *detail)
+/* An upstream failure's error response for request id (borrowed; NULL:
+ * null), in the request's era (owned; NULL when out of memory). */
+static json_t *upstream_error_for(const struct exchange *ex, const json_t *id, int status,
+                                  const char *detail)
 {
 	char msg[512];
+	/* Only the redacted URL: no user, password or query ever leaves. */
+	snprintf(msg, sizeof(msg), "upstream %s: %s", ex->uc->url_safe, detail);
+	json_t *data = json_pack("{s:s,s:s,s:s}", "upstream", ex->uc->name, "url",
+	                         ex->uc->url_safe, "reason", detail);
+	return mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), id, status,
+	                          JRPC_UPSTREAM_ERROR, msg, data);
+}
 
+/* A batch's answer to an upstream failure: an error for each request the
+ * hooks did not answer, then the hooks' answers; every request of the batch
+ * answered once. Owned, or NULL when out of memory. */
+static json_t *upstream_errors_for_batch(const struct exchange *ex, int status, const char *detail)
+{
+	json_t *arr = json_array();
+	size_t n = jrpc_body_count(ex->body);
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i);
+		if (request_pending(ex, i, m) &&
+		    json_array_append_new(arr, upstream_error_for(ex, jrpc_id(m), status, detail)) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	if (arr && ex->answers)
+		json_array_extend(arr, ex->answers);
+	return arr;
+}
+
+static void upstream_failed(struct exchange *ex, int status, const char *detail)
+{
 	ex->error = detail;
 	ex->end = status == 504 ? INSPECT_END_TIMEOUT : INSPECT_END_UPSTREAM_ERROR;
 	if (status == 504)
@@ -350,11 +524,16 @@ static void upstream_failed(struct exchange *ex, int status, const char *detail)
 		conn_abort(ex->c, detail);
 		return;
 	}
-	/* Only the redacted URL: no user, password or query ever leaves. */
-	snprintf(msg, sizeof(msg), "upstream %s: %s", ex->uc->url_safe, detail);
-	json_t *data = json_pack("{s:s,s:s,s:s}", "upstream", ex->uc->name, "url",
-	                         ex->uc->url_safe, "reason", detail);
-	reply_error(ex, status, JRPC_UPSTREAM_ERROR, msg, data);
+	ex->mode = RESP_LOCAL;
+	json_t *err = json_is_array(ex->body) && body_has_request(ex)
+	                      ? upstream_errors_for_batch(ex, status, detail)
+	                      : upstream_error_for(ex, reply_id(ex), status, detail);
+	if (!err) {
+		conn_abort(ex->c, "out of memory");
+		return;
+	}
+	conn_reply_json(ex->c, status, err);
+	json_decref(err);
 }
 
 static int forwardable_response_header(enum http_hdr_id id, const char *name, size_t len,
@@ -401,21 +580,24 @@ static void check_backpressure(struct exchange *ex)
 
 /* ---- the message hook ----------------------------------------------------- */
 
-/* Runs the hook on one message. Returns the verdict; *answer receives an
- * owned reply when a hook answered. */
+/* Runs the hook on one message of the given kind; request: the request it
+ * answers (borrowed: msg itself for a client request, match_reply's for a
+ * server message). Returns the verdict; *answer receives an owned reply
+ * when a hook answered. */
 static enum inspect_verdict hook_raw(struct exchange *ex, enum inspect_dir dir, json_t *msg,
+                                     enum jrpc_kind kind, const json_t *request,
                                      const struct jparse_span *result, int *modified,
                                      json_t **answer)
 {
 	struct inspect_msg im = {
 		.dir = dir,
-		.kind = dir == INSPECT_FROM_CLIENT ? kind_in_body(ex, msg) : jrpc_classify(msg),
+		.kind = kind,
 		.msg = msg,
+		.request = request,
 		.where = &ex->where,
 		.result_raw = result ? result->at : NULL,
 		.result_raw_len = result && result->at ? result->len : 0,
 	};
-	im.request = dir == INSPECT_FROM_CLIENT ? msg : request_for(ex, msg);
 	enum inspect_verdict v = inspect_message(ex->ctx->insp, &im);
 	if (im.modified)
 		*modified = 1;
@@ -428,12 +610,6 @@ static enum inspect_verdict hook_raw(struct exchange *ex, enum inspect_dir dir, 
 		        v == INSPECT_DROP ? "dropped" : "answered", jrpc_kind_str(im.kind),
 		        im.decided_by ? im.decided_by : "?");
 	return v;
-}
-
-static enum inspect_verdict hook(struct exchange *ex, enum inspect_dir dir, json_t *msg,
-                                 int *modified, json_t **answer)
-{
-	return hook_raw(ex, dir, msg, NULL, modified, answer);
 }
 
 static void add_answer(struct exchange *ex, json_t *answer)
@@ -457,13 +633,22 @@ static int inspect_request_body(struct exchange *ex, struct evbuffer *raw)
 
 	for (size_t i = 0; i < n; i++) {
 		json_t *m = jrpc_body_at(ex->body, i), *answer = NULL;
-		enum inspect_verdict v = hook(ex, INSPECT_FROM_CLIENT, m, &modified, &answer);
+		enum jrpc_kind kind = kind_in_body(ex, m);
+		enum inspect_verdict v =
+		        hook_raw(ex, INSPECT_FROM_CLIENT, m, kind, m, NULL, &modified, &answer);
 		if (v == INSPECT_FORWARD) {
 			kept++;
 			if (keep)
 				json_array_append(keep, m);
 			json_decref(answer);
 		} else {
+			/* A request a hook answered is not the upstream's to answer:
+			 * an answer from it would be a mismatch (match_reply). */
+			if (keep && kind == JRPC_REQUEST && mark_answered_at(ex, i) < 0) {
+				json_decref(answer);
+				json_decref(keep);
+				return -1;
+			}
 			add_answer(ex, answer);
 		}
 	}
@@ -522,12 +707,18 @@ static void write_json_event(struct exchange *ex, const json_t *msg)
 	free(s);
 }
 
+static void reply_mismatch(struct exchange *ex);
+
 static int on_sse_event(void *arg, const struct sse_event *ev, const char *comment,
                         size_t comment_len)
 {
 	struct exchange *ex = arg;
 	(void)comment_len;
 
+	if (ev && ev->id)
+		/* The client's last event id, from which a cut stream resumes
+		 * (an empty id resets it: nothing to resume from then). */
+		ex->resumable = ev->id_len > 0;
 	if (!ev) {
 		/* The upstream's own keep-alive comments cross too: the client may
 		 * be relying on them through other intermediaries. */
@@ -553,15 +744,18 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return 0;
 	}
 	int modified = 0;
-	/* The POST's own request is answered in this stream: whatever comes
-	 * after must not answer it a second time (sse_too_big). Only
-	 * responses are looked at; notifications and requests pass. */
+	/* Only responses are matched; notifications and requests pass. */
 	enum jrpc_kind kind = jrpc_classify(msg);
-	if (!ex->answered && (kind == JRPC_RESULT || kind == JRPC_ERROR)) {
-		const json_t *want = reply_id(ex);
-		ex->answered = want && json_equal((json_t *)(uintptr_t)want, jrpc_id(msg));
+	const json_t *request;
+	if (match_reply(ex, msg, kind, &request) < 0) {
+		/* Not delivered, nor inspected: it is no answer of this stream's.
+		 * Non-zero stops the reader; the connection is closed. */
+		json_decref(msg);
+		reply_mismatch(ex);
+		return 1;
 	}
-	enum inspect_verdict v = hook_raw(ex, INSPECT_FROM_SERVER, msg, &result, &modified, NULL);
+	enum inspect_verdict v =
+	        hook_raw(ex, INSPECT_FROM_SERVER, msg, kind, request, &result, &modified, NULL);
 	if (v == INSPECT_FORWARD && !modified) {
 		write_event(ex, ev);
 	} else if (v == INSPECT_FORWARD) {
@@ -624,22 +818,54 @@ static int start_sse(struct exchange *ex)
 
 /* ---- JSON replies --------------------------------------------------------- */
 
-/* Too big to inspect: the rest goes through untouched (and says so). */
-static int json_to_raw(struct exchange *ex)
+/* Whether the body asks for a tool listing. */
+static int body_lists_tools(const struct exchange *ex)
 {
+	size_t n = ex->body ? jrpc_body_count(ex->body) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i);
+		const char *method = kind_in_body(ex, m) == JRPC_REQUEST ? jrpc_method(m) : NULL;
+		if (method && strcmp(method, "tools/list") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A JSON reply over limits.max_inspect_bytes: it cannot be inspected. A
+ * tool listing a hook acts on (inspect_listing_may_skip) is refused: passed
+ * unread, it would bypass a contract in filter or fail mode, or list the
+ * tools a policy hides. Anything else goes through untouched (and says so).
+ * Returns 0, or -1 to stop reading (the connection is closed). */
+static int json_too_big(struct exchange *ex)
+{
+	size_t bound = ex->ctx->cfg->limits.max_inspect_bytes;
+	const char *who = NULL;
+
+	if (body_lists_tools(ex) && !inspect_listing_may_skip(ex->ctx->insp, &ex->where, &who)) {
+		log_msg(LOG_WARN, "#%llu upstream %s: tools/list reply over limits.max_inspect_bytes "
+		                  "(%zu bytes): refused, the %s hook may not be bypassed",
+		        ex->where.conn_id, ex->uc->name, bound, who ? who : "?");
+		upstream_failed(ex, 502, "the tools/list reply is over limits.max_inspect_bytes: it "
+		                         "cannot be inspected, and the contract or policy may not be "
+		                         "bypassed");
+		return -1;
+	}
 	log_msg(LOG_WARN, "#%llu reply from %s over %zu bytes: passed through without inspection",
-	        ex->where.conn_id, ex->uc->name, ex->ctx->cfg->limits.max_body_bytes);
+	        ex->where.conn_id, ex->uc->name, bound);
 	ex->mode = RESP_RAW;
 	if (reply_head(ex, ex->up_status, ex->up_length) < 0)
 		return -1;
 	return conn_reply_body_buffer(ex->c, ex->json_buf);
 }
 
-static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply,
-                                      const struct jparse_span *result, int *modified)
+/* reply: an object of the given kind answering request (match_reply), or
+ * an array (matched already: match_reply_array). */
+static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, enum jrpc_kind kind,
+                                      const json_t *request, const struct jparse_span *result,
+                                      int *modified)
 {
 	if (json_is_object(reply)) {
-		if (hook_raw(ex, INSPECT_FROM_SERVER, reply, result, modified, NULL) !=
+		if (hook_raw(ex, INSPECT_FROM_SERVER, reply, kind, request, result, modified, NULL) !=
 		    INSPECT_FORWARD) {
 			*modified = 1;
 			json_decref(reply);
@@ -650,7 +876,8 @@ static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply,
 	json_t *keep = json_array();
 	for (size_t i = 0; i < json_array_size(reply); i++) {
 		json_t *m = json_array_get(reply, i);
-		if (hook(ex, INSPECT_FROM_SERVER, m, modified, NULL) == INSPECT_FORWARD)
+		if (hook_raw(ex, INSPECT_FROM_SERVER, m, jrpc_classify(m), request_for(ex, m), NULL,
+		             modified, NULL) == INSPECT_FORWARD)
 			json_array_append(keep, m);
 		else
 			*modified = 1;
@@ -680,7 +907,22 @@ static void finish_json(struct exchange *ex)
 		return;
 	}
 	int modified = 0;
-	reply = inspect_reply_messages(ex, reply, &result, &modified);
+	enum jrpc_kind kind = JRPC_INVALID;
+	const json_t *request = NULL;
+	int mismatch;
+	if (json_is_object(reply)) {
+		kind = jrpc_classify(reply);
+		mismatch = match_reply(ex, reply, kind, &request) < 0;
+	} else {
+		mismatch = ex->body && match_reply_array(ex, reply) < 0;
+	}
+	if (mismatch) {
+		/* Before any hook sees it: no part of it is delivered. */
+		json_decref(reply);
+		reply_mismatch(ex);
+		return;
+	}
+	reply = inspect_reply_messages(ex, reply, kind, request, &result, &modified);
 	if (ex->answers) {
 		if (!json_is_array(reply)) {
 			json_t *arr = json_array();
@@ -713,30 +955,21 @@ static int is_media(const char *ct, const char *type)
 	                                              ct[n] == ' ');
 }
 
-/* The request's session ended: the upstream said so (404), or the client
- * deleted it. Later requests with that id get 404 from the proxy. */
+/* The request's session ended: the upstream said so, or the client deleted
+ * it. Later requests with that id get 404 from the proxy. Only the 404 the
+ * spec defines as expiry counts: one answering a POST, GET or DELETE at the
+ * MCP endpoint that carried the session id (TRANSPORTS.md §2.6); a 404 to
+ * anything else (an OPTIONS the server's framework does not route, an OAuth
+ * path) says nothing about the session. */
 static void note_session_end(struct exchange *ex, int status)
 {
 	const char *sid = ex->where.session_id;
-	if (!sid)
+	enum http_method_id m = http_msg_method_id(ex->req);
+	if (!sid || !ex->is_mcp)
 		return;
-	if (status == 404 ||
-	    (http_msg_method_id(ex->req) == HM_DELETE && status >= 200 && status < 300))
+	if ((status == 404 && (m == HM_POST || m == HM_GET || m == HM_DELETE)) ||
+	    (m == HM_DELETE && status >= 200 && status < 300))
 		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
-}
-
-static int body_has_request(struct exchange *ex)
-{
-	if (!ex->has_request)
-		ex->has_request = ex->body && (json_is_object(ex->body) ? ex->body_kind == JRPC_REQUEST
-		                                                        : jrpc_body_has_request(ex->body))
-		                          ? 2 : 1;
-	return ex->has_request == 2;
-}
-
-static int notifications_only(struct exchange *ex)
-{
-	return ex->body && !body_has_request(ex);
 }
 
 static int up_on_head(void *arg, const struct http_msg *resp)
@@ -790,32 +1023,90 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	return reply_head(ex, status, ex->up_length);
 }
 
-/* An upstream event over limits.max_sse_event_bytes: it cannot be passed
- * on, and the stream's head is out already. A POST's one request gets a
- * JSON-RPC error in its place and the stream ends cleanly, so the client
- * is not left waiting; a GET stream or a batch is cut. */
-static void sse_too_big(struct exchange *ex)
+/* The SSE reply to a POST ends, or must end, before every request of the
+ * body was answered, and the head is out. Each request still pending gets
+ * one JSON-RPC error event (its own id, the era's code), then the stream
+ * ends cleanly: no client waits for an answer that cannot come. Requests
+ * answered already (or by a hook) get nothing more. */
+static void sse_answer_pending(struct exchange *ex, const char *detail)
 {
-	/* Answered already in this stream: the stream just ends. */
-	const json_t *id = ex->answered ? NULL : reply_id(ex);
-	json_t *err = id ? mirror_proxy_error(mirror_era_of(ex->req, ex->body, NULL), id, 502,
-	                                      JRPC_UPSTREAM_ERROR, "the upstream sent an SSE event "
-	                                      "over limits.max_sse_event_bytes", NULL)
-	                 : NULL;
+	size_t n = jrpc_body_count(ex->body);
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = jrpc_body_at(ex->body, i);
+		if (!request_pending(ex, i, m))
+			continue;
+		json_t *err = upstream_error_for(ex, jrpc_id(m), 502, detail);
+		if (!err) {
+			conn_abort(ex->c, "out of memory");
+			return;
+		}
+		write_json_event(ex, err);
+		json_decref(err);
+		/* Answered now: nothing may answer it again. */
+		if (m == ex->body)
+			ex->answered = 1;
+		else if (mark_answered_at(ex, i) < 0)
+			break; /* out of memory: the stream still ends */
+	}
+	conn_reply_end(ex->c);
+}
+
+/* The SSE reply ended (cut, reset, or closed) with requests of the POST
+ * unanswered. With an event id to resume from, the stream is cut as it
+ * came: the client resumes it (GET with Last-Event-ID) and may still get
+ * its answers. Without one, nothing can bring them: each gets its error
+ * and the stream ends cleanly. Returns 1 after answering, 0 when the
+ * caller ends the stream as before: nothing is pending, or it can be
+ * resumed (or it is no POST's). */
+static int sse_end_unanswered(struct exchange *ex, const char *detail)
+{
+	if (ex->resumable || !any_pending(ex))
+		return 0;
+	ex->error = detail;
 	ex->end = INSPECT_END_UPSTREAM_ERROR;
 	PX_STAT_INC(ex->ctx, upstream_errors);
-	if (!err) {
-		/* Nothing to answer with (answered, a batch, out of memory):
-		 * the cut stream tells the client. */
-		if (ex->answered)
-			conn_reply_end(ex->c);
-		else
-			conn_abort(ex->c, ex->error);
+	log_msg(LOG_WARN, "#%llu upstream %s: %s (no event id to resume from): pending requests "
+	                  "answered with an error", ex->where.conn_id, ex->uc->name, detail);
+	sse_answer_pending(ex, detail);
+	return 1;
+}
+
+/* An upstream event over limits.max_sse_event_bytes: it cannot be passed
+ * on, and the stream's head is out. The POST's requests get a JSON-RPC
+ * error in its place and the stream ends cleanly, so the client is not left
+ * waiting; a GET stream is cut. */
+static void sse_too_big(struct exchange *ex)
+{
+	ex->end = INSPECT_END_UPSTREAM_ERROR;
+	PX_STAT_INC(ex->ctx, upstream_errors);
+	if (!ex->body) {
+		conn_abort(ex->c, ex->error);
 		return;
 	}
-	write_json_event(ex, err);
-	json_decref(err);
-	conn_reply_end(ex->c);
+	sse_answer_pending(ex, "the upstream sent an SSE event over limits.max_sse_event_bytes");
+}
+
+/* A reply that answers another request (match_reply): not delivered, and
+ * the connection it came on is out of step with its requests, so it is
+ * closed, never reused (it could hand this answer, or the next, to another
+ * client). The client gets 502 for its own request (an error event and a
+ * clean end when the SSE head is out). */
+static void reply_mismatch(struct exchange *ex)
+{
+	static const char why[] = "the upstream's reply answers another request (its id matches "
+	                          "no request sent)";
+	if (ex->ur)
+		upstream_req_distrust(ex->ur);
+	log_msg(LOG_WARN, "#%llu upstream %s: %s: not delivered, connection closed",
+	        ex->where.conn_id, ex->uc->name, why);
+	if (ex->mode == RESP_SSE && conn_replied(ex->c)) {
+		ex->error = why;
+		ex->end = INSPECT_END_UPSTREAM_ERROR;
+		PX_STAT_INC(ex->ctx, upstream_errors);
+		sse_answer_pending(ex, why);
+		return;
+	}
+	upstream_failed(ex, 502, why);
 }
 
 static int up_on_body(void *arg, const char *data, size_t len)
@@ -831,8 +1122,8 @@ static int up_on_body(void *arg, const char *data, size_t len)
 	case RESP_JSON:
 		if (evbuffer_add(ex->json_buf, data, len) < 0)
 			return -1;
-		if (evbuffer_get_length(ex->json_buf) > ex->ctx->cfg->limits.max_body_bytes)
-			return json_to_raw(ex);
+		if (evbuffer_get_length(ex->json_buf) > ex->ctx->cfg->limits.max_inspect_bytes)
+			return json_too_big(ex);
 		return 0;
 	case RESP_SSE: {
 		int rc = sse_reader_feed(ex->sse, data, len, on_sse_event, ex);
@@ -860,6 +1151,10 @@ static void up_on_done(void *arg)
 	case RESP_LOCAL:
 		reply_answers(ex);
 		break;
+	case RESP_SSE:
+		if (!sse_end_unanswered(ex, "the upstream ended the SSE reply without answering"))
+			conn_reply_end(ex->c);
+		break;
 	default:
 		if (!conn_replied(ex->c))
 			reply_head(ex, ex->up_status, 0);
@@ -871,6 +1166,9 @@ static void up_on_done(void *arg)
 static void up_on_error(void *arg, enum upstream_err err, const char *detail)
 {
 	struct exchange *ex = arg;
+	/* An SSE reply cut before its answers (issue 17). */
+	if (ex->mode == RESP_SSE && conn_replied(ex->c) && sse_end_unanswered(ex, detail))
+		return;
 	upstream_failed(ex, err == UPSTREAM_ERR_TIMEOUT ? 504 : 502, detail);
 }
 
@@ -1042,6 +1340,33 @@ static int admit(struct exchange *ex, struct route *rt)
 	return authenticate(ex);
 }
 
+/* The methods the MCP endpoint serves: the spec's POST, GET and DELETE,
+ * OPTIONS for a browser client's CORS preflight and HEAD (a GET without
+ * the body), both answered by the upstream as before. */
+#define MCP_ALLOW "GET, HEAD, POST, DELETE, OPTIONS"
+
+/* A method the MCP endpoint does not serve (TRACE, PUT, PATCH, ...): 405
+ * with Allow from the proxy, as nginx and HAProxy answer for what a location
+ * does not serve, and never forwarded: the upstream's framework would answer
+ * something like 404, which reads as "session expired" (note_session_end).
+ * Returns 1 after answering. */
+static int method_not_served(struct exchange *ex)
+{
+	enum http_method_id m = http_msg_method_id(ex->req);
+	if (!ex->is_mcp || m == HM_POST || m == HM_GET || m == HM_DELETE || m == HM_HEAD ||
+	    (m == HM_OTHER && strcmp(http_msg_method(ex->req), "OPTIONS") == 0))
+		return 0;
+	static const char why[] = "method not allowed at the MCP endpoint (allowed: " MCP_ALLOW ")";
+	json_t *err = mirror_proxy_error(mirror_era_of(ex->req, NULL, NULL), NULL, 405,
+	                                 JRPC_INVALID_REQUEST, why, NULL);
+	ex->mode = RESP_LOCAL;
+	ex->end = INSPECT_END_REJECTED;
+	ex->error = why;
+	reply_json_with(ex, 405, "Allow: " MCP_ALLOW "\r\n", err);
+	json_decref(err);
+	return 1;
+}
+
 /* A request in a session the proxy saw end. Returns 1 after answering 404. */
 static int session_ended(struct exchange *ex)
 {
@@ -1192,7 +1517,7 @@ static struct exchange *http_start(struct conn *c, const struct http_msg *req,
 		goto done;
 	if (transport_sse_claims(ctx, req, ex->path, &rt.up))
 		return delegate(ex, rt.up, body);
-	if (admit(ex, &rt) < 0)
+	if (admit(ex, &rt) < 0 || method_not_served(ex))
 		goto done;
 	enum http_method_id method = http_msg_method_id(req);
 	ex->is_stream = ex->is_mcp && method == HM_GET;
@@ -1305,6 +1630,7 @@ static void http_free(struct exchange *ex, const char *client_error)
 		evbuffer_free(ex->scratch);
 	conn_buffer_put(ex->c, ex->json_buf);
 	json_decref(ex->body);
+	free(ex->answered_at);
 	json_decref(ex->answers);
 	ex->magic = 0;
 	free(ex);

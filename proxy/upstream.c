@@ -46,7 +46,6 @@ struct upconn {
 	struct upconn *next;            /* idle list link */
 	int connected;
 	unsigned uses;
-	struct timeval idle_since;      /* loop time it went back to the pool */
 	unsigned idle_ms;               /* read timeout set on bev; 0: none */
 };
 
@@ -96,6 +95,7 @@ struct upstream_req {
 	int paused;
 	short held_event;               /* a close that arrived while paused */
 	int streaming;
+	int distrusted;                 /* upstream_req_distrust: never reused */
 	/* Last, so that a reused request (upstream->spare) is cleared up to
 	 * them: they stay assigned to it (same base, same callbacks, same
 	 * argument), an event_assign fewer each per call. In the request,
@@ -225,31 +225,28 @@ static void pool_put(struct upconn *uc)
 		sockread_enable(uc->rd);
 	uc->next = u->idle;
 	u->idle = uc;
-	event_base_gettimeofday_cached(u->ctx->base, &uc->idle_since);
 	set_nidle(u, u->nidle + 1);
 }
 
 /* A server may close an idle connection at any moment (it restarted, its
  * keep-alive ran out), and the close may still sit unread in the socket
  * when a request wants the connection: look before reusing it. EOF or an
- * error means it is gone; so do unsolicited bytes on plain HTTP (over TLS
- * they may be a post-handshake message, which OpenSSL consumes). */
+ * error means it is gone. Bytes mean the server said something nobody
+ * asked for, most likely a second answer to the last request: had the
+ * connection been reused, that answer would be read as the next client's
+ * (issue 17). Such a connection is closed, never reused, like an idle one
+ * that becomes readable (idle_read_cb; nginx's keepalive close handler,
+ * HAProxy's idle-connection check). So the socket is looked at every time,
+ * however short the idle spell: idle_read_cb only sees what the loop
+ * polled, and a request read in the same loop turn as those bytes would
+ * take the connection first. Over TLS, bytes in the socket may be a
+ * post-handshake message, which OpenSSL consumes; application data that
+ * OpenSSL decrypted is in the input buffer and is caught there. */
 static int upconn_alive(struct upconn *uc)
 {
 	char b;
-	struct timeval now;
 	if (evbuffer_get_length(bufferevent_get_input(uc->bev)) > 0)
 		return 0;
-	/* Idle only for a moment (the steady state under load): a close that
-	 * came before this loop turn was met by idle_event_cb, which took the
-	 * connection out of the pool. Only one in this very turn would be
-	 * missed, and no server closes, without a "Connection: close", a
-	 * connection it answered on a quarter of a second ago. */
-	event_base_gettimeofday_cached(uc->up->ctx->base, &now);
-	int64_t idle_ms = (int64_t)(now.tv_sec - uc->idle_since.tv_sec) * 1000 +
-	                  (now.tv_usec - uc->idle_since.tv_usec) / 1000;
-	if (idle_ms >= 0 && idle_ms < LIMIT_POOL_TRUST_MS)
-		return 1;
 	ssize_t n = recv(bufferevent_getfd(uc->bev), &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n > 0)
 		return uc->up->tls != NULL;
@@ -776,7 +773,7 @@ struct evbuffer *upstream_req_release(struct upstream_req *r)
 	if (r->uc) {
 		struct upconn *uc = r->uc;
 		const struct http_msg *m = http_parser_msg(uc->parser);
-		int reusable = r->complete && http_msg_keep_alive(m) &&
+		int reusable = r->complete && !r->distrusted && http_msg_keep_alive(m) &&
 		               evbuffer_get_length(bufferevent_get_input(uc->bev)) == 0 &&
 		               evbuffer_get_length(bufferevent_get_output(uc->bev)) == 0;
 		uc->req = NULL;
@@ -822,6 +819,11 @@ void upstream_req_resume(struct upstream_req *r)
 		r->kicked = 1;
 		event_active(r->kick, 0, 0);
 	}
+}
+
+void upstream_req_distrust(struct upstream_req *r)
+{
+	r->distrusted = 1;
 }
 
 void upstream_req_stream(struct upstream_req *r)

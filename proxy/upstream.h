@@ -6,6 +6,10 @@
  * reports it through callbacks, head first, then body fragments as they
  * arrive (never buffered whole), then done or error, exactly one of the two.
  *
+ * A pooled connection is reused only while it has said nothing since its
+ * last response: bytes after a complete response, or arriving while idle,
+ * close it (they could only be read as the next request's answer).
+ *
  * A request that fails on a reused connection before any response byte
  * arrived is retried once on a new connection: the server may have closed
  * its idle end just as we wrote (the keep-alive race).
@@ -74,6 +78,11 @@ void upstream_req_free(struct upstream_req *r);
 /* The same, but the request buffer is handed back (owned by the caller,
  * possibly not empty) instead of freed, for reuse. NULL for r NULL. */
 struct evbuffer *upstream_req_release(struct upstream_req *r);
+
+/* The response, complete as HTTP, is not the answer that was asked for (its
+ * JSON-RPC id answers another request): the connection is out of step with
+ * its requests, so it is closed when the exchange ends, never reused. */
+void upstream_req_distrust(struct upstream_req *r);
 
 /* Backpressure: stop / resume reading the response. */
 void upstream_req_pause(struct upstream_req *r);

@@ -411,6 +411,59 @@ static void test_observers_see_answer(void **state)
 	assert_string_equal(f->t.s, "h1,h0=0,");
 }
 
+/* inspect_listing_may_skip: each hook's answer, the first refusal named;
+ * hooks without an answer (and observers) let a listing pass. */
+static int uninspected_calls;
+static const char *uninspected_upstream;
+
+static int refuses(void *arg, const struct inspect_where *where)
+{
+	(void)arg;
+	uninspected_calls++;
+	uninspected_upstream = where->upstream;
+	return 0;
+}
+
+static int allows(void *arg, const struct inspect_where *where)
+{
+	(void)arg;
+	(void)where;
+	uninspected_calls++;
+	return 1;
+}
+
+static void test_listing_may_skip(void **state)
+{
+	struct fixture *f = *state;
+	const char *who = "unset";
+	uninspected_calls = 0;
+	/* No hook, or hooks without an answer: a listing may pass. */
+	assert_int_equal(inspect_listing_may_skip(f->in, &f->where, &who), 1);
+	int a = add(f, 0);
+	add_observer(f, 1);
+	assert_int_equal(inspect_listing_may_skip(f->in, &f->where, &who), 1);
+	assert_string_equal(who, "unset");
+	/* One that allows, one that refuses: refused, and named. */
+	inspect_set_uninspected(f->in, a, allows);
+	int b = add(f, 2);
+	inspect_set_uninspected(f->in, b, refuses);
+	assert_int_equal(inspect_listing_may_skip(f->in, &f->where, &who), 0);
+	assert_string_equal(who, "h2");
+	assert_string_equal(uninspected_upstream, "default");
+	assert_int_equal(uninspected_calls, 2);
+	assert_int_equal(inspect_listing_may_skip(f->in, &f->where, NULL), 0);
+	/* Asking runs no message hook. */
+	assert_string_equal(f->t.s, "");
+	/* A clone (a worker's chain) asks the same hooks. */
+	struct inspect *c = inspect_clone(f->in);
+	assert_non_null(c);
+	assert_int_equal(inspect_listing_may_skip(c, &f->where, &who), 0);
+	inspect_free(c);
+	/* Out of range slots are ignored. */
+	inspect_set_uninspected(f->in, -1, refuses);
+	inspect_set_uninspected(f->in, INSPECT_MAX_HOOKS, refuses);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +480,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_observers_run_after_deciders, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_observers_see_drop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_observers_see_answer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listing_may_skip, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);
 }

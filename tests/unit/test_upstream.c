@@ -4,6 +4,11 @@
  * bufferevent until connected) and on a pooled one (one sendmsg), and
  * its body is kept intact for a retry. The server is a thread with
  * blocking sockets (test only), so valgrind sees the whole of it.
+ *
+ * The pool (issue 17): a connection that said anything after its last
+ * response (bytes behind it in the same read, bytes arriving while idle,
+ * even in the very loop turn that reuses it) is closed, never reused; so is
+ * one whose reply was distrusted (upstream_req_distrust).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +21,9 @@
 
 #include <cmocka.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -295,12 +302,248 @@ static void test_split_head_too_large(void **state)
 	fixture_fini(&f);
 }
 
+/* ---- the pool: what a connection said after its response ------------------ */
+
+enum pool_mode {
+	POOL_PLAIN,     /* one response per request */
+	POOL_EXTRA,     /* bytes behind the first response, in the same write */
+	POOL_STALE,     /* the first response again, once the test says so */
+};
+
+/* Serves two requests of `want` bytes each: the first on the first
+ * connection, the second wherever it comes (that connection again, or a
+ * new one: `reused` tells). */
+struct pool_server {
+	int lfd, port;
+	enum pool_mode mode;
+	size_t want;
+	int accepts;
+	int reused;
+	sem_t go, written;  /* POOL_STALE: write the stale bytes / written */
+};
+
+static const char ok_reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+static const char stale_reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nNO";
+
+static int read_request(int fd, size_t want)
+{
+	char buf[4096];
+	size_t have = 0;
+	while (have < want) {
+		ssize_t n = read(fd, buf, want - have < sizeof(buf) ? want - have : sizeof(buf));
+		if (n <= 0)
+			return -1;
+		have += (size_t)n;
+	}
+	return 0;
+}
+
+static void *pool_server_run(void *arg)
+{
+	struct pool_server *s = arg;
+	char first[256];
+	int fd2 = -1;
+	int fd = accept(s->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	s->accepts++;
+	if (read_request(fd, s->want) < 0)
+		goto out;
+	size_t n = sizeof(ok_reply) - 1;
+	memcpy(first, ok_reply, n);
+	if (s->mode == POOL_EXTRA) {
+		memcpy(first + n, stale_reply, sizeof(stale_reply) - 1);
+		n += sizeof(stale_reply) - 1;
+	}
+	if (write(fd, first, n) != (ssize_t)n)
+		goto out;
+	if (s->mode == POOL_STALE) {
+		sem_wait(&s->go);
+		if (write(fd, stale_reply, sizeof(stale_reply) - 1) < 0)
+			goto out;
+		sem_post(&s->written);
+	}
+	/* The second request: on a new connection, or on this one again (a
+	 * closed first connection just leaves the poll). */
+	int on = -1;
+	struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+	while (on < 0) {
+		if (poll(p, 2, 5000) <= 0)
+			goto out;
+		if (p[1].revents) {
+			char c;
+			if (recv(fd, &c, 1, MSG_PEEK) > 0) {
+				s->reused = 1;
+				on = fd;
+				break;
+			}
+			p[1].fd = -1;
+		}
+		if (p[0].revents & POLLIN) {
+			fd2 = accept(s->lfd, NULL, NULL);
+			if (fd2 < 0)
+				goto out;
+			s->accepts++;
+			on = fd2;
+		}
+	}
+	if (read_request(on, s->want) == 0 &&
+	    write(on, ok_reply, sizeof(ok_reply) - 1) != (ssize_t)sizeof(ok_reply) - 1)
+		goto out;
+	/* Until the client closes (or the test ends). */
+	char c;
+	while (read(on, &c, 1) > 0)
+		;
+out:
+	if (fd2 >= 0)
+		close(fd2);
+	close(fd);
+	return NULL;
+}
+
+static void pool_server_start(struct pool_server *s, pthread_t *t)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s->lfd >= 0);
+	assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s->lfd, 4), 0);
+	assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &len), 0);
+	s->port = ntohs(a.sin_port);
+	assert_int_equal(sem_init(&s->go, 0, 0), 0);
+	assert_int_equal(sem_init(&s->written, 0, 0), 0);
+	assert_int_equal(pthread_create(t, NULL, pool_server_run, s), 0);
+}
+
+static const char pool_head[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n";
+
+/* One request; the exchange is left to the caller (answered "ok"). */
+static struct upstream_req *pool_request(struct fixture *f, struct client *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->base = f->base;
+	struct upstream_req *r = upstream_req_new_split(f->u, pool_head, strlen(pool_head),
+	                                                evbuffer_new(), 0, &cbs, c);
+	assert_non_null(r);
+	event_base_dispatch(f->base);
+	assert_true(c->done);
+	assert_false(c->failed);
+	assert_int_equal(c->status, 200);
+	return r;
+}
+
+/* The second request, then the server's view of where it went. */
+static void pool_second(struct fixture *f, struct pool_server *s, pthread_t t)
+{
+	struct client c;
+	struct upstream_req *r = pool_request(f, &c);
+	/* Its own answer, never the stale one. */
+	assert_int_equal(c.body_len, 2);
+	assert_memory_equal(c.body, "ok", 2);
+	upstream_req_free(r);
+	upstream_free(f->u); /* closes the pooled connection: the server ends */
+	f->u = NULL;
+	/* (bufferevents are freed from the loop: deferred callbacks.) */
+	event_base_loop(f->base, EVLOOP_NONBLOCK);
+	pthread_join(t, NULL);
+	close(s->lfd);
+	sem_destroy(&s->go);
+	sem_destroy(&s->written);
+	assert_false(s->reused);
+	assert_int_equal(s->accepts, 2);
+	event_base_free(f->base);
+}
+
+/* Bytes behind a complete response: the connection is not pooled. */
+static void test_pool_extra_bytes_not_reused(void **state)
+{
+	(void)state;
+	struct pool_server s = {.mode = POOL_EXTRA, .want = strlen(pool_head)};
+	pthread_t t;
+	struct fixture f;
+	struct client c;
+	pool_server_start(&s, &t);
+	fixture_init(&f, s.port);
+	upstream_req_free(pool_request(&f, &c));
+	assert_memory_equal(c.body, "ok", 2);
+	assert_int_equal(upstream_idle_count(f.u), 0);
+	pool_second(&f, &s, t);
+}
+
+/* A second response that arrives while the connection is idle, before the
+ * loop has polled it (the next request comes in the same loop turn): the
+ * connection is looked at before reuse, and closed. */
+static void test_pool_stale_bytes_while_idle_not_reused(void **state)
+{
+	(void)state;
+	struct pool_server s = {.mode = POOL_STALE, .want = strlen(pool_head)};
+	pthread_t t;
+	struct fixture f;
+	struct client c;
+	pool_server_start(&s, &t);
+	fixture_init(&f, s.port);
+	upstream_req_free(pool_request(&f, &c));
+	assert_int_equal(upstream_idle_count(f.u), 1);
+	/* The stale reply is in our socket (loopback: written is received),
+	 * and the loop does not run before the next request takes the pool. */
+	sem_post(&s.go);
+	sem_wait(&s.written);
+	pool_second(&f, &s, t);
+}
+
+/* A reply the transport found to answer another request: never reused. */
+static void test_pool_distrusted_not_reused(void **state)
+{
+	(void)state;
+	struct pool_server s = {.mode = POOL_PLAIN, .want = strlen(pool_head)};
+	pthread_t t;
+	struct fixture f;
+	struct client c;
+	pool_server_start(&s, &t);
+	fixture_init(&f, s.port);
+	struct upstream_req *r = pool_request(&f, &c);
+	upstream_req_distrust(r);
+	upstream_req_free(r);
+	assert_int_equal(upstream_idle_count(f.u), 0);
+	pool_second(&f, &s, t);
+}
+
+/* The control case: a connection that said nothing more is reused. */
+static void test_pool_quiet_connection_reused(void **state)
+{
+	(void)state;
+	struct pool_server s = {.mode = POOL_PLAIN, .want = strlen(pool_head)};
+	pthread_t t;
+	struct fixture f;
+	struct client c;
+	pool_server_start(&s, &t);
+	fixture_init(&f, s.port);
+	upstream_req_free(pool_request(&f, &c));
+	assert_int_equal(upstream_idle_count(f.u), 1);
+	upstream_req_free(pool_request(&f, &c));
+	assert_memory_equal(c.body, "ok", 2);
+	upstream_free(f.u);
+	event_base_loop(f.base, EVLOOP_NONBLOCK);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	sem_destroy(&s.go);
+	sem_destroy(&s.written);
+	assert_true(s.reused);
+	assert_int_equal(s.accepts, 1);
+	event_base_free(f.base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_request_same_bytes),
 		cmocka_unit_test(test_timeout_per_request_on_reuse),
 		cmocka_unit_test(test_split_head_too_large),
+		cmocka_unit_test(test_pool_extra_bytes_not_reused),
+		cmocka_unit_test(test_pool_stale_bytes_while_idle_not_reused),
+		cmocka_unit_test(test_pool_distrusted_not_reused),
+		cmocka_unit_test(test_pool_quiet_connection_reused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
