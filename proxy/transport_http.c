@@ -1584,7 +1584,9 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 		.latency_ms = (double)lat / 1000.0,
 		.bytes_in = conn_bytes_in(ex->c),
 		.bytes_out = conn_bytes_out(ex->c),
-		.note = note,
+		/* An answer of the proxy's own (a 400 for a body that is not
+		 * JSON, say) gives its reason to the access line. */
+		.note = note ? note : conn_reply_note(ex->c),
 	};
 	log_access(&a);
 	if (client_error && ex->end == INSPECT_END_OK)

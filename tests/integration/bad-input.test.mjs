@@ -507,4 +507,22 @@ describe('i17 access lines: one shape, a reason for every refusal, no float nois
     await w.proc.waitForStderr(/ -> 400 .*note=/);
     assert.match(w.proc.stderr, /info  #\d+ 127\.0\.0\.1:\d+ POST \/mcp -> 400 \d+\.\dms in=\d+ out=\d+ note=empty header field name/);
   });
+
+  // The adapter's own 400s (a body that is not JSON, JSON that is not
+  // JSON-RPC) say why in the access line too, not only in the reply.
+  test('JSON: a 400 for a body that is not JSON or not JSON-RPC names its reason', T, async () => {
+    const w = wardens.json;
+    const cases = [['this is not json', /not valid JSON/], ['{"hello":"world"}', /JSON-RPC/]];
+    for (const [body, why] of cases) {
+      const bytes = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${w.port}\r\nContent-Type: application/json\r\n` +
+        `Accept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      const res = await rawExchange(w.port, bytes);
+      assert.equal(res.status, 400, res.head);
+      // The access line is written when the exchange ends: wait for it.
+      await w.proc.waitForStderr(new RegExp(`"status":400,.*"note":"[^"]*${why.source}`));
+      const lines = w.proc.stderr.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l))
+        .filter((o) => o.status === 400 && o.http_method === 'POST' && o.path === '/mcp' && o.rpc_method === null);
+      assert.ok(lines.some((o) => why.test(o.note ?? '')), `no 400 line whose note matches ${why}: ${JSON.stringify(lines)}`);
+    }
+  });
 });
