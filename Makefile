@@ -2,7 +2,7 @@
 #   make            build ./mcpwarden (objects under build/)
 #   make deps       install missing Debian packages (apt-get)
 #   make run        build, then start mcpwarden in front of the bundled demo upstream
-#   make test       unit + fuzz-corpus replay + integration tests
+#   make test       layers + unit + fuzz-corpus replay + integration tests
 #   make unit | fuzz | fuzz-run | integration | asan | tsan | valgrind | perf-guard | bench | bench-streams | clean
 #   make perf-baseline  re-measure tests/perf/baseline.txt (a deliberate, committed change)
 
@@ -22,7 +22,7 @@ LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 # Every module but main goes into one archive shared by the binary, the unit
 # tests and the fuzz drivers.
 MAIN_SRC  := proxy/main.c
-LIB_SRC   := $(filter-out $(MAIN_SRC),$(wildcard proxy/*.c policy/*.c checks/*.c admin/*.c))
+LIB_SRC   := $(filter-out $(MAIN_SRC),$(wildcard proxy/*.c proxy/*/*.c policy/*.c checks/*.c admin/*.c))
 # The admin page is embedded with the assembler's .incbin (admin/page_asset.S).
 ASM_SRC   := $(wildcard admin/*.S)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
@@ -34,7 +34,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
+.PHONY: all deps run test layers unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -66,6 +66,13 @@ $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	$(CC) -std=c11 $(OPT) -I$(LLHTTP_INC) -c -o $@ $<
 
 # ---- tests ---------------------------------------------------------------
+# The include directions between the folders (README.md "Layout"): any
+# include the table forbids, and any include circle, fails. The self-test
+# first shows that a planted violation is found.
+layers:
+	node tests/layers/layers.mjs --self-test
+	node tests/layers/layers.mjs
+
 $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(LLHTTP_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LLHTTP_OBJ) $(LDLIBS) -lcmocka
@@ -115,7 +122,7 @@ integration: $(BIN) node_modules/.package-lock.json
 
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
-test: $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
+test: layers $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
 	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
 FUZZ_TEST_SECONDS ?= 10
 

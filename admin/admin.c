@@ -15,8 +15,8 @@
  *   AX_READY   a /readyz request waiting for the upstream probes, in
  *              adm->ready_waiters until they finish.
  *
- * Not here: the HTTP framing (proxy/conn.c), the records' contents
- * (proxy/hook_record.c), the page's script (admin/page.html).
+ * Not here: the HTTP framing (proxy/net/conn.c), the records' contents
+ * (proxy/hooks/hook_record.c), the page's script (admin/page.html).
  */
 #include "admin/admin.h"
 
@@ -43,26 +43,26 @@
 #include <openssl/evp.h>
 
 #include "admin/metrics.h"
-#include "admin/redact.h"
+#include "proxy/hooks/redact.h"
 #include "admin/ring.h"
 #include "policy/policy.h"
 #include "proxy/config.h"
-#include "proxy/conn.h"
+#include "proxy/net/conn.h"
 #include "proxy/ctx.h"
-#include "proxy/errs.h"
-#include "proxy/hook_policy.h"
-#include "proxy/hook_record.h"
-#include "proxy/jparse.h"
-#include "proxy/http_parse.h"
-#include "proxy/inbox.h"
-#include "proxy/inspect.h"
-#include "proxy/listener.h"
-#include "proxy/sesslimit.h"
-#include "proxy/log.h"
-#include "proxy/origin.h"
-#include "proxy/tls.h"
-#include "proxy/transport.h"
-#include "proxy/upstream.h"
+#include "proxy/base/errs.h"
+#include "proxy/hooks/hook_policy.h"
+#include "proxy/hooks/hook_record.h"
+#include "proxy/base/jparse.h"
+#include "proxy/net/http_parse.h"
+#include "proxy/net/inbox.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/net/listener.h"
+#include "proxy/mcp/sesslimit.h"
+#include "proxy/base/log.h"
+#include "proxy/net/origin.h"
+#include "proxy/net/tls.h"
+#include "proxy/net/transport.h"
+#include "proxy/net/upstream.h"
 
 /* admin/page.html, linked in by admin/page_asset.S (.incbin). */
 extern const char admin_page_start[];

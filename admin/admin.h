@@ -1,6 +1,6 @@
 /* admin: the admin endpoint, a transport adapter on its own listener.
  *
- * It owns the call recorder (proxy/hook_record.c) and what it feeds: the
+ * It owns the call recorder (proxy/hooks/hook_record.c) and what it feeds: the
  * ring of records (admin/ring.c), the metrics (admin/metrics.c), the live
  * streams and the optional JSON-lines log. Endpoints (GET or HEAD):
  *

@@ -1,7 +1,7 @@
 /* metrics: the counters and histograms behind GET /metrics, and their
  * Prometheus text exposition (format 0.0.4).
  *
- * The recorder (proxy/hook_record.c) counts calls, policy decisions,
+ * The recorder (proxy/hooks/hook_record.c) counts calls, policy decisions,
  * sessions and bytes here as they happen; the admin endpoint adds a
  * snapshot of the proxy's own gauges and counters (connections, pools, the
  * ring) when it renders. Every family is named mcpwarden_*, has HELP and
@@ -74,7 +74,7 @@ struct metrics_worker {
 	uint64_t connections_total, requests_total, handoffs_total, yields_total;
 };
 
-/* The policy's counters (proxy/hook_policy.h, conf/README-policy.md
+/* The policy's counters (proxy/hooks/hook_policy.h, conf/README-policy.md
  * "Metrics"): totals over the process lifetime, and per rule of the
  * policy in force (they start at 0 when a reload brings a new policy). */
 struct metrics_policy_rule {
@@ -100,7 +100,7 @@ struct metrics_snapshot {
 	uint64_t hook_dropped, hook_answered, hook_modified;
 	uint64_t ring_capacity, ring_records, ring_dropped;
 	uint64_t inflight_calls, admin_streams, admin_streams_behind;
-	/* pass-through sessions' caps (proxy/sesslimit.h): [0] requests in
+	/* pass-through sessions' caps (proxy/mcp/sesslimit.h): [0] requests in
 	 * flight, [1] GET streams */
 	uint64_t session_refused[2], session_slots[2];
 	double start_time_seconds;       /* Unix time the process started */

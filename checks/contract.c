@@ -22,7 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "checks/sbuf.h"
+#include "proxy/base/sbuf.h"
 
 /* ---- codes ---------------------------------------------------------------- */
 

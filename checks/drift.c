@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checks/sbuf.h"
+#include "proxy/base/sbuf.h"
 
 enum code {
 	D_TOOL_REMOVED,

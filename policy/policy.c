@@ -3,7 +3,7 @@
  * statistics counters.
  *
  * Not here: parsing (policy_load.c), tool listings and what to do with a
- * decision (proxy/hook_policy.c).
+ * decision (proxy/hooks/hook_policy.c).
  */
 #define POLICY_INTERNAL
 #include "policy/policy.h"
@@ -592,7 +592,7 @@ void policy_eval(const struct policy *p, const struct policy_input *in,
 /* ---- statistics and accessors ----------------------------------------------------------- */
 
 /* The counters are bumped by every worker thread that judges under p, with
- * no lock (proxy/hook_policy.c): relaxed atomic adds, so none is lost and
+ * no lock (proxy/hooks/hook_policy.c): relaxed atomic adds, so none is lost and
  * no thread ever waits for another; a reader may see one counter of a
  * decision before the other, which totals over time do not mind. */
 static void bump(uint64_t *c)

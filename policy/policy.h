@@ -1,6 +1,6 @@
 /* policy: compiled rules that decide, per JSON-RPC message, whether it may
  * go on. Pure: no I/O, no global state, no clock; the glue in
- * proxy/hook_policy.c feeds it what the proxy knows (method, tool, the
+ * proxy/hooks/hook_policy.c feeds it what the proxy knows (method, tool, the
  * tool's hints as last listed and as pinned in a baseline, client and
  * upstream names, arguments) and acts on the decision.
  *

@@ -20,9 +20,9 @@
 
 #include <jansson.h>
 
-#include "proxy/errs.h"
-#include "proxy/http_resp.h"
-#include "proxy/limits.h"
+#include "proxy/base/errs.h"
+#include "proxy/net/http_resp.h"
+#include "proxy/base/limits.h"
 
 const char *config_usage(void)
 {
@@ -754,7 +754,7 @@ static int path_taken(const struct px_config *cfg, const char *p, const void *se
 	return 0;
 }
 
-/* The legacy HTTP+SSE face of each upstream (proxy/transport_sse.h): by
+/* The legacy HTTP+SSE face of each upstream (proxy/mcp/transport_sse.h): by
  * default "/mcp" -> "/sse" + "/messages", "/x/mcp" -> "/x/sse" +
  * "/x/messages", "/x" -> "/x/sse" + "/x/messages". A default that clashes
  * with a path in use is left off quietly; a configured one is an error.

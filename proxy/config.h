@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "proxy/log.h"
+#include "proxy/base/log.h"
 
 /* A header the proxy adds to every request to an upstream (its own
  * credentials, say). The value may come from the environment and is a
@@ -31,7 +31,7 @@ struct px_client {
 };
 
 /* How mcpwarden speaks to an upstream: upstreams[].transport,
- * --upstream-transport (proxy/upstream_sse.h, TRANSPORTS.md §2.9). */
+ * --upstream-transport (proxy/mcp/upstream_sse.h, TRANSPORTS.md §2.9). */
 enum px_transport {
 	PX_TRANSPORT_AUTO = 0,   /* "auto": probe Streamable HTTP, fall back to SSE */
 	PX_TRANSPORT_STREAMABLE, /* "streamable_http" (2025-03-26 and later) */
@@ -87,7 +87,7 @@ struct px_config {
 		size_t max_connections, max_batch, max_output_bytes;
 		size_t max_connections_per_client, max_json_depth;
 		size_t max_sessions, max_session_pending, max_session_queue;
-		/* pass-through sessions (proxy/sesslimit.h) */
+		/* pass-through sessions (proxy/mcp/sesslimit.h) */
 		size_t max_inflight_per_session, max_streams_per_session;
 	} limits;
 	enum log_level log_level;
@@ -113,7 +113,7 @@ struct px_config {
 	 * default) means one per online core. */
 	unsigned workers;
 	/* "yield_after_us": a worker that ran this long without a pause lets
-	 * other runnable threads have its core (proxy/loop.h); 0: never. */
+	 * other runnable threads have its core (proxy/net/loop.h); 0: never. */
 	unsigned yield_after_us;
 	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
 	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */

@@ -8,7 +8,7 @@
  * state, the admin endpoint, session and tool tables) are the same objects
  * in every worker's ctx; each guards itself with a mutex. Worker 0 runs on
  * the main thread, owns the shared parts and alone handles signals and
- * the admin endpoint. Worker to worker: proxy/inbox.h. */
+ * the admin endpoint. Worker to worker: proxy/net/inbox.h. */
 #ifndef MCPWARDEN_CTX_H
 #define MCPWARDEN_CTX_H
 
@@ -40,7 +40,7 @@ struct px_stats {
 	uint64_t connections, requests, responses_by_class[6];
 	uint64_t upstream_errors, timeouts, too_large, bad_requests, aborted;
 	uint64_t handoffs;  /* requests passed to the worker holding their session */
-	uint64_t yields;    /* times the loop gave its core away (proxy/loop.h) */
+	uint64_t yields;    /* times the loop gave its core away (proxy/net/loop.h) */
 };
 
 /* What the workers count together: atomics (px_shared_*). */
@@ -96,8 +96,8 @@ struct px_ctx {
 	struct px_stats stats;
 	/* Shared modules plugged into the hook; each NULL when not configured. */
 	struct admin *admin;              /* owned: admin/admin.c */
-	struct hook_policy *policy;       /* owned: proxy/hook_policy.c */
-	struct hook_contract *contract;   /* owned: proxy/hook_contract.c */
+	struct hook_policy *policy;       /* owned: proxy/hooks/hook_policy.c */
+	struct hook_contract *contract;   /* owned: proxy/hooks/hook_contract.c */
 };
 
 /* Event priorities (event_base_priority_init): everything runs at the

@@ -36,11 +36,11 @@
 
 #include "proxy/config.h"
 #include "proxy/ctx.h"
-#include "proxy/hook_contract.h"
-#include "proxy/inspect.h"
-#include "proxy/jparse.h"
-#include "proxy/jsonrpc.h"
-#include "proxy/log.h"
+#include "proxy/hooks/hook_contract.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jparse.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/log.h"
 
 static double now_ms(void)
 {

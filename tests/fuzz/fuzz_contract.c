@@ -53,7 +53,7 @@
 #include <jansson.h>
 
 #include "checks/contract.h"
-#include "proxy/jparse.h"
+#include "proxy/base/jparse.h"
 #include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,4 +1,4 @@
-/* Fuzz target for proxy/http_parse.c on client requests; with
+/* Fuzz target for proxy/net/http_parse.c on client requests; with
  * FUZZ_HTTP_RESPONSE defined (tests/fuzz/fuzz_http_response.c) the same
  * driver parses upstream responses.
  *
@@ -40,8 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/http_parse.h"
-#include "proxy/limits.h"
+#include "proxy/net/http_parse.h"
+#include "proxy/base/limits.h"
 
 #ifdef FUZZ_HTTP_RESPONSE
 #define FUZZ_KIND HTTP_KIND_RESPONSE

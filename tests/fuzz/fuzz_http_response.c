@@ -1,4 +1,4 @@
-/* Fuzz target for proxy/http_parse.c on upstream responses.
+/* Fuzz target for proxy/net/http_parse.c on upstream responses.
  *
  * The driver is tests/fuzz/fuzz_http_request.c, built for responses: the
  * same properties (fragmentation never changes the outcome, the API's

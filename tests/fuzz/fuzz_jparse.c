@@ -1,4 +1,4 @@
-/* Fuzz target for proxy/jparse.c, differential against jansson.
+/* Fuzz target for proxy/base/jparse.c, differential against jansson.
  *
  * The input is any byte string. jparse() and json_loadb() parse it with
  * the same flags (both 0 and JSON_DECODE_ANY, the two the proxy uses);
@@ -23,7 +23,7 @@
 
 #include <jansson.h>
 
-#include "proxy/jparse.h"
+#include "proxy/base/jparse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

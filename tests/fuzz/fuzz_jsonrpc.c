@@ -1,4 +1,4 @@
-/* Fuzz target for proxy/jsonrpc.c.
+/* Fuzz target for proxy/base/jsonrpc.c.
  *
  * The input is a POST body or an SSE data field as the proxy would receive
  * it: whatever JSON text. It is parsed with jansson (any value, NULs in
@@ -34,8 +34,8 @@
 
 #include <jansson.h>
 
-#include "proxy/jsonrpc.h"
-#include "proxy/limits.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/limits.h"
 #include "tests/fuzz/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -14,7 +14,7 @@
  *
  * The policy is loaded with several error buffers; a loaded one judges the
  * request as it is, and as the methods, tools, clients and upstreams below
- * (the way proxy/hook_policy.c asks: calls with the tool's hints as listed
+ * (the way proxy/hooks/hook_policy.c asks: calls with the tool's hints as listed
  * and as in the baseline, and the no-argument listing question), counts
  * the decisions and reads the statistics back; policy_change_word,
  * policy_hints_* , policy_glob and policy_pointer_get are driven directly.

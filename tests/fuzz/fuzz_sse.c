@@ -1,4 +1,4 @@
-/* Fuzz target for the SSE reader and writer (proxy/sse.c).
+/* Fuzz target for the SSE reader and writer (proxy/base/sse.c).
  *
  * Input layout: byte 0 picks max_block_bytes (low 3 bits index `maxes`),
  * byte 1 picks after which report the callback asks to stop (low 4 bits, 0:
@@ -25,7 +25,7 @@
 
 #include <event2/buffer.h>
 
-#include "proxy/sse.h"
+#include "proxy/base/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

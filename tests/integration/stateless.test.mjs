@@ -12,8 +12,8 @@
 // results through mcpwarden as directly, both eras at once.
 //
 // The "HeaderMismatch end to end" and "mcpwarden's own errors" suites need
-// mirror_check()/mirror_proxy_code() (proxy/mirror.h) wired into
-// proxy/transport_http.c: until then the upstream, not mcpwarden, answers
+// mirror_check()/mirror_proxy_code() (proxy/mcp/mirror.h) wired into
+// proxy/mcp/transport_http.c: until then the upstream, not mcpwarden, answers
 // the mismatches (the SDK server checks them too), and those cases fail on
 // "the upstream never saw it".
 
@@ -373,7 +373,7 @@ describe('2026-07-28 through mcpwarden', () => {
 
 // ---- HeaderMismatch, end to end ------------------------------------------------
 //
-// Needs mirror_check() wired into transport_http.c (see proxy/mirror.h).
+// Needs mirror_check() wired into transport_http.c (see proxy/mcp/mirror.h).
 // Each rejected request must get 400 + -32020 from mcpwarden itself (its
 // data.reason tells it apart from the SDK server's own -32020, whose data
 // is {mismatch}) and never reach the upstream.

@@ -246,7 +246,7 @@ describe('workers: load spreads, the admin view is one', () => {
       assert.deepEqual(perWorker(d.text, 'mcpwarden_worker_handoffs_total'), [0, 0],
         'no translated sessions here: nothing to hand over');
       // Present for each worker; how often a loop gave its core away
-      // depends on the machine's load (proxy/loop.h).
+      // depends on the machine's load (proxy/net/loop.h).
       assert.ok(perWorker(d.text, 'mcpwarden_worker_yields_total').every((x) => x >= 0));
       assert.equal(metricValue(d.text, 'mcpwarden_tool_calls_total', { tool: 'echo', outcome: 'ok' }), N * CALLS,
         'tool-call counter, summed over the workers');

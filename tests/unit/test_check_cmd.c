@@ -1,10 +1,10 @@
-/* Unit tests for proxy/check_cmd.c. The static helpers are reached by
+/* Unit tests for proxy/cli/check_cmd.c. The static helpers are reached by
  * including the .c (STYLE.md §3); the client path runs against a canned
  * HTTP server on a thread (blocking sockets, test only), so valgrind sees
  * the whole of it (event loop, upstream module, state machine, report,
  * teardown).
  */
-#include "proxy/check_cmd.c"
+#include "proxy/cli/check_cmd.c"
 
 #include <setjmp.h>
 #include <stddef.h>

@@ -14,7 +14,7 @@
 
 #include "admin/admin.h"
 #include "proxy/config.h"
-#include "proxy/limits.h"
+#include "proxy/base/limits.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -551,7 +551,7 @@ static void test_load_session_caps(void **state)
 	           "$.limits.max_streams_per_session: must be a non-negative integer");
 }
 
-/* "yield_after_us" (proxy/loop.h): 300 by default, 0 turns it off, a
+/* "yield_after_us" (proxy/net/loop.h): 300 by default, 0 turns it off, a
  * change needs a restart (the loops read it when they start). */
 static void test_load_yield_after(void **state)
 {

@@ -1,6 +1,6 @@
 /* Unit tests for the incremental contract check (checks/contract.h,
  * "Incremental checking") and the tool spans it is fed with
- * (proxy/jparse.h, jparse_elements and jparse_elements_since).
+ * (proxy/base/jparse.h, jparse_elements and jparse_elements_since).
  *
  * The property under test: checking a listing through a memo gives the
  * report a full contract_check() gives, finding for finding, whatever
@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "checks/contract.h"
-#include "proxy/jparse.h"
+#include "proxy/base/jparse.h"
 
 /* ---- random listings ------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/hook_contract.c: the hook driven through the real
+/* Unit tests for proxy/hooks/hook_contract.c: the hook driven through the real
  * inspect chain with fabricated tools/list exchanges (request + response,
  * as transport_http hands them over for a JSON reply or one SSE event).
  *
@@ -25,10 +25,10 @@
 #include "admin/admin.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
-#include "proxy/hook_contract.h"
-#include "proxy/inspect.h"
-#include "proxy/jsonrpc.h"
-#include "proxy/log.h"
+#include "proxy/hooks/hook_contract.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/log.h"
 
 static json_t *J(const char *text)
 {

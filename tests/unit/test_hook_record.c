@@ -1,4 +1,4 @@
-/* Unit tests for proxy/hook_record.c: the call recorder.
+/* Unit tests for proxy/hooks/hook_record.c: the call recorder.
  *
  * Each test drives the recorder the way a transport does (messages through
  * inspect_message, then inspect_exchange_done) and compares the records the
@@ -18,11 +18,11 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "admin/redact.h"
+#include "proxy/hooks/redact.h"
 #include "admin/ring.h"
-#include "proxy/hook_record.h"
-#include "proxy/inspect.h"
-#include "proxy/jsonrpc.h"
+#include "proxy/hooks/hook_record.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jsonrpc.h"
 
 #define MAX_RECS 16
 

@@ -1,11 +1,11 @@
-/* Unit tests for proxy/hook_record.c's fast paths: the per-thread time
+/* Unit tests for proxy/hooks/hook_record.c's fast paths: the per-thread time
  * cache, records handed to a ring without a copy (ring_swap, the displaced
  * block reused for the next record), several threads recording while
  * another reads the in-flight list and the ring, and the outboxes: a
  * worker never waits for a lock another thread holds (until its outbox is
  * full), and no record waiting in one is lost. The .c is included to
  * reach its static helpers (h2o's t/00unit style). */
-#include "proxy/hook_record.c"
+#include "proxy/hooks/hook_record.c"
 
 #include <limits.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/http_parse.c, through the public API only.
+/* Unit tests for proxy/net/http_parse.c, through the public API only.
  *
  * Most tests go through one driver, run_feed(), which feeds an input cut at
  * the given offsets, resets after every complete message (as conn.c and
@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
-#include "proxy/http_parse.h"
-#include "proxy/limits.h"
+#include "proxy/net/http_parse.h"
+#include "proxy/base/limits.h"
 
 #define LOG_MAX  16384
 #define BODY_MAX 8192

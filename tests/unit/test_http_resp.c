@@ -1,6 +1,6 @@
-/* Unit tests for proxy/http_resp.c: hop-by-hop headers, status lines, and
+/* Unit tests for proxy/net/http_resp.c: hop-by-hop headers, status lines, and
  * the bytes of the proxy's own JSON responses (checked literally and by
- * parsing them back with proxy/http_parse.c).
+ * parsing them back with proxy/net/http_parse.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
-#include "proxy/http_parse.h"
-#include "proxy/http_resp.h"
+#include "proxy/net/http_parse.h"
+#include "proxy/net/http_resp.h"
 
 /* The whole buffer as a NUL-terminated string (owned). */
 static char *drain_str(struct evbuffer *b)

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/inbox.c and proxy/affinity.c, the two pieces the
+/* Unit tests for proxy/net/inbox.c and proxy/net/affinity.c, the two pieces the
  * workers share: work posted from other threads runs on the target loop,
  * in order, exactly once (or is dropped once when never run), and the
  * session-to-worker table answers from any thread. */
@@ -14,9 +14,9 @@
 
 #include <event2/event.h>
 
-#include "proxy/affinity.h"
+#include "proxy/net/affinity.h"
 #include "proxy/ctx.h"
-#include "proxy/inbox.h"
+#include "proxy/net/inbox.h"
 
 #define POSTERS 4
 #define PER_POSTER 5000

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/inspect.c: the hook chain. Each test hook appends its
+/* Unit tests for proxy/hooks/inspect.c: the hook chain. Each test hook appends its
  * name to a shared trace (observers also the verdict they saw, "name=v"), so
  * a test states the order hooks ran in as a string ("a,b,obs=1,").
  */
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "proxy/inspect.h"
+#include "proxy/hooks/inspect.h"
 
 struct trace {
 	char s[512];

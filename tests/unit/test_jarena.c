@@ -1,4 +1,4 @@
-/* Unit tests for proxy/jarena.c: jansson values of small parsed texts cut
+/* Unit tests for proxy/base/jarena.c: jansson values of small parsed texts cut
  * from blocks. What must hold: the trees are the same values json_loadb
  * gives; a value kept past its message stays intact while later messages
  * reuse the space around it; blocks go back once empty, so a stream of
@@ -17,8 +17,8 @@
 #include <pthread.h>
 #include <jansson.h>
 
-#include "proxy/jarena.h"
-#include "proxy/jparse.h"
+#include "proxy/base/jarena.h"
+#include "proxy/base/jparse.h"
 
 static const char CALL[] =
 	"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\","

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/jsonrpc.c. Messages are written as JSON text and
+/* Unit tests for proxy/base/jsonrpc.c. Messages are written as JSON text and
  * parsed with jansson, so each case reads like what goes over the wire.
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "proxy/jsonrpc.h"
+#include "proxy/base/jsonrpc.h"
 
 static json_t *j(const char *text)
 {

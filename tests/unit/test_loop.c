@@ -1,4 +1,4 @@
-/* Unit tests for proxy/loop.c: the loop ends as event_base_dispatch does,
+/* Unit tests for proxy/net/loop.c: the loop ends as event_base_dispatch does,
  * and gives its core away only after running a whole slice without a
  * pause.
  *
@@ -22,7 +22,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "proxy/loop.h"
+#include "proxy/net/loop.h"
 
 static uint64_t now_ns(clockid_t id)
 {

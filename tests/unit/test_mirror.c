@@ -1,4 +1,4 @@
-/* Unit tests for proxy/mirror.c, through the public API only.
+/* Unit tests for proxy/mcp/mirror.c, through the public API only.
  *
  * Request heads are real bytes parsed by http_parse (as the proxy gets
  * them); bodies and tools are JSON written with ' for " (J()). A test
@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "proxy/http_parse.h"
-#include "proxy/jsonrpc.h"
-#include "proxy/mirror.h"
+#include "proxy/net/http_parse.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/mcp/mirror.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 

@@ -1,11 +1,11 @@
-/* Unit tests for proxy/origin.c: Host and Origin checks. */
+/* Unit tests for proxy/net/origin.c: Host and Origin checks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "proxy/origin.h"
+#include "proxy/net/origin.h"
 
 static const struct origin_policy loopback = {.loopback_only = 1};
 static const struct origin_policy open_policy = {0};

@@ -1,5 +1,5 @@
 /* Unit tests for policy/ (policy.c, policy_load.c), through the public API,
- * and for its glue proxy/hook_policy.c, driven through the message hook
+ * and for its glue proxy/hooks/hook_policy.c, driven through the message hook
  * (inspect_message) the way the transports drive it.
  *
  * Policies and arguments are written with single quotes; J() turns them
@@ -23,10 +23,10 @@
 #include "policy/policy.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
-#include "proxy/hook_policy.h"
-#include "proxy/inspect.h"
-#include "proxy/jsonrpc.h"
-#include "proxy/log.h"
+#include "proxy/hooks/hook_policy.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/log.h"
 
 static json_t *J(const char *text)
 {
@@ -1120,7 +1120,7 @@ static void test_read_only_preset(void **state)
 }
 
 
-/* ---- the glue: proxy/hook_policy.c --------------------------------------------------------------- */
+/* ---- the glue: proxy/hooks/hook_policy.c --------------------------------------------------------------- */
 
 /* A px_ctx with two upstreams ("staging", "prod") and an inspect chain. */
 struct rig {

@@ -1,4 +1,4 @@
-/* Unit tests for admin/redact.c: secret keys at any depth, configured
+/* Unit tests for proxy/hooks/redact.c: secret keys at any depth, configured
  * literal values, the cut marker, result previews. Inputs and expected
  * outputs are JSON texts; "M" below stands for the mask "••••". */
 #include <setjmp.h>
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "admin/redact.h"
-#include "checks/sbuf.h"
-#include "proxy/jparse.h"
+#include "proxy/hooks/redact.h"
+#include "proxy/base/sbuf.h"
+#include "proxy/base/jparse.h"
 
 #define M REDACT_MASK
 
@@ -153,7 +153,7 @@ static void test_key_answers_follow_the_patterns(void **state)
 	redact_free(b);
 }
 
-/* jparse_member (proxy/jparse.h), which the redaction walks use, finds
+/* jparse_member (proxy/base/jparse.h), which the redaction walks use, finds
  * what json_object_get finds: by a walk in a small object, hashed in a
  * large one; a key holding a NUL is not its prefix. */
 static void test_member_lookup(void **state)

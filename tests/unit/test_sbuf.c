@@ -1,4 +1,4 @@
-/* Unit tests for checks/sbuf.c's JSON and UTF-8 helpers. The fast paths
+/* Unit tests for proxy/base/sbuf.c's JSON and UTF-8 helpers. The fast paths
  * work eight bytes at a time, so every helper is compared with a plain
  * byte-by-byte reference (written here from the JSON and UTF-8 rules, not
  * from sbuf.c) on random inputs of every length and alignment, rich in the
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "checks/sbuf.h"
+#include "proxy/base/sbuf.h"
 
 /* ---- references ------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/sessid.c: the table of session ids the proxy saw
+/* Unit tests for proxy/mcp/sessid.c: the table of session ids the proxy saw
  * issued and ended. Lookups take only their stripe's lock, issuing and
  * ending the table's too: the threaded test has readers look up while a
  * writer issues, ends and evicts (make tsan runs it under ThreadSanitizer). */
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
-#include "proxy/sessid.h"
+#include "proxy/mcp/sessid.h"
 
 static void test_issued_ended_unknown(void **state)
 {

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/session.c (and the pure helpers of upstream_sse.c).
+/* Unit tests for proxy/mcp/session.c (and the pure helpers of upstream_sse.c).
  *
  * The table runs without a px_ctx: no timers, no upstream face. The client
  * face is a fake that records every delivery; "targets" are fake exchanges
@@ -18,10 +18,10 @@
 #include <jansson.h>
 
 #include "proxy/config.h"
-#include "proxy/jsonrpc.h"
-#include "proxy/log.h"
-#include "proxy/session.h"
-#include "proxy/upstream_sse.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/log.h"
+#include "proxy/mcp/session.h"
+#include "proxy/mcp/upstream_sse.h"
 
 /* ---- the fake client face --------------------------------------------------- */
 

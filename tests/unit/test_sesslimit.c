@@ -1,4 +1,4 @@
-/* Unit tests for proxy/sesslimit.c: caps per kind, entries made and freed
+/* Unit tests for proxy/mcp/sesslimit.c: caps per kind, entries made and freed
  * with their slots, keys (upstream, session id), the table bound, the
  * once-per-entry warning, counters, and concurrent use from threads. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/sesslimit.h"
+#include "proxy/mcp/sesslimit.h"
 
 static struct sesslimit_stats stats_of(struct sesslimit *t)
 {

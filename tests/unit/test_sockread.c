@@ -1,4 +1,4 @@
-/* Unit tests for proxy/sockread.c: the read side of a socket bufferevent,
+/* Unit tests for proxy/net/sockread.c: the read side of a socket bufferevent,
  * done without libevent's FIONREAD and 4 KiB reads. What the callers rely
  * on is the bufferevent's read behaviour: bytes land in the bufferevent's
  * input and its read callback runs; EOF, an error or the read timeout
@@ -22,7 +22,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy/sockread.h"
+#include "proxy/net/sockread.h"
 
 struct fixture {
 	struct event_base *base;

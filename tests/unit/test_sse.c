@@ -1,4 +1,4 @@
-/* Unit tests for proxy/sse.c, through the public API only.
+/* Unit tests for proxy/base/sse.c, through the public API only.
  *
  * Each report from the reader is rendered into one line of a text log so a
  * test states the whole expected outcome as a string:
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
-#include "proxy/sse.h"
+#include "proxy/base/sse.h"
 
 #define LOG_MAX 4096
 

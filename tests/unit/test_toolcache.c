@@ -1,4 +1,4 @@
-/* Unit tests for proxy/toolcache.c, through the public API only: the cache
+/* Unit tests for proxy/hooks/toolcache.c, through the public API only: the cache
  * is attached to a real message hook (inspect_new) and fed the messages
  * the proxy would hand it, so the observer path is the one under test.
  *
@@ -16,9 +16,9 @@
 #include <jansson.h>
 
 #include "proxy/ctx.h"
-#include "proxy/inspect.h"
-#include "proxy/jsonrpc.h"
-#include "proxy/toolcache.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/hooks/toolcache.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/upstream.c: a request whose head is handed over
+/* Unit tests for proxy/net/upstream.c: a request whose head is handed over
  * apart from its body (upstream_req_new_split) reaches the server as the
  * same bytes as one whole request, on a fresh connection (queued in the
  * bufferevent until connected) and on a pooled one (one sendmsg), and
@@ -32,8 +32,8 @@
 
 #include "proxy/config.h"
 #include "proxy/ctx.h"
-#include "proxy/http_parse.h"
-#include "proxy/upstream.h"
+#include "proxy/net/http_parse.h"
+#include "proxy/net/upstream.h"
 
 /* ---- the server: N requests of known lengths on one connection ----------- */
 

@@ -1,0 +1,149 @@
+/* log: see log.h. Lines are written with one fputs so that they are never
+ * interleaved; stderr is unbuffered, so each line is one write(2). */
+#include "proxy/base/log.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/time.h>
+
+#include <jansson.h>
+
+/* Set at start and by a reload (SIGHUP, worker 0's thread) while every
+ * worker logs: read and written atomically. */
+static int log_min = LOG_INFO;
+static int log_json;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_setup(enum log_level level, int json)
+{
+	__atomic_store_n(&log_min, (int)level, __ATOMIC_RELAXED);
+	__atomic_store_n(&log_json, json, __ATOMIC_RELAXED);
+}
+
+int log_enabled(enum log_level level)
+{
+	return (int)level >= __atomic_load_n(&log_min, __ATOMIC_RELAXED);
+}
+
+int log_level_parse(const char *s, enum log_level *out)
+{
+	for (int i = LOG_DEBUG; i <= LOG_ERROR; i++) {
+		if (strcmp(s, level_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* RFC 3339 UTC with milliseconds. */
+static void log_time(char *buf, size_t len)
+{
+	struct timeval tv;
+	struct tm tm;
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
+}
+
+/* Reals with 15 significant digits: every double that is the nearest to
+ * a decimal of up to 15 digits (a latency in whole microseconds, a score
+ * in hundredths) prints as that decimal, where jansson's default 17 shows
+ * the binary noise (0.058000000000000003). */
+#define LOG_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+static void log_emit_json(json_t *obj)
+{
+	char *s = json_dumps(obj, LOG_JSON_FLAGS);
+	if (s) {
+		size_t n = strlen(s);
+		char line[8192];
+		if (n + 2 <= sizeof(line)) {
+			memcpy(line, s, n);
+			line[n] = '\n';
+			line[n + 1] = '\0';
+			fputs(line, stderr);
+		} else {
+			fprintf(stderr, "%s\n", s);
+		}
+		free(s);
+	}
+	json_decref(obj);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	char ts[40], msg[2048], line[2200];
+	va_list ap;
+
+	if (!log_enabled(level))
+		return;
+	log_time(ts, sizeof(ts));
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (__atomic_load_n(&log_json, __ATOMIC_RELAXED)) {
+		json_t *o = json_object();
+		json_object_set_new(o, "time", json_string(ts));
+		json_object_set_new(o, "level", json_string(level_names[level]));
+		json_object_set_new(o, "msg", json_string(msg));
+		log_emit_json(o);
+		return;
+	}
+	snprintf(line, sizeof(line), "%s %-5s %s\n", ts, level_names[level], msg);
+	fputs(line, stderr);
+}
+
+/* Every key in every access line, null when unknown: one shape, whether
+ * the request reached an adapter or was refused as it arrived. */
+static void set_str(json_t *o, const char *k, const char *v)
+{
+	json_object_set_new(o, k, v ? json_string(v) : json_null());
+}
+
+void log_access(const struct log_access *a)
+{
+	char ts[40], line[2048];
+
+	if (!log_enabled(LOG_INFO))
+		return;
+	log_time(ts, sizeof(ts));
+	if (__atomic_load_n(&log_json, __ATOMIC_RELAXED)) {
+		json_t *o = json_object();
+		json_object_set_new(o, "time", json_string(ts));
+		json_object_set_new(o, "level", json_string("info"));
+		json_object_set_new(o, "msg", json_string("request"));
+		json_object_set_new(o, "conn", json_integer((json_int_t)a->conn_id));
+		set_str(o, "client", a->client);
+		set_str(o, "client_name", a->client_name);
+		set_str(o, "http_method", a->http_method);
+		set_str(o, "path", a->path);
+		set_str(o, "upstream", a->upstream);
+		set_str(o, "rpc_method", a->rpc_method);
+		set_str(o, "tool", a->tool);
+		json_object_set_new(o, "status", json_integer(a->status));
+		/* Whole microseconds, as measured. */
+		json_object_set_new(o, "latency_ms", json_real(round(a->latency_ms * 1000.0) / 1000.0));
+		json_object_set_new(o, "bytes_in", json_integer((json_int_t)a->bytes_in));
+		json_object_set_new(o, "bytes_out", json_integer((json_int_t)a->bytes_out));
+		set_str(o, "note", a->note);
+		log_emit_json(o);
+		return;
+	}
+	snprintf(line, sizeof(line),
+	         "%s info  #%llu %s%s%s %s %s%s%s%s%s -> %d %.1fms in=%llu out=%llu%s%s%s%s\n",
+	         ts, a->conn_id, a->client ? a->client : "-", a->client_name ? " as=" : "",
+	         a->client_name ? a->client_name : "",
+	         a->http_method ? a->http_method : "-", a->path ? a->path : "-",
+	         a->rpc_method ? " " : "", a->rpc_method ? a->rpc_method : "",
+	         a->tool ? " tool=" : "", a->tool ? a->tool : "", a->status,
+	         a->latency_ms, a->bytes_in, a->bytes_out,
+	         a->upstream ? " up=" : "", a->upstream ? a->upstream : "",
+	         a->note ? " note=" : "", a->note ? a->note : "");
+	fputs(line, stderr);
+}

@@ -1,0 +1,139 @@
+/* hook_contract: the tool-list contract, checked live on every tools/list
+ * reply that crosses the proxy (issue 4, item 2).
+ *
+ * A deciding hook on the inspect chain. It looks only at server -> client
+ * responses whose request (same HTTP exchange) is tools/list, whether the
+ * reply came as JSON or as one event of an SSE stream, and runs the pure
+ * checkers of checks/contract.h and, when the upstream has a baseline,
+ * checks/drift.h on it.
+ *
+ * Pagination. The pages of one listing are checked together: a page asked
+ * without params.cursor starts a listing for (upstream, session); a page
+ * asked with the cursor that the listing's last page named as nextCursor
+ * continues it. Up to CONTRACT_MAX_PAGES pages are kept and re-checked as
+ * one listing, so a duplicate name on page 3 of a tool on page 1 is seen,
+ * and a nextCursor that repeats an earlier one is cursor-loop. A page
+ * asked with a cursor no listing knows (its listing was evicted, or the
+ * proxy restarted) is checked on its own and never counts as complete.
+ * Until the last page arrives a listing is "not complete": no-tools and
+ * the baseline's tool-removed wait for the end.
+ *
+ * Modes, per upstream ("contract": {"mode": ...}):
+ *   report  forward unchanged; log one line per listing (score, counts,
+ *           first codes) and keep the report for hook_contract_report()
+ *           and the admin page.
+ *   filter  forward each page without the tools that have a problem or a
+ *           breaking change; a listing that cannot be served honestly
+ *           (cursor loop, more pages or tools than the checker examines)
+ *           is answered as in fail mode.
+ *   fail    a page whose listing has a problem or a breaking change is
+ *           replaced by a JSON-RPC error (HOOK_CONTRACT_ERROR, same id)
+ *           whose message names the problems and whose data lists them.
+ *   off     not checked at all: no report, no log line (what the check
+ *           costs is measured against this; tests/bench/listcheck.sh).
+ *
+ * Bounded memory: at most HOOK_CONTRACT_MAX_LISTINGS listings in progress
+ * and HOOK_CONTRACT_MAX_BYTES bytes of kept pages (their size as received,
+ * serialised when the transport does not say), the least recently used
+ * listing evicted first; one report per upstream.
+ *
+ * Unchanged lists. Clients list tools again and again, and upstreams
+ * mostly answer with the same bytes. A listing of one page (asked without
+ * a cursor, answered without nextCursor) whose result is byte for byte the
+ * upstream's previous one, in the same era, is not checked again: the
+ * verdict kept from last time is replayed: the same log line, report
+ * (with a new time), counters, and the same reply to the client (the
+ * same tools withheld in filter mode, the same error in fail mode). The
+ * bytes are compared whole (no hash to collide), one result of at most
+ * HOOK_CONTRACT_CACHE_BYTES per upstream.
+ *
+ * Changed lists. A one-page listing whose bytes differ (of at most
+ * HOOK_CONTRACT_CACHE_BYTES) is checked through the upstream's memo
+ * (checks/contract.h, "Incremental checking"): only tools whose text is
+ * new since the previous such listing are checked, the rest replayed;
+ * the tools' texts are located by skimming only where the result's text
+ * differs from the previous one (proxy/base/jparse.h). Same report, same
+ * reply, as a full check. Published reports are never changed afterwards
+ * (admin keeps a reference), so their per-tool parts can be shared from
+ * one report to the next.
+ *
+ * Not here: a tools/list response that reaches the hook without its
+ * request (m->request NULL: replayed on a resumed GET stream, or a legacy
+ * transport that did not correlate it) is not checked; the proxy's own
+ * tools/list requests (it sends none); policy on tools/call; metrics
+ * exposition (hook_contract_get_stats gives counters).
+ */
+#ifndef MCPWARDEN_HOOK_CONTRACT_H
+#define MCPWARDEN_HOOK_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+struct px_ctx;
+struct px_config;
+struct hook_contract;
+
+/* JSON-RPC error code of a tools/list reply refused in fail (or filter)
+ * mode. In the implementation-defined range -32000..-32019 that every MCP
+ * era leaves free (-32002 is resources' "not found"). */
+#define HOOK_CONTRACT_ERROR (-32003)
+
+#define HOOK_CONTRACT_MAX_LISTINGS 256
+#define HOOK_CONTRACT_MAX_BYTES    (64u * 1024 * 1024)
+#define HOOK_CONTRACT_CACHE_BYTES  (4u * 1024 * 1024)
+
+/* Validates the "contract" section of every upstream in ctx->cfg
+ *   {"mode": "report"|"filter"|"fail"|"off",   default "report"
+ *    "baseline": "FILE",                 saved tool list, optional
+ *    "spec_only": false}                 usability rules become warnings
+ * loads each baseline (a {"tools":[...]} document, a whole JSON-RPC
+ * response or a bare array), and registers the hook on ctx->insp. On
+ * success sets ctx->contract (owned by ctx: hook_contract_free) and
+ * returns 0. On failure writes every error, one per line, located like
+ * "$.upstreams[0].contract.mode: must be report, filter, fail or off", into
+ * err and returns -1 (ctx->contract stays NULL). ctx must outlive the
+ * hook. */
+int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen);
+
+/* Only the validation half of hook_contract_setup (sections and
+ * baselines), for --check-config: 0, or -1 with the same errors in err.
+ * Registers nothing, keeps nothing. */
+int hook_contract_validate(const struct px_config *cfg, char *err, size_t errlen);
+
+/* Frees the hook's state. Accepts NULL. The inspect chain keeps a pointer
+ * to it: free it after the last message (ctx teardown). */
+void hook_contract_free(struct hook_contract *hc);
+
+/* The latest report for the upstream named `upstream` (borrowed), as a new
+ * JSON object owned by the caller, or NULL when that upstream has not
+ * listed tools yet (or is unknown). Shape: the check --json report
+ *   {"tools":[...], "problems":[...], "warnings":[...], "changes":[...],
+ *    "score":0.75, "passed":bool, "truncated":bool}
+ * plus "upstream", "mode", "spec_only", "era" (string|null), "baseline"
+ * (file|null), "breaking" (count), "pages", "complete" (false until the
+ * last page), "action" ("forwarded"|"filtered"|"failed"), "filtered"
+ * (names of tools withheld from the client) and "time" (UTC, ISO 8601).
+ * "passed" is the listing's verdict: no problem and no breaking change. */
+json_t *hook_contract_report(const struct hook_contract *hc, const char *upstream);
+
+/* Every upstream's latest report: {"<name>": report|null, ...}, new
+ * object owned by the caller (NULL when out of memory). */
+json_t *hook_contract_reports(const struct hook_contract *hc);
+
+/* Counters over the process lifetime. */
+struct hook_contract_stats {
+	uint64_t pages;            /* tools/list pages checked */
+	uint64_t listings;         /* listings completed (last page seen) */
+	uint64_t listings_failed;  /* ... of which with a problem or breaking change */
+	uint64_t tools_filtered;   /* tools withheld in filter mode */
+	uint64_t replies_failed;   /* pages replaced by a JSON-RPC error */
+	uint64_t evicted;          /* listings dropped to stay within bounds */
+	uint64_t replayed;         /* pages answered from the kept verdict (of pages) */
+	uint64_t tools_checked;    /* tools checked afresh: not replayed with a
+	                              verdict nor from the memo of per-tool
+	                              results ("Changed lists") */
+};
+void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out);
+
+#endif

@@ -1,0 +1,1891 @@
+/* hook_record: see hook_record.h.
+ *
+ * Per HTTP exchange the recorder keeps a `struct rx` in the exchange's
+ * hook_data slot, holding the client messages of the exchange as records
+ * under construction:
+ *
+ *   where->hook_data[slot] -> rx --> pending(request id 1) -> pending(notif)
+ *                             |        rec: numbers + strings in an arena
+ *                             +-- linked in hr->rxs (for /calls/inflight)
+ *
+ * A server answer fills its request's record in place; on_exchange, which
+ * runs exactly once per exchange, settles what is still open from the
+ * exchange's end, writes every record as JSON text, hands it to the sink
+ * and returns the rx to the recorder's pool.
+ *
+ * Cost. This runs on every call, so a record is a C struct, not a jansson
+ * object: its strings (already redacted and cut) go into arenas per
+ * record, and the JSON text is written once, its exact size reserved up
+ * front, straight into a buffer the recorder reuses. The rx and pending
+ * structs, arenas included, are pooled: a call in steady state allocates
+ * nothing here.
+ *
+ * Threads. Every worker's exchanges come here (inspect_clone shares the
+ * hook), and the admin endpoint reads the in-flight list and what the sink
+ * fed from its own loop. No worker ever waits for another here: on two
+ * busy cores a worker is preempted thousands of times a second, and one
+ * preempted while holding a lock the other needs on every call stalls
+ * that one too, for up to a scheduler tick. So:
+ *
+ *   worker thread                          | shared
+ *   ---------------------------------------+---------------------------------
+ *   request: record built, args redacted;  | rx linked in its thread's list
+ *     rx linked under its thread's lock    | (l->lock: the owner, or a
+ *                                          | reader of /calls/inflight)
+ *   answer: preview redacted, in `ans`     | (settled: an atomic flag)
+ *   exchange end: records finished, JSON   | the thread's outbox: one
+ *     text written, put in the outbox      | writer, one reader at a time
+ *     with what metrics count of them      | (whoever holds hr->lock)
+ *   then, if hr->lock is free, every       | metrics counted, texts handed
+ *     outbox drained under it              | to the sink (ring_swap)
+ *
+ * A worker that finds hr->lock taken goes on: the holder drains again
+ * after releasing it when anything was put meanwhile (hr->waiting; see
+ * combine()), and so does every other holder of the lock (the admin
+ * endpoint's readers, through hook_record_unlocked). An outbox that fills
+ * up (the holder was preempted for long) makes its worker wait, as every
+ * publication did before.
+ *
+ * What /calls/inflight reads of a linked record (the identifying members,
+ * in `arena`) is written before it is linked and not changed until it is
+ * unlinked; what an answer adds goes to the record's second arena (`ans`),
+ * which the reader never touches. Pools, the text buffers and the time
+ * cache are per thread (struct hr_local).
+ */
+#include "proxy/hooks/hook_record.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admin/metrics.h"
+#include "proxy/hooks/redact.h"
+#include "proxy/base/sbuf.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jparse.h"
+#include "proxy/base/jsonrpc.h"
+
+#define RX_MAGIC 0x72656378u /* "recx" */
+/* Server requests remembered so that the client's response to one is
+ * recorded under the request's method (sampling/createMessage…). */
+#define SRV_REQ_MAX 64
+#define ERROR_MESSAGE_CHARS 500
+/* Names, ids and header values are the client's: a record keeps at most
+ * this many characters of each (the ring's bound per record holds). */
+#define FIELD_CHARS 256
+/* Pooled structs kept for reuse, and the largest arena a pooled record
+ * keeps (a bigger one is freed: one huge call must not pin memory). */
+#define POOL_MAX 64
+#define ARENA_KEEP (16u * 1024)
+/* Room left in front of a record's text for {"seq":N, */
+#define SEQ_ROOM 32
+
+enum rec_kind { RK_REQUEST, RK_NOTIFICATION, RK_RESPONSE };
+
+/* A record's string members, in the order they are written. From
+ * F_PREVIEW on they are the answer's, kept in rec.ans. */
+enum rec_str {
+	F_SESSION, F_CLIENT, F_CLIENT_NAME, F_UPSTREAM, F_PROTOCOL, F_CLIENT_TRANSPORT,
+	F_UPSTREAM_TRANSPORT, F_METHOD, F_TOOL, F_ID, F_ARGUMENTS, F_PREVIEW, F_ERROR_MESSAGE,
+	F_RULE, F_NOTE, NSTR
+};
+#define F_ANS_FIRST F_PREVIEW
+/* Members kept as they are (the ring's keys, the metrics' labels and id
+ * matching read them); the others are kept as the escaped text of their
+ * JSON string, ready to be copied into records. */
+#define RAW_FIELDS (1u << F_SESSION | 1u << F_METHOD | 1u << F_TOOL | 1u << F_ID)
+#define IS_RAW(f) ((RAW_FIELDS >> (f)) & 1u)
+
+struct rec {
+	/* 1 + offset of the member's NUL-terminated text in its arena; 0:
+	 * null. Offsets, not pointers: an arena may move as it grows. */
+	size_t str[NSTR];
+	/* owned; kept (emptied) across reuses. arena: the members up to
+	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
+	struct sbuf arena, ans;
+	/* 1 + arena offset of the members F_CLIENT..F_UPSTREAM_TRANSPORT as
+	 * JSON text, names and all (a copy of hr_consts.text), and its
+	 * length; 0: not there, rec_write writes them one by one. */
+	size_t consts, consts_len;
+	uint64_t wall_us;        /* Unix time for "time" */
+	const char *from;        /* static: "client", "server" */
+	enum rec_kind kind;
+	const char *outcome;     /* static, or NULL: not decided yet */
+	long long id_int;        /* the id when id_kind is ID_INT */
+	enum { ID_NULL, ID_INT, ID_STR } id_kind;
+	size_t id_raw, id_raw_len; /* a string id, whole, for matching: arena offset */
+	long long error_code;
+	int has_error_code;
+	int is_error;            /* -1: null */
+	int http_status;         /* 0: null */
+	int arguments_cut, result_cut, modified;
+	unsigned notifications;
+	int finished;            /* latency and bytes are known */
+	uint64_t latency_us, bytes_in, bytes_out;
+	/* Read only where str[f] is set, so left as they are when a pooled
+	 * record is cleared (REC_CLEARED): last, out of its way. */
+	size_t len[NSTR];        /* the member's length when not null */
+	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
+};
+/* The bytes of a struct pending that a reuse clears (see struct rec). */
+#define REC_CLEARED (offsetof(struct pending, rec) + offsetof(struct rec, len))
+
+struct pending {
+	struct pending *next;
+	/* An answer or a verdict decided the outcome. Atomic: the in-flight
+	 * list reads it without the writer's ordering. */
+	int settled;
+	uint64_t done_us;       /* monotonic, when settled */
+	struct rec rec;         /* last: see REC_CLEARED */
+};
+
+struct rx {
+	unsigned magic;
+	struct hook_record *hr;       /* borrowed */
+	struct hr_local *home;        /* borrowed: the thread whose exchange it is */
+	struct inspect_where *where;  /* borrowed: exchange lifetime */
+	/* owned list, arrival order; changed under hr->lock once linked */
+	struct pending *head;
+	struct pending **tail;
+	unsigned notifications;       /* server notifications on this reply (atomic) */
+	int has_requests;             /* a client request came in this exchange */
+	int linked;                   /* in home->rxs (a client message is listed) */
+	uint64_t wall_us;             /* Unix time of where->start_us */
+	struct rx *prev, *next;       /* home->rxs, oldest first; next: pool link */
+	struct rx *lprev, *lnext;     /* home->live */
+};
+
+/* The members F_CLIENT..F_UPSTREAM_TRANSPORT: per exchange, not per
+ * message, and mostly the same from one exchange to the next (one client
+ * connection, one upstream). */
+#define F_CONST_FIRST F_CLIENT
+#define NCONST (F_UPSTREAM_TRANSPORT - F_CLIENT + 1)
+
+/* Those members as JSON text for the values they last had on a thread,
+ * so that a record copies them in one piece: checking that the values
+ * are unchanged costs a strcmp each, less than storing them again. */
+struct hr_consts {
+	int valid;
+	struct sbuf key;          /* owned: each non-NULL value, with its NUL */
+	size_t key_at[NCONST];    /* 1 + offset of the value in key; 0: NULL */
+	struct sbuf text;         /* owned: ,"client":…,"upstream_transport":… */
+	size_t str[NCONST];       /* as struct rec's str, offsets into text */
+	size_t len[NCONST];       /* as struct rec's len (= esc) */
+	struct rec *tmp;          /* owned, or NULL: where the text is made */
+};
+
+struct srv_req {
+	char session[128];
+	char id[64];
+	char method[64];
+};
+
+struct hook_record_text {
+	/* SEQ_ROOM bytes of room, the members, NUL, then the keys' text */
+	struct sbuf b;
+	size_t json_len;             /* of the members, from b.p + SEQ_ROOM */
+	struct ring_keys keys;       /* into b, or static */
+	struct ring_block rb;        /* hook_record_text_block's */
+};
+
+/* A finished record waiting in its thread's outbox for hr->lock: its
+ * text (keys inside) and what the metrics count of it. The labels are
+ * copies (the record is reused at once), one byte longer than the
+ * metrics keep so that they cut them as they would the original. */
+#define OUTBOX_SIZE 64
+#define OUT_LABEL (METRICS_LABEL_MAX + 2)
+struct outrec {
+	struct hook_record_text t;   /* owned buffer, kept across uses */
+	int text;                    /* t holds a record for the sink */
+	enum { OUT_NONE, OUT_CALL, OUT_SERVER } count;
+	char method[OUT_LABEL], tool[OUT_LABEL];
+	int has_tool;
+	const char *outcome;         /* static */
+	int64_t latency_us;          /* < 0: not timed */
+	int exchange, closed;        /* an exchange ended (a DELETE closed a session) */
+	uint64_t bytes_in, bytes_out;
+};
+
+/* One writer (the owning thread) and one reader at a time (the holder
+ * of hr->lock): slots [head, tail) are waiting. */
+struct outbox {
+	struct outrec slot[OUTBOX_SIZE];
+	atomic_size_t head, tail;
+};
+
+/* What one thread keeps for itself. Shared: its in-flight list (lock) and
+ * its outbox. */
+struct hr_local {
+	struct hr_local *next;       /* hr->locals */
+	struct rx *free_rx;          /* owned pool */
+	struct pending *free_pending;/* owned pool */
+	size_t nfree_rx, nfree_pending;
+	struct rx *live;             /* rxs of this thread's open exchanges */
+	/* Exchanges with client records under way, oldest first, for
+	 * /calls/inflight: changed by this thread, read by the admin's, both
+	 * under lock. */
+	pthread_mutex_t lock;
+	struct rx *rxs, *rxs_tail;
+	struct hook_record_text out; /* owned: the text being written */
+	struct outbox ob;
+	struct sbuf scratch;         /* owned: redacted text before it is escaped */
+	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
+	struct hr_consts consts;
+	time_t day_sec;              /* the second day_text spells, or -1 */
+	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
+	size_t day_len;              /* strlen(day_text) */
+};
+
+struct hook_record {
+	const struct redact *rd;     /* borrowed */
+	struct metrics *m;           /* borrowed, may be NULL */
+	hook_record_sink_fn sink;
+	void *arg;
+	int slot;                    /* our index in where->hook_data */
+	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
+	uint64_t gen;                /* tells this recorder's hr_locals apart */
+	atomic_size_t waiting;       /* records in outboxes, all threads */
+	/* Under lock: */
+	struct srv_req srv[SRV_REQ_MAX];
+	size_t srv_next;
+	/* Grown under locals_lock (a thread's first call), at its head, and
+	 * read without it (an atomic pointer); emptied at teardown: */
+	pthread_mutex_t locals_lock;
+	struct hr_local *locals;     /* owned: one per thread that called */
+};
+
+static void combine(struct hook_record *hr);
+
+static void hr_lock(const struct hook_record *hr)
+{
+	if (hr->lock)
+		pthread_mutex_lock(hr->lock);
+}
+
+/* Every holder of hr->lock looks at the outboxes after releasing it: a
+ * worker that found it taken meanwhile left its record there. */
+static void hr_unlock(struct hook_record *hr)
+{
+	if (hr->lock) {
+		pthread_mutex_unlock(hr->lock);
+		combine(hr);
+	}
+}
+
+/* This thread's hr_local for hr. The thread-local cache names the
+ * recorder by address and generation, so a recorder freed and another
+ * allocated at the same address never finds the old one's. */
+static uint64_t hr_gens;
+static _Thread_local struct {
+	const struct hook_record *hr;
+	uint64_t gen;
+	struct hr_local *l;
+} tl;
+
+static struct hr_local *local_of(struct hook_record *hr)
+{
+	if (tl.hr == hr && tl.gen == hr->gen)
+		return tl.l;
+	struct hr_local *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->day_sec = (time_t)-1;
+	if (pthread_mutex_init(&l->lock, NULL) != 0) {
+		free(l);
+		return NULL;
+	}
+	pthread_mutex_lock(&hr->locals_lock);
+	l->next = hr->locals;
+	/* Readers walk the list without locals_lock: l is whole first. */
+	__atomic_store_n(&hr->locals, l, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&hr->locals_lock);
+	tl.hr = hr;
+	tl.gen = hr->gen;
+	tl.l = l;
+	return l;
+}
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t real_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void hook_record_time(uint64_t unix_us, char *buf, size_t len)
+{
+	time_t secs = (time_t)(unix_us / 1000000u);
+	struct tm tm;
+	char day[32];
+	gmtime_r(&secs, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%06uZ", day, (unsigned)(unix_us % 1000000u));
+}
+
+/* hook_record_time into b, the date part reused while the second lasts:
+ * calls come thousands a second, gmtime and strftime once a second. */
+#define TIME_TEXT_MAX 40 /* what put_time writes at most, quotes included */
+
+/* hook_record_time as a quoted JSON string at w, the date part reused
+ * while the second lasts (per thread): calls come thousands a second,
+ * gmtime and strftime once a second. Returns the end. */
+static char *put_time(struct hr_local *l, char *w, uint64_t unix_us)
+{
+	time_t secs = (time_t)(unix_us / 1000000u);
+	unsigned us = (unsigned)(unix_us % 1000000u);
+	char frac[9] = {'.', 0, 0, 0, 0, 0, 0, 'Z', '"'};
+
+	if (secs != l->day_sec) {
+		struct tm tm;
+		gmtime_r(&secs, &tm);
+		l->day_len = strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm);
+		if (l->day_len == 0)
+			l->day_text[0] = '\0';
+		l->day_sec = secs;
+	}
+	/* two digits a division */
+	for (int i = 6; i >= 2; i -= 2, us /= 100) {
+		unsigned d = us % 100;
+		frac[i] = (char)('0' + d % 10);
+		frac[i - 1] = (char)('0' + d / 10);
+	}
+	size_t n = l->day_len;
+	*w++ = '"';
+	memcpy(w, l->day_text, n);
+	w += n;
+	memcpy(w, frac, sizeof(frac));
+	return w + sizeof(frac);
+}
+
+static const char *session_of(const struct inspect_where *w)
+{
+	return w->session_id ? w->session_id : w->reply_session_id;
+}
+
+static const char *verdict_str(enum inspect_verdict v)
+{
+	return v == INSPECT_DROP ? "drop" : v == INSPECT_ANSWER ? "answer" : "forward";
+}
+
+static const char *end_outcome(enum inspect_end end)
+{
+	switch (end) {
+	case INSPECT_END_TIMEOUT:
+		return "timeout";
+	case INSPECT_END_CANCELLED:
+		return "cancelled";
+	case INSPECT_END_REJECTED:
+		return "blocked";
+	case INSPECT_END_UPSTREAM_ERROR:
+	case INSPECT_END_OK:
+	default:
+		return "upstream_error";
+	}
+}
+
+/* ---- record members -------------------------------------------------------- */
+
+static struct sbuf *arena_of(struct rec *r, enum rec_str f)
+{
+	return f >= F_ANS_FIRST ? &r->ans : &r->arena;
+}
+
+static const char *rec_get(const struct rec *r, enum rec_str f)
+{
+	const struct sbuf *a = f >= F_ANS_FIRST ? &r->ans : &r->arena;
+	return r->str[f] ? a->p + r->str[f] - 1 : NULL;
+}
+
+/* sbuf_room and sbuf_wrote for an arena, the common case (room enough)
+ * without a call: a record sets a dozen members. */
+static inline char *arena_room(struct sbuf *a, size_t n)
+{
+	if (!a->oom && n < a->cap && a->len < a->cap - n)
+		return a->p + a->len;
+	return sbuf_room(a, n);
+}
+
+static inline void arena_wrote(struct sbuf *a, size_t k)
+{
+	a->len += k;
+	a->p[a->len] = '\0';
+}
+
+/* Stores s[0..n) as member f (NULL: null); text that is not UTF-8
+ * (header values can be anything, and JSON text must be UTF-8) is null. */
+static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
+{
+	if (!s) {
+		r->str[f] = 0;
+		return;
+	}
+	struct sbuf *a = arena_of(r, f);
+	if (sbuf_json_plain(s, n)) {
+		/* Names, addresses, ids: mostly their own JSON text, found so
+		 * in one scan. A raw member keeps its NUL in the arena. */
+		char *w = arena_room(a, n + 1);
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		memcpy(w, s, n);
+		w[n] = '\0';
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = n;
+		arena_wrote(a, IS_RAW(f) ? n + 1 : n);
+		return;
+	}
+	if (!sbuf_utf8_valid(s, n)) {
+		r->str[f] = 0;
+		return;
+	}
+	if (!IS_RAW(f)) {
+		/* Escaped once, here; each record then copies it. Room for the
+		 * worst case when that is small, else for the exact size (a long
+		 * text must not grow a pooled arena sixfold). */
+		char *w = arena_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		size_t e = sbuf_json_escape_to(w, s, n);
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = e;
+		arena_wrote(a, e);
+		return;
+	}
+	char *w = sbuf_room(a, n + 1);
+	if (!w) {
+		r->str[f] = 0;
+		return;
+	}
+	memcpy(w, s, n);
+	w[n] = '\0'; /* its NUL, as part of the arena's content */
+	r->str[f] = a->len + 1;
+	r->len[f] = n;
+	r->esc[f] = sbuf_json_escaped_len(s, n);
+	sbuf_wrote(a, n + 1);
+}
+
+static void rec_set(struct rec *r, enum rec_str f, const char *s)
+{
+	rec_setn(r, f, s, s ? strlen(s) : 0);
+}
+
+/* s cut to FIELD_CHARS characters (visibly), or null. */
+static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
+{
+	size_t n = s ? strnlen(s, FIELD_CHARS + 1) : 0;
+	if (!s || n <= FIELD_CHARS) {
+		rec_setn(r, f, s, n);
+		return;
+	}
+	char *cut = redact_cut(s, FIELD_CHARS, NULL);
+	rec_set(r, f, cut);
+	free(cut);
+}
+
+/* Whether member f (a raw one) is the word lit (a string literal, within
+ * FIELD_CHARS: as the member's source text was), without a strcmp call:
+ * the member's length is known. */
+#define REC_IS(r, f, lit)                                                    \
+	((r)->str[f] && (r)->len[f] == sizeof(lit) - 1 &&                    \
+	 memcmp(rec_get(r, f), lit, sizeof(lit) - 1) == 0)
+
+/* Whether member f (a raw one) already holds s as rec_set_bounded would
+ * store it: most exchanges end with the session they started with. */
+static int rec_holds(const struct rec *r, enum rec_str f, const char *s)
+{
+	assert(IS_RAW(f));
+	if (!s)
+		return !r->str[f];
+	size_t n = strnlen(s, FIELD_CHARS + 1);
+	return n <= FIELD_CHARS && r->str[f] && r->len[f] == n &&
+	       memcmp(rec_get(r, f), s, n) == 0;
+}
+
+static void rec_set_id(struct rec *r, const json_t *id)
+{
+	if (json_is_integer(id)) {
+		r->id_kind = ID_INT;
+		r->id_int = (long long)json_integer_value(id);
+	} else if (json_is_string(id)) {
+		r->id_kind = ID_STR;
+		rec_set_bounded(r, F_ID, json_string_value(id));
+		/* Matching compares the whole id, NULs and all. */
+		r->id_raw = r->arena.len;
+		r->id_raw_len = json_string_length(id);
+		sbuf_putn(&r->arena, json_string_value(id), r->id_raw_len);
+	} else {
+		r->id_kind = ID_NULL;
+	}
+}
+
+/* Whether id (string or integer) is this record's request id. */
+static int rec_id_is(const struct rec *r, const json_t *id)
+{
+	if (r->id_kind == ID_INT)
+		return json_is_integer(id) && (long long)json_integer_value(id) == r->id_int;
+	if (r->id_kind == ID_STR && !r->arena.oom)
+		return json_is_string(id) && json_string_length(id) == r->id_raw_len &&
+		       memcmp(json_string_value(id), r->arena.p + r->id_raw, r->id_raw_len) == 0;
+	return 0;
+}
+
+/* ---- the pools ---------------------------------------------------------------- */
+
+static struct pending *pending_get(struct hr_local *l)
+{
+	struct pending *p = l->free_pending;
+	if (p) {
+		l->free_pending = p->next;
+		l->nfree_pending--;
+	} else if (!(p = calloc(1, sizeof(*p)))) {
+		return NULL;
+	}
+	struct sbuf arena = p->rec.arena, ans = p->rec.ans;
+	memset(p, 0, REC_CLEARED);
+	p->rec.arena = arena;
+	p->rec.arena.len = 0;
+	p->rec.arena.oom = 0;
+	p->rec.ans = ans;
+	p->rec.ans.len = 0;
+	p->rec.ans.oom = 0;
+	return p;
+}
+
+static void pending_put(struct hr_local *l, struct pending *p)
+{
+	if (l->nfree_pending >= POOL_MAX || p->rec.arena.cap > ARENA_KEEP ||
+	    p->rec.ans.cap > ARENA_KEEP) {
+		free(p->rec.arena.p);
+		free(p->rec.ans.p);
+		free(p);
+		return;
+	}
+	p->next = l->free_pending;
+	l->free_pending = p;
+	l->nfree_pending++;
+}
+
+static void local_free(struct hr_local *l)
+{
+	while (l->free_pending) {
+		struct pending *p = l->free_pending;
+		l->free_pending = p->next;
+		free(p->rec.arena.p);
+		free(p->rec.ans.p);
+		free(p);
+	}
+	while (l->free_rx) {
+		struct rx *rx = l->free_rx;
+		l->free_rx = rx->next;
+		free(rx);
+	}
+	free(l->out.b.p);
+	for (size_t i = 0; i < OUTBOX_SIZE; i++)
+		free(l->ob.slot[i].t.b.p);
+	free(l->scratch.p);
+	free(l->consts.key.p);
+	free(l->consts.text.p);
+	if (l->consts.tmp)
+		free(l->consts.tmp->arena.p);
+	free(l->consts.tmp);
+	redact_preview_memo_free(l->pmemo);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w);
+
+static void record_init(const struct hook_record *hr, struct hr_local *l, struct rec *r,
+                        const struct inspect_where *w, uint64_t wall_us, const char *from,
+                        enum rec_kind kind, const struct inspect_msg *m, const char *method)
+{
+	const json_t *msg = m->msg;
+	struct sbuf *scratch = &l->scratch;
+	r->wall_us = wall_us;
+	r->from = from;
+	r->kind = kind;
+	r->is_error = -1;
+	rec_set_bounded(r, F_SESSION, session_of(w));
+	rec_set_consts(l, r, w);
+	rec_set_bounded(r, F_METHOD, method);
+	/* What a record keeps of a request's parameters: tools/call and
+	 * prompts/get their arguments, other methods all of them. For a
+	 * request, method is the message's own (inspect_message read it, and
+	 * the tool's name, once for every hook). */
+	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
+	int call = REC_IS(r, F_METHOD, "tools/call");
+	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
+	rec_set_id(r, JPARSE_MEMBER(msg, "id"));
+	const json_t *args = params;
+	if (call || REC_IS(r, F_METHOD, "prompts/get"))
+		args = JPARSE_MEMBER(params, "arguments");
+	if (args) {
+		scratch->len = 0;
+		scratch->oom = 0;
+		if (redact_json_text_to(hr->rd, args, REDACT_ARGS_CHARS, &r->arguments_cut, scratch) <
+		    0) {
+			/* Out of memory: null, as a failed redact_json_text gave. */
+			r->arguments_cut = 0;
+			r->str[F_ARGUMENTS] = 0;
+		} else {
+			rec_setn(r, F_ARGUMENTS, scratch->p, scratch->len);
+		}
+	}
+}
+
+/* Fills the answer members from a response message (a server's answer,
+ * a hook's answer, or a client's response to a server request). Returns
+ * the outcome it implies. */
+/* answer's outcome and what the record shows of it; raw: the text of
+ * its result as it arrived (inspect_msg.result_raw), or NULL. */
+static const char *fill_answer(const struct hook_record *hr, struct hr_local *l, struct rec *r,
+                               const json_t *answer, enum jrpc_kind kind, const char *raw,
+                               size_t raw_len)
+{
+	struct sbuf *scratch = &l->scratch;
+
+	if (kind == JRPC_ERROR) {
+		const json_t *err = JPARSE_MEMBER(answer, "error");
+		const json_t *code = JPARSE_MEMBER(err, "code");
+		const char *msg = json_string_value(JPARSE_MEMBER(err, "message"));
+		r->has_error_code = json_is_integer(code);
+		r->error_code = r->has_error_code ? (long long)json_integer_value(code) : 0;
+		if (msg) {
+			char *masked = redact_text(hr->rd, msg);
+			char *cut = masked ? redact_cut(masked, ERROR_MESSAGE_CHARS, NULL) : NULL;
+			rec_set(r, F_ERROR_MESSAGE, cut);
+			free(cut);
+			free(masked);
+		}
+		return "rpc_error";
+	}
+	const json_t *result = JPARSE_MEMBER(answer, "result");
+	if (!result)
+		return "ok";
+	r->result_cut = 0;
+	scratch->len = 0;
+	scratch->oom = 0;
+	/* A large result comes again unchanged (a tools/list): its preview
+	 * is kept per worker with its bytes. */
+	if (raw && !l->pmemo)
+		l->pmemo = redact_preview_memo_new();
+	if (redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len,
+	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) < 0) {
+		/* Out of memory: null, as a failed redact_result_preview gave. */
+		r->result_cut = 0;
+		r->str[F_PREVIEW] = 0;
+	} else {
+		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
+	}
+	if (REC_IS(r, F_METHOD, "tools/call")) {
+		r->is_error = json_is_true(JPARSE_MEMBER(result, "isError"));
+		return r->is_error ? "tool_error" : "ok";
+	}
+	return "ok";
+}
+
+/* m->msg's kind: the transport classified it, unless a hook rewrote it. */
+static enum jrpc_kind msg_kind(const struct inspect_msg *m)
+{
+	return m->modified ? jrpc_classify(m->msg) : m->kind;
+}
+
+static void set_blocked(struct rec *r, const struct inspect_msg *m)
+{
+	const char *rule = m->reason ? m->reason : m->decided_by;
+	r->outcome = "blocked";
+	rec_set(r, F_RULE, rule ? rule : "unknown");
+}
+
+/* What the deciding hooks made of m, on its record r. Blocked: a message
+ * they dropped or answered, and an answer that came as a result and
+ * leaves as an error they put in its place (the contract's fail mode
+ * refusing a tools/list): either way mcpwarden refused, whatever the
+ * upstream said. A message they let through with a reason (a log rule,
+ * a dry run's would-be refusal, tools hidden from a listing) keeps the
+ * reason as its rule, unless a rule is there already. */
+static void apply_verdict(struct rec *r, const struct inspect_msg *m)
+{
+	if (m->modified)
+		r->modified = 1;
+	if (m->verdict != INSPECT_FORWARD ||
+	    (m->modified && m->kind == JRPC_RESULT && jrpc_classify(m->msg) == JRPC_ERROR))
+		set_blocked(r, m);
+	else if (m->reason && !r->str[F_RULE])
+		rec_set(r, F_RULE, m->reason);
+}
+
+/* ---- the record as JSON text ------------------------------------------------ */
+
+/* Everything rec_write writes but the string members: the 29 member
+ * names with their punctuation (364 bytes), the time (TIME_TEXT_MAX), 7
+ * numbers (SBUF_I64_MAX each), 4 booleans ("false") and the 2 bytes a
+ * null string member writes beyond the 2 counted for its quotes (19 of
+ * them), and '}'. A tight bound: the ring keeps the block the text is
+ * written in. Checked by an assert after each write. */
+#define FIXED_ROOM (364 + TIME_TEXT_MAX + 7 * SBUF_I64_MAX + 4 * 5 + 19 * 2 + 1)
+/* A text's buffer grows to its need rounded up to this, not by doubling:
+ * blocks the ring keeps stay near their record's size. */
+#define TEXT_ROUND 256
+
+#define W_LIT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) + sizeof(lit) - 1)
+
+/* A string member as JSON: esc is sbuf_json_escaped_len(s, n). */
+static char *w_str(char *w, const char *s, size_t n, size_t esc)
+{
+	if (!s)
+		return W_LIT(w, "null");
+	*w++ = '"';
+	if (esc == n)
+		memcpy(w, s, n); /* nothing to escape: the common case */
+	else
+		sbuf_json_escape_to(w, s, n);
+	w += esc;
+	*w++ = '"';
+	return w;
+}
+
+static char *w_bool(char *w, int v)
+{
+	return v ? W_LIT(w, "true") : W_LIT(w, "false");
+}
+
+static char *w_i64(char *w, long long v)
+{
+	/* Most numbers in a record are short (an id, a status, a count, the
+	 * bytes of a small exchange): those are written without a call. */
+	if (v >= 0 && v < 1000) {
+		unsigned u = (unsigned)v;
+		if (u >= 100)
+			*w++ = (char)('0' + u / 100);
+		if (u >= 10)
+			*w++ = (char)('0' + u / 10 % 10);
+		*w++ = (char)('0' + u % 10);
+		return w;
+	}
+	return w + sbuf_i64_text(w, v);
+}
+
+static char *w_u64_or_null(char *w, int known, uint64_t v)
+{
+	return known ? w_i64(w, (long long)v) : W_LIT(w, "null");
+}
+
+/* String members: the record's (NSTR) and our own words (from, kind,
+ * outcome), nothing to escape in those. */
+#define NS (NSTR + 3)
+
+static const char *const kind_words[] = {"request", "notification", "response"};
+static const size_t kind_lens[] = {sizeof("request") - 1, sizeof("notification") - 1,
+                                   sizeof("response") - 1};
+
+/* Member f of r as JSON. */
+static char *w_member(char *w, const struct rec *r, enum rec_str f)
+{
+	return w_str(w, rec_get(r, f), r->len[f], r->esc[f]);
+}
+
+static char *w_word(char *w, const char *s, size_t n)
+{
+	return w_str(w, s, n, n);
+}
+
+/* The names of the members F_CLIENT..F_UPSTREAM_TRANSPORT, as written. */
+#define CONST_NAME(s) {s, sizeof(s) - 1}
+static const struct {
+	const char *s;
+	size_t n;
+} const_names[NCONST] = {
+	CONST_NAME(",\"client\":"),           CONST_NAME(",\"client_name\":"),
+	CONST_NAME(",\"upstream\":"),         CONST_NAME(",\"protocol\":"),
+	CONST_NAME(",\"client_transport\":"), CONST_NAME(",\"upstream_transport\":"),
+};
+/* What const_names and their values write beyond the values' escaped
+ * text: 91 bytes of names, and at most 4 a value ("null"). */
+#define CONST_ROOM 128
+
+/* The members F_CLIENT..F_UPSTREAM_TRANSPORT of r, names and all, at w;
+ * at (or NULL) receives the offset of each value from w. */
+static char *w_consts(char *w, const struct rec *r, size_t *at)
+{
+	char *start = w;
+	for (int i = 0; i < NCONST; i++) {
+		memcpy(w, const_names[i].s, const_names[i].n);
+		w += const_names[i].n;
+		if (at)
+			at[i] = (size_t)(w - start);
+		w = w_member(w, r, (enum rec_str)(F_CONST_FIRST + i));
+	}
+	return w;
+}
+
+/* ---- the per-exchange members, cached (struct hr_consts) ------------------ */
+
+/* Whether c was made of the values v (NULL for NULL). */
+static int consts_hold(const struct hr_consts *c, const char *const *v)
+{
+	if (!c->valid)
+		return 0;
+	for (int i = 0; i < NCONST; i++) {
+		if (!v[i] != !c->key_at[i])
+			return 0;
+		if (v[i] && strcmp(v[i], c->key.p + c->key_at[i] - 1) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* c made anew of the values v, each stored as a record stores it (cut,
+ * escaped, or null when not UTF-8). -1: out of memory. */
+static int consts_make(struct hr_consts *c, const char *const *v)
+{
+	c->valid = 0;
+	if (!c->tmp && !(c->tmp = calloc(1, sizeof(*c->tmp))))
+		return -1;
+	struct rec *t = c->tmp;
+	struct sbuf arena = t->arena;
+	memset(t, 0, sizeof(*t));
+	t->arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		/* the client's own words are cut; ours (addresses, names from
+		 * the configuration, transports) are not */
+		if (f == F_CLIENT_NAME || f == F_PROTOCOL)
+			rec_set_bounded(t, f, v[i]);
+		else
+			rec_set(t, f, v[i]);
+	}
+	c->key.len = 0;
+	c->key.oom = 0;
+	for (int i = 0; i < NCONST; i++) {
+		c->key_at[i] = v[i] ? c->key.len + 1 : 0;
+		if (v[i])
+			sbuf_putn(&c->key, v[i], strlen(v[i]) + 1);
+	}
+	/* The non-raw members' arena holds their escaped text only. */
+	size_t need = t->arena.len + CONST_ROOM, at[NCONST];
+	c->text.len = 0;
+	c->text.oom = 0;
+	char *w = sbuf_room(&c->text, need);
+	if (!w || t->arena.oom || c->key.oom)
+		return -1;
+	size_t n = (size_t)(w_consts(w, t, at) - w);
+	assert(n <= need);
+	sbuf_wrote(&c->text, n);
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		/* 1 + the offset of the value's text, past its quote */
+		c->str[i] = t->str[f] ? at[i] + 2 : 0;
+		c->len[i] = t->str[f] ? t->len[f] : 0;
+	}
+	c->valid = 1;
+	return 0;
+}
+
+/* r's members F_CLIENT..F_UPSTREAM_TRANSPORT for w, copied in one piece
+ * from the thread's cache (made anew when w's values differ). */
+static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w)
+{
+	struct hr_consts *c = &l->consts;
+	const char *v[NCONST] = {w->client,   w->client_name,      w->upstream,
+	                         w->protocol, w->client_transport, w->upstream_transport};
+	if (!consts_hold(c, v) && consts_make(c, v) < 0) {
+		/* Out of memory: the record is not written, as when its own
+		 * arena runs out. */
+		r->arena.oom = 1;
+		return;
+	}
+	char *d = arena_room(&r->arena, c->text.len);
+	if (!d)
+		return; /* the arena is out of memory (oom set) */
+	size_t base = r->arena.len;
+	memcpy(d, c->text.p, c->text.len);
+	arena_wrote(&r->arena, c->text.len);
+	r->consts = base + 1;
+	r->consts_len = c->text.len;
+	for (int i = 0; i < NCONST; i++) {
+		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
+		r->str[f] = c->str[i] ? base + c->str[i] : 0;
+		r->len[f] = r->esc[f] = c->len[i];
+	}
+}
+
+/* The lengths of r's words, outcome 0 when it is null. */
+struct words {
+	size_t from, kind, outcome;
+};
+
+/* The members after "seq", in the order hook_record.h lists them, at w
+ * (room for FIXED_ROOM + every string's escaped size). Returns the end. */
+static char *rec_write(struct hr_local *l, const struct rec *r, const struct words *n, char *w)
+{
+#define STR(f) w_member(w, r, f)
+	w = W_LIT(w, "\"time\":");
+	w = put_time(l, w, r->wall_us);
+	w = W_LIT(w, ",\"session\":");
+	w = STR(F_SESSION);
+	if (r->consts) {
+		memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
+		w += r->consts_len;
+	} else {
+		w = w_consts(w, r, NULL);
+	}
+	w = W_LIT(w, ",\"from\":");
+	w = w_word(w, r->from, n->from);
+	w = W_LIT(w, ",\"kind\":");
+	w = w_word(w, kind_words[r->kind], n->kind);
+	w = W_LIT(w, ",\"method\":");
+	w = STR(F_METHOD);
+	w = W_LIT(w, ",\"tool\":");
+	w = STR(F_TOOL);
+	w = W_LIT(w, ",\"id\":");
+	if (r->id_kind == ID_INT)
+		w = w_i64(w, r->id_int);
+	else if (r->id_kind == ID_STR)
+		w = STR(F_ID);
+	else
+		w = W_LIT(w, "null");
+	w = W_LIT(w, ",\"arguments\":");
+	w = STR(F_ARGUMENTS);
+	w = W_LIT(w, ",\"arguments_cut\":");
+	w = w_bool(w, r->arguments_cut);
+	w = W_LIT(w, ",\"result_preview\":");
+	w = STR(F_PREVIEW);
+	w = W_LIT(w, ",\"result_cut\":");
+	w = w_bool(w, r->result_cut);
+	w = W_LIT(w, ",\"http_status\":");
+	w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
+	w = W_LIT(w, ",\"is_error\":");
+	w = r->is_error < 0 ? W_LIT(w, "null") : w_bool(w, r->is_error);
+	w = W_LIT(w, ",\"error_code\":");
+	w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
+	w = W_LIT(w, ",\"error_message\":");
+	w = STR(F_ERROR_MESSAGE);
+	w = W_LIT(w, ",\"outcome\":");
+	w = w_word(w, r->outcome, n->outcome);
+	w = W_LIT(w, ",\"rule\":");
+	w = STR(F_RULE);
+	w = W_LIT(w, ",\"modified\":");
+	w = w_bool(w, r->modified);
+	w = W_LIT(w, ",\"notifications\":");
+	w = w_i64(w, r->notifications);
+	w = W_LIT(w, ",\"note\":");
+	w = STR(F_NOTE);
+	w = W_LIT(w, ",\"latency_us\":");
+	w = w_u64_or_null(w, r->finished, r->latency_us);
+	w = W_LIT(w, ",\"bytes_in\":");
+	w = w_u64_or_null(w, r->finished, r->bytes_in);
+	w = W_LIT(w, ",\"bytes_out\":");
+	w = w_u64_or_null(w, r->finished, r->bytes_out);
+	*w++ = '}';
+	return w;
+#undef STR
+}
+
+char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
+{
+	char head[SEQ_ROOM];
+	size_t n = 0;
+	memcpy(head, "{\"seq\":", 7);
+	n = 7 + sbuf_i64_text(head + 7, (long long)seq);
+	head[n++] = ',';
+	char *start = t->b.p + SEQ_ROOM - n;
+	memcpy(start, head, n);
+	*len = n + t->json_len;
+	return start;
+}
+
+struct ring_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
+{
+	size_t len;
+	char *s = hook_record_text_seal(t, seq, &len);
+	t->rb = (struct ring_block){
+		.block = t->b.p, .cap = t->b.cap, .json = s, .len = len, .keys = t->keys,
+	};
+	return &t->rb;
+}
+
+/* A key's copy after the text, for the ring (NULL stays NULL). */
+static const char *put_key(char **w, const char *s, size_t n)
+{
+	if (!s)
+		return NULL;
+	char *k = *w;
+	memcpy(k, s, n);
+	k[n] = '\0';
+	*w += n + 1;
+	return k;
+}
+
+/* r's text and keys into l->out, outside any lock: 0, or -1 when memory
+ * runs out (the record is lost, as a failed json_dumps lost it). */
+static int format(struct hr_local *l, const struct rec *r)
+{
+	struct hook_record_text *t = &l->out;
+	struct sbuf *b = &t->b;
+	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL),
+		   *session = rec_get(r, F_SESSION);
+	size_t n_method = method ? r->len[F_METHOD] : 0, n_tool = tool ? r->len[F_TOOL] : 0,
+	       n_session = session ? r->len[F_SESSION] : 0;
+	struct words n = {
+		.from = strlen(r->from),
+		.kind = kind_lens[r->kind],
+		.outcome = r->outcome ? strlen(r->outcome) : 0,
+	};
+	/* Every string member's escaped text, quotes aside, is in the
+	 * arenas but for the raw members', which are there unescaped: their
+	 * escaped sizes on top (an over-count, not a per-member sum). */
+	size_t need = SEQ_ROOM + FIXED_ROOM + 3 + 2 * NS + r->arena.len + r->ans.len + n.from +
+	              n.kind + n.outcome;
+	for (int f = 0; f < F_ANS_FIRST; f++)
+		if (IS_RAW(f) && r->str[f])
+			need += r->esc[f];
+	/* the keys, after the text */
+	need += n_method + n_tool + n_session;
+
+	b->len = 0;
+	b->oom = 0;
+	if (b->cap < need + 1) {
+		/* Nothing in it to keep: a fresh block, not a realloc's copy. */
+		size_t cap = (need + 1 + TEXT_ROUND - 1) / TEXT_ROUND * TEXT_ROUND;
+		free(b->p);
+		*b = (struct sbuf){.p = malloc(cap), .cap = cap};
+		if (!b->p) {
+			*b = (struct sbuf){0};
+			return -1;
+		}
+	}
+	char *start = b->p;
+	memset(start, ' ', SEQ_ROOM);
+	char *w = rec_write(l, r, &n, start + SEQ_ROOM);
+	t->json_len = (size_t)(w - start) - SEQ_ROOM;
+	*w++ = '\0';
+	t->keys.method = put_key(&w, method, n_method);
+	t->keys.tool = put_key(&w, tool, n_tool);
+	t->keys.session = put_key(&w, session, n_session);
+	t->keys.outcome = r->outcome; /* static */
+	assert((size_t)(w - start) <= need);
+	sbuf_wrote(b, (size_t)(w - start) - 1); /* the last key's NUL is sbuf's */
+	/* The ring may keep this very block: hold it to ring_append's rule
+	 * (at most twice what it needs, plus 1024). */
+	if (b->cap > 2 * (b->len + 1) + 1024) {
+		char *p = realloc(b->p, b->len + 1);
+		if (p) {
+			b->p = p;
+			b->cap = b->len + 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- the outboxes (see the file head) ----------------------------------- */
+
+/* v (n bytes, no NUL among them) cut to what fits a label copy; metrics
+ * cut it further, the same way as they would the original. */
+static void label_copy(char *dst, const char *v, size_t n)
+{
+	if (n > OUT_LABEL - 1)
+		n = OUT_LABEL - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+/* Counts o and hands its text to the sink. Under hr->lock (or alone). */
+static void out_publish(struct hook_record *hr, struct outrec *o)
+{
+	if (hr->m) {
+		if (o->exchange) {
+			metrics_exchange(hr->m, o->bytes_in, o->bytes_out);
+			if (o->closed)
+				metrics_session_closed(hr->m);
+		}
+		if (o->count == OUT_CALL)
+			metrics_call(hr->m, o->method, o->has_tool ? o->tool : NULL, o->outcome,
+			             o->latency_us);
+		else if (o->count == OUT_SERVER)
+			metrics_server_message(hr->m, o->method);
+	}
+	if (!o->text)
+		return;
+	struct hook_record_text *t = &o->t;
+	t->rb.block = t->b.p;
+	hr->sink(hr->arg, t, &t->keys);
+	if (t->rb.block != t->b.p) {
+		/* The sink moved the text into the ring (ring_swap): what the
+		 * slot held is the outbox's now, for a later record. */
+		t->b = (struct sbuf){.p = t->rb.block, .cap = t->rb.cap};
+	}
+	if (t->b.cap > ARENA_KEEP * 4) {
+		free(t->b.p);
+		t->b = (struct sbuf){0};
+	}
+}
+
+/* Publishes what waits in every thread's outbox. Under hr->lock (or
+ * alone): one reader of the outboxes at a time. */
+static void drain(struct hook_record *hr)
+{
+	/* The list only grows, at its head: past the head, its links do not
+	 * change. */
+	struct hr_local *first = __atomic_load_n(&hr->locals, __ATOMIC_ACQUIRE);
+	for (struct hr_local *l = first; l; l = l->next) {
+		size_t h = atomic_load_explicit(&l->ob.head, memory_order_relaxed);
+		size_t t = atomic_load_explicit(&l->ob.tail, memory_order_acquire);
+		if (h == t)
+			continue;
+		for (size_t i = h; i != t; i++)
+			out_publish(hr, &l->ob.slot[i % OUTBOX_SIZE]);
+		atomic_store_explicit(&l->ob.head, t, memory_order_release);
+		atomic_fetch_sub_explicit(&hr->waiting, t - h, memory_order_seq_cst);
+	}
+}
+
+/* Drains the outboxes if hr->lock is free, and again while records come
+ * in meanwhile. A worker that finds the lock taken returns: it put its
+ * record (and counted it in hr->waiting) before trying, and the holder
+ * looks at hr->waiting after releasing the lock, so one of the two
+ * drains it (both steps are full barriers). */
+static void combine(struct hook_record *hr)
+{
+	if (!hr->lock) {
+		drain(hr);
+		return;
+	}
+	for (;;) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&hr->waiting, memory_order_seq_cst))
+			return;
+		if (pthread_mutex_trylock(hr->lock) != 0)
+			return;
+		drain(hr);
+		pthread_mutex_unlock(hr->lock);
+	}
+}
+
+/* The slot this thread fills next, emptied. When the outbox is full (the
+ * lock's holder was kept off the CPU while this worker went on), this
+ * worker waits for the lock, as every publication once did. */
+static struct outrec *out_begin(struct hook_record *hr, struct hr_local *l)
+{
+	size_t t = atomic_load_explicit(&l->ob.tail, memory_order_relaxed);
+	if (t - atomic_load_explicit(&l->ob.head, memory_order_acquire) == OUTBOX_SIZE) {
+		hr_lock(hr);
+		drain(hr);
+		hr_unlock(hr);
+	}
+	struct outrec *o = &l->ob.slot[t % OUTBOX_SIZE];
+	o->text = 0;
+	o->count = OUT_NONE;
+	o->exchange = o->closed = 0;
+	return o;
+}
+
+/* What the metrics count of r, and its text (in l->out when text). */
+static void out_record(struct hr_local *l, struct outrec *o, const struct rec *r, int text)
+{
+	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL);
+	/* A client's response to a server request of unknown method still
+	 * gets a readable label. */
+	if (method)
+		label_copy(o->method, method, r->len[F_METHOD]);
+	else
+		label_copy(o->method, "(response)", sizeof("(response)") - 1);
+	o->has_tool = tool != NULL;
+	if (tool)
+		label_copy(o->tool, tool, r->len[F_TOOL]);
+	o->count = r->from[0] == 'c' ? OUT_CALL : OUT_SERVER; /* "client" */
+	o->outcome = r->outcome;
+	int timed = r->kind == RK_REQUEST && r->finished;
+	o->latency_us = timed ? (int64_t)r->latency_us : -1;
+	if (text) {
+		/* The text changes hands: the slot's old buffer (perhaps a block
+		 * the ring gave back) is the next text's. Only the buffer is
+		 * swapped (format writes the rest anew; rb is the sink's). */
+		struct sbuf spare = o->t.b;
+		o->t.b = l->out.b;
+		o->t.json_len = l->out.json_len;
+		o->t.keys = l->out.keys;
+		l->out.b = spare;
+		o->text = 1;
+	}
+}
+
+/* The slot out_begin gave is filled: readers may take it. */
+static void out_put(struct hook_record *hr, struct hr_local *l)
+{
+	size_t t = atomic_load_explicit(&l->ob.tail, memory_order_relaxed);
+	atomic_store_explicit(&l->ob.tail, t + 1, memory_order_release);
+	atomic_fetch_add_explicit(&hr->waiting, 1, memory_order_seq_cst);
+	combine(hr);
+	/* Published already (the common case): the slot is this thread's
+	 * again, and the block the ring gave back for it is the next text's
+	 * (the one written least recently is the one to reuse). */
+	if (atomic_load_explicit(&l->ob.head, memory_order_acquire) > t) {
+		struct outrec *o = &l->ob.slot[t % OUTBOX_SIZE];
+		struct sbuf spare = l->out.b;
+		l->out.b = o->t.b;
+		o->t.b = spare;
+	}
+}
+
+/* Whether r's text was written (into l->out) for the sink. */
+static int write_text(struct hook_record *hr, struct hr_local *l, const struct rec *r)
+{
+	return hr->sink && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
+}
+
+/* A finished record to metrics and the sink. */
+static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
+{
+	int text = write_text(hr, l, r);
+	if (!hr->m && !text)
+		return;
+	struct outrec *o = out_begin(hr, l);
+	out_record(l, o, r, text);
+	out_put(hr, l);
+}
+
+/* ---- server requests ----------------------------------------------------- */
+
+static void id_text(const json_t *id, char *buf, size_t len)
+{
+	char *s = id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	snprintf(buf, len, "%s", s ? s : "");
+	free(s);
+}
+
+/* Under hr->lock. */
+static void srv_remember(struct hook_record *hr, const char *session, const json_t *id,
+                         const char *method)
+{
+	struct srv_req *s = &hr->srv[hr->srv_next++ % SRV_REQ_MAX];
+	snprintf(s->session, sizeof(s->session), "%s", session ? session : "");
+	id_text(id, s->id, sizeof(s->id));
+	snprintf(s->method, sizeof(s->method), "%s", method ? method : "");
+}
+
+/* Under hr->lock; the method is copied into out (64 bytes). */
+static const char *srv_lookup(const struct hook_record *hr, const char *session, const json_t *id,
+                              char *out)
+{
+	char want[64];
+	id_text(id, want, sizeof(want));
+	for (size_t i = 0; i < SRV_REQ_MAX; i++) {
+		const struct srv_req *s = &hr->srv[i];
+		if (s->method[0] && strcmp(s->id, want) == 0 &&
+		    strcmp(s->session, session ? session : "") == 0) {
+			memcpy(out, s->method, sizeof(s->method));
+			return out;
+		}
+	}
+	return NULL;
+}
+
+/* ---- per exchange --------------------------------------------------------- */
+
+static struct rx *rx_get(struct hook_record *hr, struct hr_local *l, struct inspect_where *w)
+{
+	struct rx *rx = w->hook_data[hr->slot];
+	if (rx) {
+		assert(rx->magic == RX_MAGIC);
+		return rx;
+	}
+	if ((rx = l->free_rx)) {
+		l->free_rx = rx->next;
+		l->nfree_rx--;
+		memset(rx, 0, sizeof(*rx));
+	} else if (!(rx = calloc(1, sizeof(*rx)))) {
+		return NULL;
+	}
+	rx->magic = RX_MAGIC;
+	rx->hr = hr;
+	rx->home = l;
+	rx->where = w;
+	rx->tail = &rx->head;
+	uint64_t now = mono_us(), age = w->start_us && now > w->start_us ? now - w->start_us : 0;
+	rx->wall_us = real_us() - age;
+	rx->lnext = l->live;
+	if (l->live)
+		l->live->lprev = rx;
+	l->live = rx;
+	w->hook_data[hr->slot] = rx;
+	return rx;
+}
+
+/* Takes rx off its thread's list: under rx->home->lock (or alone at
+ * teardown). */
+static void rx_unlink(struct rx *rx)
+{
+	struct hr_local *l = rx->home;
+	if (!rx->linked)
+		return;
+	if (rx->prev)
+		rx->prev->next = rx->next;
+	else
+		l->rxs = rx->next;
+	if (rx->next)
+		rx->next->prev = rx->prev;
+	else
+		l->rxs_tail = rx->prev;
+	rx->prev = rx->next = NULL;
+	rx->linked = 0;
+}
+
+/* Back to its thread's pools; rx is unlinked. */
+static void rx_free(struct rx *rx)
+{
+	struct hook_record *hr = rx->hr;
+	struct hr_local *l = rx->home;
+	assert(!rx->linked);
+	for (struct pending *p = rx->head, *next; p; p = next) {
+		next = p->next;
+		pending_put(l, p);
+	}
+	if (rx->lprev)
+		rx->lprev->lnext = rx->lnext;
+	else
+		l->live = rx->lnext;
+	if (rx->lnext)
+		rx->lnext->lprev = rx->lprev;
+	rx->where->hook_data[hr->slot] = NULL;
+	rx->magic = 0;
+	if (l->nfree_rx >= POOL_MAX) {
+		free(rx);
+		return;
+	}
+	rx->next = l->free_rx;
+	l->free_rx = rx;
+	l->nfree_rx++;
+}
+
+/* Appends p, fully built, to rx's records, and lists rx for
+ * /calls/inflight. */
+static void pending_link(struct rx *rx, struct pending *p)
+{
+	struct hr_local *l = rx->home;
+	pthread_mutex_lock(&l->lock);
+	if (!rx->linked) {
+		rx->prev = l->rxs_tail;
+		if (l->rxs_tail)
+			l->rxs_tail->next = rx;
+		else
+			l->rxs = rx;
+		l->rxs_tail = rx;
+		rx->linked = 1;
+	}
+	*rx->tail = p;
+	rx->tail = &p->next;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void settle(struct pending *p)
+{
+	p->done_us = mono_us();
+	__atomic_store_n(&p->settled, 1, __ATOMIC_RELEASE);
+}
+
+static int settled(const struct pending *p)
+{
+	return __atomic_load_n(&p->settled, __ATOMIC_ACQUIRE);
+}
+
+static void client_message(struct hook_record *hr, struct hr_local *l, struct rx *rx,
+                           struct inspect_msg *m)
+{
+	enum rec_kind kind;
+	const char *method = m->method;
+	char srv_method[64];
+
+	switch (m->kind) {
+	case JRPC_REQUEST:
+		kind = RK_REQUEST;
+		rx->has_requests = 1;
+		break;
+	case JRPC_NOTIFICATION:
+		kind = RK_NOTIFICATION;
+		break;
+	case JRPC_RESULT:
+	case JRPC_ERROR:
+		kind = RK_RESPONSE;
+		hr_lock(hr);
+		method = srv_lookup(hr, rx->where->session_id, jrpc_id(m->msg), srv_method);
+		hr_unlock(hr);
+		break;
+	default:
+		return;
+	}
+	struct pending *p = pending_get(l);
+	if (!p)
+		return;
+	struct rec *r = &p->rec;
+	record_init(hr, l, r, rx->where, rx->wall_us, "client", kind, m, method);
+	if (m->verdict != INSPECT_FORWARD) {
+		/* The hook's answer is what the client got: show it, but the
+		 * outcome stays "blocked" (apply_verdict). */
+		if (m->answer)
+			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0);
+	} else if (kind == RK_RESPONSE) {
+		/* The client's answer to a server request: its own outcome. */
+		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
+		if (strcmp(o, "ok") != 0)
+			r->outcome = o;
+	}
+	apply_verdict(r, m);
+	if (r->outcome)
+		settle(p);
+	pending_link(rx, p);
+}
+
+/* A record of its own for something the server sent unprompted. */
+static void server_record(struct hook_record *hr, struct hr_local *l, struct rx *rx,
+                          struct inspect_msg *m, enum rec_kind kind)
+{
+	const char *method = m->method;
+	struct pending *p = pending_get(l);
+	if (!p)
+		return;
+	struct rec *r = &p->rec;
+	record_init(hr, l, r, rx->where, real_us(), "server", kind, m, method);
+	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
+	apply_verdict(r, m);
+	if (kind == RK_REQUEST) {
+		hr_lock(hr);
+		srv_remember(hr, rx->where->session_id, jrpc_id(m->msg), method);
+		hr_unlock(hr);
+	}
+	emit(hr, l, r);
+	pending_put(l, p);
+}
+
+static void answer_request(struct hook_record *hr, struct hr_local *l, struct pending *p,
+                           struct inspect_msg *m)
+{
+	struct rec *r = &p->rec;
+	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
+	apply_verdict(r, m);
+	settle(p);
+}
+
+static void count_locked(struct hook_record *hr, void (*fn)(struct metrics *, const char *),
+                         const char *label)
+{
+	if (!hr->m)
+		return;
+	hr_lock(hr);
+	fn(hr->m, label);
+	hr_unlock(hr);
+}
+
+static void server_message(struct hook_record *hr, struct hr_local *l, struct rx *rx,
+                           struct inspect_msg *m)
+{
+	switch (m->kind) {
+	case JRPC_RESULT:
+	case JRPC_ERROR: {
+		const json_t *id = JPARSE_MEMBER(m->msg, "id");
+		int matched = 0;
+		/* Only this thread changes rx's list: reading it needs no lock. */
+		for (struct pending *p = rx->head; p; p = p->next) {
+			if (p->rec.kind != RK_REQUEST || settled(p))
+				continue;
+			/* An error with a null id answers a request the server could
+			 * not read: all of this exchange's open requests failed. */
+			if (id && !json_is_null(id) ? rec_id_is(&p->rec, id) : m->kind == JRPC_ERROR) {
+				answer_request(hr, l, p, m);
+				matched = 1;
+				if (id && !json_is_null(id))
+					break;
+			}
+		}
+		const char *method = m->request_method;
+		/* (the first byte tested inline: most answers are to tools/call) */
+		if (hr->m && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
+		    strcmp(method, "initialize") == 0 &&
+		    rx->where->reply_session_id) {
+			hr_lock(hr);
+			metrics_session_opened(hr->m);
+			hr_unlock(hr);
+		}
+		if (!matched && m->kind == JRPC_ERROR && (!id || json_is_null(id))) {
+			/* An error for no request in particular: the server could not
+			 * read what this exchange carried. It answers the client's
+			 * other messages too (a notification it refused); with none
+			 * at all (a GET for a stream the server does not offer,
+			 * answered 405 with such a body) it is an HTTP refusal's
+			 * body, no call, and makes no record: records are for
+			 * calls, the exchange is counted in the metrics. */
+			for (struct pending *p = rx->head; p; p = p->next) {
+				if (settled(p))
+					continue;
+				answer_request(hr, l, p, m);
+				matched = 1;
+			}
+			break;
+		}
+		if (!matched)
+			server_record(hr, l, rx, m, RK_RESPONSE);
+		break;
+	}
+	case JRPC_NOTIFICATION:
+		if (rx->has_requests) {
+			__atomic_store_n(&rx->notifications, rx->notifications + 1, __ATOMIC_RELAXED);
+			count_locked(hr, metrics_server_message, m->method);
+		} else {
+			server_record(hr, l, rx, m, RK_NOTIFICATION);
+		}
+		break;
+	case JRPC_REQUEST:
+		server_record(hr, l, rx, m, RK_REQUEST);
+		break;
+	default:
+		break;
+	}
+}
+
+static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+{
+	struct hook_record *hr = arg;
+
+	if (hr->m && (m->verdict != INSPECT_FORWARD || m->reason)) {
+		hr_lock(hr);
+		metrics_policy(hr->m, m->reason ? m->reason : m->decided_by, verdict_str(m->verdict));
+		hr_unlock(hr);
+	}
+	struct hr_local *l = local_of(hr);
+	struct rx *rx = l ? rx_get(hr, l, m->where) : NULL;
+	if (!rx)
+		return INSPECT_FORWARD;
+	if (m->dir == INSPECT_FROM_CLIENT)
+		client_message(hr, l, rx, m);
+	else
+		server_message(hr, l, rx, m);
+	return INSPECT_FORWARD;
+}
+
+/* rx is unlinked: nobody else reads its records any more. */
+static void finish(struct rx *rx, struct pending *p, const struct inspect_exchange *x)
+{
+	struct rec *r = &p->rec;
+	const struct inspect_where *w = rx->where;
+
+	if (!rec_holds(r, F_SESSION, session_of(w)))
+		rec_set_bounded(r, F_SESSION, session_of(w));
+	r->http_status = x->status;
+	r->finished = 1;
+	r->bytes_in = x->bytes_in;
+	r->bytes_out = x->bytes_out;
+	if (r->kind == RK_REQUEST)
+		r->notifications = rx->notifications;
+	if (p->settled) {
+		r->latency_us = p->done_us > w->start_us ? p->done_us - w->start_us : 0;
+		if (!r->outcome)
+			r->outcome = "ok";
+		return;
+	}
+	r->latency_us = x->latency_us;
+	const char *note = x->error;
+	char buf[96];
+	if (r->kind != RK_REQUEST && x->end == INSPECT_END_OK && x->status < 400) {
+		r->outcome = "ok";
+	} else {
+		r->outcome = end_outcome(x->end);
+		if (!note && x->end == INSPECT_END_OK) {
+			snprintf(buf, sizeof(buf), "HTTP %d without a JSON-RPC answer%s", x->status,
+			         r->kind == RK_REQUEST ? " to this request" : "");
+			note = buf;
+		}
+	}
+	if (x->end == INSPECT_END_REJECTED)
+		rec_set(r, F_RULE, "mcpwarden");
+	if (note)
+		rec_set(r, F_NOTE, note);
+}
+
+static void on_exchange(void *arg, const struct inspect_exchange *x)
+{
+	struct hook_record *hr = arg;
+	struct inspect_where *w = x->where;
+	struct rx *rx = w->hook_data[hr->slot];
+	int closed = hr->m && w->http_method && w->http_method[0] == 'D' &&
+	             strcmp(w->http_method, "DELETE") == 0 &&
+	             w->session_id && x->status >= 200 && x->status < 300;
+
+	if (rx)
+		assert(rx->magic == RX_MAGIC);
+	/* The common exchange has one record, answered: it is written first,
+	 * then put in the outbox with the exchange's counts. Only a settled
+	 * record may be finished while still listed: /calls/inflight skips
+	 * those, and finish writes into the record's arena. */
+	struct pending *one = rx && rx->head && !rx->head->next && settled(rx->head) ? rx->head
+	                                                                          : NULL;
+	struct hr_local *l = rx ? rx->home : hr->m ? local_of(hr) : NULL;
+	int text = 0;
+	if (one) {
+		finish(rx, one, x);
+		text = write_text(hr, l, &one->rec);
+	}
+	if (rx && rx->linked) {
+		pthread_mutex_lock(&l->lock);
+		rx_unlink(rx);
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (l && (hr->m || text)) {
+		struct outrec *o = out_begin(hr, l);
+		if (hr->m && !x->deferred) { /* a deferred one was counted as its POST */
+			o->exchange = 1;
+			o->bytes_in = x->bytes_in;
+			o->bytes_out = x->bytes_out;
+			o->closed = closed;
+		}
+		if (one)
+			out_record(l, o, &one->rec, text);
+		out_put(hr, l);
+	} else if (hr->m && !x->deferred) {
+		/* No thread state (out of memory): counted the old way. */
+		hr_lock(hr);
+		metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
+		if (closed)
+			metrics_session_closed(hr->m);
+		hr_unlock(hr);
+	}
+	if (!rx)
+		return;
+	for (struct pending *p = one ? NULL : rx->head; p; p = p->next) {
+		finish(rx, p, x);
+		emit(hr, rx->home, &p->rec);
+	}
+	rx_free(rx);
+}
+
+/* ---- public ---------------------------------------------------------------- */
+
+struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
+                                    struct metrics *m, hook_record_sink_fn sink, void *arg)
+{
+	struct hook_record *hr = calloc(1, sizeof(*hr));
+	if (!hr)
+		return NULL;
+	hr->rd = rd;
+	hr->m = m;
+	hr->sink = sink;
+	hr->arg = arg;
+	hr->gen = __atomic_add_fetch(&hr_gens, 1, __ATOMIC_RELAXED);
+	if (pthread_mutex_init(&hr->locals_lock, NULL) != 0) {
+		free(hr);
+		return NULL;
+	}
+	hr->slot = inspect_add_observer(in, "record", on_message, on_exchange, hr);
+	if (hr->slot < 0) {
+		pthread_mutex_destroy(&hr->locals_lock);
+		free(hr);
+		return NULL;
+	}
+	return hr;
+}
+
+void hook_record_set_lock(struct hook_record *hr, pthread_mutex_t *lock)
+{
+	hr->lock = lock;
+}
+
+void hook_record_free(struct hook_record *hr)
+{
+	if (!hr)
+		return;
+	/* No other thread runs now. What waits in an outbox goes out (the
+	 * sink outlives the recorder); exchanges still open (teardown
+	 * without their on_exchange) are dropped with their records. */
+	drain(hr);
+	for (struct hr_local *l = hr->locals; l; l = l->next) {
+		while (l->live) {
+			rx_unlink(l->live);
+			rx_free(l->live);
+		}
+	}
+	while (hr->locals) {
+		struct hr_local *l = hr->locals;
+		hr->locals = l->next;
+		local_free(l);
+	}
+	pthread_mutex_destroy(&hr->locals_lock);
+	free(hr);
+}
+
+void hook_record_drain_locked(struct hook_record *hr)
+{
+	if (hr)
+		drain(hr);
+}
+
+void hook_record_unlocked(struct hook_record *hr)
+{
+	if (hr)
+		combine(hr);
+}
+
+/* The in-flight lists are read with every thread's list locked (the
+ * readers are the admin endpoint's, rare), in the order of hr->locals. */
+static struct hr_local *locals_lock_all(const struct hook_record *hr)
+{
+	struct hr_local *first = __atomic_load_n(&hr->locals, __ATOMIC_ACQUIRE);
+	for (struct hr_local *l = first; l; l = l->next)
+		pthread_mutex_lock(&l->lock);
+	return first;
+}
+
+static void locals_unlock_all(struct hr_local *first)
+{
+	for (struct hr_local *l = first; l; l = l->next)
+		pthread_mutex_unlock(&l->lock);
+}
+
+/* With every list locked. */
+static size_t inflight_count(const struct hr_local *first)
+{
+	size_t n = 0;
+	for (const struct hr_local *l = first; l; l = l->next)
+		for (const struct rx *rx = l->rxs; rx; rx = rx->next)
+			for (const struct pending *p = rx->head; p; p = p->next)
+				n += p->rec.kind == RK_REQUEST && !settled(p);
+	return n;
+}
+
+size_t hook_record_inflight_count(const struct hook_record *hr)
+{
+	struct hr_local *first = locals_lock_all(hr);
+	size_t n = inflight_count(first);
+	locals_unlock_all(first);
+	return n;
+}
+
+static json_t *str_json(const struct rec *r, enum rec_str f)
+{
+	const char *s = rec_get(r, f);
+	json_t *j = NULL;
+	if (s && IS_RAW(f)) {
+		j = json_string(s);
+	} else if (s) {
+		/* kept escaped: read back as the JSON string it spells */
+		char *q = malloc(r->len[f] + 2);
+		if (q) {
+			q[0] = '"';
+			memcpy(q + 1, s, r->len[f]);
+			q[r->len[f] + 1] = '"';
+			j = json_loadb(q, r->len[f] + 2, JSON_DECODE_ANY, NULL);
+			free(q);
+		}
+	}
+	return j ? j : json_null();
+}
+
+/* The identifying members of an open request, as hook_record.h lists.
+ * Only what was written before the record was linked is read here. */
+static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t now)
+{
+	char when[40];
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	hook_record_time(r->wall_us, when, sizeof(when));
+	json_object_set_new(o, "time", json_string(when));
+	json_object_set_new(o, "session", str_json(r, F_SESSION));
+	json_object_set_new(o, "client", str_json(r, F_CLIENT));
+	json_object_set_new(o, "client_name", str_json(r, F_CLIENT_NAME));
+	json_object_set_new(o, "upstream", str_json(r, F_UPSTREAM));
+	json_object_set_new(o, "method", str_json(r, F_METHOD));
+	json_object_set_new(o, "tool", str_json(r, F_TOOL));
+	json_object_set_new(o, "id", r->id_kind == ID_INT   ? json_integer((json_int_t)r->id_int)
+	                             : r->id_kind == ID_STR ? str_json(r, F_ID)
+	                                                    : json_null());
+	json_object_set_new(o, "arguments", str_json(r, F_ARGUMENTS));
+	json_object_set_new(o, "arguments_cut", json_boolean(r->arguments_cut));
+	uint64_t start = rx->where->start_us;
+	json_object_set_new(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
+	json_object_set_new(o, "notifications",
+	                    json_integer(__atomic_load_n(&rx->notifications, __ATOMIC_RELAXED)));
+	return o;
+}
+
+/* The oldest of the threads' next exchanges (each list is oldest first):
+ * cur[i] walks the i-th thread's list. */
+static const struct rx *oldest_next(const struct rx **cur, size_t n, size_t *which)
+{
+	const struct rx *best = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (cur[i] && (!best || cur[i]->wall_us < best->wall_us)) {
+			best = cur[i];
+			*which = i;
+		}
+	}
+	return best;
+}
+
+/* Counts rx's open requests into *count and appends them to out, up to
+ * limit. Each is looked at once: an answer may settle it meanwhile (its
+ * worker does not wait for the list's lock to do so), and the count and
+ * the items must agree. -1: out of memory. */
+static int inflight_of(json_t *out, const struct rx *rx, size_t limit, uint64_t now,
+                       size_t *count)
+{
+	for (const struct pending *p = rx->head; p; p = p->next) {
+		if (p->rec.kind != RK_REQUEST || settled(p))
+			continue;
+		++*count;
+		if (json_array_size(out) >= limit)
+			continue;
+		json_t *o = inflight_item(rx, &p->rec, now);
+		if (!o || json_array_append_new(out, o) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+json_t *hook_record_inflight(const struct hook_record *hr, size_t limit, size_t *count)
+{
+	json_t *out = json_array();
+	uint64_t now = mono_us();
+	if (!out)
+		return NULL;
+	struct hr_local *first = locals_lock_all(hr);
+	size_t n = 0;
+	for (const struct hr_local *l = first; l; l = l->next)
+		n++;
+	const struct rx **cur = calloc(n ? n : 1, sizeof(*cur));
+	int rc = cur ? 0 : -1;
+	size_t i = 0;
+	for (const struct hr_local *l = first; cur && l; l = l->next)
+		cur[i++] = l->rxs;
+	const struct rx *rx;
+	size_t which = 0, all = 0;
+	while (rc == 0 && (rx = oldest_next(cur, n, &which))) {
+		rc = inflight_of(out, rx, limit, now, &all);
+		cur[which] = rx->next;
+	}
+	if (count)
+		*count = all;
+	locals_unlock_all(first);
+	free(cur);
+	if (rc < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}

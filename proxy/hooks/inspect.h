@@ -1,0 +1,183 @@
+/* inspect: the message hook, the one place every JSON-RPC message crosses.
+ *
+ * Each message parsed from a client POST body (client -> server) or from an
+ * upstream reply, JSON or SSE (server -> client), is handed once to
+ * inspect_message(). Modules register hooks (the contract checker, policy,
+ * the call recorder) and each hook, in registration order, may:
+ *   - read it (return INSPECT_FORWARD),
+ *   - rewrite it in place (change m->msg, set m->modified, FORWARD),
+ *   - drop it (INSPECT_DROP: it is not forwarded; for a client request the
+ *     proxy then answers with m->answer, which the hook must set),
+ *   - answer it itself (INSPECT_ANSWER with m->answer: a client request is
+ *     not forwarded and the client gets m->answer as the reply).
+ * The first hook that drops or answers ends the chain of deciding hooks.
+ * Observer hooks (inspect_add_observer: the call recorder, metrics) run
+ * after it on every message whatever was decided, and see the verdict.
+ *
+ * When an HTTP exchange ends, inspect_exchange_done() tells every hook
+ * what happened (status, timing, bytes), for recording and metrics.
+ *
+ * Hooks run on the event loop: they must not block.
+ */
+#ifndef MCPWARDEN_INSPECT_H
+#define MCPWARDEN_INSPECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <jansson.h>
+
+#include "proxy/base/jsonrpc.h"
+
+enum inspect_dir { INSPECT_FROM_CLIENT = 0, INSPECT_FROM_SERVER };
+
+enum inspect_verdict { INSPECT_FORWARD = 0, INSPECT_DROP, INSPECT_ANSWER };
+
+#define INSPECT_MAX_HOOKS 16
+
+/* Where a message was seen: one per HTTP exchange, alive from its first
+ * message to inspect_exchange_done(). Borrowed strings. */
+struct inspect_where {
+	unsigned long long conn_id;
+	const char *client;       /* "ip:port" */
+	const char *client_name;  /* name of the client token presented, or NULL */
+	const char *upstream;     /* upstream name */
+	const char *session_id;   /* Mcp-Session-Id of the request, or NULL */
+	/* Mcp-Session-Id the upstream's reply carried (set on initialize), or
+	 * NULL; known from the reply's head on, i.e. for server messages. */
+	const char *reply_session_id;
+	/* The protocol version the request names: its 2026-07-28 _meta
+	 * envelope, else its MCP-Protocol-Version header; NULL when neither. */
+	const char *protocol;
+	const char *era;          /* "stateful" or "2026" (proxy/mcp/mirror.h) */
+	const char *http_method;  /* of the HTTP request carrying the exchange */
+	const char *client_transport;   /* "streamable_http", "sse" */
+	const char *upstream_transport; /* "streamable_http", "sse" */
+	uint64_t start_us;        /* monotonic, when the request arrived */
+	/* Per-exchange state a hook may keep, at the slot inspect_add*()
+	 * returned. The hook owns what it stores and must release it in its
+	 * on_exchange callback, which always runs, exactly once. */
+	void *hook_data[INSPECT_MAX_HOOKS];
+};
+
+struct inspect_msg {
+	enum inspect_dir dir;
+	enum jrpc_kind kind;
+	json_t *msg;              /* borrowed; a hook may modify it in place */
+	/* For a response: the request it answers when it came in the same HTTP
+	 * exchange (borrowed), else NULL. For a request: msg itself. */
+	const json_t *request;
+	struct inspect_where *where;
+	/* msg's method, params and, for tools/call, params.name (borrowed from
+	 * msg, or NULL), read once by inspect_message for every hook, and read
+	 * again after a hook modifies msg. */
+	const char *method;
+	const char *tool;
+	json_t *params;
+	/* The method of the request msg answers, when known (request != NULL;
+	 * for a request, its own method). */
+	const char *request_method;
+	int modified;             /* a hook changed msg: it is re-serialised */
+	/* The text of msg's "result" member exactly as it arrived (borrowed,
+	 * valid for the call), or NULL when the transport does not know it
+	 * (batches, translated transports). Cleared once a hook modifies msg,
+	 * so it always spells what msg->result holds; a hook may key a cache
+	 * on it (hook_contract does). */
+	const char *result_raw;
+	size_t result_raw_len;
+	json_t *answer;           /* owned by the proxy once set: reply to send */
+	const char *decided_by;   /* name of the hook that dropped/answered */
+	/* For observers: what the deciding hooks decided, and the rule or
+	 * reason they gave (a static or hook-owned string), if any. */
+	enum inspect_verdict verdict;
+	const char *reason;
+};
+
+/* How an HTTP exchange ended. */
+enum inspect_end {
+	INSPECT_END_OK = 0,        /* a reply was sent (whatever its status) */
+	INSPECT_END_UPSTREAM_ERROR,/* the upstream failed (502, or a cut stream) */
+	INSPECT_END_TIMEOUT,       /* the upstream was too slow (504) */
+	INSPECT_END_CANCELLED,     /* the client left before the reply ended */
+	INSPECT_END_REJECTED,      /* mcpwarden refused the request (4xx of its own) */
+};
+
+/* Summary of one HTTP exchange, given to hooks when it ends. */
+struct inspect_exchange {
+	enum inspect_end end;
+	struct inspect_where *where;
+	const json_t *request_body;  /* the parsed POST body, or NULL */
+	int status;                  /* HTTP status sent to the client (0: none) */
+	uint64_t latency_us;
+	uint64_t bytes_in, bytes_out;
+	const char *error;           /* why the exchange failed, or NULL */
+	/* Not an HTTP exchange of its own: a legacy client's call, whose
+	 * answers came on the client's stream after the POST that carried it
+	 * (proxy/mcp/transport_sse.c); that POST's exchange was told (and
+	 * counted) when it ended, without messages. bytes_* are the POST's. */
+	int deferred;
+};
+
+typedef enum inspect_verdict (*inspect_message_fn)(void *arg, struct inspect_msg *m);
+typedef void (*inspect_exchange_fn)(void *arg, const struct inspect_exchange *x);
+
+struct inspect;
+
+struct inspect *inspect_new(void);
+void inspect_free(struct inspect *in);
+/* Another worker's chain: the same hooks (same args, same locks), its own
+ * counters. Hooks registered afterwards are not copied. */
+struct inspect *inspect_clone(const struct inspect *in);
+/* The hook at `slot` runs (on_message and on_exchange) holding *lock:
+ * hooks keep state shared by every worker, so their calls from several
+ * workers' threads are serialised. lock is borrowed; NULL: no lock. */
+void inspect_set_lock(struct inspect *in, int slot, pthread_mutex_t *lock);
+/* Hooks registered so far (the next one gets this slot). */
+size_t inspect_count(const struct inspect *in);
+
+/* Registers a deciding hook (runs in registration order, may drop or
+ * answer). name is borrowed (a static string). Either function may be
+ * NULL. Returns the hook's slot in where->hook_data (>= 0), or -1 (too
+ * many hooks). */
+int inspect_add(struct inspect *in, const char *name, inspect_message_fn on_message,
+                inspect_exchange_fn on_exchange, void *arg);
+/* Registers an observer: it runs after the deciding hooks on every
+ * message, sees m->verdict, and its return value is ignored. */
+int inspect_add_observer(struct inspect *in, const char *name, inspect_message_fn on_message,
+                         inspect_exchange_fn on_exchange, void *arg);
+
+/* Replies too big to inspect. What the transport buffers to read one reply
+ * is bounded (limits.max_inspect_bytes); past the bound the reply cannot be
+ * parsed, and no hook sees it. For most replies that is acceptable (they
+ * pass unread, with a warning), but a hook that acts on tool listings (the
+ * contract in filter or fail mode, a policy that hides tools) would be
+ * bypassed by size alone: so before a tools/list reply passes unread, each
+ * hook is asked. The function returns 1 when a listing for where->upstream
+ * may pass uninspected, 0 when it must be refused; it must not block. */
+typedef int (*inspect_uninspected_fn)(void *arg, const struct inspect_where *where);
+
+/* Gives the hook at slot its answer to that question (fn NULL: it has
+ * none, a listing may pass). Call it right after inspect_add. */
+void inspect_set_uninspected(struct inspect *in, int slot, inspect_uninspected_fn fn);
+
+/* Whether a tools/list reply too big to inspect may pass unread: 1 when
+ * every hook agrees, 0 when one refuses (then *who, if who is not NULL,
+ * names it: a static string). where is borrowed. */
+int inspect_listing_may_skip(const struct inspect *in, const struct inspect_where *where,
+                             const char **who);
+
+/* Runs the hooks on one message. Returns the verdict; with DROP/ANSWER
+ * m->decided_by names the hook. A hook returning ANSWER without an answer
+ * is treated as FORWARD (and is a bug in that hook). */
+enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m);
+
+void inspect_exchange_done(struct inspect *in, const struct inspect_exchange *x);
+
+/* Counters over the process lifetime. */
+struct inspect_stats {
+	uint64_t messages[2];  /* by direction */
+	uint64_t dropped, answered, modified;
+};
+void inspect_get_stats(const struct inspect *in, struct inspect_stats *out);
+
+#endif
