@@ -29,8 +29,12 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
 LLHTTP_OBJ := $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o $(BUILD)/llhttp/llhttp.o
 LIB       := $(BUILD)/libmcpwarden.a
 
-UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+# Unit tests mirror the tree (tests/unit/README.md): tests/unit/net/test_conn.c
+# builds to build/tests/net/test_conn. A flat tests/unit/test_*.c is still
+# accepted (build/tests/test_x) until it is moved into its folder.
+UNIT_SRC  := $(wildcard tests/unit/test_*.c tests/unit/*/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_HELP := $(BUILD)/tests/unit/helpers.o
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
@@ -73,9 +77,10 @@ layers:
 	node tests/layers/layers.mjs --self-test
 	node tests/layers/layers.mjs
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(LLHTTP_OBJ)
+# Every unit test links the shared test helpers (tests/unit/helpers.h).
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELP) $(LIB) $(LLHTTP_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LLHTTP_OBJ) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -o $@ $< $(UNIT_HELP) $(LIB) $(LLHTTP_OBJ) $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -150,7 +155,8 @@ asan:
 TSAN_OPT := -O1 -g -fsanitize=thread
 TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
-TSAN_UNITS := test_inbox test_sessid test_sesslimit test_policy test_hook_record_fast test_jarena
+TSAN_UNITS := net/test_inbox mcp/test_sessid mcp/test_sesslimit policy/test_policy hooks/test_hook_record_fast \
+              base/test_jarena
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \

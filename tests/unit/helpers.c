@@ -1,0 +1,64 @@
+/* The shared unit-test helpers (helpers.h). */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* strdup, clock_gettime under -std=c11 */
+#endif
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "tests/unit/helpers.h"
+
+char *th_quotes(const char *text)
+{
+	char *s = strdup(text);
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	return s;
+}
+
+json_t *th_json_flags(const char *text, size_t flags)
+{
+	char *s = th_quotes(text);
+	json_error_t err;
+	json_t *v = json_loads(s, flags, &err);
+	if (v == NULL)
+		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
+	free(s);
+	return v;
+}
+
+json_t *th_json(const char *text)
+{
+	return th_json_flags(text, JSON_DECODE_ANY);
+}
+
+uint64_t th_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void th_run_for(struct event_base *base, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+uint64_t th_xorshift(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
