@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "proxy/base/sbuf.h"
+#include "tests/unit/helpers.h"
 
 /* ---- references ------------------------------------------------------------ */
 
@@ -100,10 +101,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static unsigned rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (unsigned)(rng >> 11);
+	return (unsigned)(th_xorshift(&rng) >> 11);
 }
 
 /* Mostly plain ASCII (the fast path), with the special bytes sprinkled at

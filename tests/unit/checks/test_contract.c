@@ -1,6 +1,6 @@
 /* Unit tests for checks/contract.c, through the public API only.
  *
- * Listings are written with single quotes (J() turns them into double
+ * Listings are written with single quotes (th_json() turns them into double
  * quotes) so they read like the JSON they are. Every code has a test that
  * triggers it and asserts code AND pointer, and a near miss that must not.
  */
@@ -19,24 +19,9 @@
 #include <jansson.h>
 
 #include "checks/contract.h"
+#include "tests/unit/helpers.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-/* Parse JSON written with ' for ". */
-static json_t *J(const char *text)
-{
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
-	return v;
-}
 
 static struct contract_report *check_pages(json_t **pages, size_t n, const char *era, int spec_only)
 {
@@ -54,7 +39,7 @@ static struct contract_report *check_pages(json_t **pages, size_t n, const char 
  * also proves the report keeps nothing borrowed from it. */
 static struct contract_report *check_era(const char *text, const char *era, int spec_only)
 {
-	json_t *page = J(text);
+	json_t *page = th_json(text);
 	struct contract_report *r = check_pages(&page, 1, era, spec_only);
 	json_decref(page);
 	return r;
@@ -222,7 +207,7 @@ static void test_clean_everything_listing(void **state)
 static void test_clean_everything_listing_2026(void **state)
 {
 	(void)state;
-	json_t *page = J(everything);
+	json_t *page = th_json(everything);
 	json_object_set_new(page, "resultType", json_string("complete"));
 	json_object_set_new(page, "ttlMs", json_integer(0));
 	json_object_set_new(page, "cacheScope", json_string("private"));
@@ -492,7 +477,7 @@ static void test_output_schema_invalid(void **state)
 	contract_report_free(r);
 
 	/* 2026-07-28 lets outputSchema have any root */
-	json_t *page = J(text);
+	json_t *page = th_json(text);
 	json_object_set_new(page, "resultType", json_string("complete"));
 	json_object_set_new(page, "ttlMs", json_integer(60000));
 	json_object_set_new(page, "cacheScope", json_string("public"));
@@ -509,7 +494,7 @@ static void test_output_schema_invalid(void **state)
 static void test_duplicate_name(void **state)
 {
 	(void)state;
-	json_t *page = J("{'tools':[" GOOD("echo") "," GOOD("add") "," GOOD("echo") "," GOOD("echo") "]}");
+	json_t *page = th_json("{'tools':[" GOOD("echo") "," GOOD("add") "," GOOD("echo") "," GOOD("echo") "]}");
 	const json_t *cp[1] = {page};
 	struct contract_report *r = contract_check(cp, 1, NULL);
 	const struct contract_finding *f = expect(r, "duplicate-name", "/tools/2/name", 1);
@@ -538,8 +523,8 @@ static void test_duplicate_name_across_pages(void **state)
 {
 	(void)state;
 	json_t *pages[2] = {
-		J("{'tools':[" GOOD("echo") "],'nextCursor':'p2'}"),
-		J("{'tools':[" GOOD("add") ",{'name':'echo','inputSchema':{'type':'object'}}]}"),
+		th_json("{'tools':[" GOOD("echo") "],'nextCursor':'p2'}"),
+		th_json("{'tools':[" GOOD("add") ",{'name':'echo','inputSchema':{'type':'object'}}]}"),
 	};
 	struct contract_report *r = check_pages(pages, 2, NULL, 0);
 	const struct contract_finding *f = expect(r, "duplicate-name", "/1/tools/1/name", 1);
@@ -576,7 +561,7 @@ static void test_no_tools(void **state)
 	contract_report_free(r);
 
 	/* empty first page, tools on the second */
-	json_t *pages[2] = {J("{'tools':[],'nextCursor':'c1'}"), J("{'tools':[" GOOD("a") "]}")};
+	json_t *pages[2] = {th_json("{'tools':[],'nextCursor':'c1'}"), th_json("{'tools':[" GOOD("a") "]}")};
 	r = check_pages(pages, 2, NULL, 0);
 	expect_clean(r);
 	contract_report_free(r);
@@ -610,9 +595,9 @@ static void test_cursor_loop(void **state)
 {
 	(void)state;
 	json_t *pages[3] = {
-		J("{'tools':[" GOOD("a") "],'nextCursor':'A'}"),
-		J("{'tools':[" GOOD("b") "],'nextCursor':'B'}"),
-		J("{'tools':[" GOOD("c") "],'nextCursor':'A'}"),
+		th_json("{'tools':[" GOOD("a") "],'nextCursor':'A'}"),
+		th_json("{'tools':[" GOOD("b") "],'nextCursor':'B'}"),
+		th_json("{'tools':[" GOOD("c") "],'nextCursor':'A'}"),
 	};
 	struct contract_report *r = check_pages(pages, 3, NULL, 0);
 	const struct contract_finding *f = expect(r, "cursor-loop", "/2/nextCursor", 1);
@@ -656,7 +641,7 @@ static void test_truncated_after_20_pages(void **state)
 	for (int i = 0; i < 21; i++) {
 		snprintf(text, sizeof text, "{'tools':[" GOOD("t%d") "]%s'c%d'}", i,
 		         i < 20 ? ",'nextCursor':" : ",'x':", i);
-		pages[i] = J(text);
+		pages[i] = th_json(text);
 	}
 	struct contract_report *r = check_pages(pages, 21, NULL, 0);
 	assert_true(contract_report_truncated(r));
@@ -721,8 +706,8 @@ static void test_result_type_missing(void **state)
 	contract_report_free(r);
 
 	/* each page of a 2026 listing carries its own */
-	json_t *pages[2] = {J("{'tools':[" GOOD("a") "],'nextCursor':'n'," MODERN_OK "}"),
-	                    J("{'tools':[" GOOD("b") "],'ttlMs':0,'cacheScope':'private'}")};
+	json_t *pages[2] = {th_json("{'tools':[" GOOD("a") "],'nextCursor':'n'," MODERN_OK "}"),
+	                    th_json("{'tools':[" GOOD("b") "],'ttlMs':0,'cacheScope':'private'}")};
 	r = check_pages(pages, 2, "2026-07-28", 0);
 	expect(r, "result-type-missing", "/1/resultType", 1);
 	assert_int_equal(count(r, "result-type-missing"), 1);
@@ -1024,7 +1009,7 @@ static void test_code_rules(void **state)
 static void test_filter_keeps_unknown_members(void **state)
 {
 	(void)state;
-	json_t *page = J(
+	json_t *page = th_json(
 		"{'tools':["
 		"{'name':'good','title':'Good','description':'A perfectly fine tool',"
 		" 'inputSchema':{'type':'object','x-vendor':{'deep':[1,2]}},"
@@ -1070,8 +1055,8 @@ static void test_filter_by_page(void **state)
 {
 	(void)state;
 	json_t *pages[2] = {
-		J("{'tools':[" GOOD("a") ",{'name':'b','inputSchema':{'type':'object'}}],'nextCursor':'n'}"),
-		J("{'tools':[{'name':'c','inputSchema':{'type':'object'}}," GOOD("d") "]}"),
+		th_json("{'tools':[" GOOD("a") ",{'name':'b','inputSchema':{'type':'object'}}],'nextCursor':'n'}"),
+		th_json("{'tools':[{'name':'c','inputSchema':{'type':'object'}}," GOOD("d") "]}"),
 	};
 	struct contract_report *r = check_pages(pages, 2, NULL, 0);
 	json_t *o0 = contract_filter(pages[0], 0, r);
@@ -1363,7 +1348,7 @@ static void test_bad_arguments(void **state)
 {
 	(void)state;
 	assert_null(contract_check(NULL, 1, NULL));
-	json_t *page = J("{'tools':[]}");
+	json_t *page = th_json("{'tools':[]}");
 	const json_t *cp[1] = {page};
 	assert_null(contract_check(cp, 0, NULL));
 	contract_report_free(NULL);
@@ -1373,7 +1358,7 @@ static void test_bad_arguments(void **state)
 static void test_resolve_ref(void **state)
 {
 	(void)state;
-	json_t *root = J("{'$defs':{'a/b':{'x':1},'m~n':[10,20]},'p%20q':2}");
+	json_t *root = th_json("{'$defs':{'a/b':{'x':1},'m~n':[10,20]},'p%20q':2}");
 	assert_ptr_equal(contract_resolve_ref(root, "#"), root);
 	assert_int_equal(json_integer_value(json_object_get(contract_resolve_ref(root, "#/$defs/a~1b"), "x")), 1);
 	assert_int_equal(json_integer_value(contract_resolve_ref(root, "#/$defs/m~0n/1")), 20);

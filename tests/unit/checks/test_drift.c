@@ -1,8 +1,8 @@
 /* Unit tests for checks/drift.c, through the public API only.
  *
- * Each test diffs a pair of listings written with single quotes (J() turns
- * them into double quotes) and asserts code, kind AND pointer of each
- * change, plus a near miss that must raise nothing.
+ * Each test diffs a pair of listings written with single quotes (th_json()
+ * turns them into double quotes) and asserts code, kind AND pointer of
+ * each change, plus a near miss that must raise nothing.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* strdup under -std=c11 */
@@ -19,27 +19,13 @@
 #include <jansson.h>
 
 #include "checks/drift.h"
-
-static json_t *J(const char *text)
-{
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
-	return v;
-}
+#include "tests/unit/helpers.h"
 
 /* Diff two tools arrays given as text; both are freed before returning,
  * which also proves the report borrows nothing from them. */
 static struct drift_report *diff(const char *old_text, const char *new_text)
 {
-	json_t *o = J(old_text), *n = J(new_text);
+	json_t *o = th_json(old_text), *n = th_json(new_text);
 	struct drift_report *r = drift_diff(o, n);
 	assert_non_null(r);
 	json_decref(o);
@@ -116,11 +102,11 @@ static const char everything[] =
 static void test_tools_of(void **state)
 {
 	(void)state;
-	json_t *bare = J("[{'name':'a'}]");
-	json_t *obj = J("{'tools':[{'name':'a'}],'nextCursor':'x'}");
-	json_t *rpc = J("{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a'}]}}");
-	json_t *bad[] = {J("{'result':{'items':[]}}"), J("'tools'"), J("{'tools':{}}"),
-	                 J("{'jsonrpc':'2.0','id':1,'error':{'code':-32601,'message':'x'}}")};
+	json_t *bare = th_json("[{'name':'a'}]");
+	json_t *obj = th_json("{'tools':[{'name':'a'}],'nextCursor':'x'}");
+	json_t *rpc = th_json("{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a'}]}}");
+	json_t *bad[] = {th_json("{'result':{'items':[]}}"), th_json("'tools'"), th_json("{'tools':{}}"),
+	                 th_json("{'jsonrpc':'2.0','id':1,'error':{'code':-32601,'message':'x'}}")};
 	assert_ptr_equal(drift_tools_of(bare), bare);
 	assert_ptr_equal(drift_tools_of(obj), json_object_get(obj, "tools"));
 	assert_ptr_equal(drift_tools_of(rpc), json_object_get(json_object_get(rpc, "result"), "tools"));
@@ -148,7 +134,7 @@ static void test_identical_lists(void **state)
 static void test_reorder_is_no_change(void **state)
 {
 	(void)state;
-	json_t *o = J(everything);
+	json_t *o = th_json(everything);
 	json_t *n = json_array();
 	for (size_t i = json_array_size(o); i-- > 0;)
 		json_array_append(n, json_array_get(o, i));
@@ -574,8 +560,8 @@ static void test_text_report(void **state)
 static void test_tool_broke_and_filter(void **state)
 {
 	(void)state;
-	json_t *o = J(pair_old);
-	json_t *page = J("{'tools':" "[" TOOL("keep", "{'type':'integer','description':'d'}", "") ","
+	json_t *o = th_json(pair_old);
+	json_t *page = th_json("{'tools':" "[" TOOL("keep", "{'type':'integer','description':'d'}", "") ","
 	                 TOOL("fresh", "{'type':'string'}", "") "],'nextCursor':'n','x-unknown':{'a':1}}");
 	struct drift_report *r = drift_diff(o, drift_tools_of(page));
 	assert_non_null(r);
@@ -628,8 +614,8 @@ static void test_tool_broke_past_cap_and_big_page(void **state)
 		json_array_append_new(n, json_pack("{s:s,s:{s:s,s:o}}", "name", name, "inputSchema",
 		                                   "type", "object", "properties", props));
 	}
-	json_array_append_new(o, J(TOOL("t", "{'type':'string'}", "")));
-	json_array_append_new(n, J("{'name':'t','description':'A perfectly fine tool for tests',"
+	json_array_append_new(o, th_json(TOOL("t", "{'type':'string'}", "")));
+	json_array_append_new(n, th_json("{'name':'t','description':'A perfectly fine tool for tests',"
 	                           "'inputSchema':{'type':'object'}}"));
 	struct drift_report *r = drift_diff(o, n);
 	assert_non_null(r);
@@ -803,7 +789,7 @@ static void test_odd_input(void **state)
 	         "'outputSchema':{'properties':7}}]");
 	drift_report_free(r);
 
-	json_t *arr = J("[]"), *obj = J("{}");
+	json_t *arr = th_json("[]"), *obj = th_json("{}");
 	assert_null(drift_diff(arr, obj));
 	assert_null(drift_diff(NULL, arr));
 	json_decref(arr);

@@ -23,6 +23,7 @@
 #include "proxy/net/http_parse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/mcp/mirror.h"
+#include "tests/unit/helpers.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -44,16 +45,7 @@ static int cleanup(void **state)
 /* Parse JSON written with ' for "; freed after the test. */
 static json_t *J(const char *text)
 {
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
+	json_t *v = th_json(text);
 	assert_true(nowned < sizeof(owned) / sizeof(owned[0]));
 	owned[nowned++] = v;
 	return v;

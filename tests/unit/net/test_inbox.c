@@ -17,6 +17,7 @@
 #include "proxy/net/affinity.h"
 #include "proxy/ctx.h"
 #include "proxy/net/inbox.h"
+#include "tests/unit/helpers.h"
 
 #define POSTERS 4
 #define PER_POSTER 5000
@@ -97,9 +98,7 @@ static void test_posts_from_threads_run_in_order_on_the_loop(void **state)
 		assert_int_equal(pthread_create(&th[i], NULL, post_many, &p[i]), 0);
 	}
 	/* A stuck loop would hang the test: a generous bound instead. */
-	struct timeval ten = {10, 0};
-	event_base_loopexit(t.base, &ten);
-	event_base_dispatch(t.base);
+	th_run_for(t.base, 10 * 1000);
 	for (int i = 0; i < POSTERS; i++)
 		pthread_join(th[i], NULL);
 	assert_int_equal(t.ran, POSTERS * PER_POSTER);

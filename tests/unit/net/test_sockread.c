@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "proxy/net/sockread.h"
+#include "tests/unit/helpers.h"
 
 struct fixture {
 	struct event_base *base;
@@ -89,14 +90,6 @@ static void teardown(struct fixture *f)
 	event_base_free(f->base);
 }
 
-/* Runs the loop for at most ms (or until an event callback breaks it). */
-static void run_for(struct fixture *f, unsigned ms)
-{
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	event_base_loopexit(f->base, &tv);
-	event_base_dispatch(f->base);
-}
-
 static size_t input_len(struct fixture *f)
 {
 	return evbuffer_get_length(bufferevent_get_input(f->bev));
@@ -109,7 +102,7 @@ static void test_bytes_reach_input_and_read_cb(void **state)
 	setup_pair(&f, 1);
 	assert_int_equal(write(f.peer, "hello, proxy", 12), 12);
 	for (int i = 0; i < 50 && input_len(&f) < 12; i++)
-		run_for(&f, 20);
+		th_run_for(f.base, 20);
 	assert_int_equal(input_len(&f), 12);
 	assert_true(f.read_calls >= 1);
 	char buf[12];
@@ -172,7 +165,7 @@ static void test_small_first_read_then_larger(void **state)
 	setup_pair(&f, 1);
 	assert_int_equal(write(f.peer, payload, TOTAL), TOTAL);
 	for (int i = 0; i < 50 && input_len(&f) < TOTAL; i++)
-		run_for(&f, 20);
+		th_run_for(f.base, 20);
 	assert_int_equal(input_len(&f), TOTAL);
 	struct evbuffer_iovec v[4];
 	int n = evbuffer_peek(bufferevent_get_input(f.bev), -1, NULL, v, 4);
@@ -195,7 +188,7 @@ static void test_eof_disables_and_reports(void **state)
 	assert_int_equal(write(f.peer, "last words", 10), 10);
 	close(f.peer);
 	f.peer = -1;
-	run_for(&f, 2000);
+	th_run_for(f.base, 2000);
 	assert_int_equal(f.event_calls, 1);
 	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_EOF);
 	/* The bytes before the close came first. */
@@ -226,7 +219,7 @@ static void test_reset_is_an_error(void **state)
 	assert_int_equal(setsockopt(f.peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
 	close(f.peer); /* RST */
 	f.peer = -1;
-	run_for(&f, 2000);
+	th_run_for(f.base, 2000);
 	assert_int_equal(f.event_calls, 1);
 	assert_int_equal(f.events, BEV_EVENT_READING | BEV_EVENT_ERROR);
 	assert_int_equal(f.event_errno, ECONNRESET);
@@ -255,15 +248,15 @@ static void test_timeout_disables_and_reports(void **state)
 	struct fixture f;
 	(void)state;
 	setup_timeout(&f, 50);
-	run_for(&f, 5000);
+	th_run_for(f.base, 5000);
 	assert_timed_out(&f, 1);
 	/* Enabled again, it reads (and times out again when quiet). */
 	assert_int_equal(sockread_enable(f.sr), 0);
 	assert_int_equal(write(f.peer, "x", 1), 1);
 	for (int i = 0; i < 50 && input_len(&f) < 1; i++)
-		run_for(&f, 20);
+		th_run_for(f.base, 20);
 	assert_int_equal(input_len(&f), 1);
-	run_for(&f, 5000);
+	th_run_for(f.base, 5000);
 	assert_timed_out(&f, 2);
 	teardown(&f);
 }
@@ -277,13 +270,13 @@ static void test_reads_move_the_timeout_on(void **state)
 	(void)state;
 	setup_timeout(&f, 300);
 	for (int i = 0; i < 6; i++) {
-		run_for(&f, 100);
+		th_run_for(f.base, 100);
 		assert_int_equal(write(f.peer, "x", 1), 1);
 	}
-	run_for(&f, 150);
+	th_run_for(f.base, 150);
 	assert_int_equal(input_len(&f), 6);
 	assert_int_equal(f.event_calls, 0);
-	run_for(&f, 5000);
+	th_run_for(f.base, 5000);
 	assert_timed_out(&f, 1);
 	teardown(&f);
 }
@@ -297,7 +290,7 @@ static void test_cleared_timeout_does_not_fire(void **state)
 	setup_pair(&f, 1);
 	sockread_set_timeouts(f.sr, &tv, NULL);
 	sockread_set_timeouts(f.sr, NULL, NULL);
-	run_for(&f, 200);
+	th_run_for(f.base, 200);
 	assert_int_equal(f.event_calls, 0);
 	assert_true(sockread_enabled(f.sr));
 	teardown(&f);
@@ -311,12 +304,12 @@ static void test_disabled_reads_nothing(void **state)
 	sockread_disable(f.sr);
 	assert_false(sockread_enabled(f.sr));
 	assert_int_equal(write(f.peer, "wait", 4), 4);
-	run_for(&f, 100);
+	th_run_for(f.base, 100);
 	assert_int_equal(input_len(&f), 0);
 	assert_int_equal(f.read_calls, 0);
 	assert_int_equal(sockread_enable(f.sr), 0);
 	for (int i = 0; i < 50 && input_len(&f) < 4; i++)
-		run_for(&f, 20);
+		th_run_for(f.base, 20);
 	assert_int_equal(input_len(&f), 4);
 	teardown(&f);
 }
@@ -331,7 +324,7 @@ static void test_not_plain_passes_to_bufferevent(void **state)
 	assert_true(sockread_enabled(f.sr));
 	assert_int_equal(write(f.peer, "tls-ish", 7), 7);
 	for (int i = 0; i < 50 && input_len(&f) < 7; i++)
-		run_for(&f, 20);
+		th_run_for(f.base, 20);
 	assert_int_equal(input_len(&f), 7);
 	size_t bytes, reads;
 	sockread_stats(f.sr, &bytes, &reads);
