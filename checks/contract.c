@@ -6,7 +6,7 @@
  * are built in one growing buffer that each recursive step extends and cuts
  * back, so deep schemas cost no allocation per level.
  *
- * Leaves out: validating arguments against schemas (checks/schema.c), the
+ * Leaves out: validating arguments against schemas (not written yet), the
  * baseline diff (drift.c), anything that needs the network ($ref to remote
  * documents is never followed, only "#..." inside the same schema).
  */

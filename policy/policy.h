@@ -244,7 +244,7 @@ const char *policy_action_str(enum policy_action a);  /* static */
 
 /* ------------------------------------------------------------------------
  * Compiled form. Internal to policy/ (policy.c evaluates it, policy_load.c
- * builds it, tests/unit/test_policy.c may inspect it): every other module
+ * builds it, tests/unit/policy/test_policy.c may inspect it): every other module
  * sees struct policy as opaque and goes through the functions above.
  */
 #ifdef POLICY_INTERNAL

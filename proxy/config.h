@@ -31,7 +31,7 @@ struct px_client {
 };
 
 /* How mcpwarden speaks to an upstream: upstreams[].transport,
- * --upstream-transport (proxy/mcp/upstream_sse.h, TRANSPORTS.md §2.9). */
+ * --upstream-transport (proxy/mcp/upstream_sse.h, docs/transports.md). */
 enum px_transport {
 	PX_TRANSPORT_AUTO = 0,   /* "auto": probe Streamable HTTP, fall back to SSE */
 	PX_TRANSPORT_STREAMABLE, /* "streamable_http" (2025-03-26 and later) */

@@ -140,7 +140,7 @@ json_t *mirror_error_response(const json_t *body, const struct mirror_result *r)
  *     application code outside the reserved block that still names the
  *     HTTP status the client got.
  * The stateful era keeps legacy_code (its -32000..-32099 are
- * implementation-defined, TRANSPORTS.md §1). */
+ * implementation-defined, docs/transports.md "Error codes"). */
 #define MIRROR_PROXY_CODE(status)    (-31000 - (status))
 
 int mirror_proxy_code(enum mirror_era era, int status, int legacy_code);

@@ -10,7 +10,7 @@
  *     with Mcp-Session-Id: <id>              JSON or SSE replies, GET stream
  *
  * and between them this module: a bounded table of sessions keyed by an id
- * mcpwarden mints, and the routing of every message (TRANSPORTS.md §4):
+ * mcpwarden mints, and the routing of every message (docs/transports.md):
  *
  *   - a response goes to the client exchange waiting for its JSON-RPC id
  *     (a Streamable POST, or the legacy stream); ids are never rewritten,

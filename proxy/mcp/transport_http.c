@@ -958,7 +958,7 @@ static int is_media(const char *ct, const char *type)
 /* The request's session ended: the upstream said so, or the client deleted
  * it. Later requests with that id get 404 from the proxy. Only the 404 the
  * spec defines as expiry counts: one answering a POST, GET or DELETE at the
- * MCP endpoint that carried the session id (TRANSPORTS.md §2.6); a 404 to
+ * MCP endpoint that carried the session id (docs/transports.md); a 404 to
  * anything else (an OPTIONS the server's framework does not route, an OAuth
  * path) says nothing about the session. */
 static void note_session_end(struct exchange *ex, int status)
@@ -1645,7 +1645,7 @@ static void http_free(struct exchange *ex, const char *client_error)
  * cannot answer: a whole 503 with the era's JSON-RPC error when nothing
  * was written yet; an SSE reply begun ends with that error as its last
  * event (when its request was not answered in it) and a clean end of the
- * stream, the state TRANSPORTS.md leaves a client to retry from. A reply
+ * stream, which leaves the client its answer (docs/transports.md). A reply
  * passed through raw cannot be ended honestly (its length or its JSON
  * would lie): conn cuts it. Nginx's worker_shutdown_timeout and HAProxy's
  * hard-stop-after only close; a 503 tells the client what happened. */

@@ -504,7 +504,7 @@ int upstream_sse_stream_refused(int status, const char *ct)
 
 int upstream_sse_probe_refused(int status, const char *ct)
 {
-	/* TRANSPORTS.md §2.9: 400, 404 or 405; a JSON body is a modern
+	/* docs/transports.md: 400, 404 or 405; a JSON body is a modern
 	 * server's own JSON-RPC error (an expired session, say), not a sign
 	 * that it speaks another transport. */
 	return (status == 400 || status == 404 || status == 405) && !media_is(ct, "application/json");
@@ -662,7 +662,7 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 		memcpy(f->session_id, sid, strlen(sid) + 1);
 	if (status == 404 && op->had_session) {
 		/* Our session id is unknown there now: the session is over, and
-		 * the client must start again (TRANSPORTS.md §2.6). */
+		 * the client must start again (docs/transports.md "Sessions"). */
 		report_closed(f, "the upstream ended the session (404 for its session id)");
 		return refuse(op);
 	}

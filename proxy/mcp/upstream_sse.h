@@ -21,7 +21,7 @@
  * upstream_sse_auto_* / _refused functions below): the first message (the
  * client's initialize) goes as a Streamable POST; a 400, 404 or 405 that
  * is not a JSON-RPC error falls back to the legacy GET on the same URL
- * (TRANSPORTS.md §2.9). When the URL ends in /sse the legacy GET is tried
+ * (docs/transports.md). When the URL ends in /sse the legacy GET is tried
  * first and a refusal falls back to Streamable HTTP. No other URL is
  * guessed (no sibling /sse of a /mcp URL): see upstream_sse_auto_first.
  *

@@ -1,6 +1,6 @@
 /* conn: see conn.h.
  *
- * Every exit goes through conn_schedule_close()/conn_free(); the adapter's
+ * Every exit goes through conn_close_after_flush()/conn_free(); the adapter's
  * calls (reply end, abort) only mark the conn and activate `step`, which
  * runs from the loop once the adapter's stack has unwound.
  */

@@ -12,7 +12,7 @@
  * there are none it goes straight on (one syscall per slice).
  *
  * The clocks and the yield are reached through struct loop_clock so that a
- * test can drive them (tests/unit/test_loop.c): whether a real thread got
+ * test can drive them (tests/unit/net/test_loop.c): whether a real thread got
  * 90% of a slice depends on everything else the machine runs, so a test on
  * the real clocks can only bound the count from above.
  *

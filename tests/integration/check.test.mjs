@@ -122,7 +122,7 @@ describe('check against server-everything', () => {
 
   // Issue 17: `check` and `--upstream-transport auto` follow ONE rule
   // (upstream_sse_auto_first / _probe_refused / _stream_refused): the other
-  // transport on the URL as given (TRANSPORTS.md §2.9), no sibling /sse.
+  // transport on the URL as given (docs/transports.md), no sibling /sse.
   // Before, check derived /sse from /mcp and passed where the proxy, in
   // front of the same URL, answered 502.
   for (const [p, ok] of [['/mcp', false], ['/sse', true]]) {
