@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <event2/event.h>
@@ -39,6 +40,15 @@ json_t *th_json_flags(const char *text, size_t flags)
 json_t *th_json(const char *text)
 {
 	return th_json_flags(text, JSON_DECODE_ANY);
+}
+
+void th_temp_write(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	size_t n = strlen(text);
+	assert_int_equal(write(fd, text, n), (ssize_t)n);
+	assert_int_equal(close(fd), 0);
 }
 
 uint64_t th_clock_ns(clockid_t id)

@@ -30,6 +30,11 @@ json_t *th_json_flags(const char *text, size_t flags);
 /* A copy of text with every ' turned into "; the caller frees it. */
 char *th_quotes(const char *text);
 
+/* Writes text to a new file made from the mkstemp template path (ending in
+ * XXXXXX, rewritten in place with the file's name); the caller unlinks it.
+ * For a file written with ' for ", pass th_quotes(text). */
+void th_temp_write(char *path, const char *text);
+
 /* The time on clock id (CLOCK_MONOTONIC, a thread's CPU clock...) in
  * nanoseconds. */
 uint64_t th_clock_ns(clockid_t id);

@@ -15,6 +15,7 @@
 #include "admin/admin.h"
 #include "proxy/config.h"
 #include "proxy/base/limits.h"
+#include "tests/unit/helpers.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -56,11 +57,7 @@ struct tmpfile {
 static void tmp_write(struct tmpfile *t, const char *text)
 {
 	snprintf(t->path, sizeof(t->path), "/tmp/mcpwarden-test-XXXXXX");
-	int fd = mkstemp(t->path);
-	assert_true(fd >= 0);
-	size_t n = strlen(text);
-	assert_int_equal(write(fd, text, n), (ssize_t)n);
-	assert_int_equal(close(fd), 0);
+	th_temp_write(t->path, text);
 }
 
 static void tmp_remove(struct tmpfile *t)
