@@ -26,13 +26,19 @@ char *th_quotes(const char *text)
 	return s;
 }
 
+json_t *th_json_text(const char *text, size_t flags)
+{
+	json_error_t err;
+	json_t *v = json_loads(text, flags, &err);
+	if (v == NULL)
+		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, text);
+	return v;
+}
+
 json_t *th_json_flags(const char *text, size_t flags)
 {
 	char *s = th_quotes(text);
-	json_error_t err;
-	json_t *v = json_loads(s, flags, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
+	json_t *v = th_json_text(s, flags);
 	free(s);
 	return v;
 }

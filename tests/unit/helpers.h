@@ -27,6 +27,10 @@ json_t *th_json(const char *text);
  * not, as given). */
 json_t *th_json_flags(const char *text, size_t flags);
 
+/* Parses text as it is (no ' rewriting) with json_loads flags; bad JSON
+ * fails the test. The caller owns the result. */
+json_t *th_json_text(const char *text, size_t flags);
+
 /* A copy of text with every ' turned into "; the caller frees it. */
 char *th_quotes(const char *text);
 

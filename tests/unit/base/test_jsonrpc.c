@@ -13,15 +13,12 @@
 #include <jansson.h>
 
 #include "proxy/base/jsonrpc.h"
+#include "tests/unit/helpers.h"
 
+/* Any value, NUL escapes allowed: the bodies a client may send. */
 static json_t *j(const char *text)
 {
-	json_error_t err;
-	json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-	if (!v)
-		print_error("bad test JSON: %s: %s\n", text, err.text);
-	assert_non_null(v);
-	return v;
+	return th_json_text(text, JSON_DECODE_ANY | JSON_ALLOW_NUL);
 }
 
 static enum jrpc_kind classify(const char *text)

@@ -118,18 +118,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-static json_t *msg(const char *text)
-{
-	json_error_t err;
-	json_t *m = json_loads(text, 0, &err);
-	assert_non_null(m);
-	return m;
-}
-
 /* Sends a client message (a fresh parse of text); returns its result. */
 static int client_send(struct session *s, const char *text, void *target, const char **why)
 {
-	json_t *m = msg(text);
+	json_t *m = th_json_text(text, 0);
 	const char *dummy;
 	int rc = session_client_message(s, m, NULL, 0, target, why ? why : &dummy);
 	json_decref(m);
@@ -138,7 +130,7 @@ static int client_send(struct session *s, const char *text, void *target, const 
 
 static void upstream_send(struct session *s, const char *text)
 {
-	json_t *m = msg(text);
+	json_t *m = th_json_text(text, 0);
 	session_upstream_message(s, m, text, strlen(text));
 	json_decref(m);
 }
@@ -288,10 +280,10 @@ static void test_accepted_tells_the_waiter(void **state)
 	struct session_table *t = *state;
 	struct session *s = new_session(t, SESSION_FACE_STREAMABLE);
 	struct target post1 = {.name = "post1"}, post2 = {.name = "post2"}, gone = {.name = "gone"};
-	json_t *r1 = msg("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
-	json_t *r2 = msg("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
-	json_t *r3 = msg("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
-	json_t *n = msg("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	json_t *r1 = th_json_text("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 0);
+	json_t *r2 = th_json_text("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", 0);
+	json_t *r3 = th_json_text("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}", 0);
+	json_t *n = th_json_text("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 0);
 	const char *why;
 
 	assert_int_equal(session_client_message(s, r1, NULL, 0, &post1, &why), 0);
