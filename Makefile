@@ -29,8 +29,8 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
 LLHTTP_OBJ := $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o $(BUILD)/llhttp/llhttp.o
 LIB       := $(BUILD)/libmcpwarden.a
 
-# Unit tests mirror the tree (tests/unit/README.md): tests/unit/net/test_conn.c
-# builds to build/tests/net/test_conn. A flat tests/unit/test_*.c is still
+# Unit tests mirror the tree (tests/unit/README.md): tests/unit/net/test_loop.c
+# builds to build/tests/net/test_loop. A flat tests/unit/test_*.c is still
 # accepted (build/tests/test_x) until it is moved into its folder.
 UNIT_SRC  := $(wildcard tests/unit/test_*.c tests/unit/*/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)

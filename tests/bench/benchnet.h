@@ -1,5 +1,5 @@
-/* benchnet: the small pieces the benchmark programs (upstream.c, streams.c,
- * seqlat.c) share: a bounded growable byte buffer, non-blocking loopback
+/* benchnet: the small pieces the benchmark programs (upstream.c and
+ * streams.c) share: a bounded growable byte buffer, non-blocking loopback
  * sockets, a monotonic clock, the descriptor limit and /proc memory
  * figures.
  *
