@@ -90,6 +90,12 @@ void upstream_req_resume(struct upstream_req *r);
 /* The response is a stream: the request timeout no longer applies. */
 void upstream_req_stream(struct upstream_req *r);
 
+/* For logs: where the exchange is ("waiting", "receiving", "done", ...),
+ * and what it is ("head_only|replayable|paused", "" for none), written
+ * into buf (cut short to len) and returned. */
+const char *upstream_req_state_str(const struct upstream_req *r);
+const char *upstream_req_flags_str(const struct upstream_req *r, char *buf, size_t len);
+
 /* Idle pooled connections (for tests and metrics). */
 size_t upstream_idle_count(const struct upstream *u);
 

@@ -188,7 +188,12 @@ static struct evbuffer *run_split(struct fixture *f, const char *head, const cha
 	struct upstream_req *r =
 	        upstream_req_new_split(f->u, head, strlen(head), body, 0, &cbs, &c);
 	assert_non_null(r);
+	assert_string_equal(upstream_req_state_str(r), "waiting");
 	event_base_dispatch(f->base);
+	char fl[64];
+	assert_string_equal(upstream_req_state_str(r), "done");
+	assert_string_equal(upstream_req_flags_str(r, fl, sizeof(fl)),
+	                    strncmp(head, "GET ", 4) == 0 ? "replayable" : "");
 	assert_true(c.done);
 	assert_false(c.failed);
 	assert_int_equal(c.status, 200);
@@ -272,6 +277,7 @@ static void test_timeout_per_request_on_reuse(void **state)
 	double took = mono_ms() - t0;
 	assert_true(c.failed);
 	assert_int_equal(c.err, UPSTREAM_ERR_TIMEOUT);
+	assert_string_equal(upstream_req_state_str(r), "failed");
 	assert_true(took >= 290.0);
 	assert_true(took < 3000.0);
 	upstream_req_free(r);
@@ -504,6 +510,10 @@ static void test_pool_distrusted_not_reused(void **state)
 	fixture_init(&f, s.port);
 	struct upstream_req *r = pool_request(&f, &c);
 	upstream_req_distrust(r);
+	char fl[64];
+	assert_string_equal(upstream_req_flags_str(r, fl, sizeof(fl)), "replayable|distrusted");
+	/* Cut short to what fits. */
+	assert_string_equal(upstream_req_flags_str(r, fl, 12), "replayable");
 	upstream_req_free(r);
 	assert_int_equal(upstream_idle_count(f.u), 0);
 	pool_second(&f, &s, t);
