@@ -31,7 +31,6 @@
 #include <openssl/ssl.h>
 
 #include "proxy/config.h"
-#include "proxy/ctx.h"
 #include "proxy/net/deadline.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/base/limits.h"
@@ -52,7 +51,7 @@ struct upconn {
 };
 
 struct upstream {
-	struct px_ctx *ctx;                    /* borrowed */
+	struct upstream_opts opts;             /* opts.draining borrowed */
 	const struct px_upstream_conf *conf;   /* borrowed */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
@@ -195,11 +194,11 @@ static struct upconn *upconn_connect(struct upstream *u)
 	if (!uc)
 		return NULL;
 	uc->up = u;
-	uc->parser = http_parser_new(HTTP_KIND_RESPONSE, u->ctx->cfg->limits.max_header_bytes,
+	uc->parser = http_parser_new(HTTP_KIND_RESPONSE, u->opts.max_header_bytes,
 	                             &upconn_parser_cbs, uc);
 	if (u->tls) {
 		SSL *ssl = tls_client_ssl_new(u->tls, u->conf->host);
-		uc->bev = ssl ? bufferevent_openssl_socket_new(u->ctx->base, -1, ssl,
+		uc->bev = ssl ? bufferevent_openssl_socket_new(u->opts.base, -1, ssl,
 		                                               BUFFEREVENT_SSL_CONNECTING,
 		                                               BEV_OPT_CLOSE_ON_FREE |
 		                                                       BEV_OPT_DEFER_CALLBACKS)
@@ -211,7 +210,7 @@ static struct upconn *upconn_connect(struct upstream *u)
 		if (uc->bev)
 			bufferevent_openssl_set_allow_dirty_shutdown(uc->bev, 1);
 	} else {
-		uc->bev = bufferevent_socket_new(u->ctx->base, -1,
+		uc->bev = bufferevent_socket_new(u->opts.base, -1,
 		                                 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	}
 	if (uc->bev)
@@ -268,9 +267,10 @@ static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
 static void pool_put(struct upconn *uc)
 {
 	struct upstream *u = uc->up;
-	unsigned ms = u->ctx->cfg->timeouts.upstream_idle_ms;
+	unsigned ms = u->opts.idle_ms;
 
-	if (u->nidle >= LIMIT_POOL_IDLE_PER_UPSTREAM || u->ctx->draining || ms == 0) {
+	if (u->nidle >= LIMIT_POOL_IDLE_PER_UPSTREAM || (u->opts.draining && *u->opts.draining) ||
+	    ms == 0) {
 		upconn_free(uc);
 		return;
 	}
@@ -625,8 +625,8 @@ static struct upstream_req *req_alloc(struct upstream *u)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
-	r->dl = deadline_new(u->ctx->base, req_deadline_cb, r);
-	if (!r->dl || event_assign(&r->kick_ev, u->ctx->base, -1, 0, req_kick_cb, r) < 0) {
+	r->dl = deadline_new(u->opts.base, req_deadline_cb, r);
+	if (!r->dl || event_assign(&r->kick_ev, u->opts.base, -1, 0, req_kick_cb, r) < 0) {
 		deadline_free(r->dl);
 		free(r);
 		return NULL;
@@ -656,7 +656,7 @@ static void req_recycle(struct upstream_req *r)
 
 /* ---- public -------------------------------------------------------------- */
 
-struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf *conf,
+struct upstream *upstream_new(const struct upstream_opts *o, const struct px_upstream_conf *conf,
                               char *errbuf, size_t errlen)
 {
 	struct addrinfo hints = {0}, *res = NULL;
@@ -676,7 +676,7 @@ struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf 
 		snprintf(errbuf, errlen, "out of memory");
 		return NULL;
 	}
-	u->ctx = ctx;
+	u->opts = *o;
 	u->conf = conf;
 	memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
 	u->addrlen = res->ai_addrlen;
@@ -716,9 +716,12 @@ const struct px_upstream_conf *upstream_conf(const struct upstream *u)
 	return u->conf;
 }
 
-void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf)
+void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf,
+                       const struct upstream_opts *o)
 {
+	assert(o->base == u->opts.base);
 	u->conf = conf;
+	u->opts = *o;
 }
 
 size_t upstream_idle_count(const struct upstream *u)

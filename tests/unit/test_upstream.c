@@ -31,7 +31,6 @@
 #include <event2/event.h>
 
 #include "proxy/config.h"
-#include "proxy/ctx.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/net/upstream.h"
 
@@ -138,8 +137,7 @@ static const struct upstream_req_cbs cbs = {on_head, on_body, on_done, on_error}
 
 struct fixture {
 	struct event_base *base;
-	struct px_config cfg;
-	struct px_ctx ctx;
+	struct upstream_opts opts;
 	struct px_upstream_conf conf;
 	char port[16];
 	struct upstream *u;
@@ -151,10 +149,9 @@ static void fixture_init(struct fixture *f, int port)
 	memset(f, 0, sizeof(*f));
 	f->base = event_base_new();
 	assert_non_null(f->base);
-	f->cfg.limits.max_header_bytes = 8192;
-	f->cfg.timeouts.upstream_idle_ms = 10000;
-	f->ctx.base = f->base;
-	f->ctx.cfg = &f->cfg;
+	f->opts.base = f->base;
+	f->opts.max_header_bytes = 8192;
+	f->opts.idle_ms = 10000;
 	snprintf(f->port, sizeof(f->port), "%d", port);
 	f->conf.name = (char *)"t";
 	f->conf.url_safe = (char *)"http://127.0.0.1/mcp";
@@ -162,7 +159,7 @@ static void fixture_init(struct fixture *f, int port)
 	f->conf.port = f->port;
 	f->conf.connect_timeout_ms = 5000;
 	f->conf.request_timeout_ms = 5000;
-	f->u = upstream_new(&f->ctx, &f->conf, err, sizeof(err));
+	f->u = upstream_new(&f->opts, &f->conf, err, sizeof(err));
 	assert_non_null(f->u);
 }
 
