@@ -8,6 +8,16 @@
  *
  * Each upconn owns its bufferevent and its response parser, so a reused
  * connection allocates nothing per request but the request itself.
+ *
+ * An exchange: NEW -> WAITING (-> WAITING once: the retry) -> RECEIVING
+ * (<-> INTERIM for each 1xx) -> DONE; FAILED from WAITING, RECEIVING or
+ * INTERIM, or from FAILING (a start that got no connection); ABANDONED
+ * when a callback says stop. req_moves is the table, req_to the one place
+ * the state changes.
+ *
+ * ~900 lines, one file: the exchange and the pool share the insides of
+ * struct upconn (its parser, read side and callbacks), each step of one
+ * touching the other's.
  */
 #include "proxy/net/upstream.h"
 
