@@ -287,6 +287,44 @@ static void test_timeout_per_request_on_reuse(void **state)
 	fixture_fini(&f);
 }
 
+/* The options are read where they apply: once the owner drains (the flag
+ * upstream_opts.draining points to) a finished connection is closed, not
+ * pooled; a reload's options (upstream_set_conf) replace the first ones,
+ * so an idle timeout of 0 stops the pooling too. */
+static void test_opts_draining_and_reload_stop_pooling(void **state)
+{
+	(void)state;
+	static const char head[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n";
+	for (int step = 0; step < 2; step++) {
+		struct server s = {.nreqs = 1};
+		pthread_t t;
+		s.want[0] = strlen(head);
+		server_start(&s, &t);
+		struct fixture f;
+		fixture_init(&f, s.port);
+		int draining = 0;
+		f.opts.draining = &draining;
+		upstream_free(f.u);
+		char err[256];
+		f.u = upstream_new(&f.opts, &f.conf, err, sizeof(err));
+		assert_non_null(f.u);
+		if (step == 0) {
+			draining = 1; /* after upstream_new: read through, not copied */
+		} else {
+			struct upstream_opts reloaded = f.opts;
+			reloaded.idle_ms = 0;
+			upstream_set_conf(f.u, &f.conf, &reloaded);
+		}
+		evbuffer_free(run_split(&f, head, NULL, 0));
+		assert_int_equal(upstream_idle_count(f.u), 0);
+		/* Closed, not pooled: the server sees the end (deferred free). */
+		event_base_loop(f.base, EVLOOP_NONBLOCK);
+		pthread_join(t, NULL);
+		close(s.lfd);
+		fixture_fini(&f);
+	}
+}
+
 /* A head larger than the room for it: refused, the body freed. */
 static void test_split_head_too_large(void **state)
 {
@@ -546,6 +584,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_request_same_bytes),
 		cmocka_unit_test(test_timeout_per_request_on_reuse),
+		cmocka_unit_test(test_opts_draining_and_reload_stop_pooling),
 		cmocka_unit_test(test_split_head_too_large),
 		cmocka_unit_test(test_pool_extra_bytes_not_reused),
 		cmocka_unit_test(test_pool_stale_bytes_while_idle_not_reused),
