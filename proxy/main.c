@@ -165,13 +165,26 @@ struct apply {
 	SSL_CTX *tls;   /* one reference, or NULL: the certificate is unchanged */
 };
 
+/* What an upstream takes of its worker and the configuration (ctx NULL:
+ * the preflight's, which runs no loop and never drains). */
+static struct upstream_opts upstream_opts_of(struct px_ctx *ctx, const struct px_config *cfg)
+{
+	return (struct upstream_opts){
+		.base = ctx ? ctx->base : NULL,
+		.max_header_bytes = cfg->limits.max_header_bytes,
+		.idle_ms = cfg->timeouts.upstream_idle_ms,
+		.draining = ctx ? &ctx->draining : NULL,
+	};
+}
+
 static void apply_run(void *arg)
 {
 	struct apply *a = arg;
 	struct px_ctx *ctx = a->ctx;
+	struct upstream_opts uo = upstream_opts_of(ctx, a->cfg);
 	ctx->cfg = a->cfg;
 	for (size_t i = 0; i < ctx->nups; i++)
-		upstream_set_conf(ctx->ups[i], &a->cfg->ups[i]);
+		upstream_set_conf(ctx->ups[i], &a->cfg->ups[i], &uo);
 	if (a->tls) {
 		/* Connections already open keep the context they hold a
 		 * reference to; new ones get the new certificate. */
@@ -316,14 +329,15 @@ static int load_listen_tls(const struct px_config *cfg, char *err, size_t errlen
 }
 
 /* What each worker builds of an upstream (its address, its TLS context
- * with the CA, certificate and key files): upstream_new only keeps ctx,
- * it connects nothing. */
+ * with the CA, certificate and key files): upstream_new connects nothing,
+ * and needs no loop for that. */
 static int load_upstreams(const struct px_config *cfg, char *err, size_t errlen)
 {
 	struct errs e = {err, errlen, 0, 0};
 	char why[1024];
+	struct upstream_opts uo = upstream_opts_of(NULL, cfg);
 	for (size_t i = 0; i < cfg->nups; i++) {
-		struct upstream *u = upstream_new(NULL, &cfg->ups[i], why, sizeof(why));
+		struct upstream *u = upstream_new(&uo, &cfg->ups[i], why, sizeof(why));
 		if (!u)
 			errs_add(&e, "$.upstreams[%zu] (%s): %s", i, cfg->ups[i].name, why);
 		upstream_free(u);
@@ -461,8 +475,9 @@ static int worker_setup(struct px_ctx *ctx, const char *port, int reuseport)
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
+	struct upstream_opts uo = upstream_opts_of(ctx, cfg);
 	for (size_t i = 0; i < cfg->nups; i++) {
-		ctx->ups[i] = upstream_new(ctx, &cfg->ups[i], err, sizeof(err));
+		ctx->ups[i] = upstream_new(&uo, &cfg->ups[i], err, sizeof(err));
 		if (!ctx->ups[i]) {
 			log_msg(LOG_ERROR, "%s", err);
 			return -1;

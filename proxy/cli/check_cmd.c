@@ -42,7 +42,6 @@
 #include "checks/contract.h"
 #include "checks/drift.h"
 #include "proxy/config.h"
-#include "proxy/ctx.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/base/limits.h"
 #include "proxy/base/log.h"
@@ -685,8 +684,7 @@ struct hreq {
 struct chk {
 	struct check_opts *o;          /* borrowed */
 	struct event_base *base;       /* owned */
-	struct px_config cfg;          /* what the upstream module reads */
-	struct px_ctx ctx;
+	struct upstream_opts uo;       /* the loop and the limits of every upstream */
 	struct event *kick, *timer;    /* owned */
 	struct px_upstream_conf url;   /* owned strings: the URL of this attempt */
 	struct upstream *up;           /* owned: one per origin */
@@ -1086,7 +1084,7 @@ static int set_url(struct chk *c, const char *url, const char **why)
 	upstream_free(c->up);
 	url_clear(&c->url);
 	c->url = u;
-	c->up = upstream_new(&c->ctx, &c->url, err, sizeof(err));
+	c->up = upstream_new(&c->uo, &c->url, err, sizeof(err));
 	if (!c->up) {
 		static char reason[256];
 		/* The reason names the host, never a credential (none in conf). */
@@ -1797,13 +1795,12 @@ static int check_url(struct check_opts *o)
 	url_clear(&shown);
 	oi.url = c.url_shown;
 
-	c.cfg.limits.max_header_bytes = LIMIT_MAX_HEADER_BYTES;
-	c.cfg.limits.max_body_bytes = CHECK_MAX_REPLY;
-	c.cfg.limits.max_sse_event_bytes = CHECK_MAX_REPLY;
-	c.cfg.timeouts.upstream_idle_ms = 0; /* no pooling: nothing lingers */
 	c.base = event_base_new();
-	c.ctx.base = c.base;
-	c.ctx.cfg = &c.cfg;
+	c.uo = (struct upstream_opts){
+		.base = c.base,
+		.max_header_bytes = LIMIT_MAX_HEADER_BYTES,
+		.idle_ms = 0, /* no pooling: nothing lingers */
+	};
 	c.pages = json_array();
 	c.notes = json_array();
 	c.kick = c.base ? event_new(c.base, -1, 0, kick_cb, &c) : NULL;

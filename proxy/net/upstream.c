@@ -8,9 +8,20 @@
  *
  * Each upconn owns its bufferevent and its response parser, so a reused
  * connection allocates nothing per request but the request itself.
+ *
+ * An exchange: NEW -> WAITING (-> WAITING once: the retry) -> RECEIVING
+ * (<-> INTERIM for each 1xx) -> DONE; FAILED from WAITING, RECEIVING or
+ * INTERIM, or from FAILING (a start that got no connection); ABANDONED
+ * when a callback says stop. req_moves is the table, req_to the one place
+ * the state changes.
+ *
+ * ~900 lines, one file: the exchange and the pool share the insides of
+ * struct upconn (its parser, read side and callbacks), each step of one
+ * touching the other's.
  */
 #include "proxy/net/upstream.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -30,7 +41,7 @@
 #include <openssl/ssl.h>
 
 #include "proxy/config.h"
-#include "proxy/ctx.h"
+#include "proxy/net/deadline.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/base/limits.h"
 #include "proxy/base/log.h"
@@ -50,7 +61,7 @@ struct upconn {
 };
 
 struct upstream {
-	struct px_ctx *ctx;                    /* borrowed */
+	struct upstream_opts opts;             /* opts.draining borrowed */
 	const struct px_upstream_conf *conf;   /* borrowed */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
@@ -69,6 +80,67 @@ static void set_nidle(struct upstream *u, size_t n)
 	__atomic_store_n(&u->nidle, n, __ATOMIC_RELAXED);
 }
 
+/* An exchange's states, in order: the last three are final (no callback
+ * after them). Every change goes through req_to, which asserts it is one
+ * of req_moves. */
+enum upreq_state {
+	/* Being set up by upstream_req_new_split (fresh memory or the spare):
+	 * no connection, no callback can run yet. */
+	UPREQ_NEW,
+	/* No connection could be opened: the error waits in kick, so that the
+	 * caller never sees a callback from within upstream_req_new. */
+	UPREQ_FAILING,
+	/* Attached to a connection (connecting, writing or written) and no
+	 * response byte yet: a reset on a reused connection may still be
+	 * retried once, the request being intact. */
+	UPREQ_WAITING,
+	/* A response byte arrived: the final response is parsed and reported
+	 * (on_head, on_body). No retry any more. */
+	UPREQ_RECEIVING,
+	/* Parsing a 1xx interim response: skipped, not forwarded; at its end
+	 * the parser is reset and the final response follows (RECEIVING). */
+	UPREQ_INTERIM,
+	/* on_done ran: the response ended cleanly; the connection goes back
+	 * to the pool at release if nothing else speaks against it. */
+	UPREQ_DONE,
+	/* on_error ran (or is running); the connection is closed (uc NULL). */
+	UPREQ_FAILED,
+	/* on_head or on_body returned -1: the exchange gave up and frees us;
+	 * the connection is closed, no more callbacks. */
+	UPREQ_ABANDONED,
+};
+
+#define UPREQ_NSTATES (UPREQ_ABANDONED + 1)
+#define M(s) (1u << (s))
+static const unsigned req_moves[UPREQ_NSTATES] = {
+	[UPREQ_NEW] = M(UPREQ_WAITING) | M(UPREQ_FAILING),
+	[UPREQ_FAILING] = M(UPREQ_FAILED),
+	/* WAITING -> WAITING: the one retry, on a new connection. */
+	[UPREQ_WAITING] = M(UPREQ_WAITING) | M(UPREQ_RECEIVING) | M(UPREQ_FAILED),
+	[UPREQ_RECEIVING] = M(UPREQ_INTERIM) | M(UPREQ_DONE) | M(UPREQ_FAILED) | M(UPREQ_ABANDONED),
+	[UPREQ_INTERIM] = M(UPREQ_RECEIVING) | M(UPREQ_FAILED) | M(UPREQ_ABANDONED),
+};
+#undef M
+
+static const char *const req_state_names[UPREQ_NSTATES] = {
+	"new", "failing", "waiting", "receiving", "interim", "done", "failed", "abandoned",
+};
+
+/* What the exchange is, apart from where it is (upstream_req_flags_str). */
+enum upreq_flag {
+	UPREQ_F_HEAD_ONLY = 1u << 0,  /* HEAD: the response has no body */
+	UPREQ_F_REPLAYABLE = 1u << 1, /* idempotent method: may be sent twice */
+	UPREQ_F_RETRIED = 1u << 2,    /* sent again once, on a new connection */
+	UPREQ_F_PAUSED = 1u << 3,     /* backpressure: the response is not read */
+	UPREQ_F_STREAMING = 1u << 4,  /* a stream: the request deadline is off */
+	UPREQ_F_DISTRUSTED = 1u << 5, /* answered another request: never pooled */
+	UPREQ_F_KICKED = 1u << 6,     /* kick is active: made so, not yet run */
+};
+
+static const char *const req_flag_names[] = {
+	"head_only", "replayable", "retried", "paused", "streaming", "distrusted", "kicked",
+};
+
 struct upstream_req {
 	struct upstream *up;            /* borrowed */
 	struct upconn *uc;              /* owned while attached */
@@ -78,34 +150,35 @@ struct upstream_req {
 	struct evbuffer *request;       /* owned; kept for one retry */
 	const struct upstream_req_cbs *cbs;
 	void *arg;
-	struct event *timer;            /* -> timer_ev: request deadline */
-	struct event *kick;             /* -> kick_ev: deferred start/resume/error */
-	enum upstream_err pending_err;  /* error to deliver from kick */
-	int kicked;                     /* kick is active: made so, not yet run */
-	int timed;                      /* the deadline counts (see deadline_start) */
-	struct timespec due;            /* the deadline, CLOCK_MONOTONIC_COARSE */
+	enum upreq_state state;         /* changed by req_to only */
+	unsigned flags;                 /* enum upreq_flag */
+	enum upstream_err pending_err;  /* FAILING: the error kick delivers */
 	const char *pending_detail;
-	int head_only;
-	int got_bytes;                  /* a response byte arrived */
-	int retried;
-	int replayable;                 /* idempotent method: may be sent twice */
-	int finished;                   /* on_done or on_error was called */
-	int complete;                   /* the response ended cleanly */
-	int in_info;                    /* parsing a 1xx interim response */
-	int paused;
 	short held_event;               /* a close that arrived while paused */
-	int streaming;
-	int distrusted;                 /* upstream_req_distrust: never reused */
-	/* Last, so that a reused request (upstream->spare) is cleared up to
-	 * them: they stay assigned to it (same base, same callbacks, same
-	 * argument), an event_assign fewer each per call. In the request,
-	 * not allocated: two mallocs and frees fewer per call. */
-	int assigned;                   /* timer_ev and kick_ev are assigned */
-	int timer_pending;              /* timer_ev is added, due at timer_at */
-	struct timespec timer_at;
-	struct event timer_ev, kick_ev;
+	/* From here on the request's own parts, made once with its memory
+	 * and kept when it is reused (upstream->spare): the fields above are
+	 * cleared for each exchange, these are not. */
+	struct deadline *dl;            /* owned: request_timeout_ms */
+	struct event kick_ev;           /* deferred start/resume/error */
 	char head[UPSTREAM_HEAD_MAX];
 };
+
+static void req_to(struct upstream_req *r, enum upreq_state to)
+{
+	assert(req_moves[r->state] & (1u << to));
+	r->state = to;
+}
+
+/* The exchange is over: on_done or on_error ran, or it gave up. */
+static int req_over(const struct upstream_req *r)
+{
+	return r->state >= UPREQ_DONE;
+}
+
+static int req_has(const struct upstream_req *r, unsigned f)
+{
+	return (r->flags & f) != 0;
+}
 
 static const struct http_parser_cbs upconn_parser_cbs;
 
@@ -131,11 +204,11 @@ static struct upconn *upconn_connect(struct upstream *u)
 	if (!uc)
 		return NULL;
 	uc->up = u;
-	uc->parser = http_parser_new(HTTP_KIND_RESPONSE, u->ctx->cfg->limits.max_header_bytes,
+	uc->parser = http_parser_new(HTTP_KIND_RESPONSE, u->opts.max_header_bytes,
 	                             &upconn_parser_cbs, uc);
 	if (u->tls) {
 		SSL *ssl = tls_client_ssl_new(u->tls, u->conf->host);
-		uc->bev = ssl ? bufferevent_openssl_socket_new(u->ctx->base, -1, ssl,
+		uc->bev = ssl ? bufferevent_openssl_socket_new(u->opts.base, -1, ssl,
 		                                               BUFFEREVENT_SSL_CONNECTING,
 		                                               BEV_OPT_CLOSE_ON_FREE |
 		                                                       BEV_OPT_DEFER_CALLBACKS)
@@ -147,7 +220,7 @@ static struct upconn *upconn_connect(struct upstream *u)
 		if (uc->bev)
 			bufferevent_openssl_set_allow_dirty_shutdown(uc->bev, 1);
 	} else {
-		uc->bev = bufferevent_socket_new(u->ctx->base, -1,
+		uc->bev = bufferevent_socket_new(u->opts.base, -1,
 		                                 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	}
 	if (uc->bev)
@@ -204,9 +277,10 @@ static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
 static void pool_put(struct upconn *uc)
 {
 	struct upstream *u = uc->up;
-	unsigned ms = u->ctx->cfg->timeouts.upstream_idle_ms;
+	unsigned ms = u->opts.idle_ms;
 
-	if (u->nidle >= LIMIT_POOL_IDLE_PER_UPSTREAM || u->ctx->draining || ms == 0) {
+	if (u->nidle >= LIMIT_POOL_IDLE_PER_UPSTREAM || (u->opts.draining && *u->opts.draining) ||
+	    ms == 0) {
 		upconn_free(uc);
 		return;
 	}
@@ -271,10 +345,10 @@ static struct upconn *pool_get(struct upstream *u)
 
 static void req_fail(struct upstream_req *r, enum upstream_err err, const char *detail)
 {
-	if (r->finished)
+	if (req_over(r))
 		return;
-	r->finished = 1;
-	r->timed = 0;
+	req_to(r, UPREQ_FAILED);
+	deadline_clear(r->dl);
 	/* A failed connection is never reused. */
 	upconn_free(r->uc);
 	r->uc = NULL;
@@ -283,9 +357,8 @@ static void req_fail(struct upstream_req *r, enum upstream_err err, const char *
 
 static void req_complete(struct upstream_req *r)
 {
-	r->finished = 1;
-	r->complete = 1;
-	r->timed = 0;
+	req_to(r, UPREQ_DONE);
+	deadline_clear(r->dl);
 	r->cbs->on_done(r->arg);
 }
 
@@ -368,14 +441,17 @@ static void req_retry_or_fail(struct upstream_req *r, enum upstream_err err, con
 	 * idempotent request may be sent again. A POST (every tools/call) is
 	 * never replayed, so a call the upstream may have run is not run
 	 * twice; pool_get() keeps the idle-close race to a sliver for it. */
-	if (r->replayable && !r->got_bytes && !r->retried && r->uc && r->uc->uses > 1) {
-		r->retried = 1;
+	if (r->state == UPREQ_WAITING && req_has(r, UPREQ_F_REPLAYABLE) &&
+	    !req_has(r, UPREQ_F_RETRIED) && r->uc && r->uc->uses > 1) {
+		r->flags |= UPREQ_F_RETRIED;
 		upconn_free(r->uc);
 		r->uc = NULL;
 		log_msg(LOG_DEBUG, "upstream %s: reused connection closed, retrying once",
 		        r->up->conf->name);
-		if (req_start_fresh(r) == 0)
+		if (req_start_fresh(r) == 0) {
+			req_to(r, UPREQ_WAITING);
 			return;
+		}
 		err = UPSTREAM_ERR_CONNECT;
 		detail = "cannot open a connection";
 	}
@@ -387,21 +463,22 @@ static void req_process_input(struct upstream_req *r)
 	struct upconn *uc = r->uc;
 	struct evbuffer *in = bufferevent_get_input(uc->bev);
 
-	while (!r->finished && !r->paused && evbuffer_get_length(in) > 0) {
+	while (!req_over(r) && !req_has(r, UPREQ_F_PAUSED) && evbuffer_get_length(in) > 0) {
 		struct evbuffer_iovec vec;
 		size_t consumed;
 
 		if (evbuffer_peek(in, -1, NULL, &vec, 1) < 1)
 			break;
-		r->got_bytes = 1;
+		if (r->state == UPREQ_WAITING)
+			req_to(r, UPREQ_RECEIVING);
 		enum http_parse_rc rc = http_parser_feed(uc->parser, vec.iov_base, vec.iov_len,
 		                                         &consumed);
 		evbuffer_drain(in, consumed);
 		if (rc == HTTP_PARSE_ERROR) {
 			if (http_parser_error(uc->parser) == HTTP_ERR_CALLBACK) {
 				/* The exchange gave up; it will free us. */
-				r->finished = 1;
-				r->timed = 0;
+				req_to(r, UPREQ_ABANDONED);
+				deadline_clear(r->dl);
 				upconn_free(r->uc);
 				r->uc = NULL;
 				return;
@@ -413,8 +490,8 @@ static void req_process_input(struct upstream_req *r)
 			return;
 		}
 		if (rc == HTTP_PARSE_DONE) {
-			if (r->in_info) {
-				r->in_info = 0;
+			if (r->state == UPREQ_INTERIM) {
+				req_to(r, UPREQ_RECEIVING);
 				http_parser_reset(uc->parser);
 				continue;
 			}
@@ -443,19 +520,19 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		uc->idle_ms = 0;
 		return;
 	}
-	if (!r || r->finished)
+	if (!r || req_over(r))
 		return;
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && uc->connected) {
 		/* The pool's idle timeout, still set on a reused connection: the
-		 * request's own deadline (r->timer) is the one that counts. */
+		 * request's own deadline (r->dl) is the one that counts. */
 		sockread_enable(uc->rd);
 		return;
 	}
 	/* Bytes that arrived with the close are still ours to parse. */
 	req_process_input(r);
-	if (r->finished)
+	if (req_over(r))
 		return;
-	if (r->paused) {
+	if (req_has(r, UPREQ_F_PAUSED)) {
 		/* Handled on resume, after the bytes before it. */
 		r->held_event = what;
 		return;
@@ -473,11 +550,11 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_EOF) {
 		enum http_parse_rc rc = http_parser_finish(uc->parser);
-		if (rc == HTTP_PARSE_DONE && !r->in_info) {
+		if (rc == HTTP_PARSE_DONE && r->state != UPREQ_INTERIM) {
 			req_complete(r);
 			return;
 		}
-		if (!r->got_bytes) {
+		if (r->state == UPREQ_WAITING) {
 			req_retry_or_fail(r, UPSTREAM_ERR_RESET,
 			                  "the upstream closed the connection without replying");
 			return;
@@ -486,70 +563,13 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	req_retry_or_fail(r, UPSTREAM_ERR_RESET,
-	                  r->got_bytes ? "the upstream reset the connection mid-reply"
-	                               : "the upstream reset the connection");
+	                  r->state != UPREQ_WAITING ? "the upstream reset the connection mid-reply"
+	                                            : "the upstream reset the connection");
 }
 
-static int ts_before(const struct timespec *a, const struct timespec *b)
+static void req_deadline_cb(void *arg)
 {
-	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-/* The timer goes off ms_left milliseconds after now. */
-static void timer_arm_at(struct upstream_req *r, const struct timespec *now, long long ms_left)
-{
-	struct timeval tv = {(time_t)(ms_left / 1000), (suseconds_t)(ms_left % 1000 * 1000)};
-	long long ns = now->tv_nsec + ms_left % 1000 * 1000000;
-	r->timer_at.tv_sec = now->tv_sec + (time_t)(ms_left / 1000 + ns / 1000000000);
-	r->timer_at.tv_nsec = (long)(ns % 1000000000);
-	event_add(r->timer, &tv);
-	r->timer_pending = 1;
-}
-
-/* The request's deadline, ms from now. A reused request's timer stays
- * added from request to request (upstream->spare): it is added again only
- * when it would go off after this deadline, and when it goes off early it
- * waits for the rest (req_timer_cb). Finishing just stops the deadline
- * counting (timed = 0). An event_add and an event_del fewer per call. The
- * clock is monotonic: wall-clock steps move no deadline. */
-static void deadline_start(struct upstream_req *r, unsigned ms)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-	long long ns = now.tv_nsec + (long long)(ms % 1000) * 1000000;
-	r->due.tv_sec = now.tv_sec + (time_t)(ms / 1000 + ns / 1000000000);
-	r->due.tv_nsec = (long)(ns % 1000000000);
-	r->timed = 1;
-	if (r->timer_pending && !ts_before(&r->due, &r->timer_at))
-		return;
-	timer_arm_at(r, &now, ms);
-}
-
-/* Before a request's memory is freed: its timer may still be added. */
-static void req_forget(struct upstream_req *r)
-{
-	if (r->timer_pending)
-		event_del(&r->timer_ev);
-	r->timer_pending = 0;
-}
-
-static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct upstream_req *r = arg;
-	struct timespec now;
-	(void)fd;
-	(void)what;
-	r->timer_pending = 0;
-	if (!r->timed)
-		return; /* finished, streaming, or kept for reuse */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-	if (ts_before(&now, &r->due)) {
-		long long left = (long long)(r->due.tv_sec - now.tv_sec) * 1000 +
-		                 (r->due.tv_nsec - now.tv_nsec) / 1000000 + 1;
-		timer_arm_at(r, &now, left);
-		return;
-	}
-	req_fail(r, UPSTREAM_ERR_TIMEOUT, "the upstream did not answer in time");
+	req_fail(arg, UPSTREAM_ERR_TIMEOUT, "the upstream did not answer in time");
 }
 
 static void req_kick_cb(evutil_socket_t fd, short what, void *arg)
@@ -557,14 +577,14 @@ static void req_kick_cb(evutil_socket_t fd, short what, void *arg)
 	struct upstream_req *r = arg;
 	(void)fd;
 	(void)what;
-	r->kicked = 0;
-	if (r->pending_err) {
+	r->flags &= ~UPREQ_F_KICKED;
+	if (r->state == UPREQ_FAILING) {
 		req_fail(r, r->pending_err, r->pending_detail);
 		return;
 	}
-	if (r->uc && !r->finished)
+	if (r->uc && !req_over(r))
 		req_process_input(r);
-	if (r->uc && !r->finished && !r->paused && r->held_event) {
+	if (r->uc && !req_over(r) && !req_has(r, UPREQ_F_PAUSED) && r->held_event) {
 		short held = r->held_event;
 		r->held_event = 0;
 		upstream_event_cb(r->uc->bev, held, r->uc);
@@ -583,28 +603,70 @@ static int uc_on_headers(void *arg, const struct http_msg *m)
 		return -1;
 	if (status >= 100 && status < 200) {
 		/* Interim responses are not forwarded: we never send Expect. */
-		r->in_info = 1;
+		req_to(r, UPREQ_INTERIM);
 		return 0;
 	}
 	if (r->cbs->on_head(r->arg, m) < 0)
 		return -1;
-	return r->head_only ? 1 : 0;
+	return req_has(r, UPREQ_F_HEAD_ONLY) ? 1 : 0;
 }
 
 static int uc_on_body(void *arg, const char *data, size_t len)
 {
 	struct upconn *uc = arg;
 	struct upstream_req *r = uc->req;
-	if (!r || r->in_info)
+	if (!r || r->state == UPREQ_INTERIM)
 		return 0;
 	return r->cbs->on_body(r->arg, data, len) < 0 ? -1 : 0;
 }
 
 static const struct http_parser_cbs upconn_parser_cbs = {uc_on_headers, uc_on_body};
 
+/* A request's memory with its own parts made (the deadline, the kick):
+ * the spare's when there is one, cleared up to them. */
+static struct upstream_req *req_alloc(struct upstream *u)
+{
+	struct upstream_req *r = u->spare;
+	if (r) {
+		u->spare = NULL;
+		memset(r, 0, offsetof(struct upstream_req, dl));
+		return r;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->dl = deadline_new(u->opts.base, req_deadline_cb, r);
+	if (!r->dl || event_assign(&r->kick_ev, u->opts.base, -1, 0, req_kick_cb, r) < 0) {
+		deadline_free(r->dl);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Frees a request's memory; nothing of it may be pending. Accepts NULL. */
+static void req_destroy(struct upstream_req *r)
+{
+	if (!r)
+		return;
+	deadline_free(r->dl);
+	free(r);
+}
+
+/* The memory of a request that is over (its events deleted), kept for the
+ * next one, or freed. */
+static void req_recycle(struct upstream_req *r)
+{
+	struct upstream *u = r->up;
+	if (!u->spare)
+		u->spare = r;
+	else
+		req_destroy(r);
+}
+
 /* ---- public -------------------------------------------------------------- */
 
-struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf *conf,
+struct upstream *upstream_new(const struct upstream_opts *o, const struct px_upstream_conf *conf,
                               char *errbuf, size_t errlen)
 {
 	struct addrinfo hints = {0}, *res = NULL;
@@ -624,15 +686,15 @@ struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf 
 		snprintf(errbuf, errlen, "out of memory");
 		return NULL;
 	}
-	u->ctx = ctx;
+	u->opts = *o;
 	u->conf = conf;
 	memcpy(&u->addr, res->ai_addr, res->ai_addrlen);
 	u->addrlen = res->ai_addrlen;
 	freeaddrinfo(res);
 	if (conf->tls) {
-		struct tls_client_opts o = {conf->tls_ca_file, conf->tls_cert_file, conf->tls_key_file,
+		struct tls_client_opts t = {conf->tls_ca_file, conf->tls_cert_file, conf->tls_key_file,
 		                            conf->tls_insecure_skip_verify};
-		u->tls = tls_client_ctx_new(&o, errbuf, errlen);
+		u->tls = tls_client_ctx_new(&t, errbuf, errlen);
 		if (!u->tls) {
 			free(u);
 			return NULL;
@@ -655,9 +717,7 @@ void upstream_free(struct upstream *u)
 		upconn_free(uc);
 	}
 	tls_ctx_free(u->tls);
-	if (u->spare)
-		req_forget(u->spare);
-	free(u->spare);
+	req_destroy(u->spare);
 	free(u);
 }
 
@@ -666,9 +726,12 @@ const struct px_upstream_conf *upstream_conf(const struct upstream *u)
 	return u->conf;
 }
 
-void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf)
+void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf,
+                       const struct upstream_opts *o)
 {
+	assert(o->base == u->opts.base);
 	u->conf = conf;
+	u->opts = *o;
 }
 
 size_t upstream_idle_count(const struct upstream *u)
@@ -709,18 +772,8 @@ struct upstream_req *upstream_req_new_split(struct upstream *u, const char *head
                                             int head_only, const struct upstream_req_cbs *cbs,
                                             void *arg)
 {
-	struct upstream_req *r = u->spare;
-	if (r) {
-		u->spare = NULL;
-		memset(r, 0, offsetof(struct upstream_req, assigned));
-	} else {
-		r = calloc(1, sizeof(*r));
-	}
-	if (!r || head_len > sizeof(r->head)) {
-		if (r && !u->spare)
-			u->spare = r;
-		else
-			free(r);
+	struct upstream_req *r = head_len <= UPSTREAM_HEAD_MAX ? req_alloc(u) : NULL;
+	if (!r) {
 		evbuffer_free(request);
 		return NULL;
 	}
@@ -731,31 +784,27 @@ struct upstream_req *upstream_req_new_split(struct upstream *u, const char *head
 	r->request = request;
 	r->cbs = cbs;
 	r->arg = arg;
-	r->head_only = head_only;
-	r->replayable = request_replayable(r);
-	if (!r->assigned &&
-	    (evtimer_assign(&r->timer_ev, u->ctx->base, req_timer_cb, r) < 0 ||
-	     event_assign(&r->kick_ev, u->ctx->base, -1, 0, req_kick_cb, r) < 0)) {
-		upstream_req_free(r);
-		return NULL;
-	}
-	r->assigned = 1;
-	r->timer = &r->timer_ev;
-	r->kick = &r->kick_ev;
+	if (head_only)
+		r->flags |= UPREQ_F_HEAD_ONLY;
+	if (request_replayable(r))
+		r->flags |= UPREQ_F_REPLAYABLE;
 	struct upconn *uc = pool_get(u);
 	int rc = uc ? req_attach(r, uc) : req_start_fresh(r);
 	if (rc < 0) {
 		if (uc && r->uc == NULL)
 			upconn_free(uc);
 		/* Report asynchronously: callers never see a callback from here. */
+		req_to(r, UPREQ_FAILING);
 		r->pending_err = UPSTREAM_ERR_CONNECT;
 		r->pending_detail = "cannot open a connection";
-		r->kicked = 1;
-		event_active(r->kick, 0, 0);
+		r->flags |= UPREQ_F_KICKED;
+		event_active(&r->kick_ev, 0, 0);
 		return r;
 	}
-	if (u->conf->request_timeout_ms)
-		deadline_start(r, u->conf->request_timeout_ms);
+	req_to(r, UPREQ_WAITING);
+	/* The deadline's own timer failing to be added leaves the request
+	 * without one, as request_timeout_ms 0 does. */
+	deadline_set(r->dl, u->conf->request_timeout_ms);
 	return r;
 }
 
@@ -773,7 +822,8 @@ struct evbuffer *upstream_req_release(struct upstream_req *r)
 	if (r->uc) {
 		struct upconn *uc = r->uc;
 		const struct http_msg *m = http_parser_msg(uc->parser);
-		int reusable = r->complete && !r->distrusted && http_msg_keep_alive(m) &&
+		int reusable = r->state == UPREQ_DONE && !req_has(r, UPREQ_F_DISTRUSTED) &&
+		               http_msg_keep_alive(m) &&
 		               evbuffer_get_length(bufferevent_get_input(uc->bev)) == 0 &&
 		               evbuffer_get_length(bufferevent_get_output(uc->bev)) == 0;
 		uc->req = NULL;
@@ -782,52 +832,69 @@ struct evbuffer *upstream_req_release(struct upstream_req *r)
 		else
 			upconn_free(uc);
 	}
-	/* Each event_del is ~80 instructions even when nothing is pending. */
-	r->timed = 0;
-	if (r->kick && r->kicked)
-		event_del(r->kick);
+	deadline_clear(r->dl);
+	if (req_has(r, UPREQ_F_KICKED))
+		event_del(&r->kick_ev);
 	struct evbuffer *request = r->request;
-	struct upstream *u = r->up;
-	if (!u->spare) {
-		u->spare = r; /* its timer may stay added: it finds nothing due */
-	} else {
-		req_forget(r);
-		free(r);
-	}
+	req_recycle(r);
 	return request;
 }
 
 void upstream_req_pause(struct upstream_req *r)
 {
-	if (r->paused || !r->uc)
+	if (req_has(r, UPREQ_F_PAUSED) || !r->uc)
 		return;
-	r->paused = 1;
+	r->flags |= UPREQ_F_PAUSED;
 	sockread_disable(r->uc->rd);
 }
 
 void upstream_req_resume(struct upstream_req *r)
 {
-	if (!r->paused)
+	if (!req_has(r, UPREQ_F_PAUSED))
 		return;
-	r->paused = 0;
-	if (!r->uc || r->finished)
+	r->flags &= ~UPREQ_F_PAUSED;
+	if (!r->uc || req_over(r))
 		return;
 	sockread_enable(r->uc->rd);
 	/* Bytes read before the pause are parsed from the loop, not from
 	 * inside the caller's stack. */
 	if (evbuffer_get_length(bufferevent_get_input(r->uc->bev)) || r->held_event) {
-		r->kicked = 1;
-		event_active(r->kick, 0, 0);
+		r->flags |= UPREQ_F_KICKED;
+		event_active(&r->kick_ev, 0, 0);
 	}
 }
 
 void upstream_req_distrust(struct upstream_req *r)
 {
-	r->distrusted = 1;
+	r->flags |= UPREQ_F_DISTRUSTED;
 }
 
 void upstream_req_stream(struct upstream_req *r)
 {
-	r->streaming = 1;
-	r->timed = 0;
+	r->flags |= UPREQ_F_STREAMING;
+	deadline_clear(r->dl);
+}
+
+const char *upstream_req_state_str(const struct upstream_req *r)
+{
+	return req_state_names[r->state];
+}
+
+const char *upstream_req_flags_str(const struct upstream_req *r, char *buf, size_t len)
+{
+	size_t n = 0;
+	if (len == 0)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(req_flag_names) / sizeof(req_flag_names[0]); i++) {
+		if (!(r->flags & (1u << i)))
+			continue;
+		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", req_flag_names[i]);
+		if (w < 0 || (size_t)w >= len - n) {
+			buf[n] = '\0'; /* cut short: whole names only */
+			break;
+		}
+		n += (size_t)w;
+	}
+	return buf;
 }

@@ -19,10 +19,10 @@
 
 #include <stddef.h>
 
-struct px_ctx;
 struct px_upstream_conf;
 struct http_msg;
 struct evbuffer;
+struct event_base;
 
 enum upstream_err {
 	UPSTREAM_ERR_CONNECT = 1, /* refused, unreachable, connect timeout */
@@ -46,15 +46,29 @@ struct upstream_req_cbs {
 struct upstream;
 struct upstream_req;
 
+/* What an upstream takes from whoever runs it, besides its own section of
+ * the configuration: copied by upstream_new, except what draining points
+ * to, which is read each time a connection could go back to the pool. */
+struct upstream_opts {
+	struct event_base *base;  /* the loop it runs on; NULL: upstream_new only
+	                           * checks (resolves, loads the TLS files) */
+	size_t max_header_bytes;  /* a response head's limit */
+	unsigned idle_ms;         /* a pooled connection's idle timeout; 0: no pool */
+	const int *draining;      /* borrowed, or NULL: nonzero once the owner
+	                           * drains; no connection is pooled then */
+};
+
 /* Resolves the host now (at start-up, never on the data path). Returns NULL
  * with a reason in errbuf. conf is borrowed for the upstream's lifetime. */
-struct upstream *upstream_new(struct px_ctx *ctx, const struct px_upstream_conf *conf,
+struct upstream *upstream_new(const struct upstream_opts *o, const struct px_upstream_conf *conf,
                               char *errbuf, size_t errlen);
 void upstream_free(struct upstream *u);
 const struct px_upstream_conf *upstream_conf(const struct upstream *u);
 /* After a reload: the same upstream (config_restart_needed() said so) with
- * new settings (timeouts, headers). conf is borrowed like upstream_new's. */
-void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf);
+ * new settings (timeouts, headers, o's limits). conf is borrowed like
+ * upstream_new's; o->base must be the loop it already runs on. */
+void upstream_set_conf(struct upstream *u, const struct px_upstream_conf *conf,
+                       const struct upstream_opts *o);
 
 /* Starts an exchange. request holds the whole request (head and body) and
  * is stolen. head_only: the request is HEAD (no response body). Callbacks
@@ -89,6 +103,12 @@ void upstream_req_pause(struct upstream_req *r);
 void upstream_req_resume(struct upstream_req *r);
 /* The response is a stream: the request timeout no longer applies. */
 void upstream_req_stream(struct upstream_req *r);
+
+/* For logs: where the exchange is ("waiting", "receiving", "done", ...),
+ * and what it is ("head_only|replayable|paused", "" for none), written
+ * into buf (cut short to len) and returned. */
+const char *upstream_req_state_str(const struct upstream_req *r);
+const char *upstream_req_flags_str(const struct upstream_req *r, char *buf, size_t len);
 
 /* Idle pooled connections (for tests and metrics). */
 size_t upstream_idle_count(const struct upstream *u);

@@ -31,7 +31,6 @@
 #include <event2/event.h>
 
 #include "proxy/config.h"
-#include "proxy/ctx.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/net/upstream.h"
 
@@ -138,8 +137,7 @@ static const struct upstream_req_cbs cbs = {on_head, on_body, on_done, on_error}
 
 struct fixture {
 	struct event_base *base;
-	struct px_config cfg;
-	struct px_ctx ctx;
+	struct upstream_opts opts;
 	struct px_upstream_conf conf;
 	char port[16];
 	struct upstream *u;
@@ -151,10 +149,9 @@ static void fixture_init(struct fixture *f, int port)
 	memset(f, 0, sizeof(*f));
 	f->base = event_base_new();
 	assert_non_null(f->base);
-	f->cfg.limits.max_header_bytes = 8192;
-	f->cfg.timeouts.upstream_idle_ms = 10000;
-	f->ctx.base = f->base;
-	f->ctx.cfg = &f->cfg;
+	f->opts.base = f->base;
+	f->opts.max_header_bytes = 8192;
+	f->opts.idle_ms = 10000;
 	snprintf(f->port, sizeof(f->port), "%d", port);
 	f->conf.name = (char *)"t";
 	f->conf.url_safe = (char *)"http://127.0.0.1/mcp";
@@ -162,7 +159,7 @@ static void fixture_init(struct fixture *f, int port)
 	f->conf.port = f->port;
 	f->conf.connect_timeout_ms = 5000;
 	f->conf.request_timeout_ms = 5000;
-	f->u = upstream_new(&f->ctx, &f->conf, err, sizeof(err));
+	f->u = upstream_new(&f->opts, &f->conf, err, sizeof(err));
 	assert_non_null(f->u);
 }
 
@@ -188,7 +185,12 @@ static struct evbuffer *run_split(struct fixture *f, const char *head, const cha
 	struct upstream_req *r =
 	        upstream_req_new_split(f->u, head, strlen(head), body, 0, &cbs, &c);
 	assert_non_null(r);
+	assert_string_equal(upstream_req_state_str(r), "waiting");
 	event_base_dispatch(f->base);
+	char fl[64];
+	assert_string_equal(upstream_req_state_str(r), "done");
+	assert_string_equal(upstream_req_flags_str(r, fl, sizeof(fl)),
+	                    strncmp(head, "GET ", 4) == 0 ? "replayable" : "");
 	assert_true(c.done);
 	assert_false(c.failed);
 	assert_int_equal(c.status, 200);
@@ -272,6 +274,7 @@ static void test_timeout_per_request_on_reuse(void **state)
 	double took = mono_ms() - t0;
 	assert_true(c.failed);
 	assert_int_equal(c.err, UPSTREAM_ERR_TIMEOUT);
+	assert_string_equal(upstream_req_state_str(r), "failed");
 	assert_true(took >= 290.0);
 	assert_true(took < 3000.0);
 	upstream_req_free(r);
@@ -282,6 +285,44 @@ static void test_timeout_per_request_on_reuse(void **state)
 	pthread_join(t, NULL);
 	close(s.lfd);
 	fixture_fini(&f);
+}
+
+/* The options are read where they apply: once the owner drains (the flag
+ * upstream_opts.draining points to) a finished connection is closed, not
+ * pooled; a reload's options (upstream_set_conf) replace the first ones,
+ * so an idle timeout of 0 stops the pooling too. */
+static void test_opts_draining_and_reload_stop_pooling(void **state)
+{
+	(void)state;
+	static const char head[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n";
+	for (int step = 0; step < 2; step++) {
+		struct server s = {.nreqs = 1};
+		pthread_t t;
+		s.want[0] = strlen(head);
+		server_start(&s, &t);
+		struct fixture f;
+		fixture_init(&f, s.port);
+		int draining = 0;
+		f.opts.draining = &draining;
+		upstream_free(f.u);
+		char err[256];
+		f.u = upstream_new(&f.opts, &f.conf, err, sizeof(err));
+		assert_non_null(f.u);
+		if (step == 0) {
+			draining = 1; /* after upstream_new: read through, not copied */
+		} else {
+			struct upstream_opts reloaded = f.opts;
+			reloaded.idle_ms = 0;
+			upstream_set_conf(f.u, &f.conf, &reloaded);
+		}
+		evbuffer_free(run_split(&f, head, NULL, 0));
+		assert_int_equal(upstream_idle_count(f.u), 0);
+		/* Closed, not pooled: the server sees the end (deferred free). */
+		event_base_loop(f.base, EVLOOP_NONBLOCK);
+		pthread_join(t, NULL);
+		close(s.lfd);
+		fixture_fini(&f);
+	}
 }
 
 /* A head larger than the room for it: refused, the body freed. */
@@ -504,6 +545,10 @@ static void test_pool_distrusted_not_reused(void **state)
 	fixture_init(&f, s.port);
 	struct upstream_req *r = pool_request(&f, &c);
 	upstream_req_distrust(r);
+	char fl[64];
+	assert_string_equal(upstream_req_flags_str(r, fl, sizeof(fl)), "replayable|distrusted");
+	/* Cut short to what fits. */
+	assert_string_equal(upstream_req_flags_str(r, fl, 12), "replayable");
 	upstream_req_free(r);
 	assert_int_equal(upstream_idle_count(f.u), 0);
 	pool_second(&f, &s, t);
@@ -539,6 +584,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_request_same_bytes),
 		cmocka_unit_test(test_timeout_per_request_on_reuse),
+		cmocka_unit_test(test_opts_draining_and_reload_stop_pooling),
 		cmocka_unit_test(test_split_head_too_large),
 		cmocka_unit_test(test_pool_extra_bytes_not_reused),
 		cmocka_unit_test(test_pool_stale_bytes_while_idle_not_reused),

@@ -1,0 +1,102 @@
+/* deadline: see deadline.h. */
+#include "proxy/net/deadline.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+enum deadline_state {
+	DEADLINE_OFF,    /* never set, or cleared: the timer event is not added */
+	DEADLINE_ARMED,  /* the timer event is added, to go off at due */
+	DEADLINE_FIRED,  /* due passed and the callback ran; the event is not added */
+};
+
+struct deadline {
+	struct event ev;          /* the one timer event, assigned once */
+	deadline_fn *fn;
+	void *arg;
+	struct timespec due;      /* CLOCK_MONOTONIC_COARSE, while ARMED */
+	enum deadline_state state;
+};
+
+static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct deadline *d = arg;
+	(void)fd;
+	(void)what;
+	d->state = DEADLINE_FIRED;
+	d->fn(d->arg);
+}
+
+struct deadline *deadline_new(struct event_base *base, deadline_fn *fn, void *arg)
+{
+	struct deadline *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	if (evtimer_assign(&d->ev, base, deadline_cb, d) < 0) {
+		free(d);
+		return NULL;
+	}
+	d->fn = fn;
+	d->arg = arg;
+	return d;
+}
+
+void deadline_free(struct deadline *d)
+{
+	if (!d)
+		return;
+	deadline_clear(d);
+	free(d);
+}
+
+int deadline_set_priority(struct deadline *d, int prio)
+{
+	return event_priority_set(&d->ev, prio);
+}
+
+int deadline_set(struct deadline *d, unsigned ms)
+{
+	if (!ms) {
+		deadline_clear(d);
+		return 0;
+	}
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	long long ns = now.tv_nsec + (long long)(ms % 1000) * 1000000;
+	d->due.tv_sec = now.tv_sec + (time_t)(ms / 1000 + ns / 1000000000);
+	d->due.tv_nsec = (long)(ns % 1000000000);
+	/* Adding an added timer moves it: no event_del first. */
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+	if (evtimer_add(&d->ev, &tv) < 0) {
+		d->state = DEADLINE_OFF;
+		return -1;
+	}
+	d->state = DEADLINE_ARMED;
+	return 0;
+}
+
+void deadline_clear(struct deadline *d)
+{
+	/* event_del costs even when nothing is added: only when ARMED. */
+	if (d->state == DEADLINE_ARMED)
+		evtimer_del(&d->ev);
+	d->state = DEADLINE_OFF;
+}
+
+int deadline_armed(const struct deadline *d)
+{
+	return d->state != DEADLINE_OFF;
+}
+
+int deadline_expired(const struct deadline *d)
+{
+	if (d->state != DEADLINE_ARMED)
+		return d->state == DEADLINE_FIRED;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	return now.tv_sec > d->due.tv_sec ||
+	       (now.tv_sec == d->due.tv_sec && now.tv_nsec >= d->due.tv_nsec);
+}
