@@ -76,6 +76,7 @@ struct conn {
 	struct evbuffer *body;          /* owned: request body being read */
 	struct exchange *ex;            /* owned through ops->free */
 	const struct transport_ops *ops;
+	const struct conn_owner *owner; /* static: hears of the end */
 	struct conn *next, *prev;       /* ctx->conns list */
 	enum conn_state state;
 	unsigned long long id;
@@ -190,7 +191,8 @@ static void conn_free(struct conn *c)
 	if (c->ops->low_priority)
 		ctx->nconns_low--;
 	/* A handed-off connection keeps its place: it moved, it did not end. */
-	int slot = !c->ops->low_priority && !c->handed_off;
+	int moved = c->handed_off;
+	const struct conn_owner *owner = c->owner;
 	if (c->counted)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
@@ -217,7 +219,7 @@ static void conn_free(struct conn *c)
 		evbuffer_free(c->spare[--c->nspare]);
 	c->magic = 0;
 	free(c);
-	px_conn_closed(ctx, slot);
+	owner->closed(ctx, moved);
 }
 
 /* The pending head, with what staged holds after it, straight to the
@@ -468,6 +470,7 @@ static void reject(struct conn *c, int status, int code, const char *message)
 struct handoff {
 	struct px_ctx *to;
 	const struct transport_ops *ops;
+	const struct conn_owner *owner;
 	evutil_socket_t fd;
 	SSL *ssl;                 /* owned, or NULL */
 	struct evbuffer *in;      /* owned: bytes to parse first */
@@ -480,14 +483,15 @@ static void handoff_drop(void *arg)
 	if (h->ssl)
 		SSL_free(h->ssl);
 	evutil_closesocket(h->fd);
-	px_conn_closed(h->to, 1);
+	h->owner->closed(h->to, 0); /* it ended in transit: its place is free */
 	evbuffer_free(h->in);
 	evbuffer_free(h->out);
 	free(h);
 }
 
 static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
-                              const struct sockaddr *sa, const struct transport_ops *ops);
+                              const struct sockaddr *sa, const struct transport_ops *ops,
+                              const struct conn_owner *owner);
 static void parse_input(struct conn *c);
 static struct evbuffer *input_of(struct conn *c);
 
@@ -499,7 +503,7 @@ static void handoff_run(void *arg)
 
 	getpeername(h->fd, (struct sockaddr *)&ss, &sl);
 	struct conn *c = conn_open(h->to, h->fd, h->ssl, BUFFEREVENT_SSL_OPEN,
-	                           (struct sockaddr *)&ss, h->ops);
+	                           (struct sockaddr *)&ss, h->ops, h->owner);
 	if (c) {
 		bufferevent_write_buffer(c->bev, h->out);
 		/* A bufferevent's input only takes what it reads itself: the
@@ -564,6 +568,7 @@ static int handoff(struct conn *c, struct px_ctx *to, const struct http_msg *m)
 		return -1;
 	h->to = to;
 	h->ops = c->ops;
+	h->owner = c->owner;
 	h->in = evbuffer_new();
 	h->out = evbuffer_new();
 	if (!h->in || !h->out) {
@@ -894,33 +899,36 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* ---- public --------------------------------------------------------------- */
 
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls)
+                      int salen, const struct transport_ops *ops,
+                      const struct conn_owner *owner, struct ssl_ctx_st *tls)
 {
 	SSL *ssl = NULL;
 	(void)salen;
 	if (tls && !(ssl = SSL_new(tls))) {
 		evutil_closesocket(fd);
-		px_conn_closed(ctx, !ops->low_priority);
+		owner->closed(ctx, 0);
 		return NULL;
 	}
-	return conn_open(ctx, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, sa, ops);
+	return conn_open(ctx, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, sa, ops, owner);
 }
 
 /* Takes fd and ssl (NULL: plain TCP) whatever happens. */
 static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
-                              const struct sockaddr *sa, const struct transport_ops *ops)
+                              const struct sockaddr *sa, const struct transport_ops *ops,
+                              const struct conn_owner *owner)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	if (!c) {
 		if (ssl)
 			SSL_free(ssl);
 		evutil_closesocket(fd);
-		px_conn_closed(ctx, !ops->low_priority);
+		owner->closed(ctx, 0);
 		return NULL;
 	}
 	c->magic = CONN_MAGIC;
 	c->ctx = ctx;
 	c->ops = ops;
+	c->owner = owner;
 	c->probe_fd = -1;
 	c->id = __atomic_add_fetch(&ctx->shared->next_conn_id, 1, __ATOMIC_RELAXED);
 	char ip[INET6_ADDRSTRLEN] = "?";

@@ -25,13 +25,25 @@ struct conn;
 struct transport_ops;
 struct ssl_ctx_st;
 
-/* Takes ownership of fd; requests go to the adapter ops (the MCP
- * transports on the client listener, the admin endpoint on its own). For
- * the client listener the caller has taken a place under the shared cap
- * (px_slot_take), which the connection gives back when it ends.
+/* Who opened a connection and hears when it ends (the listener): conn
+ * calls nothing above it, it reports through this. Static: a listener is
+ * freed at the start of a drain while its connections live on, so the
+ * owner holds no pointer to one; ctx says which worker's connection it
+ * was (after a handoff, the worker it moved to). */
+struct conn_owner {
+	/* A connection of ctx is gone (freed, or never opened: conn_new
+	 * failed). moved: it went to another worker (a handoff), so what it
+	 * held under the owner's caps goes with it. Runs last: c is freed. */
+	void (*closed)(struct px_ctx *ctx, int moved);
+};
+
+/* Takes ownership of fd; requests go to the handler ops (the MCP
+ * transports on the client listener, the admin endpoint on its own);
+ * owner (static, not NULL) hears of the end, also when this fails.
  * Returns NULL (fd closed) on failure. */
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls);
+                      int salen, const struct transport_ops *ops,
+                      const struct conn_owner *owner, struct ssl_ctx_st *tls);
 
 /* Start of drain (SIGTERM): idle connections close now, busy ones after
  * their reply, long-lived streams are ended. */
