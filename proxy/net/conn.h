@@ -58,6 +58,12 @@ void conn_destroy(struct conn *c);
  * c may be freed before this returns. */
 void conn_drain_deadline(struct conn *c);
 
+/* For logs: the state ("idle", "reading", "busy", "closing"), and the
+ * flags set, as "replied|chunked" into buf (returned; "" for none,
+ * truncated to len). */
+const char *conn_state_str(const struct conn *c);
+const char *conn_flags_str(const struct conn *c, char *buf, size_t len);
+
 /* ---- for transport adapters --------------------------------------------- */
 
 struct px_ctx *conn_ctx(const struct conn *c);
@@ -99,9 +105,6 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf);
 void conn_reply_end(struct conn *c);
 /* A whole JSON reply (head, body, end). body is borrowed. */
 int conn_reply_json(struct conn *c, int status, const json_t *body);
-/* A whole JSON-RPC error reply. id borrowed, data stolen. */
-int conn_reply_error(struct conn *c, int status, const json_t *id, int code,
-                     const char *message, json_t *data);
 /* Abandons the reply and closes (e.g. the upstream broke mid-stream). */
 void conn_abort(struct conn *c, const char *reason);
 /* Bytes queued to the client and not yet written. */
