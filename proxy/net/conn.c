@@ -1,8 +1,17 @@
 /* conn: see conn.h.
  *
- * Every exit goes through conn_schedule_close()/conn_free(); the adapter's
- * calls (reply end, abort) only mark the conn and activate `step`, which
- * runs from the loop once the adapter's stack has unwound.
+ * Every exit goes through conn_close_after_flush() or conn_free(); the
+ * handler's calls (reply end, abort) only change the state or mark the
+ * conn and activate `step`, which runs from the loop once the handler's
+ * stack has unwound. The end is reported to the owner (struct
+ * conn_owner), the body of conn's own refusals comes from the handler
+ * (->error_body): nothing here calls up.
+ *
+ * Over 800 lines on purpose: one state machine (parse, reply framing,
+ * the direct writes, EOF and the handoff) whose parts all read and change
+ * struct conn's state and flags; split, that struct would have to leave
+ * this file. The handoff between workers is the first part to move if
+ * it grows.
  */
 #include "proxy/net/conn.h"
 
@@ -39,15 +48,17 @@
 /* What holds in each state. Changes go through conn_set_state, which
  * asserts the transitions of conn_next_states:
  *
- *           first byte          complete request
- *   IDLE -------------> READING ----------------> BUSY
- *    ^ |                   |                       |  |
- *    | | refused           | refused, EOF          |  | last reply
- *    | +-----------------> CLOSING <---------------+  |
- *    +-------------------------------------------------+
- *                  reply complete, keep-alive
+ *          first byte          complete request         head
+ *   IDLE -------------> READING ---------------> HANDLING ----> REPLYING
+ *    ^  |                  |                          |             |
+ *    |  | refused          | refused, EOF        end  |        end  |
+ *    |  +--------------> CLOSING <-----+              v             |
+ *    |                                 +-last------ REPLIED <-------+
+ *    +--------------------keep-alive----------------/
  *
- * A conn is freed from any state (the client left, an abort, a drain).
+ * A conn is freed from any state (the client left, an abort, a drain);
+ * conn_abort marks it (CF_ABORTING) in whatever state it is, and the
+ * deferred step frees it.
  */
 enum conn_state {
 	CONN_IDLE,     /* between requests: no byte of the next one parsed, no
@@ -55,20 +66,28 @@ enum conn_state {
 	CONN_READING,  /* a request's head or body is arriving: the parser has
 	                * started; the header or body deadline is armed (or
 	                * CF_BODY_DEADLINE_DUE); no exchange yet */
-	CONN_BUSY,     /* the request is the handler's (ex, once ->start
-	                * returned); the parser is paused and input is only
-	                * watched for the client leaving or flooding; the
-	                * reply's progress is in CF_REPLIED, CF_REPLY_DONE, an
-	                * abandoned one in CF_ABORTING */
+	CONN_HANDLING, /* the request is the handler's (ex, once ->start
+	                * returned) and no reply byte is written; the parser
+	                * is paused and input is only watched for the client
+	                * leaving or flooding (so in the next two as well) */
+	CONN_REPLYING, /* the reply's head is written (reply_status; framing
+	                * in CF_CHUNKED, CF_STREAM_REPLY); body bytes may follow */
+	CONN_REPLIED,  /* the reply is complete and queued (conn_reply_end);
+	                * the deferred step frees the exchange and goes on to
+	                * the next request, or closes */
 	CONN_CLOSING,  /* no exchange; the last bytes are queued, nothing is
 	                * read; freed once they are written */
 };
 
-/* Allowed next states, by state (a bit per state). */
+/* Allowed next states, by state (a bit per state). HANDLING -> REPLIED:
+ * a handler may end a reply it never began (conn_reply_json when its head
+ * could not be written). */
 static const unsigned conn_next_states[] = {
 	[CONN_IDLE] = 1u << CONN_READING | 1u << CONN_CLOSING,
-	[CONN_READING] = 1u << CONN_BUSY | 1u << CONN_CLOSING,
-	[CONN_BUSY] = 1u << CONN_IDLE | 1u << CONN_CLOSING,
+	[CONN_READING] = 1u << CONN_HANDLING | 1u << CONN_CLOSING,
+	[CONN_HANDLING] = 1u << CONN_REPLYING | 1u << CONN_REPLIED,
+	[CONN_REPLYING] = 1u << CONN_REPLIED,
+	[CONN_REPLIED] = 1u << CONN_IDLE | 1u << CONN_CLOSING,
 	[CONN_CLOSING] = 0,
 };
 
@@ -86,22 +105,20 @@ enum conn_flag {
 	CF_BODY_DEADLINE_DUE = 1u << 4,
 	CF_REQ_HEAD = 1u << 5,          /* the request is a HEAD: no body goes out */
 	CF_CLOSE_AFTER = 1u << 6,       /* this reply is the connection's last */
-	CF_REPLIED = 1u << 7,           /* the reply's head is written */
-	CF_CHUNKED = 1u << 8,           /* ... with Transfer-Encoding: chunked */
-	CF_STREAM_REPLY = 1u << 9,      /* ... its length not known ahead */
-	CF_REPLY_DONE = 1u << 10,       /* the reply is complete (conn_reply_end) */
-	CF_FLUSH_DUE = 1u << 11,        /* flush_ev is active */
-	CF_OUTPUT_FULL = 1u << 12,      /* output went over its cap: ->drained owed */
-	CF_ABORTING = 1u << 13,         /* conn_abort: nothing more written, step frees */
+	CF_CHUNKED = 1u << 7,           /* the reply is sent with Transfer-Encoding: chunked */
+	CF_STREAM_REPLY = 1u << 8,      /* ... its length is not known ahead */
+	CF_FLUSH_DUE = 1u << 9,         /* flush_ev is active */
+	CF_OUTPUT_FULL = 1u << 10,      /* output went over its cap: ->drained owed */
+	CF_ABORTING = 1u << 11,         /* conn_abort: nothing more written, step frees */
 	/* The client's side of the connection ended (EOF) while its request
 	 * was in flight: it may have only half-closed (shutdown(SHUT_WR))
 	 * and still read. Nothing more is read; the reply is written, then
 	 * the connection closes (see client_eof). */
-	CF_PEER_EOF = 1u << 14,
-	CF_HANDED_OFF = 1u << 15,       /* socket and TLS state went to another worker */
-	CF_HANDED_IN = 1u << 16,        /* the buffered request came from one: run it here */
+	CF_PEER_EOF = 1u << 12,
+	CF_HANDED_OFF = 1u << 13,       /* socket and TLS state went to another worker */
+	CF_HANDED_IN = 1u << 14,        /* the buffered request came from one: run it here */
 };
-#define CONN_NFLAGS 17 /* the last flag is 1u << (CONN_NFLAGS - 1) */
+#define CONN_NFLAGS 15 /* the last flag is 1u << (CONN_NFLAGS - 1) */
 
 /* Three are in use at once per call (the next request's body, the body
  * the upstream request holds, the JSON reply), a fourth for a moment
@@ -148,7 +165,7 @@ struct conn {
 	evutil_socket_t probe_fd;
 	struct event *probe_ev;         /* owned, or NULL */
 	int req_version;                /* 10 or 11: the current request's */
-	int reply_status;               /* the reply's, once CF_REPLIED */
+	int reply_status;               /* the reply's, from CONN_REPLYING on */
 	struct evbuffer *preload;       /* owned, or NULL: bytes handed over, read before bev's */
 	/* Reply bytes not yet handed to bev: written to the socket at once
 	 * when nothing is queued before them (flush()), which spares the loop
@@ -179,7 +196,9 @@ struct conn {
 static const char *const conn_state_names[] = {
 	[CONN_IDLE] = "idle",
 	[CONN_READING] = "reading",
-	[CONN_BUSY] = "busy",
+	[CONN_HANDLING] = "handling",
+	[CONN_REPLYING] = "replying",
+	[CONN_REPLIED] = "replied",
 	[CONN_CLOSING] = "closing",
 };
 
@@ -192,8 +211,8 @@ const char *conn_flags_str(const struct conn *c, char *buf, size_t len)
 {
 	static const char *const names[] = {
 		"plain", "counted", "timeouts-set", "deadline-armed", "body-deadline-due",
-		"req-head", "close-after", "replied", "chunked", "stream-reply", "reply-done",
-		"flush-due", "output-full", "aborting", "peer-eof", "handed-off", "handed-in",
+		"req-head", "close-after", "chunked", "stream-reply", "flush-due", "output-full",
+		"aborting", "peer-eof", "handed-off", "handed-in",
 	};
 	size_t n = 0;
 
@@ -215,6 +234,12 @@ static void conn_set_state(struct conn *c, enum conn_state to)
 {
 	assert(conn_next_states[c->state] & (1u << to));
 	c->state = to;
+}
+
+/* The request is the handler's (HANDLING, REPLYING, REPLIED). */
+static inline int handling(const struct conn *c)
+{
+	return c->state >= CONN_HANDLING && c->state <= CONN_REPLIED;
 }
 
 static inline void flag_put(struct conn *c, unsigned f, int on)
@@ -727,7 +752,7 @@ static void dispatch(struct conn *c)
 	c->flags &= ~CF_HANDED_IN;
 
 	PX_STAT_INC(c->ctx, requests);
-	conn_set_state(c, CONN_BUSY);
+	conn_set_state(c, CONN_HANDLING);
 	c->flags &= ~CF_BODY_DEADLINE_DUE;
 	arm_deadline(c, 0);
 	c->req_version = http_msg_version(m);
@@ -735,7 +760,7 @@ static void dispatch(struct conn *c)
 	flag_put(c, CF_CLOSE_AFTER,
 	         !http_msg_keep_alive(m) || c->ctx->draining ||
 	                 ((c->flags & CF_PEER_EOF) && evbuffer_get_length(input_of(c)) == 0));
-	c->flags &= ~(CF_REPLIED | CF_CHUNKED | CF_REPLY_DONE);
+	c->flags &= ~CF_CHUNKED;
 	c->reply_status = 0;
 	c->reply_note[0] = '\0';
 	c->body = conn_buffer_get(c);
@@ -745,7 +770,7 @@ static void dispatch(struct conn *c)
 		return;
 	}
 	c->ex = c->ops->start(c, m, body);
-	if (c->ex && (c->flags & CF_REPLY_DONE) && c->ops->replied)
+	if (c->ex && c->state == CONN_REPLIED && c->ops->replied)
 		c->ops->replied(c->ex);
 }
 
@@ -874,7 +899,7 @@ static void client_eof(struct conn *c)
 	/* Unless a pipelined request is buffered, this answer is the last. */
 	if (evbuffer_get_length(input_of(c)) == 0)
 		c->flags |= CF_CLOSE_AFTER;
-	if ((c->flags & CF_REPLIED) || c->req_version < 11 || c->probe_ev)
+	if (c->state != CONN_HANDLING || c->req_version < 11 || c->probe_ev)
 		return;
 	if (!(event_base_get_features(c->ctx->base) & EV_FEATURE_ET))
 		return;
@@ -910,7 +935,7 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 		conn_free(c);
 		return;
 	}
-	if (!(c->flags & CF_REPLY_DONE))
+	if (c->state != CONN_REPLIED)
 		return;
 	if (c->ex) {
 		c->ops->free(c->ex, NULL);
@@ -946,7 +971,9 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	case CONN_READING:
 		parse_input(c);
 		break;
-	case CONN_BUSY: {
+	case CONN_HANDLING:
+	case CONN_REPLYING:
+	case CONN_REPLIED: {
 		/* A pipelined request waits; a client that floods while waiting
 		 * is cut off rather than buffered without bound. */
 		const struct px_config *cfg = c->ctx->cfg;
@@ -984,7 +1011,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	/* A TLS handshake finished: nothing to do, requests follow. */
 	if (what == BEV_EVENT_CONNECTED)
 		return;
-	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && c->state == CONN_BUSY) {
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && handling(c)) {
 		/* A client quiet while its call runs: libevent stopped reading,
 		 * read on (a close or a pipelined request is still seen). */
 		sockread_enable(c->rd);
@@ -998,13 +1025,12 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	 * began: it may only have half-closed (nothing more to send, still
 	 * reading): the answer is written, then the connection closes.
 	 * Mid-answer (a stream), an EOF is the client leaving, as before. */
-	if (what == (BEV_EVENT_READING | BEV_EVENT_EOF) && c->state == CONN_BUSY &&
-	    !(c->flags & CF_ABORTING) &&
-	    (!(c->flags & CF_REPLIED) || (c->flags & CF_REPLY_DONE))) {
+	if (what == (BEV_EVENT_READING | BEV_EVENT_EOF) && !(c->flags & CF_ABORTING) &&
+	    (c->state == CONN_HANDLING || c->state == CONN_REPLIED)) {
 		client_eof(c);
 		return;
 	}
-	if (c->state == CONN_BUSY && !c->abort_reason)
+	if (handling(c) && !c->abort_reason)
 		c->abort_reason = (what & BEV_EVENT_TIMEOUT) ? "client stopped reading"
 		                                             : "client closed the connection";
 	conn_free(c);
@@ -1131,10 +1157,14 @@ void conn_shutdown(struct conn *c)
 	case CONN_READING:
 		c->flags |= CF_CLOSE_AFTER;
 		break;
-	case CONN_BUSY:
+	case CONN_HANDLING:
+	case CONN_REPLYING:
 		c->flags |= CF_CLOSE_AFTER;
-		if (c->ex && !(c->flags & CF_REPLY_DONE) && !(c->flags & CF_ABORTING))
+		if (c->ex && !(c->flags & CF_ABORTING))
 			c->ops->shutdown(c->ex);
+		break;
+	case CONN_REPLIED:
+		c->flags |= CF_CLOSE_AFTER;
 		break;
 	case CONN_CLOSING:
 		break;
@@ -1213,9 +1243,9 @@ static long reply_framing(struct conn *c, int status, int64_t content_length, ch
 	int no_body = status < 200 || status == 204 || status == 304;
 	size_t t = 0;
 
-	if (c->flags & (CF_REPLIED | CF_ABORTING))
+	if (c->state != CONN_HANDLING || (c->flags & CF_ABORTING))
 		return -1;
-	c->flags |= CF_REPLIED;
+	conn_set_state(c, CONN_REPLYING);
 	c->reply_status = status;
 	if (status >= 100 && status < 600)
 		PX_STAT_INC(c->ctx, responses_by_class[status / 100]);
@@ -1308,7 +1338,7 @@ int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
 
 int conn_replied(const struct conn *c)
 {
-	return (c->flags & CF_REPLIED) != 0;
+	return c->state == CONN_REPLYING || c->state == CONN_REPLIED;
 }
 
 int conn_reply_status(const struct conn *c)
@@ -1340,9 +1370,8 @@ int conn_reply_body(struct conn *c, const void *data, size_t len)
 	struct evbuffer *out = c->staged;
 	int rc = 0;
 
-	if ((c->flags & (CF_REPLIED | CF_REPLY_DONE | CF_ABORTING | CF_REQ_HEAD)) != CF_REPLIED ||
-	    len == 0)
-		return (c->flags & CF_REPLIED) && !(c->flags & CF_ABORTING) ? 0 : -1;
+	if (c->state != CONN_REPLYING || (c->flags & (CF_ABORTING | CF_REQ_HEAD)) || len == 0)
+		return conn_replied(c) && !(c->flags & CF_ABORTING) ? 0 : -1;
 	if (c->flags & CF_CHUNKED)
 		rc |= chunk_size_line(out, len);
 	rc |= evbuffer_add(out, data, len);
@@ -1360,7 +1389,7 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf)
 	size_t len = evbuffer_get_length(buf);
 	int rc = 0;
 
-	if ((c->flags & (CF_REPLIED | CF_REPLY_DONE | CF_ABORTING)) != CF_REPLIED)
+	if (c->state != CONN_REPLYING || (c->flags & CF_ABORTING))
 		return -1;
 	if (len == 0 || (c->flags & CF_REQ_HEAD)) {
 		evbuffer_drain(buf, len);
@@ -1379,9 +1408,9 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf)
 
 void conn_reply_end(struct conn *c)
 {
-	if (c->flags & (CF_REPLY_DONE | CF_ABORTING))
+	if ((c->state != CONN_HANDLING && c->state != CONN_REPLYING) || (c->flags & CF_ABORTING))
 		return;
-	c->flags |= CF_REPLY_DONE;
+	conn_set_state(c, CONN_REPLIED);
 	if ((c->flags & CF_CHUNKED) && !(c->flags & CF_REQ_HEAD))
 		evbuffer_add(c->staged, "0\r\n\r\n", 5);
 	/* Before the bytes leave (a reply made inside ->start has no
@@ -1459,14 +1488,17 @@ void conn_drain_deadline(struct conn *c)
 		 * client over its share), not a close mid-request. */
 		reject(c, 503, CONN_REFUSED_SHUTDOWN, "mcpwarden is shutting down");
 		break;
-	case CONN_BUSY:
-		if (c->flags & (CF_REPLY_DONE | CF_ABORTING))
-			break; /* answered, or on its way out already */
+	case CONN_HANDLING:
+	case CONN_REPLYING:
+		if (c->flags & CF_ABORTING)
+			break; /* on its way out already */
 		if (c->ex && c->ops->deadline)
 			c->ops->deadline(c->ex);
-		if (!(c->flags & CF_REPLY_DONE))
+		if (c->state != CONN_REPLIED)
 			conn_abort(c, "mcpwarden is shutting down (timeouts.drain_ms passed)");
 		break;
+	case CONN_REPLIED:
+		break; /* answered */
 	case CONN_CLOSING:
 		break;
 	}

@@ -58,9 +58,9 @@ void conn_destroy(struct conn *c);
  * c may be freed before this returns. */
 void conn_drain_deadline(struct conn *c);
 
-/* For logs: the state ("idle", "reading", "busy", "closing"), and the
- * flags set, as "replied|chunked" into buf (returned; "" for none,
- * truncated to len). */
+/* For logs: the state ("idle", "reading", "handling", "replying",
+ * "replied", "closing"), and the flags set, as "plain|chunked" into buf
+ * (returned; "" for none, truncated to len). */
 const char *conn_state_str(const struct conn *c);
 const char *conn_flags_str(const struct conn *c, char *buf, size_t len);
 
