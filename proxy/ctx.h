@@ -107,17 +107,6 @@ struct px_ctx {
 #define PX_PRIO_DEFAULT 1
 #define PX_PRIO_LOW     2
 
-/* Takes a place under limits.max_connections, shared by every worker's
- * client connections: 1, or 0 when full (listener.c). */
-int px_slot_take(struct px_ctx *ctx);
-/* Called by conn when a connection ends (slot: it held a client place,
- * given back here): lets listeners resume accepting (every worker's, when
- * the cap had been reached) and main finish a drain. */
-void px_conn_closed(struct px_ctx *ctx, int slot);
-/* Ends this worker's loop when its drain is over: draining, no connection
- * left and (worker 0) no other worker still running (listener.c). */
-void px_drain_check(struct px_ctx *ctx);
-
 #define PX_STAT_ADD(ctx, field, n)                                                            \
 	__atomic_store_n(&(ctx)->stats.field, (ctx)->stats.field + (n), __ATOMIC_RELAXED)
 #define PX_STAT_INC(ctx, field) PX_STAT_ADD(ctx, field, 1)

@@ -69,7 +69,7 @@ static void drain_timer_arm(struct px_ctx *ctx, unsigned ms)
  * flight is answered now (conn_drain_deadline), each logged as it ends, on
  * this loop, so before "stopped". ctx->draining 2: the answers had their
  * DRAIN_FLUSH_MS to leave; what is still open closes. The loop ends when
- * the last connection does (px_drain_check). */
+ * the last connection does (listener_drain_check). */
 static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct px_ctx *ctx = arg;
@@ -92,7 +92,7 @@ static void drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		while (ctx->conns)
 			conn_destroy(ctx->conns);
 	}
-	px_drain_check(ctx);
+	listener_drain_check(ctx);
 }
 
 /* On each worker's own loop: stop accepting, end what can end, exit the
@@ -114,7 +114,7 @@ static void drain_worker(void *arg)
 	 * from another worker, and worker 0 waits for the others anyway. */
 	ctx->drain_timer = evtimer_new(ctx->base, drain_timeout_cb, ctx);
 	drain_timer_arm(ctx, ctx->cfg->timeouts.drain_ms);
-	px_drain_check(ctx);
+	listener_drain_check(ctx);
 }
 
 /* On worker 0: another worker's loop has ended. */
@@ -122,7 +122,7 @@ static void worker_done(void *arg)
 {
 	struct px_ctx *ctx = arg;
 	ctx->workers_running--;
-	px_drain_check(ctx);
+	listener_drain_check(ctx);
 }
 
 static void stop_worker(void *arg)

@@ -1676,6 +1676,24 @@ static void http_deadline(struct exchange *ex)
 	conn_reply_end(ex->c);
 }
 
+/* transport_ops.error_body (transport.h): what the HTTP layer refuses
+ * before any request reached us is told as a JSON-RPC error without an id
+ * (none was read): -32600 for the request, the upstream error code when
+ * mcpwarden is shutting down. */
+static const char *http_error_body(int status, enum conn_refusal why, const char *text,
+                                   struct evbuffer *out)
+{
+	int code = why == CONN_REFUSED_SHUTDOWN ? JRPC_UPSTREAM_ERROR : JRPC_INVALID_REQUEST;
+	json_t *err = jrpc_error_new(NULL, code, text, NULL);
+	char *s = err ? json_dumps(err, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	int ok = s && evbuffer_add(out, s, strlen(s)) == 0 && evbuffer_add(out, "\n", 1) == 0;
+
+	(void)status;
+	free(s);
+	json_decref(err);
+	return ok ? "application/json" : NULL;
+}
+
 const struct transport_ops transport_http_ops = {
 	.name = "streamable_http",
 	.route = transport_sse_route,
@@ -1685,4 +1703,5 @@ const struct transport_ops transport_http_ops = {
 	.deadline = http_deadline,
 	.replied = http_replied,
 	.free = http_free,
+	.error_body = http_error_body,
 };

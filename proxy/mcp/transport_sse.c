@@ -184,7 +184,13 @@ static void reply_error(struct transport_sse_ex *x, int status, const json_t *id
 	x->ended = 1;
 	if (status < 500)
 		set_outcome(x, INSPECT_END_REJECTED, NULL);
-	conn_reply_error(x->c, status, id, code, message, NULL);
+	json_t *err = jrpc_error_new(id, code, message, NULL);
+	if (!err) {
+		conn_abort(x->c, "out of memory");
+		return;
+	}
+	conn_reply_json(x->c, status, err);
+	json_decref(err);
 }
 
 static void reply_bytes(struct transport_sse_ex *x, int status, const char *ctype,

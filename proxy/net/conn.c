@@ -1,8 +1,17 @@
 /* conn: see conn.h.
  *
- * Every exit goes through conn_close_after_flush()/conn_free(); the adapter's
- * calls (reply end, abort) only mark the conn and activate `step`, which
- * runs from the loop once the adapter's stack has unwound.
+ * Every exit goes through conn_close_after_flush() or conn_free(); the
+ * handler's calls (reply end, abort) only change the state or mark the
+ * conn and activate `step`, which runs from the loop once the handler's
+ * stack has unwound. The end is reported to the owner (struct
+ * conn_owner), the body of conn's own refusals comes from the handler
+ * (->error_body): nothing here calls up.
+ *
+ * Over 800 lines on purpose: one state machine (parse, reply framing,
+ * the direct writes, EOF and the handoff) whose parts all read and change
+ * struct conn's state and flags; split, that struct would have to leave
+ * this file. The handoff between workers is the first part to move if
+ * it grows.
  */
 #include "proxy/net/conn.h"
 
@@ -29,7 +38,6 @@
 #include "proxy/net/http_parse.h"
 #include "proxy/net/http_resp.h"
 #include "proxy/net/inbox.h"
-#include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/net/peers.h"
 #include "proxy/net/sockread.h"
@@ -37,13 +45,80 @@
 
 #define CONN_MAGIC 0x636f6e6eu /* "conn" */
 
+/* What holds in each state. Changes go through conn_set_state, which
+ * asserts the transitions of conn_next_states:
+ *
+ *          first byte          complete request         head
+ *   IDLE -------------> READING ---------------> HANDLING ----> REPLYING
+ *    ^  |                  |                          |             |
+ *    |  | refused          | refused, EOF        end  |        end  |
+ *    |  +--------------> CLOSING <-----+              v             |
+ *    |                                 +-last------ REPLIED <-------+
+ *    +--------------------keep-alive----------------/
+ *
+ * A conn is freed from any state (the client left, an abort, a drain);
+ * conn_abort marks it (CF_ABORTING) in whatever state it is, and the
+ * deferred step frees it.
+ */
 enum conn_state {
-	CONN_IDLE,     /* keep-alive, no byte of the next request yet; idle timeout */
-	CONN_READING,  /* a request's head or body is arriving; idle timeout */
-	CONN_BUSY,     /* request handed to the adapter; parser paused; input is
-	                * only watched for the client leaving */
-	CONN_CLOSING,  /* last bytes queued; freed once they are written */
+	CONN_IDLE,     /* between requests: no byte of the next one parsed, no
+	                * exchange, no deadline armed; the idle timeout runs */
+	CONN_READING,  /* a request's head or body is arriving: the parser has
+	                * started; the header or body deadline is armed (or
+	                * CF_BODY_DEADLINE_DUE); no exchange yet */
+	CONN_HANDLING, /* the request is the handler's (ex, once ->start
+	                * returned) and no reply byte is written; the parser
+	                * is paused and input is only watched for the client
+	                * leaving or flooding (so in the next two as well) */
+	CONN_REPLYING, /* the reply's head is written (reply_status; framing
+	                * in CF_CHUNKED, CF_STREAM_REPLY); body bytes may follow */
+	CONN_REPLIED,  /* the reply is complete and queued (conn_reply_end);
+	                * the deferred step frees the exchange and goes on to
+	                * the next request, or closes */
+	CONN_CLOSING,  /* no exchange; the last bytes are queued, nothing is
+	                * read; freed once they are written */
 };
+
+/* Allowed next states, by state (a bit per state). HANDLING -> REPLIED:
+ * a handler may end a reply it never began (conn_reply_json when its head
+ * could not be written). */
+static const unsigned conn_next_states[] = {
+	[CONN_IDLE] = 1u << CONN_READING | 1u << CONN_CLOSING,
+	[CONN_READING] = 1u << CONN_HANDLING | 1u << CONN_CLOSING,
+	[CONN_HANDLING] = 1u << CONN_REPLYING | 1u << CONN_REPLIED,
+	[CONN_REPLYING] = 1u << CONN_REPLIED,
+	[CONN_REPLIED] = 1u << CONN_IDLE | 1u << CONN_CLOSING,
+	[CONN_CLOSING] = 0,
+};
+
+/* One bit each of struct conn's flags word: facts orthogonal to the state
+ * (CF_PLAIN, CF_COUNTED for the conn's life; the others for one request,
+ * its reply, or a pending deferred event). */
+enum conn_flag {
+	CF_PLAIN = 1u << 0,             /* no TLS: direct writes possible */
+	CF_COUNTED = 1u << 1,           /* counted in ctx->peers */
+	CF_TIMEOUTS_SET = 1u << 2,      /* the idle timeout on bev is timeouts_ms */
+	CF_DEADLINE_ARMED = 1u << 3,    /* deadline was added since last deleted */
+	/* The head is complete: the body deadline starts, unless the body
+	 * completes in the same feed (most requests), which then costs no
+	 * event_add and event_del (~360 instructions). */
+	CF_BODY_DEADLINE_DUE = 1u << 4,
+	CF_REQ_HEAD = 1u << 5,          /* the request is a HEAD: no body goes out */
+	CF_CLOSE_AFTER = 1u << 6,       /* this reply is the connection's last */
+	CF_CHUNKED = 1u << 7,           /* the reply is sent with Transfer-Encoding: chunked */
+	CF_STREAM_REPLY = 1u << 8,      /* ... its length is not known ahead */
+	CF_FLUSH_DUE = 1u << 9,         /* flush_ev is active */
+	CF_OUTPUT_FULL = 1u << 10,      /* output went over its cap: ->drained owed */
+	CF_ABORTING = 1u << 11,         /* conn_abort: nothing more written, step frees */
+	/* The client's side of the connection ended (EOF) while its request
+	 * was in flight: it may have only half-closed (shutdown(SHUT_WR))
+	 * and still read. Nothing more is read; the reply is written, then
+	 * the connection closes (see client_eof). */
+	CF_PEER_EOF = 1u << 12,
+	CF_HANDED_OFF = 1u << 13,       /* socket and TLS state went to another worker */
+	CF_HANDED_IN = 1u << 14,        /* the buffered request came from one: run it here */
+};
+#define CONN_NFLAGS 15 /* the last flag is 1u << (CONN_NFLAGS - 1) */
 
 /* Three are in use at once per call (the next request's body, the body
  * the upstream request holds, the JSON reply), a fourth for a moment
@@ -62,22 +137,16 @@ struct conn {
 	struct sockread *rd;            /* owned: bev's read side */
 	struct event *step;             /* owned: deferred next step */
 	struct event *flush_ev;         /* owned: a stream's bytes out, once a turn */
-	int flush_due;                  /* flush_ev is active */
-	int stream_reply;               /* the reply's length is not known ahead */
 	struct event *deadline;         /* owned: header/body deadline (slowloris) */
-	int deadline_armed;             /* deadline was added since last deleted */
-	/* The head is complete: the body deadline starts, unless the body
-	 * completes in the same feed (most requests), which then costs no
-	 * event_add and event_del (~360 instructions). */
-	int body_deadline_due;
-	unsigned timeouts_ms;           /* the idle timeout set on bev, if timeouts_set */
-	int timeouts_set;
+	unsigned timeouts_ms;           /* the idle timeout set on bev, if CF_TIMEOUTS_SET */
 	struct http_parser *parser;     /* owned */
 	struct evbuffer *body;          /* owned: request body being read */
 	struct exchange *ex;            /* owned through ops->free */
 	const struct transport_ops *ops;
+	const struct conn_owner *owner; /* static: hears of the end */
 	struct conn *next, *prev;       /* ctx->conns list */
-	enum conn_state state;
+	enum conn_state state;          /* changed by conn_set_state only */
+	unsigned flags;                 /* enum conn_flag */
 	unsigned long long id;
 	char peer[64];
 	char ip[48];                    /* peer address without port */
@@ -87,24 +156,16 @@ struct conn {
 	 * from 127.0.0.1 cannot lock MCP clients on 127.0.0.1 out, and the
 	 * reverse; each share is still capped. */
 	char share[96];
-	int counted;                    /* counted in ctx->peers */
 	int reject_status;              /* set by a parser callback that refused */
 	const char *reject_note;        /* static: why, for the log and the client */
-	/* The client's side of the connection ended (EOF) while its request
-	 * was in flight: it may have only half-closed (shutdown(SHUT_WR))
-	 * and still read. Nothing more is read; the reply is written, then
-	 * the connection closes (see client_eof). */
-	int peer_eof;
-	/* After such an EOF: a dup of the socket watched edge-triggered for
+	/* After a client's EOF (CF_PEER_EOF): a dup of the socket watched
+	 * edge-triggered for
 	 * the reset that tells a client that closed from one that only
 	 * half-closed (-1: none). */
 	evutil_socket_t probe_fd;
 	struct event *probe_ev;         /* owned, or NULL */
-	int req_version, req_head, close_after;
-	int replied, chunked, reply_done, reply_status, output_full;
-	int aborting;
-	int handed_off;                 /* socket and TLS state went to another worker */
-	int handed_in;                  /* the buffered request came from one: run it here */
+	int req_version;                /* 10 or 11: the current request's */
+	int reply_status;               /* the reply's, from CONN_REPLYING on */
 	struct evbuffer *preload;       /* owned, or NULL: bytes handed over, read before bev's */
 	/* Reply bytes not yet handed to bev: written to the socket at once
 	 * when nothing is queued before them (flush()), which spares the loop
@@ -123,7 +184,6 @@ struct conn {
 	 * keep their connection, and a conn needs no lock. */
 	struct evbuffer *spare[CONN_SPARE_BUFFERS]; /* owned */
 	unsigned nspare;
-	int plain;                      /* no TLS: direct writes possible */
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
 	uint64_t first_us;              /* a head's first byte, when it came in pieces; or 0 */
@@ -132,6 +192,60 @@ struct conn {
 	 * the exchange logs. Empty: none. */
 	char reply_note[128];
 };
+
+static const char *const conn_state_names[] = {
+	[CONN_IDLE] = "idle",
+	[CONN_READING] = "reading",
+	[CONN_HANDLING] = "handling",
+	[CONN_REPLYING] = "replying",
+	[CONN_REPLIED] = "replied",
+	[CONN_CLOSING] = "closing",
+};
+
+const char *conn_state_str(const struct conn *c)
+{
+	return conn_state_names[c->state];
+}
+
+const char *conn_flags_str(const struct conn *c, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"plain", "counted", "timeouts-set", "deadline-armed", "body-deadline-due",
+		"req-head", "close-after", "chunked", "stream-reply", "flush-due", "output-full",
+		"aborting", "peer-eof", "handed-off", "handed-in",
+	};
+	size_t n = 0;
+
+	_Static_assert(sizeof(names) / sizeof(names[0]) == CONN_NFLAGS, "a name per conn_flag");
+	_Static_assert(CF_HANDED_IN == 1u << (CONN_NFLAGS - 1), "CONN_NFLAGS is the count");
+	if (len)
+		buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(c->flags & (1u << i)) || n >= len)
+			continue;
+		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", names[i]);
+		n = w < 0 ? len : n + (size_t)w;
+	}
+	return buf;
+}
+
+/* Every state change: the table above says which are possible. */
+static void conn_set_state(struct conn *c, enum conn_state to)
+{
+	assert(conn_next_states[c->state] & (1u << to));
+	c->state = to;
+}
+
+/* The request is the handler's (HANDLING, REPLYING, REPLIED). */
+static inline int handling(const struct conn *c)
+{
+	return c->state >= CONN_HANDLING && c->state <= CONN_REPLIED;
+}
+
+static inline void flag_put(struct conn *c, unsigned f, int on)
+{
+	c->flags = on ? c->flags | f : c->flags & ~f;
+}
 
 /* Frees a bufferevent made without BEV_OPT_CLOSE_ON_FREE (so that a
  * handoff can keep the socket and its TLS state): closes them too, unless
@@ -165,11 +279,11 @@ static void set_timeouts(struct conn *c)
 {
 	unsigned ms = c->ctx->cfg->timeouts.client_idle_ms;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	if (c->timeouts_set && c->timeouts_ms == ms)
+	if ((c->flags & CF_TIMEOUTS_SET) && c->timeouts_ms == ms)
 		return;
 	sockread_set_timeouts(c->rd, ms ? &tv : NULL, ms ? &tv : NULL);
 	c->timeouts_ms = ms;
-	c->timeouts_set = 1;
+	c->flags |= CF_TIMEOUTS_SET;
 }
 
 static void conn_free(struct conn *c)
@@ -190,8 +304,9 @@ static void conn_free(struct conn *c)
 	if (c->ops->low_priority)
 		ctx->nconns_low--;
 	/* A handed-off connection keeps its place: it moved, it did not end. */
-	int slot = !c->ops->low_priority && !c->handed_off;
-	if (c->counted)
+	int moved = (c->flags & CF_HANDED_OFF) != 0;
+	const struct conn_owner *owner = c->owner;
+	if (c->flags & CF_COUNTED)
 		peers_remove(ctx->peers, c->share);
 	if (c->deadline)
 		event_free(c->deadline);
@@ -201,7 +316,7 @@ static void conn_free(struct conn *c)
 		close(c->probe_fd);
 	sockread_free(c->rd);
 	if (c->bev)
-		bev_release(c->bev, c->handed_off);
+		bev_release(c->bev, (c->flags & CF_HANDED_OFF) != 0);
 	if (c->step)
 		event_free(c->step);
 	if (c->flush_ev)
@@ -217,7 +332,7 @@ static void conn_free(struct conn *c)
 		evbuffer_free(c->spare[--c->nspare]);
 	c->magic = 0;
 	free(c);
-	px_conn_closed(ctx, slot);
+	owner->closed(ctx, moved);
 }
 
 /* The pending head, with what staged holds after it, straight to the
@@ -258,7 +373,7 @@ static void flush(struct conn *c)
 		flush_head(c, out);
 	if (evbuffer_get_length(c->staged) == 0)
 		return;
-	if (c->plain && evbuffer_get_length(out) == 0)
+	if ((c->flags & CF_PLAIN) && evbuffer_get_length(out) == 0)
 		evbuffer_write(c->staged, bufferevent_getfd(c->bev));
 	if (evbuffer_get_length(c->staged))
 		bufferevent_write_buffer(c->bev, c->staged);
@@ -269,7 +384,7 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	(void)fd;
 	(void)what;
-	c->flush_due = 0;
+	c->flags &= ~CF_FLUSH_DUE;
 	flush(c);
 }
 
@@ -279,12 +394,12 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
  * long stream still leaves at the end of the turn that made it. */
 static void flush_soon(struct conn *c)
 {
-	if (!c->stream_reply) {
+	if (!(c->flags & CF_STREAM_REPLY)) {
 		flush(c);
 		return;
 	}
-	if (!c->flush_due) {
-		c->flush_due = 1;
+	if (!(c->flags & CF_FLUSH_DUE)) {
+		c->flags |= CF_FLUSH_DUE;
 		event_active(c->flush_ev, 0, 0);
 	}
 }
@@ -293,7 +408,7 @@ static void flush_soon(struct conn *c)
 static void conn_close_after_flush(struct conn *c)
 {
 	flush(c);
-	c->state = CONN_CLOSING;
+	conn_set_state(c, CONN_CLOSING);
 	sockread_disable(c->rd);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
@@ -310,14 +425,14 @@ static void conn_close_after_flush(struct conn *c)
 static void arm_deadline(struct conn *c, unsigned ms)
 {
 	if (!ms) {
-		if (c->deadline_armed)
+		if (c->flags & CF_DEADLINE_ARMED)
 			event_del(c->deadline);
-		c->deadline_armed = 0;
+		c->flags &= ~CF_DEADLINE_ARMED;
 		return;
 	}
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	event_add(c->deadline, &tv);
-	c->deadline_armed = 1;
+	c->flags |= CF_DEADLINE_ARMED;
 }
 
 /* Headers the proxy decides on (Host, the allow-lists' Origin, the
@@ -375,7 +490,7 @@ static int on_req_headers(void *arg, const struct http_msg *m)
 	int64_t cl = http_msg_content_length(m);
 
 	c->start_us = now_us();
-	c->body_deadline_due = 1; /* armed by parse_input unless the body is in */
+	c->flags |= CF_BODY_DEADLINE_DUE; /* armed by parse_input unless the body is in */
 	if (cl > 0 && (uint64_t)cl > cfg->limits.max_body_bytes) {
 		c->reject_status = 413;
 		return -1;
@@ -426,11 +541,37 @@ static void log_refusal(struct conn *c, int status, const char *note)
 	log_access(&a);
 }
 
+/* The refusal's head and body into out (Connection: close: conn closes
+ * after it), the body from the handler (->error_body). Returns 0, or -1
+ * when nothing could be written. */
+static int put_refusal(struct conn *c, struct evbuffer *out, int status, enum conn_refusal why,
+                       const char *text, const char *extra)
+{
+	struct evbuffer *body = evbuffer_new();
+	const char *type = NULL;
+	int rc = -1;
+
+	if (!body)
+		return -1;
+	if (c->ops->error_body)
+		type = c->ops->error_body(status, why, text, body);
+	else if (evbuffer_add_printf(body, "%s\n", text) >= 0)
+		type = "text/plain; charset=utf-8";
+	if (type && http_resp_status_line(out, 11, status) == 0 &&
+	    evbuffer_add_printf(out, "%sContent-Type: %s\r\nContent-Length: %zu\r\n"
+	                             "Connection: close\r\n\r\n",
+	                        extra ? extra : "", type, evbuffer_get_length(body)) >= 0 &&
+	    evbuffer_add_buffer(out, body) == 0)
+		rc = 0;
+	evbuffer_free(body);
+	return rc;
+}
+
 /* Answers a request the HTTP layer refuses, logs it, closes. message is
  * what the client reads (static); note (static, NULL: message) says why in
- * more words, in the client's error and in the log; neither holds a byte
- * the client sent. extra: header lines, or NULL. */
-static void reject_with(struct conn *c, int status, int code, const char *message,
+ * more words, to the client and in the log; neither holds a byte the
+ * client sent. extra: header lines, or NULL. */
+static void reject_with(struct conn *c, int status, enum conn_refusal why, const char *message,
                         const char *note, const char *extra)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
@@ -440,23 +581,20 @@ static void reject_with(struct conn *c, int status, int code, const char *messag
 		snprintf(text, sizeof(text), "%s: %s", message, note);
 	else
 		snprintf(text, sizeof(text), "%s", message);
-	json_t *err = jrpc_error_new(NULL, code, text, NULL);
 	size_t before = evbuffer_get_length(out);
 
 	PX_STAT_INC(c->ctx, bad_requests);
 	if (status == 413)
 		PX_STAT_INC(c->ctx, too_large);
-	if (err)
-		http_resp_json_with(out, 11, status, extra, err, 0);
-	json_decref(err);
+	put_refusal(c, out, status, why, text, extra);
 	c->bytes_out += evbuffer_get_length(out) - before;
 	log_refusal(c, status, note ? note : message);
 	conn_close_after_flush(c);
 }
 
-static void reject(struct conn *c, int status, int code, const char *message)
+static void reject(struct conn *c, int status, enum conn_refusal why, const char *message)
 {
-	reject_with(c, status, code, message, NULL, NULL);
+	reject_with(c, status, why, message, NULL, NULL);
 }
 
 /* ---- handoff between workers ------------------------------------------------ */
@@ -468,6 +606,7 @@ static void reject(struct conn *c, int status, int code, const char *message)
 struct handoff {
 	struct px_ctx *to;
 	const struct transport_ops *ops;
+	const struct conn_owner *owner;
 	evutil_socket_t fd;
 	SSL *ssl;                 /* owned, or NULL */
 	struct evbuffer *in;      /* owned: bytes to parse first */
@@ -480,14 +619,15 @@ static void handoff_drop(void *arg)
 	if (h->ssl)
 		SSL_free(h->ssl);
 	evutil_closesocket(h->fd);
-	px_conn_closed(h->to, 1);
+	h->owner->closed(h->to, 0); /* it ended in transit: its place is free */
 	evbuffer_free(h->in);
 	evbuffer_free(h->out);
 	free(h);
 }
 
 static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
-                              const struct sockaddr *sa, const struct transport_ops *ops);
+                              const struct sockaddr *sa, const struct transport_ops *ops,
+                              const struct conn_owner *owner);
 static void parse_input(struct conn *c);
 static struct evbuffer *input_of(struct conn *c);
 
@@ -499,14 +639,14 @@ static void handoff_run(void *arg)
 
 	getpeername(h->fd, (struct sockaddr *)&ss, &sl);
 	struct conn *c = conn_open(h->to, h->fd, h->ssl, BUFFEREVENT_SSL_OPEN,
-	                           (struct sockaddr *)&ss, h->ops);
+	                           (struct sockaddr *)&ss, h->ops, h->owner);
 	if (c) {
 		bufferevent_write_buffer(c->bev, h->out);
 		/* A bufferevent's input only takes what it reads itself: the
 		 * request waits in front of it. */
 		c->preload = h->in;
 		h->in = NULL;
-		c->handed_in = 1;
+		c->flags |= CF_HANDED_IN;
 		parse_input(c);
 	}
 	if (h->in)
@@ -564,6 +704,7 @@ static int handoff(struct conn *c, struct px_ctx *to, const struct http_msg *m)
 		return -1;
 	h->to = to;
 	h->ops = c->ops;
+	h->owner = c->owner;
 	h->in = evbuffer_new();
 	h->out = evbuffer_new();
 	if (!h->in || !h->out) {
@@ -589,7 +730,7 @@ static int handoff(struct conn *c, struct px_ctx *to, const struct http_msg *m)
 	bufferevent_disable(c->bev, EV_WRITE);
 	h->fd = bufferevent_getfd(c->bev);
 	h->ssl = bufferevent_openssl_get_ssl(c->bev);
-	c->handed_off = 1;
+	c->flags |= CF_HANDED_OFF;
 	c->abort_reason = "handed to another worker";
 	PX_STAT_INC(c->ctx, handoffs);
 	conn_free(c);
@@ -603,22 +744,24 @@ static void dispatch(struct conn *c)
 	const struct http_msg *m = http_parser_msg(c->parser);
 	struct evbuffer *body = c->body;
 
-	if (c->ops->route && !c->handed_in) {
+	if (c->ops->route && !(c->flags & CF_HANDED_IN)) {
 		struct px_ctx *to = c->ops->route(c->ctx, m);
 		if (to && to != c->ctx && handoff(c, to, m) == 0)
 			return;
 	}
-	c->handed_in = 0;
+	c->flags &= ~CF_HANDED_IN;
 
 	PX_STAT_INC(c->ctx, requests);
-	c->state = CONN_BUSY;
-	c->body_deadline_due = 0;
+	conn_set_state(c, CONN_HANDLING);
+	c->flags &= ~CF_BODY_DEADLINE_DUE;
 	arm_deadline(c, 0);
 	c->req_version = http_msg_version(m);
-	c->req_head = http_msg_method_id(m) == HM_HEAD;
-	c->close_after = !http_msg_keep_alive(m) || c->ctx->draining ||
-	                 (c->peer_eof && evbuffer_get_length(input_of(c)) == 0);
-	c->replied = c->chunked = c->reply_done = c->reply_status = 0;
+	flag_put(c, CF_REQ_HEAD, http_msg_method_id(m) == HM_HEAD);
+	flag_put(c, CF_CLOSE_AFTER,
+	         !http_msg_keep_alive(m) || c->ctx->draining ||
+	                 ((c->flags & CF_PEER_EOF) && evbuffer_get_length(input_of(c)) == 0));
+	c->flags &= ~CF_CHUNKED;
+	c->reply_status = 0;
 	c->reply_note[0] = '\0';
 	c->body = conn_buffer_get(c);
 	if (!c->body) {
@@ -627,7 +770,7 @@ static void dispatch(struct conn *c)
 		return;
 	}
 	c->ex = c->ops->start(c, m, body);
-	if (c->ex && c->reply_done && c->ops->replied)
+	if (c->ex && c->state == CONN_REPLIED && c->ops->replied)
 		c->ops->replied(c->ex);
 }
 
@@ -649,7 +792,7 @@ static void parse_refused(struct conn *c)
 	const char *why = http_parser_reason(c->parser); /* static */
 
 	if (c->reject_status == 413 || e == HTTP_ERR_BODY_TOO_BIG)
-		reject_with(c, 413, JRPC_INVALID_REQUEST, "request body too large",
+		reject_with(c, 413, CONN_REFUSED_REQUEST, "request body too large",
 		            c->reject_status == 413 ? "Content-Length over limits.max_body_bytes"
 		                                    : "body over limits.max_body_bytes",
 		            NULL);
@@ -657,17 +800,17 @@ static void parse_refused(struct conn *c)
 		/* RFC 9110 §15.5.6 wants Allow in a 405: a CONNECT's target is
 		 * a tunnel's destination, where mcpwarden serves no method at
 		 * all, and an empty Allow says so (§10.2.1). */
-		reject_with(c, 405, JRPC_INVALID_REQUEST, "method not allowed", c->reject_note,
+		reject_with(c, 405, CONN_REFUSED_REQUEST, "method not allowed", c->reject_note,
 		            "Allow: \r\n");
 	else if (c->reject_status == 400)
-		reject_with(c, 400, JRPC_INVALID_REQUEST, "malformed HTTP request", c->reject_note, NULL);
+		reject_with(c, 400, CONN_REFUSED_REQUEST, "malformed HTTP request", c->reject_note, NULL);
 	else if (e == HTTP_ERR_HEADERS_TOO_BIG)
-		reject_with(c, 431, JRPC_INVALID_REQUEST, "request headers too large", why, NULL);
+		reject_with(c, 431, CONN_REFUSED_REQUEST, "request headers too large", why, NULL);
 	else if (e == HTTP_ERR_VERSION)
-		reject_with(c, 505, JRPC_INVALID_REQUEST, "HTTP version not supported",
+		reject_with(c, 505, CONN_REFUSED_REQUEST, "HTTP version not supported",
 		            "only HTTP/1.0 and HTTP/1.1", NULL);
 	else
-		reject_with(c, 400, JRPC_INVALID_REQUEST, "malformed HTTP request", why, NULL);
+		reject_with(c, 400, CONN_REFUSED_REQUEST, "malformed HTTP request", why, NULL);
 }
 
 static void parse_input(struct conn *c)
@@ -685,7 +828,7 @@ static void parse_input(struct conn *c)
 		evbuffer_drain(in, used);
 		c->bytes_in += used;
 		if (c->state == CONN_IDLE && http_parser_started(c->parser)) {
-			c->state = CONN_READING;
+			conn_set_state(c, CONN_READING);
 			/* Unless the whole head came at once (the body deadline
 			 * is then armed already), the head has its own, and a
 			 * refusal's latency its start (a head read at once is
@@ -695,8 +838,8 @@ static void parse_input(struct conn *c)
 				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
 			}
 		}
-		if (rc == HTTP_PARSE_MORE && c->body_deadline_due) {
-			c->body_deadline_due = 0;
+		if (rc == HTTP_PARSE_MORE && (c->flags & CF_BODY_DEADLINE_DUE)) {
+			c->flags &= ~CF_BODY_DEADLINE_DUE;
 			arm_deadline(c, c->ctx->cfg->timeouts.body_ms);
 		}
 		if (rc == HTTP_PARSE_ERROR) {
@@ -711,7 +854,7 @@ static void parse_input(struct conn *c)
 	}
 	/* The client sent EOF earlier and no whole request is left: done
 	 * (a request it cut short can never complete). */
-	if (c->peer_eof)
+	if (c->flags & CF_PEER_EOF)
 		conn_close_after_flush(c);
 }
 
@@ -752,11 +895,11 @@ static void probe_cb(evutil_socket_t fd, short what, void *arg)
  * the answer's write is what finds a client gone. */
 static void client_eof(struct conn *c)
 {
-	c->peer_eof = 1;
+	c->flags |= CF_PEER_EOF;
 	/* Unless a pipelined request is buffered, this answer is the last. */
 	if (evbuffer_get_length(input_of(c)) == 0)
-		c->close_after = 1;
-	if (c->replied || c->req_version < 11 || c->probe_ev)
+		c->flags |= CF_CLOSE_AFTER;
+	if (c->state != CONN_HANDLING || c->req_version < 11 || c->probe_ev)
 		return;
 	if (!(event_base_get_features(c->ctx->base) & EV_FEATURE_ET))
 		return;
@@ -778,7 +921,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->state == CONN_READING)
-		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
+		reject(c, 408, CONN_REFUSED_REQUEST, "request not received in time");
 }
 
 static void step_cb(evutil_socket_t fd, short what, void *arg)
@@ -787,18 +930,18 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	assert(c->magic == CONN_MAGIC);
-	if (c->aborting) {
+	if (c->flags & CF_ABORTING) {
 		PX_STAT_INC(c->ctx, aborted);
 		conn_free(c);
 		return;
 	}
-	if (!c->reply_done)
+	if (c->state != CONN_REPLIED)
 		return;
 	if (c->ex) {
 		c->ops->free(c->ex, NULL);
 		c->ex = NULL;
 	}
-	if (c->close_after || c->ctx->draining) {
+	if ((c->flags & CF_CLOSE_AFTER) || c->ctx->draining) {
 		conn_close_after_flush(c);
 		return;
 	}
@@ -806,14 +949,14 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	 * Byte counts are per exchange. */
 	c->bytes_in = c->bytes_out = 0;
 	http_parser_reset(c->parser);
-	c->state = CONN_IDLE;
+	conn_set_state(c, CONN_IDLE);
 	c->reject_status = 0;
 	c->reject_note = NULL;
 	c->first_us = 0;
 	set_timeouts(c);
 	/* After an EOF, only what was buffered before it is left to serve
 	 * (parse_input closes once that is done). */
-	if (!c->peer_eof && !sockread_enabled(c->rd))
+	if (!(c->flags & CF_PEER_EOF) && !sockread_enabled(c->rd))
 		sockread_enable(c->rd);
 	parse_input(c);
 }
@@ -828,7 +971,9 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	case CONN_READING:
 		parse_input(c);
 		break;
-	case CONN_BUSY: {
+	case CONN_HANDLING:
+	case CONN_REPLYING:
+	case CONN_REPLIED: {
 		/* A pipelined request waits; a client that floods while waiting
 		 * is cut off rather than buffered without bound. */
 		const struct px_config *cfg = c->ctx->cfg;
@@ -851,9 +996,9 @@ static void write_cb(struct bufferevent *bev, void *arg)
 			conn_free(c);
 		return;
 	}
-	if (c->output_full && !conn_output_full(c)) {
-		c->output_full = 0;
-		if (c->ex && !c->aborting)
+	if ((c->flags & CF_OUTPUT_FULL) && !conn_output_full(c)) {
+		c->flags &= ~CF_OUTPUT_FULL;
+		if (c->ex && !(c->flags & CF_ABORTING))
 			c->ops->drained(c->ex);
 	}
 }
@@ -866,26 +1011,26 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	/* A TLS handshake finished: nothing to do, requests follow. */
 	if (what == BEV_EVENT_CONNECTED)
 		return;
-	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && c->state == CONN_BUSY) {
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && handling(c)) {
 		/* A client quiet while its call runs: libevent stopped reading,
 		 * read on (a close or a pipelined request is still seen). */
 		sockread_enable(c->rd);
 		return;
 	}
 	if (c->state == CONN_READING && (what & BEV_EVENT_TIMEOUT)) {
-		reject(c, 408, JRPC_INVALID_REQUEST, "request not received in time");
+		reject(c, 408, CONN_REFUSED_REQUEST, "request not received in time");
 		return;
 	}
 	/* A client's EOF while its request is in flight and before its answer
 	 * began: it may only have half-closed (nothing more to send, still
 	 * reading): the answer is written, then the connection closes.
 	 * Mid-answer (a stream), an EOF is the client leaving, as before. */
-	if (what == (BEV_EVENT_READING | BEV_EVENT_EOF) && c->state == CONN_BUSY && !c->aborting &&
-	    (!c->replied || c->reply_done)) {
+	if (what == (BEV_EVENT_READING | BEV_EVENT_EOF) && !(c->flags & CF_ABORTING) &&
+	    (c->state == CONN_HANDLING || c->state == CONN_REPLIED)) {
 		client_eof(c);
 		return;
 	}
-	if (c->state == CONN_BUSY && !c->abort_reason)
+	if (handling(c) && !c->abort_reason)
 		c->abort_reason = (what & BEV_EVENT_TIMEOUT) ? "client stopped reading"
 		                                             : "client closed the connection";
 	conn_free(c);
@@ -894,33 +1039,36 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* ---- public --------------------------------------------------------------- */
 
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls)
+                      int salen, const struct transport_ops *ops,
+                      const struct conn_owner *owner, struct ssl_ctx_st *tls)
 {
 	SSL *ssl = NULL;
 	(void)salen;
 	if (tls && !(ssl = SSL_new(tls))) {
 		evutil_closesocket(fd);
-		px_conn_closed(ctx, !ops->low_priority);
+		owner->closed(ctx, 0);
 		return NULL;
 	}
-	return conn_open(ctx, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, sa, ops);
+	return conn_open(ctx, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, sa, ops, owner);
 }
 
 /* Takes fd and ssl (NULL: plain TCP) whatever happens. */
 static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, int ssl_state,
-                              const struct sockaddr *sa, const struct transport_ops *ops)
+                              const struct sockaddr *sa, const struct transport_ops *ops,
+                              const struct conn_owner *owner)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	if (!c) {
 		if (ssl)
 			SSL_free(ssl);
 		evutil_closesocket(fd);
-		px_conn_closed(ctx, !ops->low_priority);
+		owner->closed(ctx, 0);
 		return NULL;
 	}
 	c->magic = CONN_MAGIC;
 	c->ctx = ctx;
 	c->ops = ops;
+	c->owner = owner;
 	c->probe_fd = -1;
 	c->id = __atomic_add_fetch(&ctx->shared->next_conn_id, 1, __ATOMIC_RELAXED);
 	char ip[INET6_ADDRSTRLEN] = "?";
@@ -960,7 +1108,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	                            &req_cbs, c);
 	c->body = evbuffer_new();
 	c->staged = evbuffer_new();
-	c->plain = ssl == NULL;
+	flag_put(c, CF_PLAIN, ssl == NULL);
 	c->next = ctx->conns;
 	if (ctx->conns)
 		ctx->conns->prev = c;
@@ -988,12 +1136,12 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	bufferevent_enable(c->bev, EV_WRITE);
 	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
 	size_t n = peers_add(ctx->peers, c->share);
-	c->counted = n > 0;
+	flag_put(c, CF_COUNTED, n > 0);
 	size_t cap = ctx->cfg->limits.max_connections_per_client;
 	if (cap && n > cap) {
 		/* Over this address's share: a clear answer, then close; the
 		 * access line says which limit. */
-		reject_with(c, 503, JRPC_INVALID_REQUEST, "too many connections from this address",
+		reject_with(c, 503, CONN_REFUSED_REQUEST, "too many connections from this address",
 		            "over limits.max_connections_per_client", NULL);
 		return NULL;
 	}
@@ -1007,12 +1155,16 @@ void conn_shutdown(struct conn *c)
 		conn_free(c);
 		break;
 	case CONN_READING:
-		c->close_after = 1;
+		c->flags |= CF_CLOSE_AFTER;
 		break;
-	case CONN_BUSY:
-		c->close_after = 1;
-		if (c->ex && !c->reply_done && !c->aborting)
+	case CONN_HANDLING:
+	case CONN_REPLYING:
+		c->flags |= CF_CLOSE_AFTER;
+		if (c->ex && !(c->flags & CF_ABORTING))
 			c->ops->shutdown(c->ex);
+		break;
+	case CONN_REPLIED:
+		c->flags |= CF_CLOSE_AFTER;
 		break;
 	case CONN_CLOSING:
 		break;
@@ -1091,15 +1243,15 @@ static long reply_framing(struct conn *c, int status, int64_t content_length, ch
 	int no_body = status < 200 || status == 204 || status == 304;
 	size_t t = 0;
 
-	if (c->replied || c->aborting)
+	if (c->state != CONN_HANDLING || (c->flags & CF_ABORTING))
 		return -1;
-	c->replied = 1;
+	conn_set_state(c, CONN_REPLYING);
 	c->reply_status = status;
 	if (status >= 100 && status < 600)
 		PX_STAT_INC(c->ctx, responses_by_class[status / 100]);
 	if (no_body) {
 		/* no framing */
-	} else if (c->req_head) {
+	} else if (c->flags & CF_REQ_HEAD) {
 		if (content_length >= 0)
 			t += http_resp_content_length_line(tail + t, (uint64_t)content_length);
 	} else if (content_length >= 0) {
@@ -1107,11 +1259,11 @@ static long reply_framing(struct conn *c, int status, int64_t content_length, ch
 	} else if (version == 11) {
 		memcpy(tail + t, "Transfer-Encoding: chunked\r\n", 28);
 		t += 28;
-		c->chunked = 1;
+		c->flags |= CF_CHUNKED;
 	} else {
-		c->close_after = 1; /* HTTP/1.0: the body ends with the connection */
+		c->flags |= CF_CLOSE_AFTER; /* HTTP/1.0: the body ends with the connection */
 	}
-	if (c->close_after || c->ctx->draining) {
+	if ((c->flags & CF_CLOSE_AFTER) || c->ctx->draining) {
 		memcpy(tail + t, "Connection: close\r\n", 19);
 		t += 19;
 	} else if (version == 10) {
@@ -1132,8 +1284,8 @@ static void reply_head_written(struct conn *c, int status, int64_t content_lengt
 	/* A reply of known length is written with its body; a stream's head
 	 * goes this turn: the client may wait for it long before the first
 	 * event. */
-	c->stream_reply = content_length < 0 && !no_body;
-	if (c->stream_reply)
+	flag_put(c, CF_STREAM_REPLY, content_length < 0 && !no_body);
+	if (c->flags & CF_STREAM_REPLY)
 		flush_soon(c);
 	else if (no_body)
 		flush(c);
@@ -1173,7 +1325,7 @@ int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
 	if (put)
 		put(&hb, arg);
 	http_headbuf_add(&hb, tail, (size_t)t);
-	if (c->plain && before == 0 && !c->head_len && !hb.err &&
+	if ((c->flags & CF_PLAIN) && before == 0 && !c->head_len && !hb.err &&
 	    evbuffer_get_length(c->staged) == 0 && hb.len <= sizeof(c->head)) {
 		memcpy(c->head, hb.buf, hb.len);
 		c->head_len = hb.len;
@@ -1186,7 +1338,7 @@ int conn_reply_head_fn(struct conn *c, int status, conn_head_fn *put, void *arg,
 
 int conn_replied(const struct conn *c)
 {
-	return c->replied;
+	return c->state == CONN_REPLYING || c->state == CONN_REPLIED;
 }
 
 int conn_reply_status(const struct conn *c)
@@ -1210,7 +1362,7 @@ static int chunk_size_line(struct evbuffer *out, size_t len)
 static void note_output(struct conn *c)
 {
 	if (conn_output_full(c))
-		c->output_full = 1;
+		c->flags |= CF_OUTPUT_FULL;
 }
 
 int conn_reply_body(struct conn *c, const void *data, size_t len)
@@ -1218,12 +1370,12 @@ int conn_reply_body(struct conn *c, const void *data, size_t len)
 	struct evbuffer *out = c->staged;
 	int rc = 0;
 
-	if (!c->replied || c->reply_done || c->aborting || len == 0 || c->req_head)
-		return c->replied && !c->aborting ? 0 : -1;
-	if (c->chunked)
+	if (c->state != CONN_REPLYING || (c->flags & (CF_ABORTING | CF_REQ_HEAD)) || len == 0)
+		return conn_replied(c) && !(c->flags & CF_ABORTING) ? 0 : -1;
+	if (c->flags & CF_CHUNKED)
 		rc |= chunk_size_line(out, len);
 	rc |= evbuffer_add(out, data, len);
-	if (c->chunked)
+	if (c->flags & CF_CHUNKED)
 		rc |= evbuffer_add(out, "\r\n", 2);
 	c->bytes_out += len;
 	flush_soon(c);
@@ -1237,16 +1389,16 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf)
 	size_t len = evbuffer_get_length(buf);
 	int rc = 0;
 
-	if (!c->replied || c->reply_done || c->aborting)
+	if (c->state != CONN_REPLYING || (c->flags & CF_ABORTING))
 		return -1;
-	if (len == 0 || c->req_head) {
+	if (len == 0 || (c->flags & CF_REQ_HEAD)) {
 		evbuffer_drain(buf, len);
 		return 0;
 	}
-	if (c->chunked)
+	if (c->flags & CF_CHUNKED)
 		rc |= chunk_size_line(out, len);
 	rc |= evbuffer_add_buffer(out, buf);
-	if (c->chunked)
+	if (c->flags & CF_CHUNKED)
 		rc |= evbuffer_add(out, "\r\n", 2);
 	c->bytes_out += len;
 	flush_soon(c);
@@ -1256,10 +1408,10 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf)
 
 void conn_reply_end(struct conn *c)
 {
-	if (c->reply_done || c->aborting)
+	if ((c->state != CONN_HANDLING && c->state != CONN_REPLYING) || (c->flags & CF_ABORTING))
 		return;
-	c->reply_done = 1;
-	if (c->chunked && !c->req_head)
+	conn_set_state(c, CONN_REPLIED);
+	if ((c->flags & CF_CHUNKED) && !(c->flags & CF_REQ_HEAD))
 		evbuffer_add(c->staged, "0\r\n\r\n", 5);
 	/* Before the bytes leave (a reply made inside ->start has no
 	 * exchange yet: see dispatch). */
@@ -1301,24 +1453,11 @@ int conn_reply_json(struct conn *c, int status, const json_t *body)
 	return rc;
 }
 
-int conn_reply_error(struct conn *c, int status, const json_t *id, int code,
-                     const char *message, json_t *data)
-{
-	json_t *err = jrpc_error_new(id, code, message, data);
-	if (!err) {
-		conn_abort(c, "out of memory");
-		return -1;
-	}
-	int rc = conn_reply_json(c, status, err);
-	json_decref(err);
-	return rc;
-}
-
 void conn_abort(struct conn *c, const char *reason)
 {
-	if (c->aborting)
+	if (c->flags & CF_ABORTING)
 		return;
-	c->aborting = 1;
+	c->flags |= CF_ABORTING;
 	c->abort_reason = reason;
 	sockread_disable(c->rd);
 	event_active(c->step, 0, 0);
@@ -1347,16 +1486,19 @@ void conn_drain_deadline(struct conn *c)
 	case CONN_READING:
 		/* A request still arriving: a clear "not now" (as for a
 		 * client over its share), not a close mid-request. */
-		reject(c, 503, JRPC_UPSTREAM_ERROR, "mcpwarden is shutting down");
+		reject(c, 503, CONN_REFUSED_SHUTDOWN, "mcpwarden is shutting down");
 		break;
-	case CONN_BUSY:
-		if (c->reply_done || c->aborting)
-			break; /* answered, or on its way out already */
+	case CONN_HANDLING:
+	case CONN_REPLYING:
+		if (c->flags & CF_ABORTING)
+			break; /* on its way out already */
 		if (c->ex && c->ops->deadline)
 			c->ops->deadline(c->ex);
-		if (!c->reply_done)
+		if (c->state != CONN_REPLIED)
 			conn_abort(c, "mcpwarden is shutting down (timeouts.drain_ms passed)");
 		break;
+	case CONN_REPLIED:
+		break; /* answered */
 	case CONN_CLOSING:
 		break;
 	}

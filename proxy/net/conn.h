@@ -25,13 +25,25 @@ struct conn;
 struct transport_ops;
 struct ssl_ctx_st;
 
-/* Takes ownership of fd; requests go to the adapter ops (the MCP
- * transports on the client listener, the admin endpoint on its own). For
- * the client listener the caller has taken a place under the shared cap
- * (px_slot_take), which the connection gives back when it ends.
+/* Who opened a connection and hears when it ends (the listener): conn
+ * calls nothing above it, it reports through this. Static: a listener is
+ * freed at the start of a drain while its connections live on, so the
+ * owner holds no pointer to one; ctx says which worker's connection it
+ * was (after a handoff, the worker it moved to). */
+struct conn_owner {
+	/* A connection of ctx is gone (freed, or never opened: conn_new
+	 * failed). moved: it went to another worker (a handoff), so what it
+	 * held under the owner's caps goes with it. Runs last: c is freed. */
+	void (*closed)(struct px_ctx *ctx, int moved);
+};
+
+/* Takes ownership of fd; requests go to the handler ops (the MCP
+ * transports on the client listener, the admin endpoint on its own);
+ * owner (static, not NULL) hears of the end, also when this fails.
  * Returns NULL (fd closed) on failure. */
 struct conn *conn_new(struct px_ctx *ctx, evutil_socket_t fd, const struct sockaddr *sa,
-                      int salen, const struct transport_ops *ops, struct ssl_ctx_st *tls);
+                      int salen, const struct transport_ops *ops,
+                      const struct conn_owner *owner, struct ssl_ctx_st *tls);
 
 /* Start of drain (SIGTERM): idle connections close now, busy ones after
  * their reply, long-lived streams are ended. */
@@ -45,6 +57,12 @@ void conn_destroy(struct conn *c);
  * the connection is aborted), then it closes once its output is written.
  * c may be freed before this returns. */
 void conn_drain_deadline(struct conn *c);
+
+/* For logs: the state ("idle", "reading", "handling", "replying",
+ * "replied", "closing"), and the flags set, as "plain|chunked" into buf
+ * (returned; "" for none, truncated to len). */
+const char *conn_state_str(const struct conn *c);
+const char *conn_flags_str(const struct conn *c, char *buf, size_t len);
 
 /* ---- for transport adapters --------------------------------------------- */
 
@@ -87,9 +105,6 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf);
 void conn_reply_end(struct conn *c);
 /* A whole JSON reply (head, body, end). body is borrowed. */
 int conn_reply_json(struct conn *c, int status, const json_t *body);
-/* A whole JSON-RPC error reply. id borrowed, data stolen. */
-int conn_reply_error(struct conn *c, int status, const json_t *id, int code,
-                     const char *message, json_t *data);
 /* Abandons the reply and closes (e.g. the upstream broke mid-stream). */
 void conn_abort(struct conn *c, const char *reason);
 /* Bytes queued to the client and not yet written. */

@@ -39,7 +39,11 @@ struct listener {
 	char address[80];
 };
 
-int px_slot_take(struct px_ctx *ctx)
+static const struct conn_owner client_owner, low_owner;
+
+/* Takes a place under limits.max_connections, shared by every worker's
+ * client connections: 1, or 0 when full. */
+static int slot_take(struct px_ctx *ctx)
 {
 	size_t cap = ctx->cfg->limits.max_connections;
 	if (__atomic_add_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) <= cap)
@@ -66,12 +70,12 @@ static void park(struct listener *l, evutil_socket_t fd, const struct sockaddr *
 /* Parked connections first, while places are free. */
 static void unpark(struct listener *l)
 {
-	while (l->parked && px_slot_take(l->ctx)) {
+	while (l->parked && slot_take(l->ctx)) {
 		struct parked *p = l->parked;
 		l->parked = p->next;
 		if (!l->parked)
 			l->parked_tail = &l->parked;
-		conn_new(l->ctx, p->fd, (struct sockaddr *)&p->sa, p->salen, l->ops,
+		conn_new(l->ctx, p->fd, (struct sockaddr *)&p->sa, p->salen, l->ops, &client_owner,
 		         l->tls ? *l->tls : NULL);
 		free(p);
 	}
@@ -89,10 +93,11 @@ static void accept_cb(struct evconnlistener *evl, evutil_socket_t fd, struct soc
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* Client connections take a place under the cap every worker shares
 	 * before anything else: exact however the kernel spreads them. */
-	if (!l->ops->low_priority && (l->parked || !px_slot_take(l->ctx)))
+	if (!l->ops->low_priority && (l->parked || !slot_take(l->ctx)))
 		park(l, fd, sa, salen);
 	else
-		conn_new(l->ctx, fd, sa, salen, l->ops, l->tls ? *l->tls : NULL);
+		conn_new(l->ctx, fd, sa, salen, l->ops,
+		         l->ops->low_priority ? &low_owner : &client_owner, l->tls ? *l->tls : NULL);
 	listener_update(l);
 }
 
@@ -220,7 +225,10 @@ static void wake_listener(void *arg)
 		listener_update(ctx->lst);
 }
 
-void px_conn_closed(struct px_ctx *ctx, int slot)
+/* A connection ended (slot: it held a client place, given back here): the
+ * listeners may resume accepting (every worker's, when the cap had been
+ * reached) and main may finish a drain. */
+static void note_closed(struct px_ctx *ctx, int slot)
 {
 	int was_full = 0;
 	if (slot)
@@ -234,10 +242,27 @@ void px_conn_closed(struct px_ctx *ctx, int slot)
 		for (size_t i = 0; i < ctx->nworkers; i++)
 			if (ctx->workers[i] != ctx)
 				inbox_post(ctx->workers[i]->inbox, wake_listener, NULL, ctx->workers[i]);
-	px_drain_check(ctx);
+	listener_drain_check(ctx);
 }
 
-void px_drain_check(struct px_ctx *ctx)
+/* Client connections hold a place under the shared cap until they end;
+ * one that moved to another worker took its place along. Admin's
+ * (low-priority) take none: their listener counts its own. */
+static void client_closed(struct px_ctx *ctx, int moved)
+{
+	note_closed(ctx, !moved);
+}
+
+static void low_closed(struct px_ctx *ctx, int moved)
+{
+	(void)moved;
+	note_closed(ctx, 0);
+}
+
+static const struct conn_owner client_owner = {.closed = client_closed};
+static const struct conn_owner low_owner = {.closed = low_closed};
+
+void listener_drain_check(struct px_ctx *ctx)
 {
 	/* Worker 0 outlives the others: it reads the signals, and a second
 	 * one must exit at once whichever worker still drains. */

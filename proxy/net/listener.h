@@ -1,5 +1,6 @@
-/* listener: the client-facing listening socket. Accepts until
- * limits.max_connections are open, then pauses until one closes. */
+/* listener: a listening socket (the client one, admin's). Accepts until
+ * limits.max_connections are open, then pauses until one closes: each
+ * connection it opens reports its end to it (struct conn_owner, conn.h). */
 #ifndef MCPWARDEN_LISTENER_H
 #define MCPWARDEN_LISTENER_H
 
@@ -32,6 +33,10 @@ void listener_set_tls(struct listener *l, struct ssl_ctx_st **tls);
 void listener_free(struct listener *l);
 /* Re-checks the connection cap (after a connection closed). */
 void listener_update(struct listener *l);
+/* Ends this worker's loop when its drain is over: draining, no connection
+ * left and (worker 0) no other worker still running. Run after every
+ * connection's end; main runs it at the other steps of a drain. */
+void listener_drain_check(struct px_ctx *ctx);
 /* "127.0.0.1:8080": the address actually bound (port 0 resolved). */
 const char *listener_address(const struct listener *l);
 

@@ -1,11 +1,17 @@
-/* transport: the adapter between a client connection and an upstream.
+/* transport: the handler of a listener, between a client connection and
+ * what answers it.
  *
- * conn.c speaks HTTP/1.1 to the client and knows nothing of MCP. Once a
- * request is complete it hands it to a transport adapter, which runs the
- * exchange: routes it, parses its JSON-RPC messages through the message
- * hook, talks to the upstream and writes the reply back through conn's
- * conn_reply_* functions. Streamable HTTP is transport_http.c; the legacy
- * HTTP+SSE transport plugs in the same way.
+ * conn.c speaks HTTP/1.1 to the client and knows nothing of MCP or
+ * JSON-RPC. Once a request is complete it hands it to the handler its
+ * listener was given, which runs the exchange: for the MCP listener the
+ * transport adapter (routes it, parses its JSON-RPC messages through the
+ * message hook, talks to the upstream), for admin's its endpoints; either
+ * writes the reply back through conn's conn_reply_* functions. Even the
+ * replies conn makes itself (a request refused before any handler saw
+ * it) take their body from the handler (->error_body), so that a client
+ * reads errors in the one language its endpoint speaks. Streamable HTTP
+ * is proxy/mcp/transport_http.c (the legacy HTTP+SSE transport is
+ * reached through it); admin's is admin/admin.c.
  */
 #ifndef MCPWARDEN_TRANSPORT_H
 #define MCPWARDEN_TRANSPORT_H
@@ -15,6 +21,13 @@ struct px_ctx;
 struct http_msg;
 struct evbuffer;
 struct exchange;
+
+/* Why the HTTP layer answers a request itself (->error_body). */
+enum conn_refusal {
+	CONN_REFUSED_REQUEST,   /* the request is refused: malformed, too large,
+	                         * too slow, over a per-address cap */
+	CONN_REFUSED_SHUTDOWN,  /* fine, but mcpwarden is shutting down */
+};
 
 struct transport_ops {
 	const char *name;
@@ -54,6 +67,15 @@ struct transport_ops {
 	/* Ends the exchange (after the reply or when the client left): frees
 	 * it and everything it holds, closing an unfinished upstream request. */
 	void (*free)(struct exchange *ex, const char *client_error);
+	/* Optional: the body of a reply conn makes itself, for a request it
+	 * refused before the handler saw one (400, 405, 408, 413, 431, 503,
+	 * 505): no exchange exists. text is what the client is to read
+	 * (static words and limit names, never a byte the client sent).
+	 * Appends the body to out; returns its media type (static), or NULL
+	 * when it could not (out of memory: conn then closes without a
+	 * reply). Absent: conn writes text and a newline as text/plain. */
+	const char *(*error_body)(int status, enum conn_refusal why, const char *text,
+	                          struct evbuffer *out);
 };
 
 extern const struct transport_ops transport_http_ops;
