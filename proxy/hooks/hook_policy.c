@@ -298,6 +298,10 @@ struct reader {
 	uint64_t version;          /* hp->version when view was taken */
 	/* For view->g, made on first use; freed before the view goes. */
 	struct policy_memo *memo;  /* owned */
+	/* This thread's copies of view->g's patterns (policy.h, policy_rx:
+	 * glibc's regexec locks a compiled pattern while it matches, so
+	 * threads sharing one wait on each other); same lifetime as memo. */
+	struct policy_rx *rx;      /* owned */
 	/* A stand-in used under hp->lock when no reader could be allocated:
 	 * view borrowed, no memo. */
 	int fallback;
@@ -503,9 +507,11 @@ static void reader_refresh_locked(struct hook_policy *hp, struct reader *r)
 		struct view *old = r->view;
 		/* The memo borrows old's policy: it goes first, unless the new
 		 * view has the same pgen (a listing changed a table). */
-		if (r->memo && (!old || old->g != hp->view->g)) {
+		if (!old || old->g != hp->view->g) {
 			policy_memo_free(r->memo);
 			r->memo = NULL;
+			policy_rx_free(r->rx);
+			r->rx = NULL;
 		}
 		hp->view->refs++;
 		r->view = hp->view;
@@ -536,9 +542,21 @@ static struct policy_memo *reader_memo(struct reader *r, const struct pgen *g)
 	return r->memo;
 }
 
+/* r's pattern copies for g, or NULL (g is not its view's, or
+ * out of memory: the policy's own are used). */
+static struct policy_rx *reader_rx(struct reader *r, const struct pgen *g)
+{
+	if (r->fallback || g != r->view->g || !g->p)
+		return NULL;
+	if (!r->rx)
+		r->rx = policy_rx_new(g->p);
+	return r->rx;
+}
+
 static void reader_free(struct reader *r)
 {
 	policy_memo_free(r->memo);
+	policy_rx_free(r->rx);
 	if (!r->fallback)
 		view_unref(r->view);
 	free(r);
@@ -655,6 +673,7 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct reader *r, stru
 		.client = m->where->client_name,
 		.upstream = m->where->upstream,
 		.args = params,
+		.rx = reader_rx(r, g),
 	};
 	int is_call = m->dir == INSPECT_FROM_CLIENT && strcmp(method, "tools/call") == 0;
 

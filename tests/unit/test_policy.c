@@ -426,22 +426,30 @@ static void test_args(void **state)
 
 /* glibc's regexec locks the compiled pattern for the whole match, so
  * workers matching with one copy queued behind each other (and behind one
- * preempted mid-match). Each thread now matches with a copy of its own:
- * four threads deciding at once get the same answers as one, and leave
- * four copies besides the first thread's (which is the loaded pattern);
- * policy_free frees them (valgrind's leak check; TSan for their
- * publication). */
+ * preempted mid-match). A caller gives each thread a policy_rx of its own
+ * (policy_input.rx): four threads deciding at once, each with its own,
+ * get the same answers as one; each set compiles its own copy at its
+ * first match and policy_rx_free frees it (valgrind's leak check). */
 #define RX_THREADS 4
 static void *rx_thread(void *arg)
 {
 	const struct policy *p = arg;
+	struct policy_rx *rx = policy_rx_new(p);
+	if (!rx)
+		return (void *)1;
 	for (int i = 0; i < 200; i++) {
-		struct policy_decision d = callx(p, "q", NULL, NULL,
-		                                 i % 2 ? "{'sql':'x; DROP  table t'}" : "{'sql':'dropped'}",
-		                                 NULL, NULL);
-		if (d.action != (i % 2 ? POLICY_DENY : POLICY_ALLOW))
+		json_t *args = J(i % 2 ? "{'sql':'x; DROP  table t'}" : "{'sql':'dropped'}");
+		struct policy_input in = {.method = "tools/call", .tool = "q", .args = args,
+		                          .tool_known = 1, .rx = rx};
+		struct policy_decision d;
+		policy_eval(p, &in, &d);
+		json_decref(args);
+		if (d.action != (i % 2 ? POLICY_DENY : POLICY_ALLOW)) {
+			policy_rx_free(rx);
 			return (void *)1;
+		}
 	}
+	policy_rx_free(rx);
 	return NULL;
 }
 
@@ -450,8 +458,7 @@ static void test_regex_copy_per_thread(void **state)
 	(void)state;
 	struct policy *p = P("{'rules':[{'name':'drop','match':{'args':[{'pointer':'/sql',"
 	                     "'matches':'(?i)drop\\\\s+table'}]},'action':'deny'}]}");
-	/* This thread first: it may be the one that matches with the loaded
-	 * pattern itself. */
+	/* Without a policy_rx: the loaded pattern itself. */
 	assert_decision(callx(p, "q", NULL, NULL, "{'sql':'DROP TABLE x'}", NULL, NULL),
 	                POLICY_DENY, "drop");
 	pthread_t th[RX_THREADS];
@@ -462,17 +469,19 @@ static void test_regex_copy_per_thread(void **state)
 		assert_int_equal(pthread_join(th[i], &bad), 0);
 		assert_null(bad);
 	}
-	const struct policy_arg *a = &p->rules[0].args[0];
-	assert_non_null(a->copy);
-	size_t copies = 0;
-	for (size_t k = 1; k < POLICY_RE_COPIES; k++) {
-		for (size_t j = 1; j < k && a->copy[k]; j++)
-			assert_ptr_not_equal(a->copy[j], a->copy[k]);
-		copies += a->copy[k] != NULL;
-	}
-	/* The threads' slots come from one counter, taken in turn: four of
-	 * them, at most one of which wrapped round to the loaded pattern. */
-	assert_true(copies >= RX_THREADS - 1);
+	assert_int_equal(p->nrx, 1);
+	/* A policy without patterns: a set with nothing in it, still correct. */
+	struct policy *q = P("{'rules':[{'name':'r','match':{'tool':'x'},'action':'deny'}]}");
+	struct policy_rx *rx = policy_rx_new(q);
+	assert_non_null(rx);
+	assert_int_equal(q->nrx, 0);
+	struct policy_input in = {.method = "tools/call", .tool = "x", .tool_known = 1, .rx = rx};
+	struct policy_decision d;
+	policy_eval(q, &in, &d);
+	assert_decision(d, POLICY_DENY, "r");
+	policy_rx_free(rx);
+	policy_rx_free(NULL);
+	policy_free(q);
 	policy_free(p);
 }
 
