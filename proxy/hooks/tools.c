@@ -44,6 +44,11 @@ struct tools {
 	size_t max_tools;
 	struct tools_entry entries[TOOLS_MAX_UPSTREAMS];
 	size_t n;
+	struct {
+		const struct tools_events *ev;
+		void *arg;
+	} subs[TOOLS_MAX_SUBSCRIBERS];
+	size_t nsubs;
 };
 
 struct tools *tools_new(size_t max_tools)
@@ -333,10 +338,38 @@ static int one_page(struct tools *tr, const char *upstream, const struct inspect
 	return 0;
 }
 
+json_t *tools_page_of(const struct inspect_msg *m)
+{
+	if (m->kind != JRPC_RESULT)
+		return NULL;
+	/* The request first: one lookup rules out the results of every
+	 * other method. */
+	if (m->request) {
+		const char *rm = m->request_method; /* inspect_message read it for every hook */
+		if (!rm || strcmp(rm, "tools/list") != 0)
+			return NULL;
+	}
+	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	if (!json_is_array(tools))
+		return NULL;
+	if (m->request)
+		return tools;
+	if (json_array_size(tools) == 0)
+		return NULL;
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		const json_t *t = json_array_get(tools, i);
+		if (!json_is_string(json_object_get(t, "name")) ||
+		    !json_is_object(json_object_get(t, "inputSchema")))
+			return NULL;
+	}
+	return tools;
+}
+
 static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct tools *tr = arg;
 	const char *upstream = m->where ? m->where->upstream : NULL;
+	const json_t *tools = NULL;
 
 	if (m->dir != INSPECT_FROM_SERVER || !upstream)
 		return INSPECT_FORWARD;
@@ -345,17 +378,45 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 		const char *method = m->method; /* inspect_message read it for every hook */
 		if (!method || strcmp(method, "notifications/tools/list_changed") != 0)
 			return INSPECT_FORWARD;
-	} else {
-		const char *method = m->kind == JRPC_RESULT ? m->request_method : NULL;
-		if (!method || strcmp(method, "tools/list") != 0)
-			return INSPECT_FORWARD;
-	}
-	if (m->kind == JRPC_RESULT && one_page(tr, upstream, m) == 0)
+	} else if (!(tools = tools_page_of(m))) {
 		return INSPECT_FORWARD;
-	pthread_mutex_lock(&tr->lock);
-	observe(tr, upstream, m);
-	pthread_mutex_unlock(&tr->lock);
+	}
+	/* A page without its request: its place in a listing is unknown, so
+	 * it is not taken in; subscribers still hear of it. */
+	if (!tools || (m->request && one_page(tr, upstream, m) < 0)) {
+		pthread_mutex_lock(&tr->lock);
+		observe(tr, upstream, m);
+		pthread_mutex_unlock(&tr->lock);
+	}
+	for (size_t i = 0; i < tr->nsubs; i++) {
+		const struct tools_events *ev = tr->subs[i].ev;
+		if (tools && ev->page)
+			ev->page(tr->subs[i].arg, upstream, tools);
+		else if (!tools && ev->list_changed)
+			ev->list_changed(tr->subs[i].arg, upstream);
+	}
 	return INSPECT_FORWARD;
+}
+
+int tools_subscribe(struct tools *tr, const struct tools_events *ev, void *arg)
+{
+	if (!tr || tr->nsubs >= TOOLS_MAX_SUBSCRIBERS)
+		return -1;
+	tr->subs[tr->nsubs].ev = ev;
+	tr->subs[tr->nsubs].arg = arg;
+	tr->nsubs++;
+	return 0;
+}
+
+void tools_unsubscribe(struct tools *tr, void *arg)
+{
+	for (size_t i = 0; tr && i < tr->nsubs; i++) {
+		if (tr->subs[i].arg == arg) {
+			memmove(&tr->subs[i], &tr->subs[i + 1], (tr->nsubs - i - 1) * sizeof(tr->subs[0]));
+			tr->nsubs--;
+			i--;
+		}
+	}
 }
 
 int tools_attach(struct tools *tr, struct inspect *in)

@@ -31,8 +31,15 @@
  *     is dropped, counted and logged once) and TOOLS_MAX_UPSTREAMS
  *     upstreams (names come from the configuration).
  *
+ * A result that reaches the hook without its request (a reply on another
+ * stream) is not taken in: its place in a listing is unknown. When its
+ * shape says it is a listing page (tools_page_of), subscribers still hear
+ * of it.
+ *
  * Readers: the 2026-07-28 Mcp-Param-* header checks (proxy/mcp/mirror.h,
- * through tools_get). Tool values are kept by reference (json_incref), not
+ * through tools_get); the policy hook (hook_policy.h), which subscribes
+ * to every page and list_changed (tools_subscribe) and keeps the hints
+ * it judges by in its own lock-free tables. Tool values are kept by reference (json_incref), not
  * copied; a complete listing is never changed once in place (a merged page
  * makes a new table), so tools_listing can hand it out.
  *
@@ -50,6 +57,7 @@
 
 struct px_ctx;
 struct inspect;
+struct inspect_msg;
 struct tools;
 
 /* Defaults (candidates for proxy/base/limits.h and a config key). */
@@ -85,6 +93,31 @@ json_t *tools_get(struct tools *tr, const char *upstream, const char *tool);
  * it), or NULL when none ended yet. *changes, if not NULL, receives the
  * upstream's `changes` count that goes with it. */
 json_t *tools_listing(struct tools *tr, const char *upstream, uint64_t *changes);
+
+/* The tools array of m when m is a tools/list result page (borrowed from
+ * m->msg), else NULL. Known by the request it answers when that came in
+ * the same exchange; otherwise by its shape: a non-empty array of tool
+ * objects, each with a string name and an inputSchema object. For the
+ * hooks that act on the listing they are given, too. */
+json_t *tools_page_of(const struct inspect_msg *m);
+
+/* What a subscriber is told, on the thread of the message, after the
+ * tracker took it in and with no lock of the tracker's held: every
+ * listing page the tracker sees (tools: its array as the upstream sent
+ * it, borrowed for the call; whatever its resultType), and every
+ * notifications/tools/list_changed. Either may be NULL. */
+struct tools_events {
+	void (*page)(void *arg, const char *upstream, const json_t *tools);
+	void (*list_changed)(void *arg, const char *upstream);
+};
+
+#define TOOLS_MAX_SUBSCRIBERS 4
+
+/* Subscribes (ev borrowed: a static). Set up before workers run: the
+ * list is read with no lock. Returns 0, or -1 (tr NULL, or full). */
+int tools_subscribe(struct tools *tr, const struct tools_events *ev, void *arg);
+/* Removes arg's subscription (no worker may run). tr may be NULL. */
+void tools_unsubscribe(struct tools *tr, void *arg);
 
 struct tools_stats {
 	size_t tools;         /* tools tools_get can find */

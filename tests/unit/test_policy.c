@@ -25,6 +25,7 @@
 #include "proxy/ctx.h"
 #include "proxy/hooks/hook_policy.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 
@@ -1153,6 +1154,9 @@ static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *ba
 	r->ctx.cfg = &r->cfg;
 	r->ctx.insp = inspect_new();
 	assert_non_null(r->ctx.insp);
+	/* As main does: the tracker the hook learns tools from, first. */
+	r->ctx.tools = tools_setup(&r->ctx, 0);
+	assert_non_null(r->ctx.tools);
 	if (hook_policy_setup(&r->ctx, err, sizeof(err)) < 0)
 		fail_msg("hook_policy_setup: %s", err);
 	assert_non_null(r->ctx.policy);
@@ -1162,6 +1166,7 @@ static void rig_stop(struct rig *r)
 {
 	hook_policy_free(r->ctx.policy);
 	inspect_free(r->ctx.insp);
+	tools_free(r->ctx.tools);
 	json_decref(r->cfg.policy);
 	json_decref(r->up[0].contract);
 }

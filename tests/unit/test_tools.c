@@ -560,6 +560,72 @@ static void test_sees_the_upstream_listing(void **state)
 	assert_int_equal(stats(f->tc, "up").tools, 2);
 }
 
+/* Subscribers hear of every page (also one without its request, known by
+ * its shape, which the tracker itself does not take in) and of every
+ * list_changed; not of other results; no more once unsubscribed. */
+struct heard {
+	int pages, changed;
+	size_t last_n;
+	char upstream[16];
+};
+
+static void heard_page(void *arg, const char *upstream, const json_t *tools)
+{
+	struct heard *h = arg;
+	h->pages++;
+	h->last_n = json_array_size(tools);
+	snprintf(h->upstream, sizeof(h->upstream), "%s", upstream);
+}
+
+static void heard_changed(void *arg, const char *upstream)
+{
+	struct heard *h = arg;
+	h->changed++;
+	snprintf(h->upstream, sizeof(h->upstream), "%s", upstream);
+}
+
+static const struct tools_events heard_events = {heard_page, heard_changed};
+
+static void test_subscribers(void **state)
+{
+	struct fx *f = *state;
+	struct heard h = {0};
+	assert_int_equal(tools_subscribe(f->tc, &heard_events, &h), 0);
+	page(f->in, "up", LIST_REQ, "a,b", "p2");
+	page(f->in, "up", LIST_REQ_AT("p2"), "c", NULL);
+	assert_int_equal(h.pages, 2);
+	assert_int_equal(h.last_n, 1);
+	assert_string_equal(h.upstream, "up");
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'w','inputSchema':{}}]}}");
+	assert_int_equal(h.pages, 3);
+	assert_null(tget(f->tc, "up", "w"));
+	/* Not listings: a tools member of another result, one without the
+	 * shape, an error. */
+	feed(f->in, "up", INSPECT_FROM_SERVER,
+	     "{'jsonrpc':'2.0','id':1,'method':'prompts/list'}",
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'w','inputSchema':{}}]}}");
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'w'}]}}");
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'error':{'code':-32603,'message':'x'}}");
+	assert_int_equal(h.pages, 3);
+	feed(f->in, "other", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_int_equal(h.changed, 1);
+	assert_string_equal(h.upstream, "other");
+	tools_unsubscribe(f->tc, &h);
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	assert_int_equal(h.pages, 3);
+	/* Bounded. */
+	struct heard many[TOOLS_MAX_SUBSCRIBERS + 1];
+	for (size_t i = 0; i < TOOLS_MAX_SUBSCRIBERS; i++)
+		assert_int_equal(tools_subscribe(f->tc, &heard_events, &many[i]), 0);
+	assert_int_equal(tools_subscribe(f->tc, &heard_events, &many[TOOLS_MAX_SUBSCRIBERS]), -1);
+	assert_int_equal(tools_subscribe(NULL, &heard_events, &h), -1);
+	tools_unsubscribe(NULL, &h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +646,7 @@ int main(void)
 		T(test_changes),
 		T(test_listing_is_immutable),
 		T(test_sees_the_upstream_listing),
+		T(test_subscribers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
