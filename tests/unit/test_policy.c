@@ -1481,6 +1481,60 @@ static void test_glue_list_changed(void **state)
 	rig_stop(&r);
 }
 
+/* A hook between the tracker and policy withholding the tool "broken"
+ * from listings, as the contract's filter mode does. */
+static enum inspect_verdict withhold_broken(void *arg, struct inspect_msg *m)
+{
+	(void)arg;
+	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	for (size_t i = json_array_size(tools); i-- > 0;) {
+		const char *n = json_string_value(json_object_get(json_array_get(tools, i), "name"));
+		if (n && strcmp(n, "broken") == 0) {
+			json_array_remove(tools, i);
+			m->modified = 1;
+		}
+	}
+	return INSPECT_FORWARD;
+}
+
+/* The policy learns tools as the upstream listed them (from the tracker),
+ * and acts on the listing as the hooks before it left it. */
+static void test_glue_learns_the_upstream_listing(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	char err[512];
+	memset(&r, 0, sizeof(r));
+	log_setup(LOG_ERROR, 0);
+	r.up[0].name = (char *)"staging";
+	r.cfg.ups = r.up;
+	r.cfg.nups = 1;
+	r.cfg.policy = J("{}");
+	r.ctx.cfg = &r.cfg;
+	r.ctx.insp = inspect_new();
+	r.ctx.tools = tools_setup(&r.ctx, 0);
+	assert_non_null(r.ctx.tools);
+	assert_true(inspect_add(r.ctx.insp, "withhold", withhold_broken, NULL, NULL) >= 0);
+	assert_int_equal(hook_policy_setup(&r.ctx, err, sizeof(err)), 0);
+
+	x_begin(&x, "staging", NULL);
+	json_t *msg = tlist(&r, &x, "{'tools':[{'name':'ok','inputSchema':{}},{'name':'broken',"
+	                            "'inputSchema':{}}]}", NULL, NULL);
+	/* The client got the listing without it... */
+	json_t *tools = json_object_get(json_object_get(msg, "result"), "tools");
+	assert_int_equal(json_array_size(tools), 1);
+	json_decref(msg);
+	/* ...but the upstream listed it: a call is not one to an unknown tool. */
+	assert_forwarded(tcall(&r, &x, "broken", NULL));
+	assert_forwarded(tcall(&r, &x, "ok", NULL));
+	struct seen s = tcall(&r, &x, "never-listed", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+	rig_stop(&r);
+}
+
 static void test_glue_reload(void **state)
 {
 	(void)state;
@@ -2128,6 +2182,7 @@ int main(void)
 		cmocka_unit_test(test_glue_preset_calls),
 		cmocka_unit_test(test_glue_hide),
 		cmocka_unit_test(test_glue_list_changed),
+		cmocka_unit_test(test_glue_learns_the_upstream_listing),
 		cmocka_unit_test(test_glue_reload),
 		cmocka_unit_test(test_glue_memo_follows_listings),
 		cmocka_unit_test(test_glue_memo_reload),
