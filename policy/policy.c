@@ -9,7 +9,6 @@
 #include "policy/policy.h"
 
 #include <regex.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -343,24 +342,46 @@ static int json_same(const json_t *a, const json_t *b)
 	return json_equal(a, b);
 }
 
-/* 1 + this thread's slot in policy_arg.copy; 0: not given yet. */
-static atomic_uint re_slots;
-static _Thread_local unsigned re_slot;
+struct policy_rx {
+	size_t n;                /* the policy's nrx */
+	regex_t **re;            /* owned: n patterns, NULL until first used */
+};
 
-/* The compiled pattern this thread matches a's values with (see
- * policy_arg.copy). Compiled here the first time, not at load: a policy
- * does not know how many workers will use it. Slot 0 is a->re; a copy
- * that cannot be compiled (out of memory) falls back to it. */
-static const regex_t *regex_of(const struct policy_arg *a)
+struct policy_rx *policy_rx_new(const struct policy *p)
 {
-	if (!re_slot)
-		re_slot = atomic_fetch_add_explicit(&re_slots, 1, memory_order_relaxed) %
-		              POLICY_RE_COPIES + 1;
-	unsigned s = re_slot - 1;
-	if (s == 0 || !a->rx || !a->copy)
+	struct policy_rx *rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return NULL;
+	rx->n = p->nrx;
+	if (!(rx->re = calloc(rx->n ? rx->n : 1, sizeof(*rx->re)))) {
+		free(rx);
+		return NULL;
+	}
+	return rx;
+}
+
+void policy_rx_free(struct policy_rx *rx)
+{
+	if (!rx)
+		return;
+	for (size_t i = 0; i < rx->n; i++) {
+		if (rx->re[i]) {
+			regfree(rx->re[i]);
+			free(rx->re[i]);
+		}
+	}
+	free(rx->re);
+	free(rx);
+}
+
+/* The compiled pattern a's values are matched with: the caller's copy
+ * (compiled here the first time), or a->re without one (or when it cannot
+ * be compiled: out of memory). */
+static const regex_t *regex_of(const struct policy_arg *a, struct policy_rx *rx)
+{
+	if (!rx || !a->rx || a->rx_id >= rx->n)
 		return &a->re;
-	regex_t **slot = &a->copy[s];
-	regex_t *re = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	regex_t *re = rx->re[a->rx_id];
 	if (re)
 		return re;
 	if (!(re = malloc(sizeof(*re))))
@@ -369,13 +390,7 @@ static const regex_t *regex_of(const struct policy_arg *a)
 		free(re);
 		return &a->re;
 	}
-	regex_t *none = NULL;
-	if (!__atomic_compare_exchange_n(slot, &none, re, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		/* Another thread of this slot (past POLICY_RE_COPIES) was first. */
-		regfree(re);
-		free(re);
-		return none;
-	}
+	rx->re[a->rx_id] = re;
 	return re;
 }
 
@@ -431,7 +446,7 @@ static const json_t *arg_value(const struct policy_arg *a, const json_t *args)
 	return NULL;
 }
 
-static int arg_matches(const struct policy_arg *a, const json_t *args)
+static int arg_matches(const struct policy_arg *a, const json_t *args, struct policy_rx *rx)
 {
 	const json_t *v = arg_value(a, args);
 	switch (a->op) {
@@ -440,7 +455,7 @@ static int arg_matches(const struct policy_arg *a, const json_t *args)
 	case POLICY_ARG_EQUALS:
 		return v && json_same(v, a->equals);
 	case POLICY_ARG_MATCHES:
-		return v && regex_on(regex_of(a), v);
+		return v && regex_on(regex_of(a, rx), v);
 	}
 	return 0;
 }
@@ -482,10 +497,10 @@ int policy_rule_static(const struct policy *p, const struct policy_rule *r,
 	return 1;
 }
 
-int policy_rule_args(const struct policy_rule *r, const json_t *args)
+int policy_rule_args(const struct policy_rule *r, const json_t *args, struct policy_rx *rx)
 {
 	for (size_t i = 0; i < r->nargs; i++)
-		if (!arg_matches(&r->args[i], args))
+		if (!arg_matches(&r->args[i], args, rx))
 			return 0;
 	return 1;
 }
@@ -507,7 +522,7 @@ const json_t *policy_input_args(const struct policy_input *in)
 static int rule_matches(const struct policy *p, const struct policy_rule *r,
                         const struct policy_input *in, int is_call)
 {
-	return policy_rule_static(p, r, in, is_call) && policy_rule_args(r, in->args);
+	return policy_rule_static(p, r, in, is_call) && policy_rule_args(r, in->args, in->rx);
 }
 
 static void decide(struct policy_decision *out, enum policy_action action, int dry,
@@ -718,13 +733,6 @@ void policy_rule_fini(struct policy_rule *r)
 		json_decref(a->equals);
 		if (a->re_ok)
 			regfree(&a->re);
-		for (size_t k = 1; a->copy && k < POLICY_RE_COPIES; k++) {
-			if (a->copy[k]) {
-				regfree(a->copy[k]);
-				free(a->copy[k]);
-			}
-		}
-		free(a->copy);
 		free(a->rx);
 	}
 	free(r->args);

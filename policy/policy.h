@@ -43,13 +43,15 @@
 #include <stdint.h>
 #include <jansson.h>
 
+struct policy;
+struct policy_rx;
+
 #define POLICY_MAX_RULES    1000  /* rules in one policy */
 #define POLICY_MAX_PATTERNS 256   /* strings in one tool/client/upstream/method list */
 #define POLICY_MAX_WORDS    1024  /* change words */
 #define POLICY_MAX_ARGS     32    /* argument matchers in one rule */
 #define POLICY_MAX_STRING   1024  /* bytes in one pattern, word or pointer */
 #define POLICY_MAX_REGEX    4096  /* bytes in one regular expression */
-#define POLICY_RE_COPIES    32    /* threads with a compiled pattern of their own */
 #define POLICY_MAX_WORD     255   /* bytes in one word of a tool name */
 #define POLICY_MAX_NAME     64    /* bytes in a rule name */
 
@@ -85,7 +87,23 @@ struct policy_input {
 	int tool_known;         /* the tool was listed (now or in a baseline) */
 	const struct policy_hints *hints;     /* as last listed; NULL: none */
 	const struct policy_hints *baseline;  /* as pinned; NULL: no baseline */
+	/* The caller's copies of the policy's patterns (policy_rx_new for the
+	 * policy judging), or NULL: the policy's own are used. */
+	struct policy_rx *rx;
 };
+
+/* Copies of a policy's compiled patterns, for one thread. glibc's regexec
+ * holds a lock inside the compiled pattern for the whole match: threads
+ * matching with one pattern wait on each other, and one preempted
+ * mid-match stalls the rest for a scheduler tick. A caller judging from
+ * several threads (proxy/hooks/hook_policy.c) gives each thread its own
+ * policy_rx in policy_input.rx; each pattern is compiled into it at its
+ * first match. Not thread-safe: one thread uses one at a time. p is
+ * borrowed and must outlive it. Returns NULL when out of memory (then
+ * judge without: still correct). */
+struct policy_rx *policy_rx_new(const struct policy *p);
+/* Accepts NULL. */
+void policy_rx_free(struct policy_rx *rx);
 
 /* Pseudo-rule names used in decisions and statistics. */
 #define POLICY_RULE_DEFAULT "default"
@@ -107,7 +125,6 @@ struct policy_decision {
 };
 /* Strings in a decision are owned by the policy: valid while it lives. */
 
-struct policy;
 
 /* Compiles a policy from its JSON form (borrowed; nothing is kept).
  * `where` prefixes error locations ("$.policy" gives
@@ -268,17 +285,12 @@ struct policy_arg {
 	json_t *equals;     /* owned reference (EQUALS) */
 	regex_t re;         /* compiled (MATCHES) */
 	int re_ok;          /* re must be regfree'd */
-	/* glibc's regexec holds a lock inside the compiled pattern for the
-	 * whole match: workers matching with one pattern wait on each other,
-	 * and one preempted mid-match stalls the rest for a scheduler tick.
-	 * So each thread matches with a copy of its own, compiled from rx at
-	 * its first match (policy.c, regex_of); the first thread uses re.
-	 * Threads past POLICY_RE_COPIES share copies (still correct). */
-	char *rx;           /* owned: the pattern as given to regcomp */
+	/* For a caller's own copy of re (struct policy_rx): the pattern as
+	 * given to regcomp (owned; NULL when memory ran out at load: re is
+	 * then used by all), its flags, and its index in a policy_rx. */
+	char *rx;
 	int re_flags;
-	/* owned: POLICY_RE_COPIES pointers, published with atomics; NULL
-	 * (with rx) when memory ran out at load */
-	regex_t **copy;
+	size_t rx_id;
 	int exists;         /* EXISTS: 1 present, 0 absent */
 };
 
@@ -308,6 +320,7 @@ struct policy {
 	struct policy_rule_stats *stats;  /* owned: nrules + 2 */
 	char *default_tag_block, *default_tag_dry;
 	char *unknown_tag_block, *unknown_tag_dry;
+	size_t nrx;                   /* arguments with a pattern (rx_id 0..nrx-1) */
 };
 
 /* For policy_memo.c: the parts of policy_eval. policy_rule_static: the
@@ -317,7 +330,7 @@ struct policy {
  * policy_eval does for rule i, the default, an unknown tool. */
 int policy_rule_static(const struct policy *p, const struct policy_rule *r,
                        const struct policy_input *in, int is_call);
-int policy_rule_args(const struct policy_rule *r, const json_t *args);
+int policy_rule_args(const struct policy_rule *r, const json_t *args, struct policy_rx *rx);
 int policy_rule_uses_hints(const struct policy_rule *r);
 void policy_eval_from(const struct policy *p, const struct policy_input *in, int is_call,
                       size_t from, struct policy_decision *out);

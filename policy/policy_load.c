@@ -665,9 +665,8 @@ static void parse_regex(struct load *l, const json_t *v, const char *path, struc
 		return;
 	}
 	a->re_ok = 1;
-	/* Without them every thread shares re (slower, not wrong). */
+	/* Without it every thread shares re (slower, not wrong). */
 	a->rx = strdup(rx);
-	a->copy = calloc(POLICY_RE_COPIES, sizeof(*a->copy));
 	a->re_flags = flags;
 }
 
@@ -1004,6 +1003,15 @@ static void parse_words(struct load *l, const json_t *conf, const char *path, st
 	}
 }
 
+/* Each argument pattern's place in a caller's policy_rx. */
+static void number_patterns(struct policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		for (size_t k = 0; k < p->rules[i].nargs; k++)
+			if (p->rules[i].args[k].op == POLICY_ARG_MATCHES && p->rules[i].args[k].rx)
+				p->rules[i].args[k].rx_id = p->nrx++;
+}
+
 static int fill_stats(struct policy *p)
 {
 	p->stats = calloc(p->nrules + 2, sizeof(*p->stats));
@@ -1092,6 +1100,7 @@ struct policy *policy_load(const json_t *conf, const char *where, char *err, siz
 	}
 	if (l.nerr == 0 && fill_stats(p) < 0)
 		lerr(&l, where, "out of memory");
+	number_patterns(p);
 	if (l.nerr) {
 		policy_free(p);
 		return NULL;

@@ -246,7 +246,7 @@ void policy_cands_call(const struct policy *p, const struct policy_cands *c,
 			args = policy_input_args(in);
 			have_args = 1;
 		}
-		if (policy_rule_args(r, args)) {
+		if (policy_rule_args(r, args, in->rx)) {
 			policy_decide_rule(p, c->cand[i], out);
 			return;
 		}

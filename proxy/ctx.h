@@ -26,7 +26,7 @@ struct admin;
 struct hook_policy;
 struct hook_contract;
 struct sessid;
-struct toolcache;
+struct tools;
 struct peers;
 struct session_table;
 struct inbox;
@@ -81,7 +81,7 @@ struct px_ctx {
 	size_t workers_running;
 	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
 	struct sessid *sessions;      /* owned: session ids seen issued / ended */
-	struct toolcache *toolcache;  /* owned: tools as each upstream last listed them */
+	struct tools *tools;          /* owned: tools as each upstream last listed them */
 	struct peers *peers;          /* owned: open connections per client address */
 	/* SIGHUP re-reads the configuration from the same command line. */
 	int argc;

@@ -41,7 +41,7 @@
 #include "proxy/mcp/sessid.h"
 #include "proxy/mcp/sesslimit.h"
 #include "proxy/net/tls.h"
-#include "proxy/hooks/toolcache.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/mcp/session.h"
 #include "proxy/net/transport.h"
 #include "proxy/mcp/transport_sse.h"
@@ -447,7 +447,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	hook_policy_free(ctx->policy);
 	admin_free(ctx->admin);
 	inspect_free(ctx->insp);
-	toolcache_free(ctx->toolcache);
+	tools_free(ctx->tools);
 	sessid_free(ctx->sessions);
 	sesslimit_free(ctx->sesslimit);
 	peers_free(ctx->peers);
@@ -516,7 +516,7 @@ static struct px_ctx *worker_new(struct px_ctx *ctx0, unsigned id, const char *p
 	w->affinity = ctx0->affinity;
 	w->cfg = ctx0->cfg;
 	w->sessions = ctx0->sessions;
-	w->toolcache = ctx0->toolcache;
+	w->tools = ctx0->tools;
 	w->peers = ctx0->peers;
 	w->sesslimit = ctx0->sesslimit;
 	w->admin = ctx0->admin;
@@ -580,13 +580,14 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		tls_describe(ctx->tls_server, err, sizeof(err));
 		log_msg(LOG_INFO, "client listener: TLS certificate %s", err);
 	}
-	ctx->toolcache = toolcache_setup(ctx, 0);
-	if (!ctx->toolcache)
+	ctx->tools = tools_setup(ctx, 0);
+	if (!ctx->tools)
 		return -1;
-	/* Hook order: the contract checker first, so it judges the list the
-	 * upstream really sent (before policy hides tools from it); policy
-	 * next, deciding every call (the checker passes client messages
-	 * through); observers (toolcache, recorder) see everything last. */
+	/* Hook order: the tools/list tracker first, so it keeps the list the
+	 * upstream really sent; the contract checker next, judging that list
+	 * too (before policy hides tools from it); policy then, deciding
+	 * every call (the checker passes client messages through); observers
+	 * (recorder) see everything last. */
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
 		return -1;

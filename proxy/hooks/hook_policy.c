@@ -1,7 +1,8 @@
 /* hook_policy: see hook_policy.h. The glue between the message hook and
  * the pure policy in policy/: it keeps what the proxy has learnt of each
- * upstream's tools, turns a message into a policy_input, and acts on the
- * decision.
+ * upstream's tools (the pages and list_changed notifications the tools/list
+ * tracker tells it of: tracker_page, tracker_list_changed), turns a
+ * message into a policy_input, and acts on the decision.
  *
  * Threads. Every worker's exchanges come here (inspect_clone shares the
  * hook), thousands of calls a second each. Judging a call must not wait
@@ -70,6 +71,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 
@@ -298,6 +300,10 @@ struct reader {
 	uint64_t version;          /* hp->version when view was taken */
 	/* For view->g, made on first use; freed before the view goes. */
 	struct policy_memo *memo;  /* owned */
+	/* This thread's copies of view->g's patterns (policy.h, policy_rx:
+	 * glibc's regexec locks a compiled pattern while it matches, so
+	 * threads sharing one wait on each other); same lifetime as memo. */
+	struct policy_rx *rx;      /* owned */
 	/* A stand-in used under hp->lock when no reader could be allocated:
 	 * view borrowed, no memo. */
 	int fallback;
@@ -503,9 +509,11 @@ static void reader_refresh_locked(struct hook_policy *hp, struct reader *r)
 		struct view *old = r->view;
 		/* The memo borrows old's policy: it goes first, unless the new
 		 * view has the same pgen (a listing changed a table). */
-		if (r->memo && (!old || old->g != hp->view->g)) {
+		if (!old || old->g != hp->view->g) {
 			policy_memo_free(r->memo);
 			r->memo = NULL;
+			policy_rx_free(r->rx);
+			r->rx = NULL;
 		}
 		hp->view->refs++;
 		r->view = hp->view;
@@ -536,9 +544,21 @@ static struct policy_memo *reader_memo(struct reader *r, const struct pgen *g)
 	return r->memo;
 }
 
+/* r's pattern copies for g, or NULL (g is not its view's, or
+ * out of memory: the policy's own are used). */
+static struct policy_rx *reader_rx(struct reader *r, const struct pgen *g)
+{
+	if (r->fallback || g != r->view->g || !g->p)
+		return NULL;
+	if (!r->rx)
+		r->rx = policy_rx_new(g->p);
+	return r->rx;
+}
+
 static void reader_free(struct reader *r)
 {
 	policy_memo_free(r->memo);
+	policy_rx_free(r->rx);
 	if (!r->fallback)
 		view_unref(r->view);
 	free(r);
@@ -655,6 +675,7 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct reader *r, stru
 		.client = m->where->client_name,
 		.upstream = m->where->upstream,
 		.args = params,
+		.rx = reader_rx(r, g),
 	};
 	int is_call = m->dir == INSPECT_FROM_CLIENT && strcmp(method, "tools/call") == 0;
 
@@ -724,35 +745,6 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct reader *r, stru
 }
 
 /* ---- tools/list results ------------------------------------------------------------ */
-
-/* The tools array of a tools/list result, or NULL. Known by the request
- * it answers when that came in the same exchange; otherwise (replies on
- * another stream) by its shape: a non-empty array of tool objects, each
- * with a string name and an inputSchema object. */
-static json_t *listed_tools(const struct inspect_msg *m)
-{
-	/* The request first: one lookup rules out the results of every
-	 * other method (the two tests commute). */
-	if (m->request) {
-		const char *rm = m->request_method;
-		if (!rm || strcmp(rm, "tools/list") != 0)
-			return NULL;
-	}
-	json_t *tools = MEMBER(MEMBER(m->msg, "result"), "tools");
-	if (!json_is_array(tools))
-		return NULL;
-	if (m->request)
-		return tools;
-	if (json_array_size(tools) == 0)
-		return NULL;
-	for (size_t i = 0; i < json_array_size(tools); i++) {
-		const json_t *t = json_array_get(tools, i);
-		if (!json_is_string(json_object_get(t, "name")) ||
-		    !json_is_object(json_object_get(t, "inputSchema")))
-			return NULL;
-	}
-	return tools;
-}
 
 /* A private table holding cur (published, NULL: none) with a listing's
  * tools added, or NULL when the listing changes nothing (the usual case:
@@ -919,15 +911,39 @@ static struct pgen *policy_for(struct hook_policy *hp, struct reader *r, struct 
 	return g;
 }
 
-/* A tools/list result. Under hp->lock. */
+/* tools_events.page: the tracker (proxy/hooks/tools.h) took in a page of
+ * the upstream's, before any hook changed it. */
+static void tracker_page(void *arg, const char *upstream, const json_t *tools)
+{
+	struct hook_policy *hp = arg;
+	pthread_mutex_lock(&hp->lock);
+	long i = up_get(hp, upstream);
+	if (i >= 0)
+		remember(hp, (size_t)i, tools);
+	pthread_mutex_unlock(&hp->lock);
+}
+
+/* tools_events.list_changed: the next listing replaces the tools kept. */
+static void tracker_list_changed(void *arg, const char *upstream)
+{
+	struct hook_policy *hp = arg;
+	pthread_mutex_lock(&hp->lock);
+	long i = up_get(hp, upstream);
+	if (i >= 0)
+		hp->ups[i].stale = 1;
+	pthread_mutex_unlock(&hp->lock);
+}
+
+static const struct tools_events tracker_events = {tracker_page, tracker_list_changed};
+
+/* A tools/list result, as the hooks before this one left it (its page was
+ * remembered by tracker_page already). Under hp->lock. */
 static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
                                        struct inspect_msg *m, json_t *tools)
 {
 	stat_add(&hp->stats.listings, 1);
 	long i = up_get(hp, m->where->upstream);
-	if (i >= 0)
-		remember(hp, (size_t)i, tools);
-	reader_refresh_locked(hp, r);  /* hide with what was just remembered */
+	reader_refresh_locked(hp, r);  /* hide with what was remembered */
 	struct pgen *g = policy_for(hp, r, m);
 	if (g && policy_may_hide(g->p))
 		hide_tools(hp, r, g, i >= 0 && (size_t)i < r->view->nups ? &r->view->ups[i] : NULL,
@@ -935,28 +951,16 @@ static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
 	return INSPECT_FORWARD;
 }
 
-/* A request or notification, judged with r's view. locked: hp->lock is
- * held (the fallback reader). */
+/* A request or notification, judged with r's view. (A list_changed was
+ * heard from the tracker already: tracker_list_changed.) */
 static enum inspect_verdict on_request(struct hook_policy *hp, struct reader *r,
-                                       struct inspect_msg *m, int locked)
+                                       struct inspect_msg *m)
 {
 	struct pgen *g = policy_for(hp, r, m);
-	if (!g && m->dir == INSPECT_FROM_CLIENT)
-		return INSPECT_FORWARD;  /* no policy: nothing to judge, nothing to learn */
+	if (!g)
+		return INSPECT_FORWARD;  /* no policy: nothing to judge */
 	const char *method = m->method; /* read once for every hook */
 	if (!method)
-		return INSPECT_FORWARD;
-	if (m->dir == INSPECT_FROM_SERVER &&
-	    strcmp(method, "notifications/tools/list_changed") == 0) {
-		if (!locked)
-			pthread_mutex_lock(&hp->lock);
-		long i = up_get(hp, m->where->upstream);
-		if (i >= 0)
-			hp->ups[i].stale = 1;
-		if (!locked)
-			pthread_mutex_unlock(&hp->lock);
-	}
-	if (!g)
 		return INSPECT_FORWARD;
 	return judge(hp, r, g, m, method);
 }
@@ -967,10 +971,10 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	json_t *tools = NULL;
 
 	/* What needs no shared state is sorted out first: a result is ours
-	 * only when it lists tools (listed_tools reads the message alone), an
+	 * only when it lists tools (tools_page_of reads the message alone), an
 	 * error never. */
 	if (m->dir == INSPECT_FROM_SERVER && m->kind == JRPC_RESULT) {
-		if (!(tools = listed_tools(m)))
+		if (!(tools = tools_page_of(m)))
 			return INSPECT_FORWARD;
 	} else if (m->kind != JRPC_REQUEST && m->kind != JRPC_NOTIFICATION) {
 		return INSPECT_FORWARD;
@@ -978,7 +982,7 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	struct reader *r = reader_of(hp);
 	if (r && !tools) {
 		reader_sync(hp, r);
-		return on_request(hp, r, m, 0);
+		return on_request(hp, r, m);
 	}
 	/* A listing, or no reader (out of memory): under the lock. */
 	struct reader stand_in = {.fallback = 1};
@@ -987,7 +991,7 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	if (!r)
 		r = &stand_in;
 	reader_refresh_locked(hp, r);
-	v = tools ? on_listing(hp, r, m, tools) : on_request(hp, r, m, 1);
+	v = tools ? on_listing(hp, r, m, tools) : on_request(hp, r, m);
 	pthread_mutex_unlock(&hp->lock);
 	return v;
 }
@@ -1185,6 +1189,13 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		return -1;
 	}
 	inspect_set_uninspected(ctx->insp, hp->slot, policy_uninspected_ok);
+	/* The tools it judges by come from the tracker, which main sets up
+	 * first. */
+	if (tools_subscribe(ctx->tools, &tracker_events, hp) < 0) {
+		hook_policy_free(hp);
+		snprintf(err, errlen, "policy: no tools/list tracker to learn the tools from");
+		return -1;
+	}
 	ctx->policy = hp;
 	return 0;
 }
@@ -1227,6 +1238,9 @@ void hook_policy_free(struct hook_policy *hp)
 {
 	if (!hp)
 		return;
+	/* Before the tracker (ctx teardown frees it after this). */
+	if (hp->ctx)
+		tools_unsubscribe(hp->ctx->tools, hp);
 	/* No worker runs any more: the readers' views go with them. */
 	while (hp->readers) {
 		struct reader *r = hp->readers;

@@ -4,7 +4,10 @@
  *   - remembers, per upstream, the tools each tools/list result lists
  *     (name -> annotation hints; pages accumulate; a
  *     notifications/tools/list_changed marks the list stale and the next
- *     listing replaces it), at most HOOK_POLICY_MAX_TOOLS per upstream;
+ *     listing replaces it), at most HOOK_POLICY_MAX_TOOLS per upstream,
+ *     as the tools/list tracker (proxy/hooks/tools.h, which must be in
+ *     ctx->tools) hears them from the upstream: before a hook ahead of
+ *     this one (the contract) withholds tools or fails the listing;
  *   - judges every client->server request and notification that carries a
  *     method, and server->client ones for the rules that name a method:
  *       deny/hide  a request gets a JSON-RPC error (HOOK_POLICY_ERROR_CODE,

@@ -20,7 +20,7 @@
  * (mirror_era_of), checks the headers of a 2026-era request
  * (mirror_check), and maps the proxy's own errors onto codes the request's
  * era allows (mirror_proxy_code / mirror_proxy_error). It does not look the
- * tool up (the caller passes it: see toolcache.h), rewrite headers, or
+ * tool up (the caller passes it: see proxy/hooks/tools.h), rewrite headers, or
  * validate the _meta envelope itself (a missing clientCapabilities is the
  * upstream's -32602 to give).
  */

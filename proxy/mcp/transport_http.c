@@ -51,7 +51,7 @@
 #include "proxy/mcp/sessid.h"
 #include "proxy/mcp/sesslimit.h"
 #include "proxy/base/sse.h"
-#include "proxy/hooks/toolcache.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/net/transport.h"
 #include "proxy/mcp/transport_sse.h"
 #include "proxy/net/upstream.h"
@@ -459,7 +459,7 @@ static int check_mirrored_headers(struct exchange *ex, enum mirror_era era)
 	if (era != MIRROR_ERA_2026)
 		return 0;
 	const char *tool = json_is_object(ex->body) ? jrpc_tool_name(ex->body) : NULL;
-	json_t *def = tool ? toolcache_get(ex->ctx->toolcache, ex->uc->name, tool) : NULL;
+	json_t *def = tool ? tools_get(ex->ctx->tools, ex->uc->name, tool) : NULL;
 	int rc = mirror_check(ex->req, ex->body, def, &r);
 	json_decref(def);
 	if (rc == 0)

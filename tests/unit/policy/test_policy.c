@@ -25,6 +25,7 @@
 #include "proxy/ctx.h"
 #include "proxy/hooks/hook_policy.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 
@@ -426,22 +427,30 @@ static void test_args(void **state)
 
 /* glibc's regexec locks the compiled pattern for the whole match, so
  * workers matching with one copy queued behind each other (and behind one
- * preempted mid-match). Each thread now matches with a copy of its own:
- * four threads deciding at once get the same answers as one, and leave
- * four copies besides the first thread's (which is the loaded pattern);
- * policy_free frees them (valgrind's leak check; TSan for their
- * publication). */
+ * preempted mid-match). A caller gives each thread a policy_rx of its own
+ * (policy_input.rx): four threads deciding at once, each with its own,
+ * get the same answers as one; each set compiles its own copy at its
+ * first match and policy_rx_free frees it (valgrind's leak check). */
 #define RX_THREADS 4
 static void *rx_thread(void *arg)
 {
 	const struct policy *p = arg;
+	struct policy_rx *rx = policy_rx_new(p);
+	if (!rx)
+		return (void *)1;
 	for (int i = 0; i < 200; i++) {
-		struct policy_decision d = callx(p, "q", NULL, NULL,
-		                                 i % 2 ? "{'sql':'x; DROP  table t'}" : "{'sql':'dropped'}",
-		                                 NULL, NULL);
-		if (d.action != (i % 2 ? POLICY_DENY : POLICY_ALLOW))
+		json_t *args = J(i % 2 ? "{'sql':'x; DROP  table t'}" : "{'sql':'dropped'}");
+		struct policy_input in = {.method = "tools/call", .tool = "q", .args = args,
+		                          .tool_known = 1, .rx = rx};
+		struct policy_decision d;
+		policy_eval(p, &in, &d);
+		json_decref(args);
+		if (d.action != (i % 2 ? POLICY_DENY : POLICY_ALLOW)) {
+			policy_rx_free(rx);
 			return (void *)1;
+		}
 	}
+	policy_rx_free(rx);
 	return NULL;
 }
 
@@ -450,8 +459,7 @@ static void test_regex_copy_per_thread(void **state)
 	(void)state;
 	struct policy *p = P("{'rules':[{'name':'drop','match':{'args':[{'pointer':'/sql',"
 	                     "'matches':'(?i)drop\\\\s+table'}]},'action':'deny'}]}");
-	/* This thread first: it may be the one that matches with the loaded
-	 * pattern itself. */
+	/* Without a policy_rx: the loaded pattern itself. */
 	assert_decision(callx(p, "q", NULL, NULL, "{'sql':'DROP TABLE x'}", NULL, NULL),
 	                POLICY_DENY, "drop");
 	pthread_t th[RX_THREADS];
@@ -462,17 +470,19 @@ static void test_regex_copy_per_thread(void **state)
 		assert_int_equal(pthread_join(th[i], &bad), 0);
 		assert_null(bad);
 	}
-	const struct policy_arg *a = &p->rules[0].args[0];
-	assert_non_null(a->copy);
-	size_t copies = 0;
-	for (size_t k = 1; k < POLICY_RE_COPIES; k++) {
-		for (size_t j = 1; j < k && a->copy[k]; j++)
-			assert_ptr_not_equal(a->copy[j], a->copy[k]);
-		copies += a->copy[k] != NULL;
-	}
-	/* The threads' slots come from one counter, taken in turn: four of
-	 * them, at most one of which wrapped round to the loaded pattern. */
-	assert_true(copies >= RX_THREADS - 1);
+	assert_int_equal(p->nrx, 1);
+	/* A policy without patterns: a set with nothing in it, still correct. */
+	struct policy *q = P("{'rules':[{'name':'r','match':{'tool':'x'},'action':'deny'}]}");
+	struct policy_rx *rx = policy_rx_new(q);
+	assert_non_null(rx);
+	assert_int_equal(q->nrx, 0);
+	struct policy_input in = {.method = "tools/call", .tool = "x", .tool_known = 1, .rx = rx};
+	struct policy_decision d;
+	policy_eval(q, &in, &d);
+	assert_decision(d, POLICY_DENY, "r");
+	policy_rx_free(rx);
+	policy_rx_free(NULL);
+	policy_free(q);
 	policy_free(p);
 }
 
@@ -1144,6 +1154,9 @@ static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *ba
 	r->ctx.cfg = &r->cfg;
 	r->ctx.insp = inspect_new();
 	assert_non_null(r->ctx.insp);
+	/* As main does: the tracker the hook learns tools from, first. */
+	r->ctx.tools = tools_setup(&r->ctx, 0);
+	assert_non_null(r->ctx.tools);
 	if (hook_policy_setup(&r->ctx, err, sizeof(err)) < 0)
 		fail_msg("hook_policy_setup: %s", err);
 	assert_non_null(r->ctx.policy);
@@ -1153,6 +1166,7 @@ static void rig_stop(struct rig *r)
 {
 	hook_policy_free(r->ctx.policy);
 	inspect_free(r->ctx.insp);
+	tools_free(r->ctx.tools);
 	json_decref(r->cfg.policy);
 	json_decref(r->up[0].contract);
 }
@@ -1461,6 +1475,60 @@ static void test_glue_list_changed(void **state)
 	                          "'inputSchema':{}}]}", NULL, NULL));
 	assert_forwarded(tcall(&r, &x, "d", NULL));
 	s = tcall(&r, &x, "a", NULL);
+	assert_refused(s, "unknown-tool", "deny");
+	json_decref(s.answer);
+	x_end(&r, &x);
+	rig_stop(&r);
+}
+
+/* A hook between the tracker and policy withholding the tool "broken"
+ * from listings, as the contract's filter mode does. */
+static enum inspect_verdict withhold_broken(void *arg, struct inspect_msg *m)
+{
+	(void)arg;
+	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	for (size_t i = json_array_size(tools); i-- > 0;) {
+		const char *n = json_string_value(json_object_get(json_array_get(tools, i), "name"));
+		if (n && strcmp(n, "broken") == 0) {
+			json_array_remove(tools, i);
+			m->modified = 1;
+		}
+	}
+	return INSPECT_FORWARD;
+}
+
+/* The policy learns tools as the upstream listed them (from the tracker),
+ * and acts on the listing as the hooks before it left it. */
+static void test_glue_learns_the_upstream_listing(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	char err[512];
+	memset(&r, 0, sizeof(r));
+	log_setup(LOG_ERROR, 0);
+	r.up[0].name = (char *)"staging";
+	r.cfg.ups = r.up;
+	r.cfg.nups = 1;
+	r.cfg.policy = J("{}");
+	r.ctx.cfg = &r.cfg;
+	r.ctx.insp = inspect_new();
+	r.ctx.tools = tools_setup(&r.ctx, 0);
+	assert_non_null(r.ctx.tools);
+	assert_true(inspect_add(r.ctx.insp, "withhold", withhold_broken, NULL, NULL) >= 0);
+	assert_int_equal(hook_policy_setup(&r.ctx, err, sizeof(err)), 0);
+
+	x_begin(&x, "staging", NULL);
+	json_t *msg = tlist(&r, &x, "{'tools':[{'name':'ok','inputSchema':{}},{'name':'broken',"
+	                            "'inputSchema':{}}]}", NULL, NULL);
+	/* The client got the listing without it... */
+	json_t *tools = json_object_get(json_object_get(msg, "result"), "tools");
+	assert_int_equal(json_array_size(tools), 1);
+	json_decref(msg);
+	/* ...but the upstream listed it: a call is not one to an unknown tool. */
+	assert_forwarded(tcall(&r, &x, "broken", NULL));
+	assert_forwarded(tcall(&r, &x, "ok", NULL));
+	struct seen s = tcall(&r, &x, "never-listed", NULL);
 	assert_refused(s, "unknown-tool", "deny");
 	json_decref(s.answer);
 	x_end(&r, &x);
@@ -2114,6 +2182,7 @@ int main(void)
 		cmocka_unit_test(test_glue_preset_calls),
 		cmocka_unit_test(test_glue_hide),
 		cmocka_unit_test(test_glue_list_changed),
+		cmocka_unit_test(test_glue_learns_the_upstream_listing),
 		cmocka_unit_test(test_glue_reload),
 		cmocka_unit_test(test_glue_memo_follows_listings),
 		cmocka_unit_test(test_glue_memo_reload),

@@ -1,4 +1,4 @@
-/* Unit tests for proxy/hooks/toolcache.c, through the public API only: the cache
+/* Unit tests for proxy/hooks/tools.c, through the public API only: the tracker
  * is attached to a real message hook (inspect_new) and fed the messages
  * the proxy would hand it, so the observer path is the one under test.
  *
@@ -18,7 +18,7 @@
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jsonrpc.h"
-#include "proxy/hooks/toolcache.h"
+#include "proxy/hooks/tools.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -39,7 +39,7 @@ static json_t *J(const char *text)
 
 struct fx {
 	struct inspect *in;
-	struct toolcache *tc;
+	struct tools *tc;
 };
 
 static int setup(void **state)
@@ -47,10 +47,10 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
 	f->in = inspect_new();
-	f->tc = toolcache_new(0);
+	f->tc = tools_new(0);
 	assert_non_null(f->in);
 	assert_non_null(f->tc);
-	assert_int_equal(toolcache_attach(f->tc, f->in), 0);
+	assert_int_equal(tools_attach(f->tc, f->in), 0);
 	*state = f;
 	return 0;
 }
@@ -59,7 +59,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	inspect_free(f->in);
-	toolcache_free(f->tc);
+	tools_free(f->tc);
 	free(f);
 	return 0;
 }
@@ -127,19 +127,19 @@ static const char *header_of(const json_t *tool)
 		"x-mcp-header"));
 }
 
-/* toolcache_get returns a new reference; these tests only look at a tool
+/* tools_get returns a new reference; these tests only look at a tool
  * while the cache still holds it too. */
-static const json_t *tget(struct toolcache *tc, const char *upstream, const char *tool)
+static const json_t *tget(struct tools *tc, const char *upstream, const char *tool)
 {
-	json_t *t = toolcache_get(tc, upstream, tool);
+	json_t *t = tools_get(tc, upstream, tool);
 	json_decref(t);
 	return t;
 }
 
-static struct toolcache_stats stats(struct toolcache *tc, const char *upstream)
+static struct tools_stats stats(struct tools *tc, const char *upstream)
 {
-	struct toolcache_stats s;
-	assert_int_equal(toolcache_stats(tc, upstream, &s), 0);
+	struct tools_stats s;
+	assert_int_equal(tools_stats(tc, upstream, &s), 0);
 	return s;
 }
 
@@ -157,13 +157,13 @@ static void test_single_page(void **state)
 	assert_non_null(tget(f->tc, "up", "b"));
 	assert_null(tget(f->tc, "up", "c"));
 	assert_null(tget(f->tc, "other", "a"));
-	struct toolcache_stats s = stats(f->tc, "up");
+	struct tools_stats s = stats(f->tc, "up");
 	assert_int_equal(s.tools, 2);
 	assert_int_equal(s.listings, 1);
 	assert_int_equal(s.pages, 1);
 	assert_false(s.listing);
 	assert_false(s.stale);
-	assert_int_equal(toolcache_stats(f->tc, "other", &s), -1);
+	assert_int_equal(tools_stats(f->tc, "other", &s), -1);
 }
 
 static void test_pages_accumulate(void **state)
@@ -179,7 +179,7 @@ static void test_pages_accumulate(void **state)
 		char name[2] = {*n, 0};
 		assert_non_null(tget(f->tc, "up", name));
 	}
-	struct toolcache_stats s = stats(f->tc, "up");
+	struct tools_stats s = stats(f->tc, "up");
 	assert_int_equal(s.tools, 4);
 	assert_int_equal(s.pages, 3);
 	assert_int_equal(s.listings, 1);
@@ -240,10 +240,10 @@ static void test_list_changed_marks_stale(void **state)
 	/* Stale, but still the best knowledge. */
 	assert_non_null(tget(f->tc, "up", "a"));
 	/* Another upstream's notification is not this one's. */
-	assert_int_equal(toolcache_stats(f->tc, "other", &(struct toolcache_stats){0}), -1);
+	assert_int_equal(tools_stats(f->tc, "other", &(struct tools_stats){0}), -1);
 	feed(f->in, "other", INSPECT_FROM_SERVER, NULL,
 	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
-	assert_int_equal(toolcache_stats(f->tc, "other", &(struct toolcache_stats){0}), -1);
+	assert_int_equal(tools_stats(f->tc, "other", &(struct tools_stats){0}), -1);
 	/* A half-done listing does not make it fresh; a whole one does. */
 	page(f->in, "up", LIST_REQ, "a,b", "p2");
 	assert_true(stats(f->tc, "up").stale);
@@ -317,11 +317,11 @@ static void test_cap_tools(void **state)
 {
 	(void)state;
 	struct inspect *in = inspect_new();
-	struct toolcache *tc = toolcache_new(3);
-	assert_int_equal(toolcache_attach(tc, in), 0);
+	struct tools *tc = tools_new(3);
+	assert_int_equal(tools_attach(tc, in), 0);
 	page(in, "up", LIST_REQ, "a,b", "p2");
 	page(in, "up", LIST_REQ_AT("p2"), "c,d,e", NULL);
-	struct toolcache_stats s = stats(tc, "up");
+	struct tools_stats s = stats(tc, "up");
 	assert_int_equal(s.tools, 3);
 	assert_int_equal(s.dropped, 2);
 	assert_non_null(tget(tc, "up", "c"));
@@ -336,36 +336,36 @@ static void test_cap_tools(void **state)
 	page(in, "up", LIST_REQ_AT("p9"), "y", NULL);
 	assert_null(tget(tc, "up", "y"));
 	inspect_free(in);
-	toolcache_free(tc);
+	tools_free(tc);
 }
 
 static void test_cap_upstreams(void **state)
 {
 	struct fx *f = *state;
 	char name[32];
-	for (int i = 0; i < TOOLCACHE_MAX_UPSTREAMS; i++) {
+	for (int i = 0; i < TOOLS_MAX_UPSTREAMS; i++) {
 		snprintf(name, sizeof(name), "up%d", i);
 		page(f->in, name, LIST_REQ, "a", NULL);
 	}
 	page(f->in, "one-too-many", LIST_REQ, "a", NULL);
 	assert_null(tget(f->tc, "one-too-many", "a"));
 	assert_non_null(tget(f->tc, "up0", "a"));
-	snprintf(name, sizeof(name), "up%d", TOOLCACHE_MAX_UPSTREAMS - 1);
+	snprintf(name, sizeof(name), "up%d", TOOLS_MAX_UPSTREAMS - 1);
 	assert_non_null(tget(f->tc, name, "a"));
 }
 
 static void test_null_arguments(void **state)
 {
 	(void)state;
-	struct toolcache_stats s;
+	struct tools_stats s;
 	assert_null(tget(NULL, "up", "a"));
-	struct toolcache *tc = toolcache_new(0);
+	struct tools *tc = tools_new(0);
 	assert_null(tget(tc, NULL, "a"));
 	assert_null(tget(tc, "up", NULL));
-	assert_int_equal(toolcache_stats(NULL, "up", &s), -1);
-	assert_int_equal(toolcache_stats(tc, NULL, &s), -1);
-	toolcache_free(tc);
-	toolcache_free(NULL);
+	assert_int_equal(tools_stats(NULL, "up", &s), -1);
+	assert_int_equal(tools_stats(tc, NULL, &s), -1);
+	tools_free(tc);
+	tools_free(NULL);
 }
 
 static enum inspect_verdict noop(void *arg, struct inspect_msg *m)
@@ -380,18 +380,18 @@ static void test_setup_on_ctx(void **state)
 	(void)state;
 	struct px_ctx ctx = {0};
 	ctx.insp = inspect_new();
-	struct toolcache *tc = toolcache_setup(&ctx, 0);
+	struct tools *tc = tools_setup(&ctx, 0);
 	assert_non_null(tc);
 	page(ctx.insp, "up", LIST_REQ, "a", NULL);
 	assert_non_null(tget(tc, "up", "a"));
 	inspect_free(ctx.insp);
-	toolcache_free(tc);
+	tools_free(tc);
 
 	/* No hook slot left: NULL, nothing leaked. */
 	ctx.insp = inspect_new();
 	for (int i = 0; i < INSPECT_MAX_HOOKS; i++)
 		assert_true(inspect_add(ctx.insp, "filler", noop, NULL, NULL) >= 0);
-	assert_null(toolcache_setup(&ctx, 0));
+	assert_null(tools_setup(&ctx, 0));
 	inspect_free(ctx.insp);
 }
 
@@ -434,7 +434,7 @@ static void test_same_bytes_keep_the_listing(void **state)
 	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
 	assert_true(stats(f->tc, "up").stale);
 	feed_raw(f->in, r1);
-	struct toolcache_stats s = stats(f->tc, "up");
+	struct tools_stats s = stats(f->tc, "up");
 	assert_int_equal(s.listings, 2);
 	assert_int_equal(s.pages, 2);
 	assert_false(s.stale);
@@ -450,6 +450,180 @@ static void test_same_bytes_keep_the_listing(void **state)
 	feed_raw(f->in, r1);
 	assert_string_equal(header_of(tget(f->tc, "up", "a")), "One");
 	assert_null(tget(f->tc, "up", "b"));
+}
+
+/* Cursors followed from a listing's first page: one leading back to a
+ * page already seen is a loop; the same page fetched again by a second
+ * client is not. */
+static void test_cursor_loop(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a", "c1");
+	page(f->in, "up", LIST_REQ_AT("c1"), "b", "c2");
+	/* Another client fetching page 2 again: the same edge, no loop. */
+	page(f->in, "up", LIST_REQ_AT("c1"), "b", "c2");
+	assert_false(stats(f->tc, "up").looping);
+	/* Page 3 leads back to page 2. */
+	page(f->in, "up", LIST_REQ_AT("c2"), "c", "c1");
+	struct tools_stats s = stats(f->tc, "up");
+	assert_true(s.looping);
+	assert_true(s.listing);
+	assert_int_equal(s.loops, 1);
+	assert_int_equal(s.listings, 0);
+	/* Counted once per listing; its pages are still what lookups find. */
+	page(f->in, "up", LIST_REQ_AT("c1"), "b", "c2");
+	assert_int_equal(stats(f->tc, "up").loops, 1);
+	assert_non_null(tget(f->tc, "up", "c"));
+	assert_null(tools_listing(f->tc, "up", NULL));
+	/* A new listing starts afresh. */
+	page(f->in, "up", LIST_REQ, "a", "c1");
+	assert_false(stats(f->tc, "up").looping);
+	page(f->in, "up", LIST_REQ_AT("c1"), "b", NULL);
+	s = stats(f->tc, "up");
+	assert_false(s.looping);
+	assert_int_equal(s.listings, 1);
+	/* A cursor to itself on a listing's first continuation. */
+	page(f->in, "self", LIST_REQ, "a", "c1");
+	page(f->in, "self", LIST_REQ_AT("c1"), "b", "c1");
+	assert_int_equal(stats(f->tc, "self").loops, 1);
+}
+
+/* changes counts listings with other tools than the one before, whatever
+ * the path (one page with or without its bytes, pages, a merged page). */
+static void test_changes(void **state)
+{
+	struct fx *f = *state;
+	uint64_t changes = 99;
+	assert_null(tools_listing(f->tc, "up", &changes));
+	assert_int_equal(changes, 0);
+	page(f->in, "up", LIST_REQ, "a,b", NULL);
+	assert_int_equal(stats(f->tc, "up").changes, 1);
+	page(f->in, "up", LIST_REQ, "a,b", NULL);
+	assert_int_equal(stats(f->tc, "up").changes, 1);
+	page(f->in, "up", LIST_REQ, "a", "p2");
+	page(f->in, "up", LIST_REQ_AT("p2"), "b", NULL);
+	assert_int_equal(stats(f->tc, "up").changes, 1);
+	assert_int_equal(stats(f->tc, "up").listings, 3);
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	assert_int_equal(stats(f->tc, "up").changes, 2);
+	page(f->in, "up", LIST_REQ_AT("p2"), "a", NULL);
+	assert_int_equal(stats(f->tc, "up").changes, 2);
+	page(f->in, "up", LIST_REQ_AT("p2"), "z", NULL);
+	assert_int_equal(stats(f->tc, "up").changes, 3);
+	json_t *l = tools_listing(f->tc, "up", &changes);
+	assert_non_null(l);
+	assert_int_equal(changes, 3);
+	assert_int_equal(json_object_size(l), 2);
+	json_decref(l);
+}
+
+/* A listing handed out is never changed afterwards: later pages and
+ * listings make new tables. */
+static void test_listing_is_immutable(void **state)
+{
+	struct fx *f = *state;
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	json_t *l = tools_listing(f->tc, "up", NULL);
+	assert_non_null(l);
+	page(f->in, "up", LIST_REQ_AT("p2"), "b", NULL);
+	page(f->in, "up", LIST_REQ, "c", "p3");
+	page(f->in, "up", LIST_REQ_AT("p3"), "d", NULL);
+	assert_int_equal(json_object_size(l), 1);
+	assert_non_null(json_object_get(l, "a"));
+	json_decref(l);
+	l = tools_listing(f->tc, "up", NULL);
+	assert_int_equal(json_object_size(l), 2);
+	assert_non_null(json_object_get(l, "d"));
+	json_decref(l);
+}
+
+/* A hook after the tracker that withholds a tool (as the contract's
+ * filter mode or a policy hide rule do): the tracker keeps what the
+ * upstream listed. */
+static enum inspect_verdict withhold_all(void *arg, struct inspect_msg *m)
+{
+	(void)arg;
+	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	if (json_is_array(tools) && json_array_size(tools)) {
+		json_array_clear(tools);
+		m->modified = 1;
+	}
+	return INSPECT_FORWARD;
+}
+
+static void test_sees_the_upstream_listing(void **state)
+{
+	struct fx *f = *state;
+	assert_true(inspect_add(f->in, "withhold", withhold_all, NULL, NULL) >= 0);
+	page(f->in, "up", LIST_REQ, "a,b", NULL);
+	assert_non_null(tget(f->tc, "up", "a"));
+	assert_int_equal(stats(f->tc, "up").tools, 2);
+}
+
+/* Subscribers hear of every page (also one without its request, known by
+ * its shape, which the tracker itself does not take in) and of every
+ * list_changed; not of other results; no more once unsubscribed. */
+struct heard {
+	int pages, changed;
+	size_t last_n;
+	char upstream[16];
+};
+
+static void heard_page(void *arg, const char *upstream, const json_t *tools)
+{
+	struct heard *h = arg;
+	h->pages++;
+	h->last_n = json_array_size(tools);
+	snprintf(h->upstream, sizeof(h->upstream), "%s", upstream);
+}
+
+static void heard_changed(void *arg, const char *upstream)
+{
+	struct heard *h = arg;
+	h->changed++;
+	snprintf(h->upstream, sizeof(h->upstream), "%s", upstream);
+}
+
+static const struct tools_events heard_events = {heard_page, heard_changed};
+
+static void test_subscribers(void **state)
+{
+	struct fx *f = *state;
+	struct heard h = {0};
+	assert_int_equal(tools_subscribe(f->tc, &heard_events, &h), 0);
+	page(f->in, "up", LIST_REQ, "a,b", "p2");
+	page(f->in, "up", LIST_REQ_AT("p2"), "c", NULL);
+	assert_int_equal(h.pages, 2);
+	assert_int_equal(h.last_n, 1);
+	assert_string_equal(h.upstream, "up");
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'w','inputSchema':{}}]}}");
+	assert_int_equal(h.pages, 3);
+	assert_null(tget(f->tc, "up", "w"));
+	/* Not listings: a tools member of another result, one without the
+	 * shape, an error. */
+	feed(f->in, "up", INSPECT_FROM_SERVER,
+	     "{'jsonrpc':'2.0','id':1,'method':'prompts/list'}",
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'w','inputSchema':{}}]}}");
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'w'}]}}");
+	feed(f->in, "up", INSPECT_FROM_SERVER, LIST_REQ,
+	     "{'jsonrpc':'2.0','id':1,'error':{'code':-32603,'message':'x'}}");
+	assert_int_equal(h.pages, 3);
+	feed(f->in, "other", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_int_equal(h.changed, 1);
+	assert_string_equal(h.upstream, "other");
+	tools_unsubscribe(f->tc, &h);
+	page(f->in, "up", LIST_REQ, "a", NULL);
+	assert_int_equal(h.pages, 3);
+	/* Bounded. */
+	struct heard many[TOOLS_MAX_SUBSCRIBERS + 1];
+	for (size_t i = 0; i < TOOLS_MAX_SUBSCRIBERS; i++)
+		assert_int_equal(tools_subscribe(f->tc, &heard_events, &many[i]), 0);
+	assert_int_equal(tools_subscribe(f->tc, &heard_events, &many[TOOLS_MAX_SUBSCRIBERS]), -1);
+	assert_int_equal(tools_subscribe(NULL, &heard_events, &h), -1);
+	tools_unsubscribe(NULL, &h);
 }
 
 int main(void)
@@ -468,6 +642,11 @@ int main(void)
 		cmocka_unit_test(test_null_arguments),
 		cmocka_unit_test(test_setup_on_ctx),
 		T(test_same_bytes_keep_the_listing),
+		T(test_cursor_loop),
+		T(test_changes),
+		T(test_listing_is_immutable),
+		T(test_sees_the_upstream_listing),
+		T(test_subscribers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,511 @@
+/* tools: see tools.h.
+ *
+ * One entry per upstream name, in a small array searched linearly (there
+ * are as many entries as configured upstreams):
+ *
+ *   entry ─┬─ tools    {name: tool, …}  last complete listing (owned;
+ *          │                            never changed once installed)
+ *          ├─ pending  {name: tool, …}  listing being paged in, or NULL
+ *          └─ cursors  {cursor: next}   the pending listing's cursor
+ *                                       chain ("" for its first page)
+ *
+ * Lookups try pending, then tools. A listing's last page swaps pending
+ * into tools (install()).
+ */
+#include "proxy/hooks/tools.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/ctx.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/log.h"
+
+struct tools_entry {
+	char *upstream;          /* owned copy of the name */
+	json_t *tools;           /* owned: name -> tool (references) */
+	json_t *pending;         /* owned, or NULL */
+	json_t *cursors;         /* owned while pending pages in from its start, or NULL */
+	int stale;
+	int looping;             /* cursors lead in a circle */
+	int warned;              /* the cap was logged for this listing */
+	uint64_t listings, changes, pages, dropped, loops;
+	/* The bytes of the last one-page listing's result, as the upstream
+	 * sent them: the same bytes again change nothing (owned, or NULL). */
+	char *raw;
+	size_t raw_len;
+};
+
+/* Shared by every worker: the hook and each entry point take the lock. */
+struct tools {
+	pthread_mutex_t lock;
+	size_t max_tools;
+	struct tools_entry entries[TOOLS_MAX_UPSTREAMS];
+	size_t n;
+	struct {
+		const struct tools_events *ev;
+		void *arg;
+	} subs[TOOLS_MAX_SUBSCRIBERS];
+	size_t nsubs;
+};
+
+struct tools *tools_new(size_t max_tools)
+{
+	struct tools *tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return NULL;
+	if (pthread_mutex_init(&tr->lock, NULL) != 0) {
+		free(tr);
+		return NULL;
+	}
+	tr->max_tools = max_tools ? max_tools : TOOLS_MAX_TOOLS;
+	return tr;
+}
+
+void tools_free(struct tools *tr)
+{
+	if (!tr)
+		return;
+	for (size_t i = 0; i < tr->n; i++) {
+		free(tr->entries[i].upstream);
+		json_decref(tr->entries[i].tools);
+		json_decref(tr->entries[i].pending);
+		json_decref(tr->entries[i].cursors);
+		free(tr->entries[i].raw);
+	}
+	pthread_mutex_destroy(&tr->lock);
+	free(tr);
+}
+
+static struct tools_entry *entry_find(const struct tools *tr, const char *upstream)
+{
+	for (size_t i = 0; i < tr->n; i++)
+		if (strcmp(tr->entries[i].upstream, upstream) == 0)
+			return (struct tools_entry *)(uintptr_t)&tr->entries[i];
+	return NULL;
+}
+
+static struct tools_entry *entry_get(struct tools *tr, const char *upstream)
+{
+	struct tools_entry *e = entry_find(tr, upstream);
+	if (e || tr->n >= TOOLS_MAX_UPSTREAMS)
+		return e;
+	e = &tr->entries[tr->n];
+	memset(e, 0, sizeof(*e));
+	e->upstream = strdup(upstream);
+	e->tools = json_object();
+	if (!e->upstream || !e->tools) {
+		free(e->upstream);
+		json_decref(e->tools);
+		return NULL;
+	}
+	tr->n++;
+	return e;
+}
+
+static const char *str_member(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+/* Adds one page's tools into `into`, within the cap; returns how many
+ * were dropped over it. Touches nothing shared. */
+static uint64_t fill(size_t max_tools, json_t *into, const json_t *tools)
+{
+	size_t i;
+	json_t *tool;
+	uint64_t dropped = 0;
+
+	json_array_foreach((json_t *)(uintptr_t)tools, i, tool) {
+		const char *name = str_member(tool, "name");
+		if (!json_is_object(tool) || !name || !*name)
+			continue;
+		if (json_object_size(into) >= max_tools && !json_object_get(into, name)) {
+			dropped++;
+			continue;
+		}
+		json_object_set(into, name, tool); /* takes a reference */
+	}
+	return dropped;
+}
+
+static void note_dropped(struct tools_entry *e, uint64_t dropped, size_t max_tools)
+{
+	e->dropped += dropped;
+	if (dropped && !e->warned) {
+		e->warned = 1;
+		log_msg(LOG_WARN, "upstream %s lists more than %zu tools: the rest are not known to "
+		        "the Mcp-Param-* checks", e->upstream, max_tools);
+	}
+}
+
+/* Puts table (owned) in place of e->tools. changed: table holds other
+ * tools than the listing it replaces. */
+static void install(struct tools_entry *e, json_t *table, int changed)
+{
+	json_decref(e->tools);
+	e->tools = table;
+	e->stale = 0;
+	e->listings++;
+	if (changed)
+		e->changes++;
+}
+
+/* Follows the pending listing's cursors from its first page with the edge
+ * cursor -> next just seen; a chain longer than its edges comes back to
+ * a cursor it followed: a loop. */
+static void follow_cursor(struct tools_entry *e, const char *cursor, const char *next)
+{
+	if (!e->cursors || !next || !*next || e->looping)
+		return;
+	if (json_object_size(e->cursors) >= TOOLS_MAX_CURSORS && !json_object_get(e->cursors, cursor))
+		return;
+	if (json_object_set_new(e->cursors, cursor, json_string(next)) < 0)
+		return;
+	size_t edges = json_object_size(e->cursors), steps = 0;
+	const char *c = "";
+	while (steps <= edges && (c = str_member(e->cursors, c)) != NULL)
+		steps++;
+	if (steps <= edges)
+		return;
+	e->looping = 1;
+	e->loops++;
+	/* Not the cursor itself: an opaque token of the upstream's. */
+	log_msg(LOG_WARN, "upstream %s: tools/list pages in a circle (a nextCursor leads back to "
+	        "a page of the same listing): the listing cannot end", e->upstream);
+}
+
+static void take_page(struct tools *tr, const char *upstream, const json_t *request,
+                      const json_t *result)
+{
+	const json_t *tools = json_object_get(result, "tools");
+	const char *rt = str_member(result, "resultType");
+	if (!json_is_array(tools) || (rt && strcmp(rt, "complete") != 0))
+		return;
+	struct tools_entry *e = entry_get(tr, upstream);
+	if (!e)
+		return;
+	const json_t *params = json_object_get(request, "params");
+	const json_t *cursor = json_object_get(params, "cursor");
+	const char *next = str_member(result, "nextCursor");
+
+	if (!cursor || json_is_null(cursor)) {
+		/* A first page: a new listing (a listing in progress by another
+		 * client is superseded; its later pages join this one). */
+		json_decref(e->pending);
+		json_decref(e->cursors);
+		e->pending = json_object();
+		e->cursors = json_object();
+		e->warned = 0;
+		e->looping = 0;
+		if (!e->pending)
+			return;
+	}
+	e->pages++;
+	free(e->raw); /* a paged listing: no bytes to compare with */
+	e->raw = NULL;
+	e->raw_len = 0;
+	if (e->pending) {
+		note_dropped(e, fill(tr->max_tools, e->pending, tools), tr->max_tools);
+		follow_cursor(e, json_is_string(cursor) ? json_string_value(cursor) : "", next);
+		if (next && *next)
+			return;
+		int changed = e->listings == 0 || !json_equal(e->tools, e->pending);
+		install(e, e->pending, changed);
+		e->pending = NULL;
+		e->looping = 0;
+		json_decref(e->cursors);
+		e->cursors = NULL;
+		return;
+	}
+	/* A page of a listing not seen from its start: merged into a copy, as
+	 * the listing in place may be in a reader's hands. */
+	json_t *table = json_copy(e->tools);
+	if (!table)
+		return;
+	note_dropped(e, fill(tr->max_tools, table, tools), tr->max_tools);
+	if (json_equal(table, e->tools)) {
+		json_decref(table);
+		return;
+	}
+	json_decref(e->tools);
+	e->tools = table;
+	e->changes++;
+}
+
+static void observe(struct tools *tr, const char *upstream, struct inspect_msg *m)
+{
+	if (m->kind == JRPC_NOTIFICATION) {
+		const char *method = m->method;
+		if (method && strcmp(method, "notifications/tools/list_changed") == 0) {
+			struct tools_entry *e = entry_find(tr, upstream);
+			if (e)
+				e->stale = 1;
+		}
+		return;
+	}
+	const json_t *result = json_object_get(m->msg, "result");
+	if (json_is_object(result))
+		take_page(tr, upstream, m->request, result);
+}
+
+/* Same bytes as the listing held: nothing changes but the counters. On a
+ * miss *before receives the listing in place (a new reference), to
+ * compare the new one with outside the lock. */
+static int unchanged(struct tools *tr, const char *upstream, const struct inspect_msg *m,
+                     json_t **before)
+{
+	struct tools_entry *e = entry_find(tr, upstream);
+	if (!e)
+		return 0;
+	if (!m->result_raw || !e->raw || e->raw_len != m->result_raw_len ||
+	    memcmp(e->raw, m->result_raw, e->raw_len) != 0) {
+		*before = json_incref(e->tools);
+		return 0;
+	}
+	e->pages++;
+	e->listings++;
+	e->stale = 0;
+	return 1;
+}
+
+/* A whole listing in one page (no cursor, no nextCursor: the common
+ * case, lists of a thousand tools included) is read outside the lock: the
+ * new table is built (and compared with the one in place) first, swapped
+ * in under the lock, and the old one released after it, so that other
+ * workers wait for a pointer swap, not for a thousand tools. Returns 0
+ * when done, -1 for the general path (pages, errors, other results). */
+static int one_page(struct tools *tr, const char *upstream, const struct inspect_msg *m)
+{
+	const json_t *result = json_object_get(m->msg, "result");
+	const json_t *tools = json_object_get(result, "tools");
+	const json_t *params = json_object_get(m->request, "params");
+	const json_t *cursor = json_object_get(params, "cursor");
+	const char *rt = str_member(result, "resultType");
+	const char *next = str_member(result, "nextCursor");
+	if (!json_is_array(tools) || (rt && strcmp(rt, "complete") != 0) ||
+	    (cursor && !json_is_null(cursor)) || (next && *next))
+		return -1;
+	json_t *before = NULL;
+	pthread_mutex_lock(&tr->lock);
+	int same = unchanged(tr, upstream, m, &before);
+	pthread_mutex_unlock(&tr->lock);
+	if (same)
+		return 0;
+	json_t *table = json_object();
+	char *raw = m->result_raw ? malloc(m->result_raw_len ? m->result_raw_len : 1) : NULL;
+	if (!table) {
+		json_decref(before);
+		free(raw);
+		return -1;
+	}
+	if (raw)
+		memcpy(raw, m->result_raw, m->result_raw_len);
+	uint64_t dropped = fill(tr->max_tools, table, tools);
+	int equal = before && json_equal(before, table);
+
+	pthread_mutex_lock(&tr->lock);
+	struct tools_entry *e = entry_get(tr, upstream);
+	json_t *old = NULL, *old_pending = NULL, *old_cursors = NULL;
+	char *old_raw = raw;
+	if (e) {
+		e->warned = 0;
+		note_dropped(e, dropped, tr->max_tools);
+		old = json_incref(e->tools); /* install() lets go of its own reference */
+		old_pending = e->pending; /* a paged listing this one supersedes */
+		old_cursors = e->cursors;
+		old_raw = e->raw;
+		/* Another worker may have installed a listing since `before`. */
+		install(e, table, e->listings == 0 || !(equal && old == before));
+		e->pending = NULL;
+		e->cursors = NULL;
+		e->looping = 0;
+		e->raw = raw;
+		e->raw_len = raw ? m->result_raw_len : 0;
+		e->pages++;
+		table = NULL;
+	}
+	pthread_mutex_unlock(&tr->lock);
+	/* The last references, released outside the lock. */
+	json_decref(table);
+	json_decref(old);
+	json_decref(before);
+	json_decref(old_pending);
+	json_decref(old_cursors);
+	free(old_raw);
+	return 0;
+}
+
+json_t *tools_page_of(const struct inspect_msg *m)
+{
+	if (m->kind != JRPC_RESULT)
+		return NULL;
+	/* The request first: one lookup rules out the results of every
+	 * other method. */
+	if (m->request) {
+		const char *rm = m->request_method; /* inspect_message read it for every hook */
+		if (!rm || strcmp(rm, "tools/list") != 0)
+			return NULL;
+	}
+	json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
+	if (!json_is_array(tools))
+		return NULL;
+	if (m->request)
+		return tools;
+	if (json_array_size(tools) == 0)
+		return NULL;
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		const json_t *t = json_array_get(tools, i);
+		if (!json_is_string(json_object_get(t, "name")) ||
+		    !json_is_object(json_object_get(t, "inputSchema")))
+			return NULL;
+	}
+	return tools;
+}
+
+static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+{
+	struct tools *tr = arg;
+	const char *upstream = m->where ? m->where->upstream : NULL;
+	const json_t *tools = NULL;
+
+	if (m->dir != INSPECT_FROM_SERVER || !upstream)
+		return INSPECT_FORWARD;
+	/* Only what concerns tools takes the lock. */
+	if (m->kind == JRPC_NOTIFICATION) {
+		const char *method = m->method; /* inspect_message read it for every hook */
+		if (!method || strcmp(method, "notifications/tools/list_changed") != 0)
+			return INSPECT_FORWARD;
+	} else if (!(tools = tools_page_of(m))) {
+		return INSPECT_FORWARD;
+	}
+	/* A page without its request: its place in a listing is unknown, so
+	 * it is not taken in; subscribers still hear of it. */
+	if (!tools || (m->request && one_page(tr, upstream, m) < 0)) {
+		pthread_mutex_lock(&tr->lock);
+		observe(tr, upstream, m);
+		pthread_mutex_unlock(&tr->lock);
+	}
+	for (size_t i = 0; i < tr->nsubs; i++) {
+		const struct tools_events *ev = tr->subs[i].ev;
+		if (tools && ev->page)
+			ev->page(tr->subs[i].arg, upstream, tools);
+		else if (!tools && ev->list_changed)
+			ev->list_changed(tr->subs[i].arg, upstream);
+	}
+	return INSPECT_FORWARD;
+}
+
+int tools_subscribe(struct tools *tr, const struct tools_events *ev, void *arg)
+{
+	if (!tr || tr->nsubs >= TOOLS_MAX_SUBSCRIBERS)
+		return -1;
+	tr->subs[tr->nsubs].ev = ev;
+	tr->subs[tr->nsubs].arg = arg;
+	tr->nsubs++;
+	return 0;
+}
+
+void tools_unsubscribe(struct tools *tr, void *arg)
+{
+	for (size_t i = 0; tr && i < tr->nsubs; i++) {
+		if (tr->subs[i].arg == arg) {
+			memmove(&tr->subs[i], &tr->subs[i + 1], (tr->nsubs - i - 1) * sizeof(tr->subs[0]));
+			tr->nsubs--;
+			i--;
+		}
+	}
+}
+
+int tools_attach(struct tools *tr, struct inspect *in)
+{
+	/* A deciding hook that never decides: it runs before the hooks that
+	 * may change a listing, so it keeps what the upstream sent. */
+	return inspect_add(in, "tools", on_message, NULL, tr) < 0 ? -1 : 0;
+}
+
+struct tools *tools_setup(struct px_ctx *ctx, size_t max_tools)
+{
+	struct tools *tr = tools_new(max_tools);
+	if (!tr) {
+		log_msg(LOG_ERROR, "out of memory");
+		return NULL;
+	}
+	if (tools_attach(tr, ctx->insp) < 0) {
+		log_msg(LOG_ERROR, "tools: no free slot on the message hook");
+		tools_free(tr);
+		return NULL;
+	}
+	return tr;
+}
+
+json_t *tools_get(struct tools *tr, const char *upstream, const char *tool)
+{
+	if (!tr || !upstream || !tool)
+		return NULL;
+	pthread_mutex_lock(&tr->lock);
+	json_t *t = NULL;
+	const struct tools_entry *e = entry_find(tr, upstream);
+	if (e) {
+		t = e->pending ? json_object_get(e->pending, tool) : NULL;
+		t = json_incref(t ? t : json_object_get(e->tools, tool));
+	}
+	pthread_mutex_unlock(&tr->lock);
+	return t;
+}
+
+json_t *tools_listing(struct tools *tr, const char *upstream, uint64_t *changes)
+{
+	if (changes)
+		*changes = 0;
+	if (!tr || !upstream)
+		return NULL;
+	pthread_mutex_lock(&tr->lock);
+	json_t *t = NULL;
+	const struct tools_entry *e = entry_find(tr, upstream);
+	if (e && e->listings) {
+		t = json_incref(e->tools);
+		if (changes)
+			*changes = e->changes;
+	}
+	pthread_mutex_unlock(&tr->lock);
+	return t;
+}
+
+static int stats(const struct tools *tr, const char *upstream, struct tools_stats *out)
+{
+	const struct tools_entry *e = entry_find(tr, upstream);
+	if (!e)
+		return -1;
+	out->tools = json_object_size(e->tools);
+	if (e->pending) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(e->pending, key, v) {
+			if (!json_object_get(e->tools, key))
+				out->tools++;
+		}
+	}
+	out->listing = e->pending != NULL;
+	out->stale = e->stale;
+	out->looping = e->looping;
+	out->listings = e->listings;
+	out->changes = e->changes;
+	out->pages = e->pages;
+	out->dropped = e->dropped;
+	out->loops = e->loops;
+	return 0;
+}
+
+int tools_stats(struct tools *tr, const char *upstream, struct tools_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!tr || !upstream)
+		return -1;
+	pthread_mutex_lock(&tr->lock);
+	int rc = stats(tr, upstream, out);
+	pthread_mutex_unlock(&tr->lock);
+	return rc;
+}
