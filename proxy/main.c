@@ -580,18 +580,20 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		tls_describe(ctx->tls_server, err, sizeof(err));
 		log_msg(LOG_INFO, "client listener: TLS certificate %s", err);
 	}
-	ctx->tools = tools_setup(ctx, 0);
-	if (!ctx->tools)
-		return -1;
-	/* Hook order: the tools/list tracker first, so it keeps the list the
-	 * upstream really sent; the contract checker next, judging that list
-	 * too (before policy hides tools from it); policy then, deciding
-	 * every call (the checker passes client messages through); observers
-	 * (recorder) see everything last. */
+	/* Hook order: the contract checker first, judging the list the
+	 * upstream really sent; the tools/list tracker next, keeping what the
+	 * contract let through (a tool it withheld or failed stays unknown
+	 * to policy and to the 2026 header checks, as it is to clients);
+	 * policy then, deciding every call (the checker passes client
+	 * messages through) and hiding tools from the listing it is given;
+	 * observers (recorder) see everything last. */
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
 		return -1;
 	}
+	ctx->tools = tools_setup(ctx, 0);
+	if (!ctx->tools)
+		return -1;
 	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
 		return -1;

@@ -421,8 +421,9 @@ void tools_unsubscribe(struct tools *tr, void *arg)
 
 int tools_attach(struct tools *tr, struct inspect *in)
 {
-	/* A deciding hook that never decides: it runs before the hooks that
-	 * may change a listing, so it keeps what the upstream sent. */
+	/* A deciding hook that never decides. main.c attaches it after the
+	 * contract checker (it keeps the listing clients are let see) and
+	 * before policy (whose hiding is per client, not the upstream's). */
 	return inspect_add(in, "tools", on_message, NULL, tr) < 0 ? -1 : 0;
 }
 

@@ -2,9 +2,10 @@
  * modules needing an upstream's tools read instead of following listings
  * themselves.
  *
- * A deciding hook registered FIRST on the message hook (before the
- * contract and policy hooks, which may rewrite or replace a listing): it
- * sees every server -> client tools/list result as the upstream sent it,
+ * A deciding hook registered after the contract checker and before the
+ * policy hook (proxy/main.c): it sees every server -> client tools/list
+ * result as clients may see it (a listing the contract withheld or failed
+ * never reaches it; policy's hiding, which is per client, comes after),
  * never changes it (always INSPECT_FORWARD), and keeps its tools by name,
  * per upstream:
  *
@@ -74,12 +75,12 @@ struct tools *tools_new(size_t max_tools);
 void tools_free(struct tools *tr);
 
 /* Registers tr's hook on in (borrowed; tr is only called while in runs
- * hooks). Register it before any hook that may change a listing. Returns
+ * hooks). Register it before the hooks that read it (policy). Returns
  * 0 or -1 (no hook slot). */
 int tools_attach(struct tools *tr, struct inspect *in);
 
-/* tools_new + tools_attach on ctx->insp: what main() calls, before the
- * contract and policy hooks. Returns the tracker (owned by the caller:
+/* tools_new + tools_attach on ctx->insp: what main() calls, after the
+ * contract hook and before the policy hook. Returns the tracker (owned by the caller:
  * store it in ctx->tools and free it in teardown), or NULL (logged). */
 struct tools *tools_setup(struct px_ctx *ctx, size_t max_tools);
 
