@@ -1491,14 +1491,14 @@ static void notify_cb(evutil_socket_t fd, short what, void *arg)
 	notify_run(arg);
 }
 
-static void on_record(void *arg, struct hook_record_text *t, const struct ring_keys *keys)
+static void on_record(void *arg, struct hook_record_text *t, const struct record_keys *keys)
 {
 	struct admin *adm = arg;
 	(void)keys; /* they travel in the block */
 	/* The recorder's buffer moves into the ring, no copy: what the slot
 	 * held goes back to the recorder, which frees or reuses it once the
 	 * lock is released. */
-	struct ring_block *b = hook_record_text_block(t, ring_next_seq(adm->ring));
+	struct record_block *b = hook_record_text_block(t, ring_next_seq(adm->ring));
 	char *s = b->block + (b->json - b->block); /* the ring's once swapped: under the lock */
 	size_t len = b->len;
 
@@ -1518,6 +1518,51 @@ static void on_record(void *arg, struct hook_record_text *t, const struct ring_k
 			__atomic_store_n(&adm->notify_pending, 0, __ATOMIC_RELEASE);
 	}
 }
+
+/* The sink's counts go to the metrics (adm->m), under adm->lock. The
+ * recorder cuts labels no shorter than the metrics do. */
+_Static_assert(METRICS_LABEL_MAX <= RECORD_LABEL_MAX, "labels cut twice");
+
+static void count_call(void *arg, const char *method, const char *tool, const char *outcome,
+                       int64_t latency_us)
+{
+	metrics_call(((struct admin *)arg)->m, method, tool, outcome, latency_us);
+}
+
+static void count_server_message(void *arg, const char *method)
+{
+	metrics_server_message(((struct admin *)arg)->m, method);
+}
+
+static void count_exchange(void *arg, uint64_t bytes_in, uint64_t bytes_out)
+{
+	metrics_exchange(((struct admin *)arg)->m, bytes_in, bytes_out);
+}
+
+static void count_policy(void *arg, const char *rule, const char *verdict)
+{
+	metrics_policy(((struct admin *)arg)->m, rule, verdict);
+}
+
+static void count_session_opened(void *arg)
+{
+	metrics_session_opened(((struct admin *)arg)->m);
+}
+
+static void count_session_closed(void *arg)
+{
+	metrics_session_closed(((struct admin *)arg)->m);
+}
+
+static const struct record_sink admin_sink = {
+	.record = on_record,
+	.call = count_call,
+	.server_message = count_server_message,
+	.exchange = count_exchange,
+	.policy = count_policy,
+	.session_opened = count_session_opened,
+	.session_closed = count_session_closed,
+};
 
 /* ---- the adapter ---------------------------------------------------------- */
 
@@ -1921,7 +1966,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 			goto oom;
 	}
 	/* Last: once registered, the observer is called for every message. */
-	adm->rec = hook_record_new(ctx->insp, adm->rd, adm->m, on_record, adm);
+	adm->rec = hook_record_new(ctx->insp, adm->rd, &admin_sink, adm);
 	if (!adm->rec) {
 		errs_add(&e, "admin: cannot register the call recorder (too many hooks?)");
 		goto fail;

@@ -35,9 +35,9 @@
  *   answer: preview redacted, in `ans`     | (settled: an atomic flag)
  *   exchange end: records finished, JSON   | the thread's outbox: one
  *     text written, put in the outbox      | writer, one reader at a time
- *     with what metrics count of them      | (whoever holds hr->lock)
- *   then, if hr->lock is free, every       | metrics counted, texts handed
- *     outbox drained under it              | to the sink (ring_swap)
+ *     with what is counted of them         | (whoever holds hr->lock)
+ *   then, if hr->lock is free, every       | counts and texts handed to the
+ *     outbox drained under it              | sink (proxy/hooks/sink.h)
  *
  * A worker that finds hr->lock taken goes on: the holder drains again
  * after releasing it when anything was put meanwhile (hr->waiting; see
@@ -62,7 +62,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin/metrics.h"
 #include "proxy/hooks/redact.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/hooks/inspect.h"
@@ -188,16 +187,17 @@ struct hook_record_text {
 	/* SEQ_ROOM bytes of room, the members, NUL, then the keys' text */
 	struct sbuf b;
 	size_t json_len;             /* of the members, from b.p + SEQ_ROOM */
-	struct ring_keys keys;       /* into b, or static */
-	struct ring_block rb;        /* hook_record_text_block's */
+	struct record_keys keys;     /* into b, or static */
+	struct record_block rb;      /* hook_record_text_block's */
 };
 
 /* A finished record waiting in its thread's outbox for hr->lock: its
- * text (keys inside) and what the metrics count of it. The labels are
- * copies (the record is reused at once), one byte longer than the
- * metrics keep so that they cut them as they would the original. */
+ * text (keys inside) and what the sink counts of it. The labels are
+ * copies (the record is reused at once), one byte longer than any
+ * counter keeps (RECORD_LABEL_MAX) so that it cuts them as it would the
+ * original. */
 #define OUTBOX_SIZE 64
-#define OUT_LABEL (METRICS_LABEL_MAX + 2)
+#define OUT_LABEL (RECORD_LABEL_MAX + 2)
 struct outrec {
 	struct hook_record_text t;   /* owned buffer, kept across uses */
 	int text;                    /* t holds a record for the sink */
@@ -242,9 +242,9 @@ struct hr_local {
 
 struct hook_record {
 	const struct redact *rd;     /* borrowed */
-	struct metrics *m;           /* borrowed, may be NULL */
-	hook_record_sink_fn sink;
+	const struct record_sink *sink; /* borrowed */
 	void *arg;
+	int count;                   /* the sink counts (its count ops are set) */
 	int slot;                    /* our index in where->hook_data */
 	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
 	uint64_t gen;                /* tells this recorder's hr_locals apart */
@@ -1013,11 +1013,11 @@ char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *le
 	return start;
 }
 
-struct ring_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
+struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
 {
 	size_t len;
 	char *s = hook_record_text_seal(t, seq, &len);
-	t->rb = (struct ring_block){
+	t->rb = (struct record_block){
 		.block = t->b.p, .cap = t->b.cap, .json = s, .len = len, .keys = t->keys,
 	};
 	return &t->rb;
@@ -1098,8 +1098,8 @@ static int format(struct hr_local *l, const struct rec *r)
 
 /* ---- the outboxes (see the file head) ----------------------------------- */
 
-/* v (n bytes, no NUL among them) cut to what fits a label copy; metrics
- * cut it further, the same way as they would the original. */
+/* v (n bytes, no NUL among them) cut to what fits a label copy; the
+ * sink cuts it further, the same way as it would the original. */
 static void label_copy(char *dst, const char *v, size_t n)
 {
 	if (n > OUT_LABEL - 1)
@@ -1111,26 +1111,27 @@ static void label_copy(char *dst, const char *v, size_t n)
 /* Counts o and hands its text to the sink. Under hr->lock (or alone). */
 static void out_publish(struct hook_record *hr, struct outrec *o)
 {
-	if (hr->m) {
+	const struct record_sink *k = hr->sink;
+	if (hr->count) {
 		if (o->exchange) {
-			metrics_exchange(hr->m, o->bytes_in, o->bytes_out);
+			k->exchange(hr->arg, o->bytes_in, o->bytes_out);
 			if (o->closed)
-				metrics_session_closed(hr->m);
+				k->session_closed(hr->arg);
 		}
 		if (o->count == OUT_CALL)
-			metrics_call(hr->m, o->method, o->has_tool ? o->tool : NULL, o->outcome,
-			             o->latency_us);
+			k->call(hr->arg, o->method, o->has_tool ? o->tool : NULL, o->outcome,
+			        o->latency_us);
 		else if (o->count == OUT_SERVER)
-			metrics_server_message(hr->m, o->method);
+			k->server_message(hr->arg, o->method);
 	}
 	if (!o->text)
 		return;
 	struct hook_record_text *t = &o->t;
 	t->rb.block = t->b.p;
-	hr->sink(hr->arg, t, &t->keys);
+	k->record(hr->arg, t, &t->keys);
 	if (t->rb.block != t->b.p) {
-		/* The sink moved the text into the ring (ring_swap): what the
-		 * slot held is the outbox's now, for a later record. */
+		/* The sink took the text's block (a ring's swap): what it gave
+		 * back is the outbox's now, for a later record. */
 		t->b = (struct sbuf){.p = t->rb.block, .cap = t->rb.cap};
 	}
 	if (t->b.cap > ARENA_KEEP * 4) {
@@ -1249,14 +1250,14 @@ static void out_put(struct hook_record *hr, struct hr_local *l)
 /* Whether r's text was written (into l->out) for the sink. */
 static int write_text(struct hook_record *hr, struct hr_local *l, const struct rec *r)
 {
-	return hr->sink && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
+	return hr->sink->record && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
 }
 
-/* A finished record to metrics and the sink. */
+/* A finished record to the sink: its text and its counts. */
 static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
 {
 	int text = write_text(hr, l, r);
-	if (!hr->m && !text)
+	if (!hr->count && !text)
 		return;
 	struct outrec *o = out_begin(hr, l);
 	out_record(l, o, r, text);
@@ -1484,13 +1485,13 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 	settle(p);
 }
 
-static void count_locked(struct hook_record *hr, void (*fn)(struct metrics *, const char *),
+static void count_locked(struct hook_record *hr, void (*fn)(void *, const char *),
                          const char *label)
 {
-	if (!hr->m)
+	if (!hr->count)
 		return;
 	hr_lock(hr);
-	fn(hr->m, label);
+	fn(hr->arg, label);
 	hr_unlock(hr);
 }
 
@@ -1517,11 +1518,11 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 		}
 		const char *method = m->request_method;
 		/* (the first byte tested inline: most answers are to tools/call) */
-		if (hr->m && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
+		if (hr->count && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
 		    strcmp(method, "initialize") == 0 &&
 		    rx->where->reply_session_id) {
 			hr_lock(hr);
-			metrics_session_opened(hr->m);
+			hr->sink->session_opened(hr->arg);
 			hr_unlock(hr);
 		}
 		if (!matched && m->kind == JRPC_ERROR && (!id || json_is_null(id))) {
@@ -1547,7 +1548,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	case JRPC_NOTIFICATION:
 		if (rx->has_requests) {
 			__atomic_store_n(&rx->notifications, rx->notifications + 1, __ATOMIC_RELAXED);
-			count_locked(hr, metrics_server_message, m->method);
+			count_locked(hr, hr->sink->server_message, m->method);
 		} else {
 			server_record(hr, l, rx, m, RK_NOTIFICATION);
 		}
@@ -1564,9 +1565,9 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct hook_record *hr = arg;
 
-	if (hr->m && (m->verdict != INSPECT_FORWARD || m->reason)) {
+	if (hr->count && (m->verdict != INSPECT_FORWARD || m->reason)) {
 		hr_lock(hr);
-		metrics_policy(hr->m, m->reason ? m->reason : m->decided_by, verdict_str(m->verdict));
+		hr->sink->policy(hr->arg, m->reason ? m->reason : m->decided_by, verdict_str(m->verdict));
 		hr_unlock(hr);
 	}
 	struct hr_local *l = local_of(hr);
@@ -1624,7 +1625,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	struct hook_record *hr = arg;
 	struct inspect_where *w = x->where;
 	struct rx *rx = w->hook_data[hr->slot];
-	int closed = hr->m && w->http_method && w->http_method[0] == 'D' &&
+	int closed = hr->count && w->http_method && w->http_method[0] == 'D' &&
 	             strcmp(w->http_method, "DELETE") == 0 &&
 	             w->session_id && x->status >= 200 && x->status < 300;
 
@@ -1636,7 +1637,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	 * those, and finish writes into the record's arena. */
 	struct pending *one = rx && rx->head && !rx->head->next && settled(rx->head) ? rx->head
 	                                                                          : NULL;
-	struct hr_local *l = rx ? rx->home : hr->m ? local_of(hr) : NULL;
+	struct hr_local *l = rx ? rx->home : hr->count ? local_of(hr) : NULL;
 	int text = 0;
 	if (one) {
 		finish(rx, one, x);
@@ -1647,9 +1648,9 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 		rx_unlink(rx);
 		pthread_mutex_unlock(&l->lock);
 	}
-	if (l && (hr->m || text)) {
+	if (l && (hr->count || text)) {
 		struct outrec *o = out_begin(hr, l);
-		if (hr->m && !x->deferred) { /* a deferred one was counted as its POST */
+		if (hr->count && !x->deferred) { /* a deferred one was counted as its POST */
 			o->exchange = 1;
 			o->bytes_in = x->bytes_in;
 			o->bytes_out = x->bytes_out;
@@ -1658,12 +1659,12 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 		if (one)
 			out_record(l, o, &one->rec, text);
 		out_put(hr, l);
-	} else if (hr->m && !x->deferred) {
+	} else if (hr->count && !x->deferred) {
 		/* No thread state (out of memory): counted the old way. */
 		hr_lock(hr);
-		metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
+		hr->sink->exchange(hr->arg, x->bytes_in, x->bytes_out);
 		if (closed)
-			metrics_session_closed(hr->m);
+			hr->sink->session_closed(hr->arg);
 		hr_unlock(hr);
 	}
 	if (!rx)
@@ -1678,15 +1679,16 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 /* ---- public ---------------------------------------------------------------- */
 
 struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
-                                    struct metrics *m, hook_record_sink_fn sink, void *arg)
+                                    const struct record_sink *sink, void *arg)
 {
+	static const struct record_sink none = {0};
 	struct hook_record *hr = calloc(1, sizeof(*hr));
 	if (!hr)
 		return NULL;
 	hr->rd = rd;
-	hr->m = m;
-	hr->sink = sink;
+	hr->sink = sink ? sink : &none;
 	hr->arg = arg;
+	hr->count = hr->sink->call != NULL;
 	hr->gen = __atomic_add_fetch(&hr_gens, 1, __ATOMIC_RELAXED);
 	if (pthread_mutex_init(&hr->locals_lock, NULL) != 0) {
 		free(hr);
