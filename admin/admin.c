@@ -50,6 +50,7 @@
 #include "proxy/net/conn.h"
 #include "proxy/ctx.h"
 #include "proxy/base/errs.h"
+#include "proxy/hooks/hook_contract.h"
 #include "proxy/hooks/hook_policy.h"
 #include "proxy/hooks/hook_record.h"
 #include "proxy/base/jparse.h"
@@ -136,10 +137,9 @@ struct admin {
 	struct probe *probes;         /* owned: one per upstream */
 	size_t nprobes, probing;
 	uint64_t probed_at;
-	json_t *contract;             /* owned: {"upstream": {"time", "report"}} */
 	double start_time;
 	/* Guards what every worker's recorder writes and this thread reads:
-	 * ring, metrics, the recorder's in-flight table, contract reports,
+	 * ring, metrics, the recorder's in-flight table,
 	 * the call log. The recorder's hooks run holding it
 	 * (inspect_set_lock); the endpoints hold it only to copy out. */
 	pthread_mutex_t lock;
@@ -926,20 +926,21 @@ static void ep_contract(struct admin_x *ax)
 		reply_error(ax, 500, "out of memory");
 		return;
 	}
-	/* Every configured upstream, in order, with null until a report came.
-	 * Entries are replaced, never changed: a reference outlives the lock. */
-	admin_lock(adm);
+	/* Every configured upstream, in order, with null until a report came:
+	 * pulled from the contract hook, which keeps each one unchanged once
+	 * published (a reference, no copy). */
 	for (size_t i = 0; i < cfg->nups; i++) {
-		const json_t *e = json_object_get(adm->contract, cfg->ups[i].name);
+		struct hook_contract_published pub;
+		char when[40];
+		hook_contract_published(adm->ctx->contract, cfg->ups[i].name, &pub);
+		if (pub.report)
+			hook_record_time(pub.time_us, when, sizeof(when));
 		json_t *o = json_object();
 		json_object_set_new(o, "upstream", json_string(cfg->ups[i].name));
-		json_object_set_new(o, "updated",
-		                    json_incref(e ? json_object_get(e, "time") : json_null()));
-		json_object_set_new(o, "report",
-		                    json_incref(e ? json_object_get(e, "report") : json_null()));
+		json_object_set_new(o, "updated", pub.report ? json_string(when) : json_null());
+		json_object_set_new(o, "report", pub.report ? pub.report : json_null());
 		json_array_append_new(ups, o);
 	}
-	admin_unlock(adm);
 	json_object_set_new(body, "upstreams", ups);
 	/* Tool names and findings are the upstream's words: credentials it
 	 * echoes there are masked as in records (rare endpoint, a copy). */
@@ -1081,10 +1082,25 @@ static void ep_metrics(struct admin_x *ax)
 	struct metrics_policy mp;
 	struct metrics_policy_rule *rules = policy_snapshot(adm->ctx, &mp);
 	s.policy = &mp;
+	/* The contract summaries, from the reports the hook published (pulled
+	 * before taking adm->lock: the hook's lock is never taken under it). */
+	const struct px_config *cfg = adm->ctx->cfg;
+	json_t **reports = calloc(cfg->nups ? cfg->nups : 1, sizeof(*reports));
+	for (size_t i = 0; reports && i < cfg->nups; i++) {
+		struct hook_contract_published pub;
+		hook_contract_published(adm->ctx->contract, cfg->ups[i].name, &pub);
+		reports[i] = pub.report;
+	}
 	admin_lock(adm);
+	for (size_t i = 0; reports && i < cfg->nups; i++)
+		if (reports[i])
+			metrics_set_contract(adm->m, cfg->ups[i].name, reports[i]);
 	fill_snapshot(adm, &s, ups, workers);
 	char *text = metrics_render(adm->m, &s, &len);
 	admin_unlock(adm);
+	for (size_t i = 0; reports && i < cfg->nups; i++)
+		json_decref(reports[i]);
+	free(reports);
 	free(rules);
 	free(ups);
 	free(workers);
@@ -1725,24 +1741,6 @@ static void relisten_cb(evutil_socket_t fd, short what, void *arg)
 		listener_update(adm->lst);
 }
 
-void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report)
-{
-	char when[40];
-	if (!adm || !upstream || !report)
-		return;
-	/* A reference, not a copy: a published report is never changed
-	 * (admin.h), and copying a 1,000-tool report on every listing cost
-	 * more than checking it. */
-	json_t *copy = json_incref((json_t *)(uintptr_t)report);
-	hook_record_time(real_us(), when, sizeof(when));
-	json_t *e = json_pack("{s:s,s:o}", "time", when, "report", copy);
-	admin_lock(adm);
-	if (e)
-		json_object_set_new(adm->contract, upstream, e);
-	metrics_set_contract(adm->m, upstream, report);
-	admin_unlock(adm);
-}
-
 int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -1845,7 +1843,6 @@ void admin_free(struct admin *adm)
 			t[i] = 0;
 		free(adm->token);
 	}
-	json_decref(adm->contract);
 	if (adm->notify)
 		event_free(adm->notify);
 	if (adm->locked)
@@ -1919,9 +1916,8 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	adm->start_time = (double)real_us() / 1e6;
 	adm->ring = ring_new(ac.ring_size);
 	adm->m = metrics_new(ac.max_labels);
-	adm->contract = json_object();
 	adm->notify = event_new(ctx->base, -1, 0, notify_cb, adm);
-	if (!adm->ring || !adm->m || !adm->contract || !adm->notify ||
+	if (!adm->ring || !adm->m || !adm->notify ||
 	    event_priority_set(adm->notify, PX_PRIO_LOW) < 0)
 		goto oom;
 	if (ac.token) {

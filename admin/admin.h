@@ -63,13 +63,6 @@ int admin_check(const struct px_config *cfg, char *err, size_t errlen);
  * exchanges end) and before the event base is freed. Accepts NULL. */
 void admin_free(struct admin *adm);
 
-/* The contract module's latest report for an upstream (a reference is
- * kept: the caller must never change it, nor anything in it, afterwards):
- * {"tools":[…],"problems":[…],"score":…,"passed":…,"changes":[…]}.
- * Served on /contract and summarised in /metrics. adm may be NULL (the
- * endpoint is off): nothing happens. */
-void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report);
-
 /* SIGHUP, in two steps so that a reload applies whole or not at all.
  * admin_tls_load reads the admin certificate files again: returns 0 with
  * a new context in *out (NULL when the endpoint has no certificate of its
