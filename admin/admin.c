@@ -45,25 +45,19 @@
 #include "admin/metrics.h"
 #include "proxy/hooks/redact.h"
 #include "admin/ring.h"
-#include "policy/policy.h"
 #include "proxy/config.h"
 #include "proxy/net/conn.h"
 #include "proxy/ctx.h"
 #include "proxy/base/errs.h"
 #include "proxy/hooks/hook_contract.h"
-#include "proxy/hooks/hook_policy.h"
 #include "proxy/hooks/hook_record.h"
-#include "proxy/base/jparse.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/net/inbox.h"
-#include "proxy/hooks/inspect.h"
 #include "proxy/net/listener.h"
-#include "proxy/mcp/sesslimit.h"
 #include "proxy/base/log.h"
 #include "proxy/net/origin.h"
 #include "proxy/net/tls.h"
 #include "proxy/net/transport.h"
-#include "proxy/net/upstream.h"
 
 /* admin/page.html, linked in by admin/page_asset.S (.incbin). */
 extern const char admin_page_start[];
@@ -955,155 +949,54 @@ static void ep_contract(struct admin_x *ax)
 
 /* ---- admin connections ------------------------------------------------------- */
 
-/* Open connections on the MCP listener, every worker's: each connection
- * knows its listener, so admin connections are not among them. */
-static uint64_t client_connections(struct admin *adm)
+/* What the admin endpoint knows itself for /metrics: the ring, the
+ * in-flight calls, its streams, the probes' verdicts (on the upstreams a
+ * source listed) and the start time. Under adm->lock. */
+static void fill_own(struct admin *adm, struct metrics_snapshot *s)
 {
-	return __atomic_load_n(&adm->ctx->shared->client_conns, __ATOMIC_RELAXED);
-}
-
-static void fill_snapshot(struct admin *adm, struct metrics_snapshot *s,
-                          struct metrics_upstream *ups, struct metrics_worker *workers)
-{
-	struct px_ctx *ctx = adm->ctx;
-
-	s->client_connections = client_connections(adm);
-	/* Every worker's counters, summed: one view of the process. */
-	for (size_t w = 0; w < ctx->nworkers; w++) {
-		const struct px_ctx *wc = ctx->workers[w];
-		struct inspect_stats is;
-		inspect_get_stats(wc->insp, &is);
-		s->connections_total += px_stat_get(&wc->stats.connections);
-		s->http_requests_total += px_stat_get(&wc->stats.requests);
-		for (size_t i = 0; i < 6; i++)
-			s->http_responses[i] += px_stat_get(&wc->stats.responses_by_class[i]);
-		s->upstream_errors += px_stat_get(&wc->stats.upstream_errors);
-		s->upstream_timeouts += px_stat_get(&wc->stats.timeouts);
-		s->requests_too_large += px_stat_get(&wc->stats.too_large);
-		s->bad_requests += px_stat_get(&wc->stats.bad_requests);
-		s->aborted += px_stat_get(&wc->stats.aborted);
-		s->messages_from_client += is.messages[INSPECT_FROM_CLIENT];
-		s->messages_from_server += is.messages[INSPECT_FROM_SERVER];
-		s->hook_dropped += is.dropped;
-		s->hook_answered += is.answered;
-		s->hook_modified += is.modified;
-		workers[w].connections_total = px_stat_get(&wc->stats.connections);
-		workers[w].requests_total = px_stat_get(&wc->stats.requests);
-		workers[w].handoffs_total = px_stat_get(&wc->stats.handoffs);
-		workers[w].yields_total = px_stat_get(&wc->stats.yields);
-	}
-	s->workers = workers;
-	s->nworkers = ctx->nworkers;
 	s->ring_capacity = ring_size(adm->ring);
 	s->ring_records = ring_count(adm->ring);
 	s->ring_dropped = ring_dropped(adm->ring);
 	s->inflight_calls = hook_record_inflight_count(adm->rec);
 	s->admin_streams = adm->nstreams;
-	if (ctx->sesslimit) {
-		struct sesslimit_stats sl;
-		sesslimit_get_stats(ctx->sesslimit, &sl);
-		for (size_t k = 0; k < 2; k++) {
-			s->session_refused[k] = sl.refused[k];
-			s->session_slots[k] = sl.held[k];
-		}
-	}
 	for (const struct admin_x *ax = adm->streams; ax; ax = ax->next)
 		s->admin_streams_behind += ax->behind && !ax->dead;
 	s->start_time_seconds = adm->start_time;
-	for (size_t i = 0; i < ctx->nups; i++) {
-		ups[i].name = ctx->cfg->ups[i].name;
-		/* Another worker's pool count, read as it changes: a gauge. */
-		for (size_t w = 0; w < ctx->nworkers; w++)
-			ups[i].idle_connections += upstream_idle_count(ctx->workers[w]->ups[i]);
-		ups[i].reachable = i < adm->nprobes ? adm->probes[i].up : -1;
-	}
-	s->ups = ups;
-	s->nups = ctx->nups;
-}
-
-/* The policy module's counters for /metrics: *mp filled, its rules in a
- * new array (owned by the caller, NULL when there are none). The rule
- * names are the policy's, valid until the next reload: this thread's. */
-static struct metrics_policy_rule *policy_snapshot(const struct px_ctx *ctx,
-                                                   struct metrics_policy *mp)
-{
-	struct hook_policy_stats st;
-	size_t n;
-	hook_policy_get_stats(ctx->policy, &st);
-	const struct policy *p = hook_policy_current(ctx->policy);
-	*mp = (struct metrics_policy){
-		.active = p != NULL,
-		.dry_run_mode = p ? policy_dry_run(p) : 0,
-		.allowed = st.allowed,
-		.denied = st.denied,
-		.logged = st.logged,
-		.dry_run = st.dry_run,
-		.unknown_tool = st.unknown_tool,
-		.tools_hidden = st.tools_hidden,
-		.listings = st.listings,
-		.tools_over_cap = st.tools_over_cap,
-		.reloads = st.reloads,
-		.reload_failures = st.reload_failures,
-	};
-	struct policy_rule_stats *rs = hook_policy_rule_stats(ctx->policy, &n);
-	struct metrics_policy_rule *out = n ? calloc(n, sizeof(*out)) : NULL;
-	for (size_t i = 0; out && i < n; i++)
-		out[i] = (struct metrics_policy_rule){
-			.rule = rs[i].rule,
-			.action = policy_action_str(rs[i].action),
-			.matched = rs[i].matched,
-			.allowed = rs[i].allowed,
-			.denied = rs[i].denied,
-			.logged = rs[i].logged,
-			.dry_run = rs[i].dry_run,
-			.hidden = rs[i].hidden,
-			.dry_run_hidden = rs[i].dry_run_hidden,
-		};
-	free(rs);
-	mp->rules = out;
-	mp->nrules = out ? n : 0;
-	return out;
+	for (size_t i = 0; s->ups && i < s->nups && i < adm->nprobes; i++)
+		s->ups[i].reachable = adm->probes[i].up;
 }
 
 static void ep_metrics(struct admin_x *ax)
 {
 	struct admin *adm = ax->adm;
 	struct metrics_snapshot s = {0};
-	struct metrics_upstream *ups = calloc(adm->ctx->nups ? adm->ctx->nups : 1, sizeof(*ups));
-	struct metrics_worker *workers = calloc(adm->ctx->nworkers, sizeof(*workers));
 	size_t len;
 
-	if (!ups || !workers) {
-		free(ups);
-		free(workers);
-		reply_error(ax, 500, "out of memory");
-		return;
-	}
-	struct metrics_policy mp;
-	struct metrics_policy_rule *rules = policy_snapshot(adm->ctx, &mp);
-	s.policy = &mp;
+	/* Every other module's counters, from the sources registered with
+	 * admin_add_metrics_source (their own getters, their own locks). */
+	metrics_collect(adm->m, &s);
 	/* The contract summaries, from the reports the hook published (pulled
 	 * before taking adm->lock: the hook's lock is never taken under it). */
 	const struct px_config *cfg = adm->ctx->cfg;
-	json_t **reports = calloc(cfg->nups ? cfg->nups : 1, sizeof(*reports));
+	json_t **reports = metrics_snapshot_alloc(&s, cfg->nups, sizeof(*reports));
 	for (size_t i = 0; reports && i < cfg->nups; i++) {
 		struct hook_contract_published pub;
 		hook_contract_published(adm->ctx->contract, cfg->ups[i].name, &pub);
 		reports[i] = pub.report;
 	}
-	admin_lock(adm);
-	for (size_t i = 0; reports && i < cfg->nups; i++)
-		if (reports[i])
-			metrics_set_contract(adm->m, cfg->ups[i].name, reports[i]);
-	fill_snapshot(adm, &s, ups, workers);
-	char *text = metrics_render(adm->m, &s, &len);
-	admin_unlock(adm);
+	char *text = NULL;
+	if (!s.oom) {
+		admin_lock(adm);
+		for (size_t i = 0; i < cfg->nups; i++)
+			if (reports[i])
+				metrics_set_contract(adm->m, cfg->ups[i].name, reports[i]);
+		fill_own(adm, &s);
+		text = metrics_render(adm->m, &s, &len);
+		admin_unlock(adm);
+	}
 	for (size_t i = 0; reports && i < cfg->nups; i++)
 		json_decref(reports[i]);
-	free(reports);
-	free(rules);
-	free(ups);
-	free(workers);
+	metrics_snapshot_release(&s);
 	if (!text) {
 		reply_error(ax, 500, "out of memory");
 		return;
@@ -1801,6 +1694,12 @@ static int setup_tls(struct admin *adm, const struct admin_conf *ac, struct errs
 		        adm->tls ? "" : " (the client listener's)");
 	}
 	return 0;
+}
+
+int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source_fn fn,
+                             void *arg)
+{
+	return adm ? metrics_add_source(adm->m, name, fn, arg) : 0;
 }
 
 const char *admin_address(const struct admin *adm)

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "admin/metrics.h"
+
 struct px_ctx;
 struct admin;
 struct ssl_ctx_st;
@@ -84,6 +86,14 @@ void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls);
  * which a new credential could be recorded unmasked. adm may be NULL. */
 struct px_config;
 void admin_add_credentials(struct admin *adm, const struct px_config *cfg);
+
+/* Adds a source of /metrics (admin/metrics.h metrics_add_source): the
+ * wiring registers one per module whose counters are shown, so that the
+ * endpoint reads no module's state itself (proxy/stats.c). Call on the
+ * thread that set admin up, before the first scrape. adm may be NULL
+ * (nothing to feed): 0. Returns 0, or -1 when the table is full. */
+int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source_fn fn,
+                             void *arg);
 
 /* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
 const char *admin_address(const struct admin *adm);
