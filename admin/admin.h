@@ -1,8 +1,12 @@
 /* admin: the admin endpoint, a transport adapter on its own listener.
  *
- * It owns the call recorder (proxy/hooks/hook_record.c) and what it feeds: the
- * ring of records (admin/ring.c), the metrics (admin/metrics.c), the live
- * streams and the optional JSON-lines log. Endpoints (GET or HEAD):
+ * It owns the call recorder (proxy/hooks/hook_record.c) and is its sink
+ * (proxy/hooks/sink.h): the ring of records (admin/ring.c), the metrics
+ * (admin/metrics.c), the live streams (admin/calls.c) and the optional
+ * JSON-lines log (admin/calllog.c). Everything else it shows it pulls when
+ * asked: the contract hook's reports, and every module's counters through
+ * the metrics sources the wiring registers (admin_add_metrics_source).
+ * Endpoints (GET or HEAD):
  *
  *   /                 the live page (admin/page.html, built into the binary)
  *   /calls            records, newest first: ?limit=&since=&method=&tool=
@@ -77,8 +81,8 @@ int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, 
 void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls);
 
 /* Adds every credential cfg makes mcpwarden send upstream (the Basic
- * value, header values, URL queries, client tokens; see admin.c) to the
- * values masked in records, /calls/stream, /contract and the call log.
+ * value, header values, URL queries, client tokens; see admin/secrets.h) to
+ * the values masked in records, /calls/stream, /contract and the call log.
  * Values only join (a replaced token was sent, and may still come back).
  * Safe while workers record; worker 0's thread. A reload calls it from
  * admin_tls_swap, once worker 0 runs the new configuration; called before

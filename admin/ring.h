@@ -19,7 +19,7 @@
  * four keys of at most RING_KEY_MAX bytes each.
  *
  * Pure: no I/O, no clock, no logging. Not here: what a record contains
- * (proxy/hooks/hook_record.c) and how it is served (admin/admin.c).
+ * (proxy/hooks/hook_record.c) and how it is served (admin/calls.c).
  */
 #ifndef MCPWARDEN_RING_H
 #define MCPWARDEN_RING_H

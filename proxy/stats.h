@@ -6,7 +6,7 @@
  * every module: the admin endpoint reads none of them itself.
  *
  * Not here: the exposition (admin/metrics.c), what the admin endpoint
- * counts itself (the ring, streams, probes: admin/admin.c).
+ * counts itself (the ring, streams, probes: admin/admin.c fill_own).
  */
 #ifndef MCPWARDEN_STATS_H
 #define MCPWARDEN_STATS_H
