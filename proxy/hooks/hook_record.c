@@ -735,13 +735,6 @@ static void apply_verdict(struct rec *r, const struct inspect_msg *m)
 
 /* ---- the record as JSON text ------------------------------------------------ */
 
-/* Everything rec_write writes but the string members: the 29 member
- * names with their punctuation (364 bytes), the time (TIME_TEXT_MAX), 7
- * numbers (SBUF_I64_MAX each), 4 booleans ("false") and the 2 bytes a
- * null string member writes beyond the 2 counted for its quotes (19 of
- * them), and '}'. A tight bound: the ring keeps the block the text is
- * written in. Checked by an assert after each write. */
-#define FIXED_ROOM (364 + TIME_TEXT_MAX + 7 * SBUF_I64_MAX + 4 * 5 + 19 * 2 + 1)
 /* A text's buffer grows to its need rounded up to this, not by doubling:
  * blocks the ring keeps stay near their record's size. */
 #define TEXT_ROUND 256
@@ -788,10 +781,6 @@ static char *w_u64_or_null(char *w, int known, uint64_t v)
 {
 	return known ? w_i64(w, (long long)v) : W_LIT(w, "null");
 }
-
-/* String members: the record's (NSTR) and our own words (from, kind,
- * outcome), nothing to escape in those. */
-#define NS (NSTR + 3)
 
 static const char *const kind_words[] = {"request", "notification", "response"};
 static const size_t kind_lens[] = {sizeof("request") - 1, sizeof("notification") - 1,
@@ -933,71 +922,181 @@ struct words {
 	size_t from, kind, outcome;
 };
 
-/* The members after "seq", in the order hook_record.h lists them, at w
- * (room for FIXED_ROOM + every string's escaped size). Returns the end. */
+/* ---- the record's members, as a table ---------------------------------- */
+
+/* The members after "seq", in the order hook_record.h lists them: one
+ * line each, its name, how its value is written (M_*), and which value
+ * (a string member, or the offset of a number or flag in struct rec).
+ * Adding a member is adding its line (and, for a new kind of value, a
+ * case in rec_write and its ROOM_). */
+#define RECORD_MEMBERS(X)                                               \
+	X("time", TIME, 0)                                              \
+	X("session", STR, F_SESSION)                                    \
+	X("", CONSTS, 0) /* client … upstream_transport (w_consts) */  \
+	X("from", FROM, 0)                                              \
+	X("kind", KIND, 0)                                              \
+	X("method", STR, F_METHOD)                                      \
+	X("tool", STR, F_TOOL)                                          \
+	X("id", ID, 0)                                                  \
+	X("arguments", STR, F_ARGUMENTS)                                \
+	X("arguments_cut", BOOL, offsetof(struct rec, arguments_cut))   \
+	X("result_preview", STR, F_PREVIEW)                             \
+	X("result_cut", BOOL, offsetof(struct rec, result_cut))         \
+	X("http_status", STATUS, 0)                                     \
+	X("is_error", TRI, offsetof(struct rec, is_error))              \
+	X("error_code", ERROR_CODE, 0)                                  \
+	X("error_message", STR, F_ERROR_MESSAGE)                        \
+	X("outcome", OUTCOME, 0)                                        \
+	X("rule", STR, F_RULE)                                          \
+	X("modified", BOOL, offsetof(struct rec, modified))             \
+	X("notifications", COUNT, offsetof(struct rec, notifications))  \
+	X("note", STR, F_NOTE)                                          \
+	X("latency_us", FINISHED, offsetof(struct rec, latency_us))     \
+	X("bytes_in", FINISHED, offsetof(struct rec, bytes_in))         \
+	X("bytes_out", FINISHED, offsetof(struct rec, bytes_out))
+
+enum member_kind {
+	M_TIME,       /* r->wall_us, RFC 3339 (put_time) */
+	M_STR,        /* string member arg (w_member), or null */
+	M_CONSTS,     /* the per-exchange members, names and all (no name here) */
+	M_FROM,       /* r->from */
+	M_KIND,       /* r->kind's word */
+	M_ID,         /* the JSON-RPC id: integer, string (F_ID) or null */
+	M_BOOL,       /* the int at offset arg */
+	M_STATUS,     /* r->http_status, null when 0 */
+	M_TRI,        /* the int at offset arg: < 0 null, else a boolean */
+	M_ERROR_CODE, /* r->error_code when r->has_error_code, else null */
+	M_OUTCOME,    /* r->outcome, or null */
+	M_COUNT,      /* the unsigned at offset arg */
+	M_FINISHED,   /* the uint64_t at offset arg once r->finished, else null */
+};
+
+/* What a member's value writes at most beyond the escaped text of its
+ * strings (counted from the arenas and words by format): a string's
+ * quotes or "null", a number, a boolean. */
+#define ROOM_TIME       TIME_TEXT_MAX
+#define ROOM_STR        4
+#define ROOM_CONSTS     CONST_ROOM
+#define ROOM_FROM       4
+#define ROOM_KIND       4
+#define ROOM_ID         SBUF_I64_MAX
+#define ROOM_BOOL       5
+#define ROOM_STATUS     SBUF_I64_MAX
+#define ROOM_TRI        5
+#define ROOM_ERROR_CODE SBUF_I64_MAX
+#define ROOM_OUTCOME    4
+#define ROOM_COUNT      SBUF_I64_MAX
+#define ROOM_FINISHED   SBUF_I64_MAX
+
+/* A name is copied as MEMBER_NAME_MAX bytes whatever its length (a
+ * fixed-size copy, no call), then the pointer moves by its length: the
+ * bytes past it are overwritten by what follows. MEMBER_NAME_MAX of slack
+ * in FIXED_ROOM keeps the last copy inside the buffer. */
+#define MEMBER_NAME_MAX 24
+#define MEMBER_NAME(name) ",\"" name "\":"
+#define MEMBER_ENTRY(name, kind, arg) \
+	{MEMBER_NAME(name), sizeof(MEMBER_NAME(name)) - 1, M_##kind, (unsigned short)(arg)},
+#define MEMBER_ROOM(name, kind, arg) +(sizeof(MEMBER_NAME(name)) - 1 + ROOM_##kind)
+
+#define MEMBER_FITS(name, kind, arg)                                  \
+	_Static_assert(sizeof(MEMBER_NAME(name)) - 1 <= MEMBER_NAME_MAX, \
+	               "member name too long: " name);
+RECORD_MEMBERS(MEMBER_FITS)
+
+static const struct member {
+	char name[MEMBER_NAME_MAX]; /* ,"name": (the first is written without the comma) */
+	unsigned char len;
+	unsigned char kind;    /* enum member_kind */
+	unsigned short arg;
+} members[] = {RECORD_MEMBERS(MEMBER_ENTRY)};
+
+/* Everything rec_write writes but the strings' escaped text: the names,
+ * each value's room, '}', and the names' slack. A bound, computed from
+ * the table; checked by an assert after each write. */
+#define FIXED_ROOM (0 RECORD_MEMBERS(MEMBER_ROOM) + 1 + MEMBER_NAME_MAX)
+
+static int rec_int_at(const struct rec *r, unsigned off)
+{
+	int v;
+	memcpy(&v, (const char *)r + off, sizeof(v));
+	return v;
+}
+
+/* The members after "seq", as the table says, at w (room for FIXED_ROOM
+ * + every string's escaped size). Returns the end. */
 static char *rec_write(struct hr_local *l, const struct rec *r, const struct words *n, char *w)
 {
-#define STR(f) w_member(w, r, f)
-	w = W_LIT(w, "\"time\":");
-	w = put_time(l, w, r->wall_us);
-	w = W_LIT(w, ",\"session\":");
-	w = STR(F_SESSION);
-	if (r->consts) {
-		memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
-		w += r->consts_len;
-	} else {
-		w = w_consts(w, r, NULL);
+	/* The first member has no comma before it. */
+	memcpy(w, members[0].name + 1, MEMBER_NAME_MAX - 1);
+	w += members[0].len - 1;
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
+		const struct member *m = &members[i];
+		if (i > 0 && m->kind != M_CONSTS) {
+			memcpy(w, m->name, MEMBER_NAME_MAX);
+			w += m->len;
+		}
+		switch ((enum member_kind)m->kind) {
+		case M_TIME:
+			w = put_time(l, w, r->wall_us);
+			break;
+		case M_STR:
+			w = w_member(w, r, (enum rec_str)m->arg);
+			break;
+		case M_CONSTS:
+			if (r->consts) {
+				memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
+				w += r->consts_len;
+			} else {
+				w = w_consts(w, r, NULL);
+			}
+			break;
+		case M_FROM:
+			w = w_word(w, r->from, n->from);
+			break;
+		case M_KIND:
+			w = w_word(w, kind_words[r->kind], n->kind);
+			break;
+		case M_ID:
+			if (r->id_kind == ID_INT)
+				w = w_i64(w, r->id_int);
+			else if (r->id_kind == ID_STR)
+				w = w_member(w, r, F_ID);
+			else
+				w = W_LIT(w, "null");
+			break;
+		case M_BOOL:
+			w = w_bool(w, rec_int_at(r, m->arg));
+			break;
+		case M_STATUS:
+			w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
+			break;
+		case M_TRI: {
+			int v = rec_int_at(r, m->arg);
+			w = v < 0 ? W_LIT(w, "null") : w_bool(w, v);
+			break;
+		}
+		case M_ERROR_CODE:
+			w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
+			break;
+		case M_OUTCOME:
+			w = w_word(w, r->outcome, n->outcome);
+			break;
+		case M_COUNT: {
+			unsigned v;
+			memcpy(&v, (const char *)r + m->arg, sizeof(v));
+			w = w_i64(w, v);
+			break;
+		}
+		case M_FINISHED: {
+			uint64_t v;
+			memcpy(&v, (const char *)r + m->arg, sizeof(v));
+			w = w_u64_or_null(w, r->finished, v);
+			break;
+		}
+		}
 	}
-	w = W_LIT(w, ",\"from\":");
-	w = w_word(w, r->from, n->from);
-	w = W_LIT(w, ",\"kind\":");
-	w = w_word(w, kind_words[r->kind], n->kind);
-	w = W_LIT(w, ",\"method\":");
-	w = STR(F_METHOD);
-	w = W_LIT(w, ",\"tool\":");
-	w = STR(F_TOOL);
-	w = W_LIT(w, ",\"id\":");
-	if (r->id_kind == ID_INT)
-		w = w_i64(w, r->id_int);
-	else if (r->id_kind == ID_STR)
-		w = STR(F_ID);
-	else
-		w = W_LIT(w, "null");
-	w = W_LIT(w, ",\"arguments\":");
-	w = STR(F_ARGUMENTS);
-	w = W_LIT(w, ",\"arguments_cut\":");
-	w = w_bool(w, r->arguments_cut);
-	w = W_LIT(w, ",\"result_preview\":");
-	w = STR(F_PREVIEW);
-	w = W_LIT(w, ",\"result_cut\":");
-	w = w_bool(w, r->result_cut);
-	w = W_LIT(w, ",\"http_status\":");
-	w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
-	w = W_LIT(w, ",\"is_error\":");
-	w = r->is_error < 0 ? W_LIT(w, "null") : w_bool(w, r->is_error);
-	w = W_LIT(w, ",\"error_code\":");
-	w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
-	w = W_LIT(w, ",\"error_message\":");
-	w = STR(F_ERROR_MESSAGE);
-	w = W_LIT(w, ",\"outcome\":");
-	w = w_word(w, r->outcome, n->outcome);
-	w = W_LIT(w, ",\"rule\":");
-	w = STR(F_RULE);
-	w = W_LIT(w, ",\"modified\":");
-	w = w_bool(w, r->modified);
-	w = W_LIT(w, ",\"notifications\":");
-	w = w_i64(w, r->notifications);
-	w = W_LIT(w, ",\"note\":");
-	w = STR(F_NOTE);
-	w = W_LIT(w, ",\"latency_us\":");
-	w = w_u64_or_null(w, r->finished, r->latency_us);
-	w = W_LIT(w, ",\"bytes_in\":");
-	w = w_u64_or_null(w, r->finished, r->bytes_in);
-	w = W_LIT(w, ",\"bytes_out\":");
-	w = w_u64_or_null(w, r->finished, r->bytes_out);
 	*w++ = '}';
 	return w;
-#undef STR
 }
 
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
@@ -1053,8 +1152,8 @@ static int format(struct hr_local *l, const struct rec *r)
 	/* Every string member's escaped text, quotes aside, is in the
 	 * arenas but for the raw members', which are there unescaped: their
 	 * escaped sizes on top (an over-count, not a per-member sum). */
-	size_t need = SEQ_ROOM + FIXED_ROOM + 3 + 2 * NS + r->arena.len + r->ans.len + n.from +
-	              n.kind + n.outcome;
+	size_t need = SEQ_ROOM + FIXED_ROOM + r->arena.len + r->ans.len + n.from + n.kind +
+	              n.outcome;
 	for (int f = 0; f < F_ANS_FIRST; f++)
 		if (IS_RAW(f) && r->str[f])
 			need += r->esc[f];
