@@ -1,5 +1,11 @@
 /* hook_record: see hook_record.h.
  *
+ * Over 800 lines: one record type and everything that touches it on the
+ * call path (building, settling, the JSON writer, the outboxes, the pools)
+ * still share its internals; the text writer (from "the record as JSON
+ * text" to format()) is the piece to move out first, behind a header of
+ * the record's types.
+ *
  * Per HTTP exchange the recorder keeps a `struct rx` in the exchange's
  * hook_data slot, holding the client messages of the exchange as records
  * under construction:
