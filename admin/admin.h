@@ -1,8 +1,12 @@
 /* admin: the admin endpoint, a transport adapter on its own listener.
  *
- * It owns the call recorder (proxy/hooks/hook_record.c) and what it feeds: the
- * ring of records (admin/ring.c), the metrics (admin/metrics.c), the live
- * streams and the optional JSON-lines log. Endpoints (GET or HEAD):
+ * It owns the call recorder (proxy/hooks/hook_record.c) and is its sink
+ * (proxy/hooks/sink.h): the ring of records (admin/ring.c), the metrics
+ * (admin/metrics.c), the live streams (admin/calls.c) and the optional
+ * JSON-lines log (admin/calllog.c). Everything else it shows it pulls when
+ * asked: the contract hook's reports, and every module's counters through
+ * the metrics sources the wiring registers (admin_add_metrics_source).
+ * Endpoints (GET or HEAD):
  *
  *   /                 the live page (admin/page.html, built into the binary)
  *   /calls            records, newest first: ?limit=&since=&method=&tool=
@@ -37,6 +41,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "admin/metrics.h"
+
 struct px_ctx;
 struct admin;
 struct ssl_ctx_st;
@@ -63,13 +69,6 @@ int admin_check(const struct px_config *cfg, char *err, size_t errlen);
  * exchanges end) and before the event base is freed. Accepts NULL. */
 void admin_free(struct admin *adm);
 
-/* The contract module's latest report for an upstream (a reference is
- * kept: the caller must never change it, nor anything in it, afterwards):
- * {"tools":[…],"problems":[…],"score":…,"passed":…,"changes":[…]}.
- * Served on /contract and summarised in /metrics. adm may be NULL (the
- * endpoint is off): nothing happens. */
-void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report);
-
 /* SIGHUP, in two steps so that a reload applies whole or not at all.
  * admin_tls_load reads the admin certificate files again: returns 0 with
  * a new context in *out (NULL when the endpoint has no certificate of its
@@ -82,8 +81,8 @@ int admin_tls_load(const struct admin *adm, struct ssl_ctx_st **out, char *err, 
 void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls);
 
 /* Adds every credential cfg makes mcpwarden send upstream (the Basic
- * value, header values, URL queries, client tokens; see admin.c) to the
- * values masked in records, /calls/stream, /contract and the call log.
+ * value, header values, URL queries, client tokens; see admin/secrets.h) to
+ * the values masked in records, /calls/stream, /contract and the call log.
  * Values only join (a replaced token was sent, and may still come back).
  * Safe while workers record; worker 0's thread. A reload calls it from
  * admin_tls_swap, once worker 0 runs the new configuration; called before
@@ -91,6 +90,14 @@ void admin_tls_swap(struct admin *adm, struct ssl_ctx_st *tls);
  * which a new credential could be recorded unmasked. adm may be NULL. */
 struct px_config;
 void admin_add_credentials(struct admin *adm, const struct px_config *cfg);
+
+/* Adds a source of /metrics (admin/metrics.h metrics_add_source): the
+ * wiring registers one per module whose counters are shown, so that the
+ * endpoint reads no module's state itself (proxy/stats.c). Call on the
+ * thread that set admin up, before the first scrape. adm may be NULL
+ * (nothing to feed): 0. Returns 0, or -1 when the table is full. */
+int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source_fn fn,
+                             void *arg);
 
 /* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
 const char *admin_address(const struct admin *adm);

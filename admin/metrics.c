@@ -66,6 +66,12 @@ struct metrics {
 	uint64_t sessions_opened, sessions_closed;
 	struct contract_entry contract[METRICS_MAX_UPSTREAMS];
 	size_t ncontract;
+	struct source {
+		const char *name;        /* static */
+		metrics_source_fn fn;
+		void *arg;               /* borrowed */
+	} sources[METRICS_MAX_SOURCES];
+	size_t nsources;
 };
 
 /* ---- intern tables -------------------------------------------------------- */
@@ -211,6 +217,38 @@ void metrics_free(struct metrics *m)
 	for (size_t i = 0; i < m->ncontract; i++)
 		free(m->contract[i].upstream);
 	free(m);
+}
+
+int metrics_add_source(struct metrics *m, const char *name, metrics_source_fn fn, void *arg)
+{
+	if (m->nsources >= METRICS_MAX_SOURCES)
+		return -1;
+	m->sources[m->nsources++] = (struct source){.name = name, .fn = fn, .arg = arg};
+	return 0;
+}
+
+void metrics_collect(const struct metrics *m, struct metrics_snapshot *s)
+{
+	for (size_t i = 0; i < m->nsources; i++)
+		m->sources[i].fn(m->sources[i].arg, s);
+}
+
+void *metrics_snapshot_alloc(struct metrics_snapshot *s, size_t n, size_t size)
+{
+	void *p = s->nowned < METRICS_SNAPSHOT_ALLOCS ? calloc(n ? n : 1, size) : NULL;
+	if (!p) {
+		s->oom = 1;
+		return NULL;
+	}
+	s->owned[s->nowned++] = p;
+	return p;
+}
+
+void metrics_snapshot_release(struct metrics_snapshot *s)
+{
+	for (size_t i = 0; i < s->nowned; i++)
+		free(s->owned[i]);
+	s->nowned = 0;
 }
 
 static void hist_add(struct hist *h, uint64_t us)

@@ -14,8 +14,14 @@
  * table with made-up tool names; the cost is a coarser breakdown, never
  * memory. Upstream labels come from the configuration.
  *
- * Pure: no I/O, no clock, nothing global. Not here: reading px_ctx (admin.c
- * fills struct metrics_snapshot).
+ * What other modules count reaches /metrics through sources: each one
+ * registered (metrics_add_source, the way HAProxy's modules register their
+ * stats) fills its part of struct metrics_snapshot from its module's own
+ * getters when a scrape asks; the metrics module never reads another
+ * module's state, and neither does the admin endpoint.
+ *
+ * Pure: no I/O, no clock, nothing global. Not here: the sources (the
+ * wiring's are in proxy/stats.c; admin.c fills its own members).
  */
 #ifndef MCPWARDEN_METRICS_H
 #define MCPWARDEN_METRICS_H
@@ -28,6 +34,7 @@
 #define METRICS_MAX_LABELS         10000
 #define METRICS_LABEL_MAX          128   /* bytes of one label value */
 #define METRICS_MAX_UPSTREAMS      256   /* contract entries kept */
+#define METRICS_SNAPSHOT_ALLOCS    8     /* arrays sources may hang on a snapshot */
 
 struct metrics;
 
@@ -104,12 +111,39 @@ struct metrics_snapshot {
 	 * flight, [1] GET streams */
 	uint64_t session_refused[2], session_slots[2];
 	double start_time_seconds;       /* Unix time the process started */
-	const struct metrics_upstream *ups;
+	struct metrics_upstream *ups;    /* a source's; admin adds reachable */
 	size_t nups;
 	const struct metrics_worker *workers;
 	size_t nworkers;
 	const struct metrics_policy *policy;  /* NULL: no policy module */
+	/* What sources allocated for the pointers above (owned by s). */
+	void *owned[METRICS_SNAPSHOT_ALLOCS];
+	size_t nowned;
+	int oom;                         /* a source ran out of memory */
 };
+
+/* ---- sources ---------------------------------------------------------- */
+
+#define METRICS_MAX_SOURCES 16
+
+/* Fills (adds to: a counter may be summed over several sources) what it
+ * knows of s. Called on every scrape, on the admin endpoint's thread,
+ * outside the admin lock, in the order the sources were added. Arrays it
+ * points s at come from metrics_snapshot_alloc (they live as long as s). */
+typedef void (*metrics_source_fn)(void *arg, struct metrics_snapshot *s);
+
+/* Adds a source (name: static, for diagnostics; arg borrowed, must
+ * outlive m). Returns 0, or -1 past METRICS_MAX_SOURCES. */
+int metrics_add_source(struct metrics *m, const char *name, metrics_source_fn fn, void *arg);
+
+/* Runs every source on s (zeroed by the caller first). */
+void metrics_collect(const struct metrics *m, struct metrics_snapshot *s);
+
+/* n zeroed elements of size bytes, freed with s (metrics_snapshot_release);
+ * NULL when memory runs out or past METRICS_SNAPSHOT_ALLOCS (s->oom is set:
+ * the scrape fails rather than show a partial view). */
+void *metrics_snapshot_alloc(struct metrics_snapshot *s, size_t n, size_t size);
+void metrics_snapshot_release(struct metrics_snapshot *s);
 
 /* Renders every family as Prometheus text into a new NUL-terminated
  * string (owned, free()); *len is its length. snap may be NULL. NULL when

@@ -69,7 +69,7 @@ static size_t key_len(const char *k)
 	return k ? strnlen(k, RING_KEY_MAX - 1) : 0;
 }
 
-uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *json, size_t len)
+uint64_t ring_append(struct ring *r, const struct record_keys *keys, const char *json, size_t len)
 {
 	const char *in[NKEYS] = {0};
 	size_t klen[NKEYS], total = len + 1;
@@ -119,12 +119,12 @@ uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *j
 	return s->seq;
 }
 
-uint64_t ring_swap(struct ring *r, struct ring_block *b)
+uint64_t ring_swap(struct ring *r, struct record_block *b)
 {
 	if (b->len > RING_MAX_RECORD_BYTES)
 		return 0;
 	struct slot *s = &r->slots[(r->next_seq - 1) % r->size];
-	struct ring_block old = {.block = s->block, .cap = s->cap};
+	struct record_block old = {.block = s->block, .cap = s->cap};
 	if (s->seq)
 		r->dropped++;
 	s->block = b->block;
@@ -154,7 +154,7 @@ static int slot_match(const struct slot *s, const struct ring_filter *f)
 	       key_match(s->key[KEY_OUTCOME], f->outcome);
 }
 
-int ring_keys_match(const struct ring_keys *k, const struct ring_filter *f)
+int ring_keys_match(const struct record_keys *k, const struct ring_filter *f)
 {
 	if (!f)
 		return 1;

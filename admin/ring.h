@@ -19,13 +19,15 @@
  * four keys of at most RING_KEY_MAX bytes each.
  *
  * Pure: no I/O, no clock, no logging. Not here: what a record contains
- * (proxy/hooks/hook_record.c) and how it is served (admin/admin.c).
+ * (proxy/hooks/hook_record.c) and how it is served (admin/calls.c).
  */
 #ifndef MCPWARDEN_RING_H
 #define MCPWARDEN_RING_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "proxy/hooks/sink.h"
 
 #define RING_DEFAULT_SIZE     1024
 #define RING_MAX_SIZE         100000
@@ -36,13 +38,8 @@
  * (a longer key is kept cut, and a filter value is cut the same way). */
 #define RING_KEY_MAX          256
 
-/* The keys the filters compare. Every field may be NULL ("none"). */
-struct ring_keys {
-	const char *method;
-	const char *tool;
-	const char *session;
-	const char *outcome;
-};
+/* The keys the filters compare: struct record_keys (proxy/hooks/sink.h),
+ * every field may be NULL ("none"). */
 
 /* A read query. NULL string fields and 0 numbers match everything. */
 struct ring_filter {
@@ -74,19 +71,11 @@ uint64_t ring_next_seq(const struct ring *r);
  * RING_KEY_MAX - 1 bytes). Returns the record's sequence number, or 0 when
  * len is over RING_MAX_RECORD_BYTES or memory runs out (nothing changes,
  * and the sequence number is not used). */
-uint64_t ring_append(struct ring *r, const struct ring_keys *keys, const char *json, size_t len);
+uint64_t ring_append(struct ring *r, const struct record_keys *keys, const char *json, size_t len);
 
-/* A record handed over whole: block (owned, cap bytes allocated) holds
- * the NUL-terminated JSON text at json[0..len] and the keys, which point
- * into block or are static strings (NULL: none). Keys are compared on
- * their first RING_KEY_MAX - 1 bytes, like ring_append's cut copies. */
-struct ring_block {
-	char *block;
-	size_t cap;
-	const char *json;
-	size_t len;
-	struct ring_keys keys;
-};
+/* A record handed over whole (struct record_block, proxy/hooks/sink.h):
+ * keys are compared on their first RING_KEY_MAX - 1 bytes, like
+ * ring_append's cut copies. */
 
 /* Appends b without copying: its block moves into the next slot, and b
  * gets back the block that slot held ({NULL, 0} when it was empty), which
@@ -95,7 +84,7 @@ struct ring_block {
  * needs + 1024, as ring_append's reuse rule. Returns the record's
  * sequence number, or 0 when len is over RING_MAX_RECORD_BYTES (nothing
  * changes, b is left alone). */
-uint64_t ring_swap(struct ring *r, struct ring_block *b);
+uint64_t ring_swap(struct ring *r, struct record_block *b);
 
 /* Copies out the records matching f (NULL: all, newest first) into a new
  * array (*out, owned: free with ring_items_free). Returns how many; *out
@@ -105,7 +94,7 @@ void ring_items_free(struct ring_item *items, size_t n);
 
 /* Whether one record matches f's string filters (used by live streams,
  * which apply the same filters to records as they are appended). */
-int ring_keys_match(const struct ring_keys *k, const struct ring_filter *f);
+int ring_keys_match(const struct record_keys *k, const struct ring_filter *f);
 
 size_t ring_size(const struct ring *r);    /* slots */
 size_t ring_count(const struct ring *r);   /* records held (<= size) */

@@ -46,6 +46,7 @@
 #include "proxy/net/transport.h"
 #include "proxy/mcp/transport_sse.h"
 #include "proxy/net/upstream.h"
+#include "proxy/stats.h"
 
 #define MCPWARDEN_VERSION "0.1.0"
 
@@ -600,6 +601,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	}
 	if (admin_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "admin: %s", err);
+		return -1;
+	}
+	if (stats_register(ctx) < 0) {
+		log_msg(LOG_ERROR, "admin: too many metrics sources");
 		return -1;
 	}
 	/* Several workers bind the port each with SO_REUSEPORT; first make

@@ -30,7 +30,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin/admin.h"
 #include "checks/contract.h"
 #include "checks/drift.h"
 #include "proxy/config.h"
@@ -66,8 +65,11 @@ struct up_state {
 	json_t *baseline;            /* owned: the loaded document, or NULL */
 	const json_t *baseline_tools;/* borrowed from baseline */
 	json_t *latest;              /* owned: latest report, or NULL; never
-	                                changed once published (admin keeps a
+	                                changed once published (readers of
+	                                hook_contract_published keep a
 	                                reference) */
+	uint64_t published_us;       /* Unix time latest was published */
+	uint64_t published;          /* reports published so far */
 	struct verdict_cache *cache; /* owned: last one-page listing's verdict, or NULL */
 	struct contract_memo *memo;  /* owned: per-tool results of the last
 	                                one-page listing, or NULL */
@@ -366,14 +368,19 @@ static json_t *finding_json(const struct contract_finding *f)
 	return o;
 }
 
-/* Publishes the upstream's latest report (kept, and handed to admin). */
+/* Publishes the upstream's latest report: kept, for readers to pull
+ * (hook_contract_published). Under hc->lock. */
 static void publish(struct hook_contract *hc, struct up_state *us, json_t *report)
 {
+	(void)hc;
 	json_decref(us->latest);
 	us->latest = report;
-	/* Borrowed by admin, which copies what it keeps. */
-	if (hc->ctx && hc->ctx->admin && report)
-		admin_set_contract(hc->ctx->admin, us->conf->name, report);
+	if (report) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		us->published_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+		us->published++;
+	}
 }
 
 /* What the hook did with the page, for the report and the log. */
@@ -1218,6 +1225,27 @@ json_t *hook_contract_reports(const struct hook_contract *hc)
 		                    us->latest ? json_deep_copy(us->latest) : json_null());
 	}
 	return o;
+}
+
+void hook_contract_published(struct hook_contract *hc, const char *upstream,
+                             struct hook_contract_published *out)
+{
+	*out = (struct hook_contract_published){0};
+	if (!hc || !upstream)
+		return;
+	if (hc->locked)
+		pthread_mutex_lock(&hc->lock);
+	for (size_t i = 0; i < hc->nups; i++) {
+		const struct up_state *us = &hc->ups[i];
+		if (strcmp(us->conf->name, upstream) == 0) {
+			out->report = json_incref(us->latest);
+			out->time_us = us->latest ? us->published_us : 0;
+			out->count = us->published;
+			break;
+		}
+	}
+	if (hc->locked)
+		pthread_mutex_unlock(&hc->lock);
 }
 
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out)

@@ -54,7 +54,7 @@
  * the tools' texts are located by skimming only where the result's text
  * differs from the previous one (proxy/base/jparse.h). Same report, same
  * reply, as a full check. Published reports are never changed afterwards
- * (admin keeps a reference), so their per-tool parts can be shared from
+ * (readers keep a reference), so their per-tool parts can be shared from
  * one report to the next.
  *
  * Not here: a tools/list response that reaches the hook without its
@@ -120,6 +120,23 @@ json_t *hook_contract_report(const struct hook_contract *hc, const char *upstrea
 /* Every upstream's latest report: {"<name>": report|null, ...}, new
  * object owned by the caller (NULL when out of memory). */
 json_t *hook_contract_reports(const struct hook_contract *hc);
+
+/* What hook_contract_published gives: the latest report as published
+ * (the shape of hook_contract_report's), when, and how many so far. */
+struct hook_contract_published {
+	json_t *report;            /* a new reference (json_decref it), or NULL:
+	                              none yet; never changed once published,
+	                              so it is read without any lock */
+	uint64_t time_us;          /* Unix time it was published, 0 with none */
+	uint64_t count;            /* reports published for the upstream */
+};
+
+/* The hook keeps each upstream's latest report; readers (the admin
+ * endpoint's /contract and /metrics) pull it here, from any thread (it
+ * takes the hook's lock briefly). *out is zeroed first; an unknown
+ * upstream or a NULL hc leaves it so. */
+void hook_contract_published(struct hook_contract *hc, const char *upstream,
+                             struct hook_contract_published *out);
 
 /* Counters over the process lifetime. */
 struct hook_contract_stats {

@@ -1,5 +1,11 @@
 /* hook_record: see hook_record.h.
  *
+ * Over 800 lines: one record type and everything that touches it on the
+ * call path (building, settling, the JSON writer, the outboxes, the pools)
+ * still share its internals; the text writer (from "the record as JSON
+ * text" to format()) is the piece to move out first, behind a header of
+ * the record's types.
+ *
  * Per HTTP exchange the recorder keeps a `struct rx` in the exchange's
  * hook_data slot, holding the client messages of the exchange as records
  * under construction:
@@ -35,9 +41,9 @@
  *   answer: preview redacted, in `ans`     | (settled: an atomic flag)
  *   exchange end: records finished, JSON   | the thread's outbox: one
  *     text written, put in the outbox      | writer, one reader at a time
- *     with what metrics count of them      | (whoever holds hr->lock)
- *   then, if hr->lock is free, every       | metrics counted, texts handed
- *     outbox drained under it              | to the sink (ring_swap)
+ *     with what is counted of them         | (whoever holds hr->lock)
+ *   then, if hr->lock is free, every       | counts and texts handed to the
+ *     outbox drained under it              | sink (proxy/hooks/sink.h)
  *
  * A worker that finds hr->lock taken goes on: the holder drains again
  * after releasing it when anything was put meanwhile (hr->waiting; see
@@ -62,7 +68,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "admin/metrics.h"
 #include "proxy/hooks/redact.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/hooks/inspect.h"
@@ -188,16 +193,17 @@ struct hook_record_text {
 	/* SEQ_ROOM bytes of room, the members, NUL, then the keys' text */
 	struct sbuf b;
 	size_t json_len;             /* of the members, from b.p + SEQ_ROOM */
-	struct ring_keys keys;       /* into b, or static */
-	struct ring_block rb;        /* hook_record_text_block's */
+	struct record_keys keys;     /* into b, or static */
+	struct record_block rb;      /* hook_record_text_block's */
 };
 
 /* A finished record waiting in its thread's outbox for hr->lock: its
- * text (keys inside) and what the metrics count of it. The labels are
- * copies (the record is reused at once), one byte longer than the
- * metrics keep so that they cut them as they would the original. */
+ * text (keys inside) and what the sink counts of it. The labels are
+ * copies (the record is reused at once), one byte longer than any
+ * counter keeps (RECORD_LABEL_MAX) so that it cuts them as it would the
+ * original. */
 #define OUTBOX_SIZE 64
-#define OUT_LABEL (METRICS_LABEL_MAX + 2)
+#define OUT_LABEL (RECORD_LABEL_MAX + 2)
 struct outrec {
 	struct hook_record_text t;   /* owned buffer, kept across uses */
 	int text;                    /* t holds a record for the sink */
@@ -242,9 +248,9 @@ struct hr_local {
 
 struct hook_record {
 	const struct redact *rd;     /* borrowed */
-	struct metrics *m;           /* borrowed, may be NULL */
-	hook_record_sink_fn sink;
+	const struct record_sink *sink; /* borrowed */
 	void *arg;
+	int count;                   /* the sink counts (its count ops are set) */
 	int slot;                    /* our index in where->hook_data */
 	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
 	uint64_t gen;                /* tells this recorder's hr_locals apart */
@@ -735,13 +741,6 @@ static void apply_verdict(struct rec *r, const struct inspect_msg *m)
 
 /* ---- the record as JSON text ------------------------------------------------ */
 
-/* Everything rec_write writes but the string members: the 29 member
- * names with their punctuation (364 bytes), the time (TIME_TEXT_MAX), 7
- * numbers (SBUF_I64_MAX each), 4 booleans ("false") and the 2 bytes a
- * null string member writes beyond the 2 counted for its quotes (19 of
- * them), and '}'. A tight bound: the ring keeps the block the text is
- * written in. Checked by an assert after each write. */
-#define FIXED_ROOM (364 + TIME_TEXT_MAX + 7 * SBUF_I64_MAX + 4 * 5 + 19 * 2 + 1)
 /* A text's buffer grows to its need rounded up to this, not by doubling:
  * blocks the ring keeps stay near their record's size. */
 #define TEXT_ROUND 256
@@ -788,10 +787,6 @@ static char *w_u64_or_null(char *w, int known, uint64_t v)
 {
 	return known ? w_i64(w, (long long)v) : W_LIT(w, "null");
 }
-
-/* String members: the record's (NSTR) and our own words (from, kind,
- * outcome), nothing to escape in those. */
-#define NS (NSTR + 3)
 
 static const char *const kind_words[] = {"request", "notification", "response"};
 static const size_t kind_lens[] = {sizeof("request") - 1, sizeof("notification") - 1,
@@ -933,71 +928,181 @@ struct words {
 	size_t from, kind, outcome;
 };
 
-/* The members after "seq", in the order hook_record.h lists them, at w
- * (room for FIXED_ROOM + every string's escaped size). Returns the end. */
+/* ---- the record's members, as a table ---------------------------------- */
+
+/* The members after "seq", in the order hook_record.h lists them: one
+ * line each, its name, how its value is written (M_*), and which value
+ * (a string member, or the offset of a number or flag in struct rec).
+ * Adding a member is adding its line (and, for a new kind of value, a
+ * case in rec_write and its ROOM_). */
+#define RECORD_MEMBERS(X)                                               \
+	X("time", TIME, 0)                                              \
+	X("session", STR, F_SESSION)                                    \
+	X("", CONSTS, 0) /* client … upstream_transport (w_consts) */  \
+	X("from", FROM, 0)                                              \
+	X("kind", KIND, 0)                                              \
+	X("method", STR, F_METHOD)                                      \
+	X("tool", STR, F_TOOL)                                          \
+	X("id", ID, 0)                                                  \
+	X("arguments", STR, F_ARGUMENTS)                                \
+	X("arguments_cut", BOOL, offsetof(struct rec, arguments_cut))   \
+	X("result_preview", STR, F_PREVIEW)                             \
+	X("result_cut", BOOL, offsetof(struct rec, result_cut))         \
+	X("http_status", STATUS, 0)                                     \
+	X("is_error", TRI, offsetof(struct rec, is_error))              \
+	X("error_code", ERROR_CODE, 0)                                  \
+	X("error_message", STR, F_ERROR_MESSAGE)                        \
+	X("outcome", OUTCOME, 0)                                        \
+	X("rule", STR, F_RULE)                                          \
+	X("modified", BOOL, offsetof(struct rec, modified))             \
+	X("notifications", COUNT, offsetof(struct rec, notifications))  \
+	X("note", STR, F_NOTE)                                          \
+	X("latency_us", FINISHED, offsetof(struct rec, latency_us))     \
+	X("bytes_in", FINISHED, offsetof(struct rec, bytes_in))         \
+	X("bytes_out", FINISHED, offsetof(struct rec, bytes_out))
+
+enum member_kind {
+	M_TIME,       /* r->wall_us, RFC 3339 (put_time) */
+	M_STR,        /* string member arg (w_member), or null */
+	M_CONSTS,     /* the per-exchange members, names and all (no name here) */
+	M_FROM,       /* r->from */
+	M_KIND,       /* r->kind's word */
+	M_ID,         /* the JSON-RPC id: integer, string (F_ID) or null */
+	M_BOOL,       /* the int at offset arg */
+	M_STATUS,     /* r->http_status, null when 0 */
+	M_TRI,        /* the int at offset arg: < 0 null, else a boolean */
+	M_ERROR_CODE, /* r->error_code when r->has_error_code, else null */
+	M_OUTCOME,    /* r->outcome, or null */
+	M_COUNT,      /* the unsigned at offset arg */
+	M_FINISHED,   /* the uint64_t at offset arg once r->finished, else null */
+};
+
+/* What a member's value writes at most beyond the escaped text of its
+ * strings (counted from the arenas and words by format): a string's
+ * quotes or "null", a number, a boolean. */
+#define ROOM_TIME       TIME_TEXT_MAX
+#define ROOM_STR        4
+#define ROOM_CONSTS     CONST_ROOM
+#define ROOM_FROM       4
+#define ROOM_KIND       4
+#define ROOM_ID         SBUF_I64_MAX
+#define ROOM_BOOL       5
+#define ROOM_STATUS     SBUF_I64_MAX
+#define ROOM_TRI        5
+#define ROOM_ERROR_CODE SBUF_I64_MAX
+#define ROOM_OUTCOME    4
+#define ROOM_COUNT      SBUF_I64_MAX
+#define ROOM_FINISHED   SBUF_I64_MAX
+
+/* A name is copied as MEMBER_NAME_MAX bytes whatever its length (a
+ * fixed-size copy, no call), then the pointer moves by its length: the
+ * bytes past it are overwritten by what follows. MEMBER_NAME_MAX of slack
+ * in FIXED_ROOM keeps the last copy inside the buffer. */
+#define MEMBER_NAME_MAX 24
+#define MEMBER_NAME(name) ",\"" name "\":"
+#define MEMBER_ENTRY(name, kind, arg) \
+	{MEMBER_NAME(name), sizeof(MEMBER_NAME(name)) - 1, M_##kind, (unsigned short)(arg)},
+#define MEMBER_ROOM(name, kind, arg) +(sizeof(MEMBER_NAME(name)) - 1 + ROOM_##kind)
+
+#define MEMBER_FITS(name, kind, arg)                                  \
+	_Static_assert(sizeof(MEMBER_NAME(name)) - 1 <= MEMBER_NAME_MAX, \
+	               "member name too long: " name);
+RECORD_MEMBERS(MEMBER_FITS)
+
+static const struct member {
+	char name[MEMBER_NAME_MAX]; /* ,"name": (the first is written without the comma) */
+	unsigned char len;
+	unsigned char kind;    /* enum member_kind */
+	unsigned short arg;
+} members[] = {RECORD_MEMBERS(MEMBER_ENTRY)};
+
+/* Everything rec_write writes but the strings' escaped text: the names,
+ * each value's room, '}', and the names' slack. A bound, computed from
+ * the table; checked by an assert after each write. */
+#define FIXED_ROOM (0 RECORD_MEMBERS(MEMBER_ROOM) + 1 + MEMBER_NAME_MAX)
+
+static int rec_int_at(const struct rec *r, unsigned off)
+{
+	int v;
+	memcpy(&v, (const char *)r + off, sizeof(v));
+	return v;
+}
+
+/* The members after "seq", as the table says, at w (room for FIXED_ROOM
+ * + every string's escaped size). Returns the end. */
 static char *rec_write(struct hr_local *l, const struct rec *r, const struct words *n, char *w)
 {
-#define STR(f) w_member(w, r, f)
-	w = W_LIT(w, "\"time\":");
-	w = put_time(l, w, r->wall_us);
-	w = W_LIT(w, ",\"session\":");
-	w = STR(F_SESSION);
-	if (r->consts) {
-		memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
-		w += r->consts_len;
-	} else {
-		w = w_consts(w, r, NULL);
+	/* The first member has no comma before it. */
+	memcpy(w, members[0].name + 1, MEMBER_NAME_MAX - 1);
+	w += members[0].len - 1;
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
+		const struct member *m = &members[i];
+		if (i > 0 && m->kind != M_CONSTS) {
+			memcpy(w, m->name, MEMBER_NAME_MAX);
+			w += m->len;
+		}
+		switch ((enum member_kind)m->kind) {
+		case M_TIME:
+			w = put_time(l, w, r->wall_us);
+			break;
+		case M_STR:
+			w = w_member(w, r, (enum rec_str)m->arg);
+			break;
+		case M_CONSTS:
+			if (r->consts) {
+				memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
+				w += r->consts_len;
+			} else {
+				w = w_consts(w, r, NULL);
+			}
+			break;
+		case M_FROM:
+			w = w_word(w, r->from, n->from);
+			break;
+		case M_KIND:
+			w = w_word(w, kind_words[r->kind], n->kind);
+			break;
+		case M_ID:
+			if (r->id_kind == ID_INT)
+				w = w_i64(w, r->id_int);
+			else if (r->id_kind == ID_STR)
+				w = w_member(w, r, F_ID);
+			else
+				w = W_LIT(w, "null");
+			break;
+		case M_BOOL:
+			w = w_bool(w, rec_int_at(r, m->arg));
+			break;
+		case M_STATUS:
+			w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
+			break;
+		case M_TRI: {
+			int v = rec_int_at(r, m->arg);
+			w = v < 0 ? W_LIT(w, "null") : w_bool(w, v);
+			break;
+		}
+		case M_ERROR_CODE:
+			w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
+			break;
+		case M_OUTCOME:
+			w = w_word(w, r->outcome, n->outcome);
+			break;
+		case M_COUNT: {
+			unsigned v;
+			memcpy(&v, (const char *)r + m->arg, sizeof(v));
+			w = w_i64(w, v);
+			break;
+		}
+		case M_FINISHED: {
+			uint64_t v;
+			memcpy(&v, (const char *)r + m->arg, sizeof(v));
+			w = w_u64_or_null(w, r->finished, v);
+			break;
+		}
+		}
 	}
-	w = W_LIT(w, ",\"from\":");
-	w = w_word(w, r->from, n->from);
-	w = W_LIT(w, ",\"kind\":");
-	w = w_word(w, kind_words[r->kind], n->kind);
-	w = W_LIT(w, ",\"method\":");
-	w = STR(F_METHOD);
-	w = W_LIT(w, ",\"tool\":");
-	w = STR(F_TOOL);
-	w = W_LIT(w, ",\"id\":");
-	if (r->id_kind == ID_INT)
-		w = w_i64(w, r->id_int);
-	else if (r->id_kind == ID_STR)
-		w = STR(F_ID);
-	else
-		w = W_LIT(w, "null");
-	w = W_LIT(w, ",\"arguments\":");
-	w = STR(F_ARGUMENTS);
-	w = W_LIT(w, ",\"arguments_cut\":");
-	w = w_bool(w, r->arguments_cut);
-	w = W_LIT(w, ",\"result_preview\":");
-	w = STR(F_PREVIEW);
-	w = W_LIT(w, ",\"result_cut\":");
-	w = w_bool(w, r->result_cut);
-	w = W_LIT(w, ",\"http_status\":");
-	w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
-	w = W_LIT(w, ",\"is_error\":");
-	w = r->is_error < 0 ? W_LIT(w, "null") : w_bool(w, r->is_error);
-	w = W_LIT(w, ",\"error_code\":");
-	w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
-	w = W_LIT(w, ",\"error_message\":");
-	w = STR(F_ERROR_MESSAGE);
-	w = W_LIT(w, ",\"outcome\":");
-	w = w_word(w, r->outcome, n->outcome);
-	w = W_LIT(w, ",\"rule\":");
-	w = STR(F_RULE);
-	w = W_LIT(w, ",\"modified\":");
-	w = w_bool(w, r->modified);
-	w = W_LIT(w, ",\"notifications\":");
-	w = w_i64(w, r->notifications);
-	w = W_LIT(w, ",\"note\":");
-	w = STR(F_NOTE);
-	w = W_LIT(w, ",\"latency_us\":");
-	w = w_u64_or_null(w, r->finished, r->latency_us);
-	w = W_LIT(w, ",\"bytes_in\":");
-	w = w_u64_or_null(w, r->finished, r->bytes_in);
-	w = W_LIT(w, ",\"bytes_out\":");
-	w = w_u64_or_null(w, r->finished, r->bytes_out);
 	*w++ = '}';
 	return w;
-#undef STR
 }
 
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
@@ -1013,11 +1118,11 @@ char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *le
 	return start;
 }
 
-struct ring_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
+struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
 {
 	size_t len;
 	char *s = hook_record_text_seal(t, seq, &len);
-	t->rb = (struct ring_block){
+	t->rb = (struct record_block){
 		.block = t->b.p, .cap = t->b.cap, .json = s, .len = len, .keys = t->keys,
 	};
 	return &t->rb;
@@ -1053,8 +1158,8 @@ static int format(struct hr_local *l, const struct rec *r)
 	/* Every string member's escaped text, quotes aside, is in the
 	 * arenas but for the raw members', which are there unescaped: their
 	 * escaped sizes on top (an over-count, not a per-member sum). */
-	size_t need = SEQ_ROOM + FIXED_ROOM + 3 + 2 * NS + r->arena.len + r->ans.len + n.from +
-	              n.kind + n.outcome;
+	size_t need = SEQ_ROOM + FIXED_ROOM + r->arena.len + r->ans.len + n.from + n.kind +
+	              n.outcome;
 	for (int f = 0; f < F_ANS_FIRST; f++)
 		if (IS_RAW(f) && r->str[f])
 			need += r->esc[f];
@@ -1098,8 +1203,8 @@ static int format(struct hr_local *l, const struct rec *r)
 
 /* ---- the outboxes (see the file head) ----------------------------------- */
 
-/* v (n bytes, no NUL among them) cut to what fits a label copy; metrics
- * cut it further, the same way as they would the original. */
+/* v (n bytes, no NUL among them) cut to what fits a label copy; the
+ * sink cuts it further, the same way as it would the original. */
 static void label_copy(char *dst, const char *v, size_t n)
 {
 	if (n > OUT_LABEL - 1)
@@ -1111,26 +1216,27 @@ static void label_copy(char *dst, const char *v, size_t n)
 /* Counts o and hands its text to the sink. Under hr->lock (or alone). */
 static void out_publish(struct hook_record *hr, struct outrec *o)
 {
-	if (hr->m) {
+	const struct record_sink *k = hr->sink;
+	if (hr->count) {
 		if (o->exchange) {
-			metrics_exchange(hr->m, o->bytes_in, o->bytes_out);
+			k->exchange(hr->arg, o->bytes_in, o->bytes_out);
 			if (o->closed)
-				metrics_session_closed(hr->m);
+				k->session_closed(hr->arg);
 		}
 		if (o->count == OUT_CALL)
-			metrics_call(hr->m, o->method, o->has_tool ? o->tool : NULL, o->outcome,
-			             o->latency_us);
+			k->call(hr->arg, o->method, o->has_tool ? o->tool : NULL, o->outcome,
+			        o->latency_us);
 		else if (o->count == OUT_SERVER)
-			metrics_server_message(hr->m, o->method);
+			k->server_message(hr->arg, o->method);
 	}
 	if (!o->text)
 		return;
 	struct hook_record_text *t = &o->t;
 	t->rb.block = t->b.p;
-	hr->sink(hr->arg, t, &t->keys);
+	k->record(hr->arg, t, &t->keys);
 	if (t->rb.block != t->b.p) {
-		/* The sink moved the text into the ring (ring_swap): what the
-		 * slot held is the outbox's now, for a later record. */
+		/* The sink took the text's block (a ring's swap): what it gave
+		 * back is the outbox's now, for a later record. */
 		t->b = (struct sbuf){.p = t->rb.block, .cap = t->rb.cap};
 	}
 	if (t->b.cap > ARENA_KEEP * 4) {
@@ -1249,14 +1355,14 @@ static void out_put(struct hook_record *hr, struct hr_local *l)
 /* Whether r's text was written (into l->out) for the sink. */
 static int write_text(struct hook_record *hr, struct hr_local *l, const struct rec *r)
 {
-	return hr->sink && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
+	return hr->sink->record && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
 }
 
-/* A finished record to metrics and the sink. */
+/* A finished record to the sink: its text and its counts. */
 static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
 {
 	int text = write_text(hr, l, r);
-	if (!hr->m && !text)
+	if (!hr->count && !text)
 		return;
 	struct outrec *o = out_begin(hr, l);
 	out_record(l, o, r, text);
@@ -1484,13 +1590,13 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 	settle(p);
 }
 
-static void count_locked(struct hook_record *hr, void (*fn)(struct metrics *, const char *),
+static void count_locked(struct hook_record *hr, void (*fn)(void *, const char *),
                          const char *label)
 {
-	if (!hr->m)
+	if (!hr->count)
 		return;
 	hr_lock(hr);
-	fn(hr->m, label);
+	fn(hr->arg, label);
 	hr_unlock(hr);
 }
 
@@ -1517,11 +1623,11 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 		}
 		const char *method = m->request_method;
 		/* (the first byte tested inline: most answers are to tools/call) */
-		if (hr->m && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
+		if (hr->count && m->kind == JRPC_RESULT && method && method[0] == 'i' &&
 		    strcmp(method, "initialize") == 0 &&
 		    rx->where->reply_session_id) {
 			hr_lock(hr);
-			metrics_session_opened(hr->m);
+			hr->sink->session_opened(hr->arg);
 			hr_unlock(hr);
 		}
 		if (!matched && m->kind == JRPC_ERROR && (!id || json_is_null(id))) {
@@ -1547,7 +1653,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	case JRPC_NOTIFICATION:
 		if (rx->has_requests) {
 			__atomic_store_n(&rx->notifications, rx->notifications + 1, __ATOMIC_RELAXED);
-			count_locked(hr, metrics_server_message, m->method);
+			count_locked(hr, hr->sink->server_message, m->method);
 		} else {
 			server_record(hr, l, rx, m, RK_NOTIFICATION);
 		}
@@ -1564,9 +1670,9 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 {
 	struct hook_record *hr = arg;
 
-	if (hr->m && (m->verdict != INSPECT_FORWARD || m->reason)) {
+	if (hr->count && (m->verdict != INSPECT_FORWARD || m->reason)) {
 		hr_lock(hr);
-		metrics_policy(hr->m, m->reason ? m->reason : m->decided_by, verdict_str(m->verdict));
+		hr->sink->policy(hr->arg, m->reason ? m->reason : m->decided_by, verdict_str(m->verdict));
 		hr_unlock(hr);
 	}
 	struct hr_local *l = local_of(hr);
@@ -1624,7 +1730,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	struct hook_record *hr = arg;
 	struct inspect_where *w = x->where;
 	struct rx *rx = w->hook_data[hr->slot];
-	int closed = hr->m && w->http_method && w->http_method[0] == 'D' &&
+	int closed = hr->count && w->http_method && w->http_method[0] == 'D' &&
 	             strcmp(w->http_method, "DELETE") == 0 &&
 	             w->session_id && x->status >= 200 && x->status < 300;
 
@@ -1636,7 +1742,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	 * those, and finish writes into the record's arena. */
 	struct pending *one = rx && rx->head && !rx->head->next && settled(rx->head) ? rx->head
 	                                                                          : NULL;
-	struct hr_local *l = rx ? rx->home : hr->m ? local_of(hr) : NULL;
+	struct hr_local *l = rx ? rx->home : hr->count ? local_of(hr) : NULL;
 	int text = 0;
 	if (one) {
 		finish(rx, one, x);
@@ -1647,9 +1753,9 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 		rx_unlink(rx);
 		pthread_mutex_unlock(&l->lock);
 	}
-	if (l && (hr->m || text)) {
+	if (l && (hr->count || text)) {
 		struct outrec *o = out_begin(hr, l);
-		if (hr->m && !x->deferred) { /* a deferred one was counted as its POST */
+		if (hr->count && !x->deferred) { /* a deferred one was counted as its POST */
 			o->exchange = 1;
 			o->bytes_in = x->bytes_in;
 			o->bytes_out = x->bytes_out;
@@ -1658,12 +1764,12 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 		if (one)
 			out_record(l, o, &one->rec, text);
 		out_put(hr, l);
-	} else if (hr->m && !x->deferred) {
+	} else if (hr->count && !x->deferred) {
 		/* No thread state (out of memory): counted the old way. */
 		hr_lock(hr);
-		metrics_exchange(hr->m, x->bytes_in, x->bytes_out);
+		hr->sink->exchange(hr->arg, x->bytes_in, x->bytes_out);
 		if (closed)
-			metrics_session_closed(hr->m);
+			hr->sink->session_closed(hr->arg);
 		hr_unlock(hr);
 	}
 	if (!rx)
@@ -1678,15 +1784,16 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 /* ---- public ---------------------------------------------------------------- */
 
 struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
-                                    struct metrics *m, hook_record_sink_fn sink, void *arg)
+                                    const struct record_sink *sink, void *arg)
 {
+	static const struct record_sink none = {0};
 	struct hook_record *hr = calloc(1, sizeof(*hr));
 	if (!hr)
 		return NULL;
 	hr->rd = rd;
-	hr->m = m;
-	hr->sink = sink;
+	hr->sink = sink ? sink : &none;
 	hr->arg = arg;
+	hr->count = hr->sink->call != NULL;
 	hr->gen = __atomic_add_fetch(&hr_gens, 1, __ATOMIC_RELAXED);
 	if (pthread_mutex_init(&hr->locals_lock, NULL) != 0) {
 		free(hr);

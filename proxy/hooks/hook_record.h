@@ -72,16 +72,15 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "admin/ring.h"
+#include "proxy/hooks/sink.h"
 
 struct inspect;
 struct redact;
-struct metrics;
 struct hook_record;
 
 /* A finished record as JSON text: the object above with every member but
  * "seq", which the sink's numbering decides. Owned by the recorder,
- * borrowed by the sink for the call. */
+ * borrowed by the sink for the call (proxy/hooks/sink.h). */
 struct hook_record_text;
 
 /* Puts "seq" in front of the record and returns its whole JSON text
@@ -90,31 +89,28 @@ struct hook_record_text;
  * to the NUL at [*len]) but keeps no pointer into it. */
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len);
 
-/* The sealed text (as hook_record_text_seal) as a ring block, for a sink
- * that keeps records in a ring: ring_swap(ring, block) moves the buffer
- * into the ring without copying, and leaves the displaced block in its
- * place, which the recorder takes back when the sink returns. The keys
- * are in the buffer too: after the swap they belong to the ring. */
-struct ring_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq);
+/* The sealed text (as hook_record_text_seal) as a block, for a sink that
+ * keeps records without copying them (admin/ring.h ring_swap): the sink
+ * may swap the block for another one of its own (an older record's,
+ * empty, or {NULL, 0}), which the recorder takes back when the sink
+ * returns. The keys are in the buffer too: after a swap they belong to
+ * whoever took the block. */
+struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq);
 
-/* Receives each finished record, holding the recorder's lock (see
- * hook_record_set_lock). keys point into the record and are valid for the
- * call, like t (and until t's buffer is given to a ring). */
-typedef void (*hook_record_sink_fn)(void *arg, struct hook_record_text *t,
-                                    const struct ring_keys *keys);
-
-/* Registers the recorder as an observer on in. rd and m are borrowed and
- * must outlive it (m may be NULL: nothing counted). Returns NULL when the
- * hook table is full or memory runs out. The observer stays registered in
- * `in`: free the recorder only once no exchange can run any more. */
+/* Registers the recorder as an observer on in. rd, sink and arg are
+ * borrowed and must outlive it (sink: see proxy/hooks/sink.h; its record
+ * op keys point into the record and are valid for the call, like t, and
+ * until t's buffer is swapped away). Returns NULL when the hook table is
+ * full or memory runs out. The observer stays registered in `in`: free
+ * the recorder only once no exchange can run any more. */
 struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
-                                    struct metrics *m, hook_record_sink_fn sink, void *arg);
+                                    const struct record_sink *sink, void *arg);
 void hook_record_free(struct hook_record *hr);  /* accepts NULL */
 
 /* Several threads: the recorder serialises, with lock (borrowed; NULL:
- * one thread only), what they share: its in-flight list, the metrics it
- * counts into and the sink. It takes the lock itself, briefly (the costly
- * work, redaction and writing the text, runs outside it), and only when
+ * one thread only), what they share: its in-flight list and the sink's
+ * ops. It takes the lock itself, briefly (the costly work, redaction and
+ * writing the text, runs outside it), and only when
  * it is free (below), so its hook must not be run under a lock too (no
  * inspect_set_lock for it). Readers of hook_record_inflight*() and of
  * what the sink feeds hold the same lock.

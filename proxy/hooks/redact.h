@@ -9,8 +9,8 @@
  *     "apiKey", "X-Api-Key" and "db_password" match too);
  *   - every occurrence of a literal VALUE inside a string (or a member
  *     name) is replaced by "••••": admin.redact_values, and every
- *     credential mcpwarden sends upstream (admin.c builds that set from
- *     the configuration at start and at each reload). Leftmost match
+ *     credential mcpwarden sends upstream (admin/secrets.c builds that
+ *     set from the configuration at start and at each reload). Leftmost match
  *     first, the longest of those starting there; one pass over a string
  *     whatever the number of values, and none over a string shorter than
  *     the shortest value (see redact.c).
@@ -23,7 +23,8 @@
  * may run meanwhile (it publishes a new value set; the sets it replaced
  * are freed with the redactor). Everything else that changes it runs
  * before it is shared. Not here: which parts of a message are recorded
- * (proxy/hooks/hook_record.c), which strings are credentials (admin/admin.c).
+ * (proxy/hooks/hook_record.c), which strings are credentials
+ * (admin/secrets.c).
  */
 #ifndef MCPWARDEN_REDACT_H
 #define MCPWARDEN_REDACT_H

@@ -17,7 +17,7 @@ static uint64_t put(struct ring *r, int n, const char *method, const char *tool,
                     const char *session, const char *outcome)
 {
 	char json[64];
-	struct ring_keys k = {method, tool, session, outcome};
+	struct record_keys k = {method, tool, session, outcome};
 	int len = snprintf(json, sizeof(json), "{\"n\":%d}", n);
 	return ring_append(r, &k, json, (size_t)len);
 }
@@ -173,7 +173,7 @@ static void test_filters(void **state)
 static void test_keys_match(void **state)
 {
 	(void)state;
-	struct ring_keys k = {"tools/call", "echo", NULL, "ok"};
+	struct record_keys k = {"tools/call", "echo", NULL, "ok"};
 	struct ring_filter f = {0};
 	assert_true(ring_keys_match(&k, NULL));
 	assert_true(ring_keys_match(&k, &f));
@@ -263,9 +263,9 @@ static void test_flood_stays_bounded(void **state)
 
 /* A block as a writer builds it for ring_swap: some room in front (the
  * recorder's place for "seq"), the text, then the keys. */
-static struct ring_block block_of(int n, const char *method, const char *outcome)
+static struct record_block block_of(int n, const char *method, const char *outcome)
 {
-	struct ring_block b = {0};
+	struct record_block b = {0};
 	b.cap = 256;
 	b.block = malloc(b.cap);
 	assert_non_null(b.block);
@@ -284,7 +284,7 @@ static void test_swap_moves_blocks(void **state)
 {
 	(void)state;
 	struct ring *r = ring_new(2);
-	struct ring_block b = block_of(1, "a", "ok");
+	struct record_block b = block_of(1, "a", "ok");
 	char *first = b.block;
 	assert_int_equal(ring_swap(r, &b), 1);
 	assert_null(b.block); /* the slot was empty */
@@ -322,8 +322,8 @@ static void test_swap_too_big_is_refused(void **state)
 {
 	(void)state;
 	struct ring *r = ring_new(2);
-	struct ring_block b = block_of(1, "a", "ok");
-	struct ring_block keep = b;
+	struct record_block b = block_of(1, "a", "ok");
+	struct record_block keep = b;
 	b.len = RING_MAX_RECORD_BYTES + 1;
 	assert_int_equal(ring_swap(r, &b), 0);
 	assert_ptr_equal(b.block, keep.block); /* left alone: still the writer's */

@@ -22,7 +22,6 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "admin/admin.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/hook_contract.h"
@@ -45,21 +44,16 @@ static json_t *J(const char *text)
 	return v;
 }
 
-/* ---- admin, stubbed ------------------------------------------------------------
- * The hook hands each report to admin_set_contract(); this stand-in keeps
- * the last one (and keeps admin.c, with its listener, out of the test). */
+/* ---- what readers pull ---------------------------------------------------------
+ * The hook keeps each report for readers (admin) to pull with
+ * hook_contract_published(); published() counts them. */
 
-static int admin_calls;
-static char admin_upstream[64];
-static json_t *admin_report;
-
-void admin_set_contract(struct admin *adm, const char *upstream, const json_t *report)
+static uint64_t published(struct hook_contract *hc, const char *upstream)
 {
-	assert_non_null(adm);
-	admin_calls++;
-	snprintf(admin_upstream, sizeof(admin_upstream), "%s", upstream);
-	json_decref(admin_report);
-	admin_report = json_deep_copy(report); /* borrowed: copy what is kept */
+	struct hook_contract_published pub;
+	hook_contract_published(hc, upstream, &pub);
+	json_decref(pub.report);
+	return pub.count;
 }
 
 /* ---- a minimal proxy context ------------------------------------------------ */
@@ -100,7 +94,6 @@ static int fx_setup(struct fx *f, json_t *a_conf)
 	f->ups[0].contract = a_conf;
 	f->ups[1].name = "b";
 	f->ctx.cfg = &f->cfg;
-	f->ctx.admin = (struct admin *)(uintptr_t)0x1; /* only compared, never used */
 	f->ctx.insp = inspect_new();
 	assert_non_null(f->ctx.insp);
 	return hook_contract_setup(&f->ctx, f->err, sizeof(f->err));
@@ -784,13 +777,17 @@ static void test_reports_json(void **state)
 {
 	(void)state;
 	struct fx *f = fx_new(NULL);
-	int calls = admin_calls;
+	uint64_t calls = published(f->ctx.contract, "b");
 	expect_forwarded(exchange_ex(f, "b", "s9", "2025-06-18", NULL, clean, NULL), clean);
-	/* admin got it too. */
-	assert_int_equal(admin_calls, calls + 1);
-	assert_string_equal(admin_upstream, "b");
-	assert_string_equal(json_string_value(json_object_get(admin_report, "upstream")), "b");
-	assert_true(json_is_true(json_object_get(admin_report, "passed")));
+	/* Published for readers too. */
+	assert_int_equal(published(f->ctx.contract, "b"), calls + 1);
+	assert_int_equal(published(f->ctx.contract, "a"), 0);
+	struct hook_contract_published pub;
+	hook_contract_published(f->ctx.contract, "b", &pub);
+	assert_true(pub.time_us > 0);
+	assert_string_equal(json_string_value(json_object_get(pub.report, "upstream")), "b");
+	assert_true(json_is_true(json_object_get(pub.report, "passed")));
+	json_decref(pub.report);
 	json_t *all = hook_contract_reports(f->ctx.contract);
 	assert_true(json_is_null(json_object_get(all, "a")));
 	json_t *b = json_object_get(all, "b");
@@ -884,7 +881,7 @@ static void expect_replayed_twice(const char *mode, const char *list, int modifi
 	struct fx *f = fx_new(conf);
 	struct sent a = exchange_raw(f, "s1", "2025-11-25", list, NULL);
 	json_t *ra = report(f, "a");
-	int calls = admin_calls;
+	uint64_t calls = published(f->ctx.contract, "a");
 	struct sent b = exchange_raw(f, "s2", "2025-11-25", list, NULL);
 	json_t *rb = report(f, "a");
 
@@ -901,7 +898,7 @@ static void expect_replayed_twice(const char *mode, const char *list, int modifi
 		fail_msg("replayed reply differs:\n%s\n%s", x, y);
 	}
 	/* Published again, equal but for its time. */
-	assert_int_equal(admin_calls, calls + 1);
+	assert_int_equal(published(f->ctx.contract, "a"), calls + 1);
 	json_object_del(ra, "time");
 	json_object_del(rb, "time");
 	assert_true(json_equal(ra, rb));
@@ -1068,6 +1065,5 @@ int main(void)
 		cmocka_unit_test(test_changed_list_same_as_fresh),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	json_decref(admin_report);
 	return rc;
 }

@@ -19,7 +19,6 @@
 #include <jansson.h>
 
 #include "proxy/hooks/redact.h"
-#include "admin/ring.h"
 #include "proxy/hooks/hook_record.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jsonrpc.h"
@@ -77,7 +76,7 @@ static void keep_key(char *dst, const char *s)
 	snprintf(dst, 300, "%s", s ? s : "(null)");
 }
 
-static void sink(void *arg, struct hook_record_text *t, const struct ring_keys *keys)
+static void sink(void *arg, struct hook_record_text *t, const struct record_keys *keys)
 {
 	struct fixture *f = arg;
 	size_t len;
@@ -92,6 +91,8 @@ static void sink(void *arg, struct hook_record_text *t, const struct ring_keys *
 	f->nrecs++;
 }
 
+static const struct record_sink sink_ops = {.record = sink};
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -99,7 +100,7 @@ static int setup(void **state)
 	f->rd = redact_new();
 	assert_int_equal(redact_add_value(f->rd, "hunter2"), 0);
 	assert_true(inspect_add(f->in, "decider", decider, NULL, f) >= 0);
-	f->hr = hook_record_new(f->in, f->rd, NULL, sink, f);
+	f->hr = hook_record_new(f->in, f->rd, &sink_ops, f);
 	assert_non_null(f->hr);
 	f->where = (struct inspect_where){
 		.conn_id = 7,

@@ -465,7 +465,7 @@ static void test_limits(void **state)
 	redact_free(NULL);
 }
 
-/* Credentials come as a set (admin.c: at start, and again at each reload,
+/* Credentials come as a set (admin/secrets.c: at start, and again at each reload,
  * while workers redact): the new values apply at once, the old ones stay,
  * a kept preview made without them is not given again. */
 static void test_secrets_added_live(void **state)
