@@ -35,6 +35,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/base/errs.h"
+#include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/hooks/hook_contract.h"
 #include "proxy/hooks/hook_record.h"
@@ -439,6 +440,17 @@ static void admin_xfree(struct exchange *ex, const char *client_error)
 	free(ax);
 }
 
+/* The HTTP layer's own refusals on the admin port (408, 413, 431, a
+ * client over its share) answer as the MCP port's do: a JSON-RPC error,
+ * so a client of either reads one shape. */
+static const char *admin_error_body(int status, enum conn_refusal why, const char *text,
+                                    struct evbuffer *out)
+{
+	int code = why == CONN_REFUSED_SHUTDOWN ? JRPC_UPSTREAM_ERROR : JRPC_INVALID_REQUEST;
+	(void)status;
+	return jrpc_error_text(code, text, out) == 0 ? "application/json" : NULL;
+}
+
 static const struct transport_ops admin_ops = {
 	.name = "admin",
 	.low_priority = 1,
@@ -446,6 +458,7 @@ static const struct transport_ops admin_ops = {
 	.drained = admin_drained,
 	.shutdown = admin_shutdown,
 	.free = admin_xfree,
+	.error_body = admin_error_body,
 };
 
 /* ---- set-up and teardown ---------------------------------------------------- */

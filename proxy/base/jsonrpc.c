@@ -3,7 +3,10 @@
 #include "proxy/base/jparse.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <event2/buffer.h>
 
 static int id_valid(const json_t *id)
 {
@@ -218,4 +221,15 @@ json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *
 	json_t *idv = id && (json_is_string(id) || json_is_integer(id)) ? json_copy((json_t *)(uintptr_t)id)
 	                                                                 : json_null();
 	return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", idv, "error", err);
+}
+
+int jrpc_error_text(int code, const char *message, struct evbuffer *out)
+{
+	json_t *err = jrpc_error_new(NULL, code, message, NULL);
+	char *s = err ? json_dumps(err, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	int rc = s && evbuffer_add(out, s, strlen(s)) == 0 && evbuffer_add(out, "\n", 1) == 0 ? 0 : -1;
+
+	free(s);
+	json_decref(err);
+	return rc;
 }

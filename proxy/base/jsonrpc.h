@@ -64,5 +64,10 @@ int jrpc_id_equal(const json_t *a, const json_t *b);
 /* A new error response (owned). id is borrowed and copied (NULL -> null);
  * data is stolen (may be NULL). */
 json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *data);
+/* The text of an error answer with a null id (what a handler gives the
+ * HTTP layer for a refusal made before any message was read), compact,
+ * newline-terminated, appended to out. Returns 0, or -1 (out of memory). */
+struct evbuffer;
+int jrpc_error_text(int code, const char *message, struct evbuffer *out);
 
 #endif

@@ -1684,14 +1684,8 @@ static const char *http_error_body(int status, enum conn_refusal why, const char
                                    struct evbuffer *out)
 {
 	int code = why == CONN_REFUSED_SHUTDOWN ? JRPC_UPSTREAM_ERROR : JRPC_INVALID_REQUEST;
-	json_t *err = jrpc_error_new(NULL, code, text, NULL);
-	char *s = err ? json_dumps(err, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	int ok = s && evbuffer_add(out, s, strlen(s)) == 0 && evbuffer_add(out, "\n", 1) == 0;
-
 	(void)status;
-	free(s);
-	json_decref(err);
-	return ok ? "application/json" : NULL;
+	return jrpc_error_text(code, text, out) == 0 ? "application/json" : NULL;
 }
 
 const struct transport_ops transport_http_ops = {

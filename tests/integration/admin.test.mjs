@@ -15,7 +15,7 @@ import path from 'node:path';
 import { freePort, closedPort, canConnect } from './lib/ports.mjs';
 import { startEverything, startWarden, runWarden, spawnTracked, waitForPort, stop, stopAll, WARDEN_BIN } from './lib/procs.mjs';
 import { connectClient, CALL_TIMEOUT } from './lib/mcp.mjs';
-import { openRaw, openStream, postJson, request, SseParser } from './lib/http.mjs';
+import { openRaw, openStream, postJson, rawExchange, request, SseParser } from './lib/http.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { waitFor, withTimeout, sleep } from './lib/util.mjs';
 import { startScriptedPeer } from './peers/scripted.mjs';
@@ -420,6 +420,21 @@ describe('admin: outcomes the server does not choose (scripted peer)', () => {
   const call = (id, mode, extra = {}) => ({
     body: { jsonrpc: '2.0', id, method: 'tools/call', params: { name: `t-${mode}`, arguments: { id } } },
     headers: { 'x-test-mode': mode, ...extra },
+  });
+
+  // The HTTP layer's own refusals read the same on both ports: a
+  // JSON-RPC error (the handler gives the body; the admin port's handler
+  // must not fall back to plain text).
+  test('a refusal of the HTTP layer on the admin port is a JSON-RPC error, as on the MCP port', T, async () => {
+    for (const port of [w.adminPort, w.port]) {
+      const res = await rawExchange(port, `GET /calls HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Big: ${'b'.repeat(40000)}\r\n\r\n`);
+      assert.equal(res.status, 431, res.head);
+      assert.match(res.headers['content-type'] ?? '', /^application\/json/);
+      const j = JSON.parse(res.text);
+      assert.equal(j.jsonrpc, '2.0');
+      assert.equal(j.id, null);
+      assert.equal(j.error.code, -32600);
+    }
   });
 
   test('a hung tool shows in /calls/inflight while it hangs, then as cancelled when the client leaves', T, async () => {
