@@ -63,6 +63,7 @@
 #include "proxy/net/tls.h"
 #include "proxy/net/transport.h"
 #include "proxy/net/upstream.h"
+#include "proxy/base/clock.h"
 
 /* admin/page.html, linked in by admin/page_asset.S (.incbin). */
 extern const char admin_page_start[];
@@ -151,20 +152,6 @@ struct admin {
 	int streams_open;             /* atomic copy of nstreams for other threads */
 	pthread_t thread;             /* worker 0's, where streams live */
 };
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static uint64_t real_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* ---- configuration ------------------------------------------------------- */
 
@@ -1146,7 +1133,7 @@ static void answer_ready(struct admin_x *ax)
 /* Every probe has finished: answer whoever waits. */
 static void probes_finished(struct admin *adm)
 {
-	adm->probed_at = mono_us();
+	adm->probed_at = clock_mono_us();
 	while (adm->ready_waiters) {
 		struct admin_x *ax = adm->ready_waiters;
 		list_remove(&adm->ready_waiters, ax);
@@ -1229,7 +1216,7 @@ static void probe_start(struct admin *adm)
 static void ep_readyz(struct admin_x *ax)
 {
 	struct admin *adm = ax->adm;
-	uint64_t now = mono_us();
+	uint64_t now = clock_mono_us();
 
 	if (!adm->probing && adm->probed_at && now - adm->probed_at < ADMIN_PROBE_EVERY_US) {
 		answer_ready(ax);
@@ -1279,7 +1266,7 @@ static void probes_setup(struct admin *adm)
 static void stream_write(struct admin_x *ax, const char *data, size_t len)
 {
 	conn_reply_body(ax->c, data, len);
-	ax->last_write_us = mono_us();
+	ax->last_write_us = clock_mono_us();
 }
 
 /* One record as an SSE event. */
@@ -1293,7 +1280,7 @@ static void stream_event(struct admin_x *ax, uint64_t seq, const char *json, siz
 	evbuffer_add(b, "\n\n", 2);
 	conn_reply_body_buffer(ax->c, b);
 	evbuffer_free(b);
-	ax->last_write_us = mono_us();
+	ax->last_write_us = clock_mono_us();
 	ax->next_seq = seq + 1;
 }
 
@@ -1409,7 +1396,7 @@ static void ep_stream(struct admin_x *ax, const struct http_msg *req, const char
 static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct admin *adm = arg;
-	uint64_t now = mono_us();
+	uint64_t now = clock_mono_us();
 	unsigned ms = adm->ctx->cfg->timeouts.sse_keepalive_ms;
 	uint64_t every = (uint64_t)(ms ? ms : ADMIN_KEEPALIVE_MS) * 1000u;
 	(void)fd;
@@ -1433,7 +1420,7 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
  * reads half a record glued to the next one. */
 static void log_line(struct admin *adm, char *s, size_t len)
 {
-	uint64_t now = mono_us();
+	uint64_t now = clock_mono_us();
 	if (adm->log_failed && now < adm->log_retry_us) {
 		adm->log_lost++;
 		return;
@@ -1689,7 +1676,7 @@ void admin_set_contract(struct admin *adm, const char *upstream, const json_t *r
 	 * (admin.h), and copying a 1,000-tool report on every listing cost
 	 * more than checking it. */
 	json_t *copy = json_incref((json_t *)(uintptr_t)report);
-	hook_record_time(real_us(), when, sizeof(when));
+	hook_record_time(clock_real_us(), when, sizeof(when));
 	json_t *e = json_pack("{s:s,s:o}", "time", when, "report", copy);
 	admin_lock(adm);
 	if (e)
@@ -1871,7 +1858,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		goto oom;
 	adm->locked = 1;
 	adm->max_streams = ac.max_streams;
-	adm->start_time = (double)real_us() / 1e6;
+	adm->start_time = (double)clock_real_us() / 1e6;
 	adm->ring = ring_new(ac.ring_size);
 	adm->m = metrics_new(ac.max_labels);
 	adm->contract = json_object();

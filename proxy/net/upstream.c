@@ -36,6 +36,7 @@
 #include "proxy/base/log.h"
 #include "proxy/net/sockread.h"
 #include "proxy/net/tls.h"
+#include "proxy/base/clock.h"
 
 struct upconn {
 	struct upstream *up;            /* borrowed */
@@ -515,7 +516,7 @@ static void timer_arm_at(struct upstream_req *r, const struct timespec *now, lon
 static void deadline_start(struct upstream_req *r, unsigned ms)
 {
 	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	clock_mono_coarse(&now);
 	long long ns = now.tv_nsec + (long long)(ms % 1000) * 1000000;
 	r->due.tv_sec = now.tv_sec + (time_t)(ms / 1000 + ns / 1000000000);
 	r->due.tv_nsec = (long)(ns % 1000000000);
@@ -542,7 +543,7 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 	r->timer_pending = 0;
 	if (!r->timed)
 		return; /* finished, streaming, or kept for reuse */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	clock_mono_coarse(&now);
 	if (ts_before(&now, &r->due)) {
 		long long left = (long long)(r->due.tv_sec - now.tv_sec) * 1000 +
 		                 (r->due.tv_nsec - now.tv_nsec) / 1000000 + 1;

@@ -22,6 +22,7 @@
 #include "proxy/base/log.h"
 #include "proxy/mcp/session.h"
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/base/clock.h"
 
 /* ---- the fake client face --------------------------------------------------- */
 
@@ -115,13 +116,6 @@ static int teardown(void **state)
 		json_decref(deliveries[i].msg);
 	ndeliveries = 0;
 	return 0;
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static json_t *msg(const char *text)
@@ -631,7 +625,7 @@ static void test_idle_session_expires(void **state)
 	memcpy(id, session_id(idle), sizeof(id));
 	session_attach_stream(listening, &stream);
 	client_send(busy, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}", &post, NULL);
-	uint64_t now = now_us();
+	uint64_t now = clock_mono_us();
 	assert_int_equal(session_table_sweep(t, now), 0);
 	assert_int_equal(session_table_sweep(t, now + default_limits.idle_us + 1000), 1);
 	assert_null(session_find(t, id));
@@ -651,7 +645,7 @@ static void test_overdue_request_answered_504(void **state)
 	struct session_stats st;
 
 	client_send(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}", &post, NULL);
-	uint64_t now = now_us();
+	uint64_t now = clock_mono_us();
 	session_table_sweep(t, now + 1000);
 	assert_int_equal(ndeliveries, 0);
 	session_table_sweep(t, now + default_limits.request_us + 1000);
@@ -671,14 +665,14 @@ static void test_progress_extends_deadline(void **state)
 	struct session_table *t = *state;
 	struct session *s = new_session(t, SESSION_FACE_STREAMABLE);
 	struct target post = {.name = "post"}, stream = {.name = "stream"};
-	uint64_t start = now_us();
+	uint64_t start = clock_mono_us();
 
 	session_attach_stream(s, &stream);
 	client_send(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":1}}}", &post, NULL);
 	/* Progress arrives; the deadline restarts from (about) now. */
 	upstream_send(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}");
 	size_t before = ndeliveries;
-	uint64_t after_progress = now_us();
+	uint64_t after_progress = clock_mono_us();
 	session_table_sweep(t, start + default_limits.request_us - 1);
 	assert_int_equal(ndeliveries, before);
 	session_table_sweep(t, after_progress + default_limits.request_us + 1000);
