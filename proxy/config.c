@@ -23,6 +23,7 @@
 #include "proxy/base/errs.h"
 #include "proxy/net/http_resp.h"
 #include "proxy/base/limits.h"
+#include "proxy/base/b64.h"
 
 const char *config_usage(void)
 {
@@ -223,28 +224,13 @@ static int parse_listen(struct px_config *cfg, const char *s)
 	return cfg->listen_host && cfg->listen_port ? 0 : -1;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static char *basic_auth_of(const char *userinfo, size_t n)
 {
-	size_t out_len = 6 + 4 * ((n + 2) / 3) + 1;
-	char *out = malloc(out_len), *p;
+	char *out = malloc(6 + b64_encoded_len(n) + 1);
 	if (!out)
 		return NULL;
 	memcpy(out, "Basic ", 6);
-	p = out + 6;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)userinfo[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)userinfo[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)userinfo[i + 2];
-		*p++ = b64[(v >> 18) & 63];
-		*p++ = b64[(v >> 12) & 63];
-		*p++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		*p++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*p = '\0';
+	b64_encode(userinfo, n, out + 6);
 	return out;
 }
 
