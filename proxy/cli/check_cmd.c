@@ -49,6 +49,7 @@
 #include "proxy/base/sse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/base/media.h"
 
 #define CHECK_CLIENT_NAME    "mcpwarden-check"
 #define CHECK_CLIENT_VERSION "0.1.0"
@@ -845,8 +846,8 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	const char *loc = http_msg_get(resp, HH_LOCATION);
 
 	h->status = http_msg_status(resp);
-	h->is_sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;
-	h->is_json = ct && (strncasecmp(ct, "application/json", 16) == 0 || strstr(ct, "+json"));
+	h->is_sse = media_is(ct, "text/event-stream");
+	h->is_json = media_is_json(ct);
 	if (sid)
 		h->session = strdup(sid);
 	if (loc)

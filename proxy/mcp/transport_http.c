@@ -56,6 +56,7 @@
 #include "proxy/mcp/transport_sse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/base/clock.h"
+#include "proxy/base/media.h"
 
 #define EXCHANGE_MAGIC 0x65786368u /* "exch" */
 
@@ -942,13 +943,6 @@ static void finish_json(struct exchange *ex)
 
 /* ---- upstream callbacks --------------------------------------------------- */
 
-static int is_media(const char *ct, const char *type)
-{
-	size_t n = strlen(type);
-	return ct && strncasecmp(ct, type, n) == 0 && (ct[n] == '\0' || ct[n] == ';' ||
-	                                              ct[n] == ' ');
-}
-
 /* The request's session ended: the upstream said so, or the client deleted
  * it. Later requests with that id get 404 from the proxy. Only the 404 the
  * spec defines as expiry counts: one answering a POST, GET or DELETE at the
@@ -1000,9 +994,9 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	int head = http_msg_method_id(ex->req) == HM_HEAD;
 	int bodyless = head || status == 204 || status == 304 || ex->up_length == 0;
 
-	if (!bodyless && is_media(ct, "text/event-stream"))
+	if (!bodyless && media_is(ct, "text/event-stream"))
 		return start_sse(ex);
-	if (!bodyless && (is_media(ct, "application/json") || (ct && strstr(ct, "+json")))) {
+	if (!bodyless && media_is_json(ct)) {
 		ex->mode = RESP_JSON;
 		ex->json_buf = conn_buffer_get(ex->c);
 		return ex->json_buf ? 0 : -1;
