@@ -1,22 +1,7 @@
-/* hash: see hash.h. */
+/* hash: see hash.h (the 32-bit forms are inline there). */
 #include "proxy/base/hash.h"
 
 #include <string.h>
-
-uint32_t hash_fnv1a32(uint32_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++)
-		h = hash_fnv1a32_byte(h, s[i]);
-	return h;
-}
-
-uint32_t hash_fnv1a32_str(uint32_t h, const char *s)
-{
-	for (; *s; s++)
-		h = hash_fnv1a32_byte(h, (unsigned char)*s);
-	return h;
-}
 
 uint64_t hash_fnv1a64(const void *p, size_t n)
 {

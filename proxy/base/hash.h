@@ -34,8 +34,23 @@ static inline uint32_t hash_fnv1a32_byte(uint32_t h, unsigned char c)
 	return (h ^ c) * HASH_FNV1A32_PRIME;
 }
 
-uint32_t hash_fnv1a32(uint32_t h, const void *p, size_t n);
-uint32_t hash_fnv1a32_str(uint32_t h, const char *s);
+/* Inline, like the step: session and limit tables hash an id on every
+ * call (perf-guard counts the call overhead). */
+static inline uint32_t hash_fnv1a32(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++)
+		h = hash_fnv1a32_byte(h, s[i]);
+	return h;
+}
+
+static inline uint32_t hash_fnv1a32_str(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = hash_fnv1a32_byte(h, (unsigned char)*s);
+	return h;
+}
+
 uint64_t hash_fnv1a64(const void *p, size_t n);
 uint64_t hash_fnv1a64_words(const void *p, size_t n);
 

@@ -15,9 +15,19 @@
 #ifndef MCPWARDEN_MEDIA_H
 #define MCPWARDEN_MEDIA_H
 
-/* 1 when the Content-Type value ct names the media type `type` (lower
- * case, "type/subtype", no parameters), 0 otherwise or when ct is NULL. */
-int media_is(const char *ct, const char *type);
+#include <stddef.h>
+#include <string.h>
+
+/* 1 when the Content-Type value ct names the media type type[0..n-1]
+ * ("type/subtype", no parameters), 0 otherwise or when ct is NULL. */
+int media_is_n(const char *ct, const char *type, size_t n);
+
+/* The same for a NUL-terminated type; inline so that a literal's length
+ * is counted at compile time (this runs on every upstream reply). */
+static inline int media_is(const char *ct, const char *type)
+{
+	return media_is_n(ct, type, strlen(type));
+}
 
 /* 1 when ct is JSON: application/json, or any type whose subtype has the
  * +json structured suffix (RFC 6839 §3.1, e.g. application/vnd.x+json);
