@@ -192,9 +192,9 @@ perf-baseline: $(BIN)
 # list-check and 1,000,000-request memory runs. Knobs: DURATION, ROUNDS,
 # CONNS, STREAMS, PUSHES, MEM_REQUESTS, PARTS (see tests/bench/README.md).
 BENCH_BIN := $(BUILD)/bench/upstream $(BUILD)/bench/streams
-$(BUILD)/bench/%: tests/bench/%.c tests/bench/benchnet.c $(LLHTTP_OBJ)
+$(BUILD)/bench/%: tests/bench/%.c tests/bench/benchnet.c proxy/base/hash.c $(LLHTTP_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< tests/bench/benchnet.c $(LLHTTP_OBJ) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< tests/bench/benchnet.c proxy/base/hash.c $(LLHTTP_OBJ) $(LDLIBS)
 
 bench-build: $(BENCH_BIN)
 

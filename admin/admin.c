@@ -34,6 +34,7 @@
 #include "admin/secrets.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/base/clock.h"
 #include "proxy/base/errs.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
@@ -50,20 +51,6 @@
 /* admin/page.html, linked in by admin/page_asset.S (.incbin). */
 extern const char admin_page_start[];
 extern const char admin_page_end[];
-
-uint64_t admin_mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static uint64_t real_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* ---- replies --------------------------------------------------------------- */
 
@@ -622,7 +609,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		goto oom;
 	adm->locked = 1;
 	adm->max_streams = ac.max_streams;
-	adm->start_time = (double)real_us() / 1e6;
+	adm->start_time = (double)clock_real_us() / 1e6;
 	adm->ring = ring_new(ac.ring_size);
 	adm->m = metrics_new(ac.max_labels);
 	adm->notify = event_new(ctx->base, -1, 0, calls_notify_cb, adm);

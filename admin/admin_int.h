@@ -117,8 +117,6 @@ struct admin {
 
 /* ---- admin.c ---- */
 
-uint64_t admin_mono_us(void);
-
 /* adm->lock is the recorder's too (hook_record_set_lock), which leaves
  * finished records waiting rather than wait for it: admin_lock first
  * publishes what waits, so that the holder reads every finished record,

@@ -21,6 +21,7 @@
 #include "admin/ring.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/base/clock.h"
 #include "proxy/base/log.h"
 #include "proxy/hooks/hook_record.h"
 #include "proxy/net/conn.h"
@@ -235,7 +236,7 @@ void calls_inflight(struct admin_x *ax, const char *qs)
 static void stream_write(struct admin_x *ax, const char *data, size_t len)
 {
 	conn_reply_body(ax->c, data, len);
-	ax->last_write_us = admin_mono_us();
+	ax->last_write_us = clock_mono_us();
 }
 
 /* One record as an SSE event. */
@@ -249,7 +250,7 @@ static void stream_event(struct admin_x *ax, uint64_t seq, const char *json, siz
 	evbuffer_add(b, "\n\n", 2);
 	conn_reply_body_buffer(ax->c, b);
 	evbuffer_free(b);
-	ax->last_write_us = admin_mono_us();
+	ax->last_write_us = clock_mono_us();
 	ax->next_seq = seq + 1;
 }
 
@@ -365,7 +366,7 @@ void calls_stream(struct admin_x *ax, const struct http_msg *req, const char *qs
 void calls_keepalive_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct admin *adm = arg;
-	uint64_t now = admin_mono_us();
+	uint64_t now = clock_mono_us();
 	unsigned ms = adm->ctx->cfg->timeouts.sse_keepalive_ms;
 	uint64_t every = (uint64_t)(ms ? ms : ADMIN_KEEPALIVE_MS) * 1000u;
 	(void)fd;
@@ -416,7 +417,7 @@ static void on_record(void *arg, struct hook_record_text *t, const struct record
 		return;
 	}
 	if (adm->log)
-		calllog_write(adm->log, s, len, admin_mono_us());
+		calllog_write(adm->log, s, len, clock_mono_us());
 	/* Runs on whichever worker saw the call, holding adm->lock: the
 	 * readers are told to look at the ring from their own loop. */
 	if (__atomic_load_n(&adm->streams_open, __ATOMIC_RELAXED) &&

@@ -7,6 +7,7 @@
  * allocates after a label value was first seen.
  */
 #include "admin/metrics.h"
+#include "proxy/base/hash.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -138,9 +139,7 @@ static size_t labels_index(struct labels *l, const char *v)
 	}
 	if (n == sizeof(OTHER_LABEL) - 1 && memcmp(key, OTHER_LABEL, n) == 0)
 		return l->max;
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)key[i]) * 16777619u;
+	uint32_t h = hash_fnv1a32(HASH_FNV1A32_INIT, key, n);
 	size_t mask = l->nslot - 1;
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		int s = l->slot[i];

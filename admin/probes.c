@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "admin/admin_int.h"
+#include "proxy/base/clock.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 
@@ -43,7 +44,7 @@ static void answer_ready(struct admin_x *ax)
 /* Every probe has finished: answer whoever waits. */
 static void probes_finished(struct admin *adm)
 {
-	adm->probed_at = admin_mono_us();
+	adm->probed_at = clock_mono_us();
 	while (adm->ready_waiters) {
 		struct admin_x *ax = adm->ready_waiters;
 		admin_list_remove(&adm->ready_waiters, ax);
@@ -126,7 +127,7 @@ static void probe_start(struct admin *adm)
 void probes_readyz(struct admin_x *ax)
 {
 	struct admin *adm = ax->adm;
-	uint64_t now = admin_mono_us();
+	uint64_t now = clock_mono_us();
 
 	if (!adm->probing && adm->probed_at && now - adm->probed_at < ADMIN_PROBE_EVERY_US) {
 		answer_ready(ax);

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <openssl/evp.h>
 
 #include "admin/admin_int.h"
+#include "proxy/base/b64.h"
 #include "proxy/base/log.h"
 #include "proxy/config.h"
 #include "proxy/hooks/redact.h"
@@ -59,9 +59,9 @@ static void sec_add_b64(struct secrets *s, const char *v, size_t len)
 	unsigned char out[SEC_B64_MAX / 3 * 4 + 8];
 	if (len < REDACT_MIN_VALUE_LEN || len > SEC_B64_MAX)
 		return;
-	int n = EVP_EncodeBlock(out, (const unsigned char *)v, (int)len);
+	size_t n = b64_encode(v, len, (char *)out);
 	if (n > 0)
-		sec_add(s, (const char *)out, (size_t)n);
+		sec_add(s, (const char *)out, n);
 	explicit_bzero(out, sizeof(out));
 }
 
@@ -72,12 +72,9 @@ static void sec_add_basic(struct secrets *s, const char *b64, size_t len)
 	unsigned char out[SEC_B64_MAX + 8];
 	if (len == 0 || len % 4 || len / 4 * 3 > SEC_B64_MAX)
 		return;
-	int n = EVP_DecodeBlock(out, (const unsigned char *)b64, (int)len);
+	long n = b64_decode(b64, len, out);
 	if (n < 0)
 		return;
-	/* EVP_DecodeBlock counts the bytes '=' padding stands for. */
-	for (size_t i = len; i > 0 && b64[i - 1] == '=' && n > 0; i--)
-		n--;
 	sec_add(s, (const char *)out, (size_t)n);
 	const unsigned char *colon = memchr(out, ':', (size_t)n);
 	if (colon) {

@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "proxy/base/sbuf.h"
+#include "proxy/base/hash.h"
 
 /* ---- codes ---------------------------------------------------------------- */
 
@@ -294,23 +295,6 @@ struct nameset {
 	uint32_t *hash;  /* owned: the name's hash, per slot */
 	size_t cap, n;
 };
-
-/* FNV-1a over 8-byte words (a name, a tool's text): fast, not keyed;
- * every hit is confirmed by comparing the bytes. */
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325u;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, s + i, 8);
-		h = (h ^ w) * 0x100000001b3u;
-		h ^= h >> 29;
-	}
-	for (; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
-	return h ^ (h >> 32) ^ n;
-}
 
 /* State of one contract_check call. */
 struct ctx {
@@ -864,7 +848,7 @@ static long nameset_put(struct ctx *c, const char *name, size_t nlen, long rec)
 		ns->hash = hash;
 		ns->cap = cap;
 	}
-	uint32_t h = (uint32_t)hash_bytes(name, nlen);
+	uint32_t h = (uint32_t)hash_fnv1a64_words(name, nlen);
 	size_t i = h & (ns->cap - 1);
 	for (; ns->slot[i] >= 0; i = (i + 1) & (ns->cap - 1))
 		if (ns->hash[i] == h && strcmp(c->r->t[ns->slot[i]].name, name) == 0)
@@ -1056,7 +1040,7 @@ struct memo_finding {
 /* What checking one tool text found. Shared by the listing positions
  * that hold the same text; owned by the memo. */
 struct memo_ent {
-	uint64_t hash;            /* hash_bytes(text) */
+	uint64_t hash;            /* hash_fnv1a64_words(text) */
 	char *text;               /* copy of the tool's text, in the same block
 	                             (just after the struct) */
 	size_t len;
@@ -1186,7 +1170,7 @@ static struct memo_ent *memo_find(struct contract_memo *m, size_t i,
 	if (i < m->ncur && m->cur[i] != NULL && m->cur[i]->len == tx->len &&
 	    memcmp(m->cur[i]->text, tx->at, tx->len) == 0)
 		return m->cur[i];
-	*hash = hash_bytes(tx->at, tx->len);
+	*hash = hash_fnv1a64_words(tx->at, tx->len);
 	*hashed = 1;
 	if (m->ncur == 0 || memo_tab(m) < 0)
 		return NULL;
@@ -1315,7 +1299,7 @@ static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool
 		}
 		m->rechecked++;
 		if (!hashed)
-			hash = hash_bytes(tx->at, tx->len);
+			hash = hash_fnv1a64_words(tx->at, tx->len);
 		e = memo_keep(m, c, tx, hash, f0, split, dropped, more);
 	}
 	r->t[c->rec].f_end = r->nf;

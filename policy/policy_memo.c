@@ -23,6 +23,7 @@
  */
 #define POLICY_INTERNAL
 #include "policy/policy.h"
+#include "proxy/base/hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ struct policy_memo *policy_memo_new(const struct policy *p)
 	if (!m)
 		return NULL;
 	m->p = p;
-	m->seed = 2166136261u ^ (uint32_t)((uintptr_t)m >> 4);
+	m->seed = HASH_FNV1A32_INIT ^ (uint32_t)((uintptr_t)m >> 4);
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct policy_rule *r = &p->rules[i];
 		m->uses_client |= r->client.n > 0;
@@ -103,7 +104,7 @@ static void key_byte(struct keybuf *k, char c)
 {
 	/* Callers check room first. */
 	k->b[k->n++] = c;
-	k->h = (k->h ^ (unsigned char)c) * 16777619u;
+	k->h = hash_fnv1a32_byte(k->h, (unsigned char)c);
 }
 
 /* Appends s and its NUL. Returns 0, or -1 when the key would be too long. */

@@ -23,6 +23,8 @@
 #include "proxy/base/errs.h"
 #include "proxy/net/http_resp.h"
 #include "proxy/base/limits.h"
+#include "proxy/base/b64.h"
+#include "proxy/base/envx.h"
 
 const char *config_usage(void)
 {
@@ -223,28 +225,13 @@ static int parse_listen(struct px_config *cfg, const char *s)
 	return cfg->listen_host && cfg->listen_port ? 0 : -1;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static char *basic_auth_of(const char *userinfo, size_t n)
 {
-	size_t out_len = 6 + 4 * ((n + 2) / 3) + 1;
-	char *out = malloc(out_len), *p;
+	char *out = malloc(6 + b64_encoded_len(n) + 1);
 	if (!out)
 		return NULL;
 	memcpy(out, "Basic ", 6);
-	p = out + 6;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)userinfo[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)userinfo[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)userinfo[i + 2];
-		*p++ = b64[(v >> 18) & 63];
-		*p++ = b64[(v >> 12) & 63];
-		*p++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		*p++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*p = '\0';
+	b64_encode(userinfo, n, out + 6);
 	return out;
 }
 
@@ -565,57 +552,35 @@ static int path_ok(const char *p)
 	return 1;
 }
 
+struct env_where {
+	struct errs *e;
+	const char *where;
+};
+
+/* An unset variable is an error (a silently empty credential would only
+ * show up as a 401 from the upstream), noted here so that every one is
+ * reported. */
+static const char *env_get(void *arg, const char *name)
+{
+	const struct env_where *w = arg;
+	const char *val = getenv(name);
+	if (!val) {
+		errs_add(w->e, "%s: environment variable %s is not set", w->where, name);
+		val = "";
+	}
+	return val;
+}
+
 /* "${NAME}" anywhere in a value is replaced by the environment variable
- * NAME; a missing variable is an error (a silently empty credential would
- * only show up as a 401 from the upstream). Returns an owned string. */
+ * NAME (envx.h's rule). Returns an owned string, or NULL after saying why
+ * (or when out of memory). */
 static char *expand_env(struct errs *e, const char *where, const char *v)
 {
-	size_t cap = strlen(v) + 1, used = 0;
-	char *out = malloc(cap);
-	if (!out)
-		return NULL;
-	while (*v) {
-		const char *val = NULL;
-		size_t vl = 1;
-		const char *end;
-		if (v[0] == '$' && v[1] == '{' && (end = strchr(v + 2, '}'))) {
-			char name[128];
-			size_t nl = (size_t)(end - v - 2);
-			int ok = nl > 0 && nl < sizeof(name) && !isdigit((unsigned char)v[2]);
-			for (size_t i = 0; ok && i < nl; i++)
-				ok = isalnum((unsigned char)v[2 + i]) || v[2 + i] == '_';
-			if (!ok) {
-				/* Never look up a cut or odd name: it could pick up
-				 * another variable. */
-				errs_add(e, "%s: ${…} must name an environment variable "
-				            "([A-Za-z_][A-Za-z0-9_]*, up to 127 characters)", where);
-				free(out);
-				return NULL;
-			}
-			snprintf(name, sizeof(name), "%.*s", (int)nl, v + 2);
-			val = getenv(name);
-			if (!val) {
-				errs_add(e, "%s: environment variable %s is not set", where, name);
-				val = "";
-			}
-			vl = strlen(val);
-			v = end + 1;
-		} else {
-			val = v++;
-		}
-		if (used + vl + 1 > cap) {
-			cap = (used + vl + 1) * 2;
-			char *n = realloc(out, cap);
-			if (!n) {
-				free(out);
-				return NULL;
-			}
-			out = n;
-		}
-		memcpy(out + used, val, vl);
-		used += vl;
-	}
-	out[used] = '\0';
+	struct env_where w = {e, where};
+	struct envx_fail fail;
+	char *out = envx_expand(v, env_get, &w, &fail);
+	if (!out && fail.why == ENVX_BAD_NAME)
+		errs_add(e, "%s: ${…} must name an environment variable (" ENVX_RULE ")", where);
 	return out;
 }
 

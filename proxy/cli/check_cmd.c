@@ -48,6 +48,8 @@
 #include "proxy/base/sse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/base/media.h"
+#include "proxy/base/envx.h"
 
 #define CHECK_CLIENT_NAME    "mcpwarden-check"
 #define CHECK_CLIENT_VERSION "0.1.0"
@@ -192,47 +194,29 @@ static int is_tchar(int c)
 	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-/* Fills ${NAME} from the environment. Returns an owned string, or NULL with
- * *why set (static, or the name of the unset variable in namebuf). */
+/* A variable's value is a secret: masked wherever it would be printed. */
+static const char *env_get(void *arg, const char *name)
+{
+	const char *val = getenv(name);
+	if (val)
+		secrets_add(arg, val, strlen(val));
+	return val;
+}
+
+/* Fills ${NAME} from the environment (envx.h's rule). Returns an owned
+ * string, or NULL with *why set (static, or "unset" with the name of the
+ * unset variable in namebuf). */
 static char *expand_env(const char *v, struct secrets *sec, char *namebuf, size_t nlen,
                         const char **why)
 {
-	size_t cap = strlen(v) + 1, n = 0;
-	char *out = malloc(cap);
+	struct envx_fail fail;
+	char *out = envx_expand(v, env_get, sec, &fail);
 	if (!out) {
-		*why = "out of memory";
-		return NULL;
+		snprintf(namebuf, nlen, "%s", fail.name);
+		*why = fail.why == ENVX_UNSET      ? "unset"
+		       : fail.why == ENVX_BAD_NAME ? "${…} must name an environment variable (" ENVX_RULE ")"
+		                                   : "out of memory";
 	}
-	for (const char *p = v; *p;) {
-		const char *end = p[0] == '$' && p[1] == '{' ? strchr(p + 2, '}') : NULL;
-		size_t nl = end ? (size_t)(end - p - 2) : 0;
-		if (end && nl > 0 && nl < nlen) {
-			memcpy(namebuf, p + 2, nl);
-			namebuf[nl] = '\0';
-			const char *val = getenv(namebuf);
-			if (!val) {
-				free(out);
-				*why = "unset";
-				return NULL;
-			}
-			size_t vl = strlen(val);
-			secrets_add(sec, val, vl);
-			char *bigger = realloc(out, cap + vl);
-			if (!bigger) {
-				free(out);
-				*why = "out of memory";
-				return NULL;
-			}
-			out = bigger;
-			cap += vl;
-			memcpy(out + n, val, vl);
-			n += vl;
-			p = end + 1;
-			continue;
-		}
-		out[n++] = *p++;
-	}
-	out[n] = '\0';
 	return out;
 }
 
@@ -843,8 +827,8 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	const char *loc = http_msg_get(resp, HH_LOCATION);
 
 	h->status = http_msg_status(resp);
-	h->is_sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;
-	h->is_json = ct && (strncasecmp(ct, "application/json", 16) == 0 || strstr(ct, "+json"));
+	h->is_sse = media_is(ct, "text/event-stream");
+	h->is_json = media_is_json(ct);
 	if (sid)
 		h->session = strdup(sid);
 	if (loc)

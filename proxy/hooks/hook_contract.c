@@ -35,6 +35,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/base/clock.h"
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
@@ -376,9 +377,7 @@ static void publish(struct hook_contract *hc, struct up_state *us, json_t *repor
 	json_decref(us->latest);
 	us->latest = report;
 	if (report) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		us->published_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+		us->published_us = clock_real_us();
 		us->published++;
 	}
 }

@@ -74,6 +74,7 @@
 #include "proxy/hooks/tools.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "proxy/base/hash.h"
 
 /* ---- tool tables ------------------------------------------------------------ */
 
@@ -105,12 +106,7 @@ static int hints_equal(const struct policy_hints *a, const struct policy_hints *
 
 static uint32_t name_hash(const char *s)
 {
-	uint32_t h = 2166136261u;  /* FNV-1a */
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 16777619u;
-	}
-	return h;
+	return hash_fnv1a32_str(HASH_FNV1A32_INIT, s);
 }
 
 /* t may be NULL (no table: nothing listed). */

@@ -73,6 +73,7 @@
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
+#include "proxy/base/clock.h"
 
 #define RX_MAGIC 0x72656378u /* "recx" */
 /* Server requests remembered so that the client's response to one is
@@ -316,20 +317,6 @@ static struct hr_local *local_of(struct hook_record *hr)
 }
 
 /* ---- small helpers ------------------------------------------------------- */
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static uint64_t real_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 void hook_record_time(uint64_t unix_us, char *buf, size_t len)
 {
@@ -1426,8 +1413,8 @@ static struct rx *rx_get(struct hook_record *hr, struct hr_local *l, struct insp
 	rx->home = l;
 	rx->where = w;
 	rx->tail = &rx->head;
-	uint64_t now = mono_us(), age = w->start_us && now > w->start_us ? now - w->start_us : 0;
-	rx->wall_us = real_us() - age;
+	uint64_t now = clock_mono_us(), age = w->start_us && now > w->start_us ? now - w->start_us : 0;
+	rx->wall_us = clock_real_us() - age;
 	rx->lnext = l->live;
 	if (l->live)
 		l->live->lprev = rx;
@@ -1504,7 +1491,7 @@ static void pending_link(struct rx *rx, struct pending *p)
 
 static void settle(struct pending *p)
 {
-	p->done_us = mono_us();
+	p->done_us = clock_mono_us();
 	__atomic_store_n(&p->settled, 1, __ATOMIC_RELEASE);
 }
 
@@ -1569,7 +1556,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	if (!p)
 		return;
 	struct rec *r = &p->rec;
-	record_init(hr, l, r, rx->where, real_us(), "server", kind, m, method);
+	record_init(hr, l, r, rx->where, clock_real_us(), "server", kind, m, method);
 	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
 	apply_verdict(r, m);
 	if (kind == RK_REQUEST) {
@@ -1968,7 +1955,7 @@ static int inflight_of(json_t *out, const struct rx *rx, size_t limit, uint64_t 
 json_t *hook_record_inflight(const struct hook_record *hr, size_t limit, size_t *count)
 {
 	json_t *out = json_array();
-	uint64_t now = mono_us();
+	uint64_t now = clock_mono_us();
 	if (!out)
 		return NULL;
 	struct hr_local *first = locals_lock_all(hr);

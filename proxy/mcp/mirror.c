@@ -31,6 +31,7 @@
 
 #include "proxy/net/http_parse.h"
 #include "proxy/base/jsonrpc.h"
+#include "proxy/base/b64.h"
 
 /* Bounds on what is read from a tool definition: x-mcp-header annotations
  * honoured per tool, and how deep a chain of "properties" is followed. */
@@ -129,52 +130,6 @@ static int chars_ok(const char *v, size_t n, int allow_high)
 	return 1;
 }
 
-static int b64_digit(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard-alphabet Base64 (RFC 4648 §4), padding optional but, when
- * present, only at the end and only as much as the length calls for.
- * out has room for 3 * (n / 4 + 1) bytes. Returns the decoded length, or
- * -1 when s is not Base64. */
-static long b64_decode(const char *s, size_t n, unsigned char *out)
-{
-	size_t pad = 0;
-	while (n > 0 && s[n - 1] == '=' && pad < 2) {
-		n--;
-		pad++;
-	}
-	if (n % 4 == 1 || (pad && (n + pad) % 4 != 0))
-		return -1;
-	uint32_t acc = 0;
-	unsigned bits = 0;
-	long len = 0;
-	for (size_t i = 0; i < n; i++) {
-		int d = b64_digit((unsigned char)s[i]);
-		if (d < 0)
-			return -1;
-		acc = (acc << 6) | (uint32_t)d;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[len++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	return len;
-}
-
 /* A header value as the client meant it. Plain values are borrowed;
  * sentinel values are decoded into an owned buffer (*owned, free it). */
 struct hvalue {
@@ -195,7 +150,7 @@ static int hvalue_decode(const char *v, size_t n, struct hvalue *out)
 	if (n < hl + tl || memcmp(v, SENTINEL_HEAD, hl) != 0 || memcmp(v + n - tl, SENTINEL_TAIL, tl) != 0)
 		return 0;
 	size_t inner = n - hl - tl;
-	out->owned = malloc(3 * (inner / 4 + 1));
+	out->owned = malloc(b64_decoded_max(inner));
 	if (!out->owned)
 		return -1;
 	long len = b64_decode(v + hl, inner, out->owned);

@@ -13,6 +13,7 @@
  * change, in that order.
  */
 #include "proxy/mcp/sessid.h"
+#include "proxy/base/hash.h"
 
 #include <stdint.h>
 #include <pthread.h>
@@ -52,10 +53,7 @@ static pthread_rwlock_t *stripe_lock(struct sessid *s, uint32_t bucket)
 
 static uint32_t hash(size_t upstream, const char *id)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)upstream; /* FNV-1a */
-	for (; *id; id++)
-		h = (h ^ (unsigned char)*id) * 16777619u;
-	return h % SESSID_BUCKETS;
+	return hash_fnv1a32_str(HASH_FNV1A32_INIT ^ (uint32_t)upstream, id) % SESSID_BUCKETS;
 }
 
 struct sessid *sessid_new(size_t max_entries)

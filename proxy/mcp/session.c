@@ -36,6 +36,8 @@
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/base/clock.h"
+#include "proxy/base/hash.h"
 
 #define SESSION_MAGIC 0x73657373u /* "sess" */
 
@@ -95,13 +97,6 @@ struct session_table {
 	struct event *reap;                     /* owned: deferred frees */
 	struct session_stats stats;
 };
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 const char *session_state_str(enum session_state st)
 {
@@ -185,10 +180,7 @@ int session_mint_id(char *out, size_t outlen)
 
 static size_t bucket_of(const struct session_table *t, const char *id)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *id; id++)
-		h = (h ^ (unsigned char)*id) * 16777619u;
-	return h & (t->nbuckets - 1);
+	return hash_fnv1a32_str(HASH_FNV1A32_INIT, id) & (t->nbuckets - 1);
 }
 
 static void lru_unlink(struct session_table *t, struct session *s)
@@ -217,7 +209,7 @@ static void lru_append(struct session_table *t, struct session *s)
 
 static void touch(struct session *s)
 {
-	s->last_active_us = mono_us();
+	s->last_active_us = clock_mono_us();
 	if (s->state != SESSION_ENDED && s->t->lru_tail != s) {
 		lru_unlink(s->t, s);
 		lru_append(s->t, s);
@@ -283,7 +275,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	session_table_sweep(arg, mono_us());
+	session_table_sweep(arg, clock_mono_us());
 }
 
 struct session_table *session_table_new(struct px_ctx *ctx, const struct session_limits *lim,
@@ -635,7 +627,7 @@ void session_upstream_message(struct session *s, json_t *msg, const char *raw, s
 		if (p) {
 			/* Progress keeps a request alive (its deadline restarts). */
 			if (p->deadline_us)
-				p->deadline_us = mono_us() + request_wait_us(s);
+				p->deadline_us = clock_mono_us() + request_wait_us(s);
 			if (p->target && p->target != s->stream && s->t->ops->can_stream(p->target)) {
 				deliver(s, p->target, msg, raw, raw_len, p->request, 0, 0);
 				return;
@@ -692,7 +684,7 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 	s->up = up;
 	s->state = SESSION_NEW;
 	s->face_done = 1;
-	s->last_active_us = mono_us();
+	s->last_active_us = clock_mono_us();
 	size_t b = bucket_of(t, s->id);
 	s->hnext = t->buckets[b];
 	t->buckets[b] = s;
@@ -1000,7 +992,7 @@ int session_client_message(struct session *s, json_t *msg, const char *raw, size
 		p->request = json_incref(msg);
 		p->target = target;
 		uint64_t wait = request_wait_us(s);
-		p->deadline_us = wait ? mono_us() + wait : 0;
+		p->deadline_us = wait ? clock_mono_us() + wait : 0;
 		if (s->uf && upstream_sse_send(s->uf, msg, raw, raw_len) < 0) {
 			pending_free(p);
 			*why = "too many messages wait for the upstream";

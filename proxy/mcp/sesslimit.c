@@ -29,6 +29,7 @@
  * made or freed.
  */
 #include "proxy/mcp/sesslimit.h"
+#include "proxy/base/hash.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -86,12 +87,10 @@ struct sesslimit {
 /* FNV-1a over the upstream index, then the id. */
 static size_t bucket_of(const struct sesslimit *t, size_t up, const char *sid, size_t len)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = HASH_FNV1A32_INIT;
 	for (size_t i = 0; i < sizeof(up); i++)
-		h = (h ^ (uint32_t)((up >> (8 * i)) & 0xffu)) * 16777619u;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)sid[i]) * 16777619u;
-	return h & (t->nbuckets - 1);
+		h = hash_fnv1a32_byte(h, (unsigned char)(up >> (8 * i)));
+	return hash_fnv1a32(h, sid, len) & (t->nbuckets - 1);
 }
 
 struct sesslimit *sesslimit_new(size_t max_entries)

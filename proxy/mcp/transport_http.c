@@ -55,6 +55,8 @@
 #include "proxy/net/transport.h"
 #include "proxy/mcp/transport_sse.h"
 #include "proxy/net/upstream.h"
+#include "proxy/base/clock.h"
+#include "proxy/base/media.h"
 
 #define EXCHANGE_MAGIC 0x65786368u /* "exch" */
 
@@ -118,13 +120,6 @@ struct exchange {
 };
 
 /* ---- small helpers ------------------------------------------------------- */
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static int header_is(const char *name, size_t len, const char *want)
 {
@@ -693,7 +688,7 @@ static void write_event(struct exchange *ex, const struct sse_event *ev)
 {
 	sse_write_event(ex->scratch, ev);
 	conn_reply_body_buffer(ex->c, ex->scratch);
-	ex->last_write_us = mono_us();
+	ex->last_write_us = clock_mono_us();
 }
 
 static void write_json_event(struct exchange *ex, const json_t *msg)
@@ -727,7 +722,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		         comment);
 		sse_write_comment(ex->scratch, text);
 		conn_reply_body_buffer(ex->c, ex->scratch);
-		ex->last_write_us = mono_us();
+		ex->last_write_us = clock_mono_us();
 		return 0;
 	}
 	if (!ev->data || ev->data_len == 0 || (ev->data[0] != '{' && ev->data[0] != '[')) {
@@ -780,11 +775,11 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	uint64_t interval = (uint64_t)ex->ctx->cfg->timeouts.sse_keepalive_ms * 1000u;
 	/* Only quiet streams need it; a slow client gets nothing extra queued. */
-	if (mono_us() - ex->last_write_us + 1000 < interval || conn_output_full(ex->c))
+	if (clock_mono_us() - ex->last_write_us + 1000 < interval || conn_output_full(ex->c))
 		return;
 	sse_write_comment(ex->scratch, "keep-alive");
 	conn_reply_body_buffer(ex->c, ex->scratch);
-	ex->last_write_us = mono_us();
+	ex->last_write_us = clock_mono_us();
 }
 
 static int start_sse(struct exchange *ex)
@@ -800,7 +795,7 @@ static int start_sse(struct exchange *ex)
 	/* put_response_headers adds X-Accel-Buffering: no. */
 	if (reply_head(ex, ex->up_status, -1) < 0)
 		return -1;
-	ex->last_write_us = mono_us();
+	ex->last_write_us = clock_mono_us();
 	if (ex->answers) {
 		/* Answers the hooks made for part of a batch go first. */
 		for (size_t i = 0; i < json_array_size(ex->answers); i++)
@@ -948,13 +943,6 @@ static void finish_json(struct exchange *ex)
 
 /* ---- upstream callbacks --------------------------------------------------- */
 
-static int is_media(const char *ct, const char *type)
-{
-	size_t n = strlen(type);
-	return ct && strncasecmp(ct, type, n) == 0 && (ct[n] == '\0' || ct[n] == ';' ||
-	                                              ct[n] == ' ');
-}
-
 /* The request's session ended: the upstream said so, or the client deleted
  * it. Later requests with that id get 404 from the proxy. Only the 404 the
  * spec defines as expiry counts: one answering a POST, GET or DELETE at the
@@ -1006,9 +994,9 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	int head = http_msg_method_id(ex->req) == HM_HEAD;
 	int bodyless = head || status == 204 || status == 304 || ex->up_length == 0;
 
-	if (!bodyless && is_media(ct, "text/event-stream"))
+	if (!bodyless && media_is(ct, "text/event-stream"))
 		return start_sse(ex);
-	if (!bodyless && (is_media(ct, "application/json") || (ct && strstr(ct, "+json")))) {
+	if (!bodyless && media_is_json(ct)) {
 		ex->mode = RESP_JSON;
 		ex->json_buf = conn_buffer_get(ex->c);
 		return ex->json_buf ? 0 : -1;
@@ -1565,7 +1553,7 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 {
 	struct px_ctx *ctx = ex->ctx;
 	uint64_t start = conn_request_start_us(ex->c);
-	uint64_t lat = mono_us() - start;
+	uint64_t lat = clock_mono_us() - start;
 	const char *note = ex->error ? ex->error : client_error;
 	/* The access line's method and tool cost lookups: only when logged. */
 	int logged = log_enabled(LOG_INFO);

@@ -65,6 +65,7 @@
 #include "proxy/mcp/session.h"
 #include "proxy/base/sse.h"
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/base/clock.h"
 
 #define SX_MAGIC 0x73787863u /* "sxxc" */
 
@@ -122,13 +123,6 @@ static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw
                         const struct session_out *m, int is_response);
 static void call_accepted(struct transport_sse_ex *x);
 static void call_maybe_done(struct transport_sse_ex *x);
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static struct transport_sse_ex *check(void *p)
 {
@@ -265,11 +259,11 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	uint64_t interval = (uint64_t)x->ctx->cfg->timeouts.sse_keepalive_ms * 1000u;
-	if (x->ended || mono_us() - x->last_write_us + 1000 < interval || conn_output_full(x->c))
+	if (x->ended || clock_mono_us() - x->last_write_us + 1000 < interval || conn_output_full(x->c))
 		return;
 	sse_write_comment(x->scratch, "keep-alive");
 	conn_reply_body_buffer(x->c, x->scratch);
-	x->last_write_us = mono_us();
+	x->last_write_us = clock_mono_us();
 }
 
 /* Writes the head of an SSE reply and starts its keep-alive. */
@@ -291,7 +285,7 @@ static int start_sse(struct transport_sse_ex *x)
 	evbuffer_free(h);
 	if (rc < 0)
 		return -1;
-	x->last_write_us = mono_us();
+	x->last_write_us = clock_mono_us();
 	if (ms) {
 		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 		x->keepalive = event_new(x->ctx->base, -1, EV_PERSIST, keepalive_cb, x);
@@ -330,7 +324,7 @@ static int write_event(struct transport_sse_ex *x, const json_t *msg, const char
 		}
 		free(s);
 	}
-	x->last_write_us = mono_us();
+	x->last_write_us = clock_mono_us();
 	int rc = conn_reply_body_buffer(x->c, x->scratch);
 	if (rc < 0) /* the client is going: nothing may pile up meanwhile */
 		evbuffer_drain(x->scratch, evbuffer_get_length(x->scratch));
@@ -754,7 +748,7 @@ static void call_maybe_done(struct transport_sse_ex *x)
 {
 	if (x->waiting > 0 || !x->post_done)
 		return;
-	uint64_t now = mono_us();
+	uint64_t now = clock_mono_us();
 	struct inspect_exchange done = {
 		.end = x->own_end,
 		.where = &x->own_where,

@@ -30,6 +30,7 @@
 #include "proxy/base/log.h"
 #include "proxy/base/sse.h"
 #include "proxy/net/upstream.h"
+#include "proxy/base/media.h"
 
 #define UPSSE_MAGIC 0x75707373u /* "upss" */
 
@@ -117,14 +118,6 @@ struct upstream_sse {
 static const struct px_upstream_conf *uconf(const struct upstream_sse *f)
 {
 	return upstream_conf(f->u);
-}
-
-/* TODO(lead): transport_http.c has the same test as a static is_media();
- * one exported http_msg_media_is() in http_parse would serve both. */
-static int media_is(const char *ct, const char *type)
-{
-	size_t n = strlen(type);
-	return ct && strncasecmp(ct, type, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
 static int visible_ascii(const char *s, size_t n)
@@ -683,7 +676,7 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 		upstream_req_stream(op->req);
 		return start_body(op, BODY_SSE);
 	}
-	if (media_is(ct, "application/json") || (ct && strstr(ct, "+json")))
+	if (media_is_json(ct))
 		return start_body(op, BODY_JSON);
 	return start_body(op, BODY_IGNORE);
 }

@@ -42,6 +42,7 @@
 #include "proxy/net/peers.h"
 #include "proxy/net/sockread.h"
 #include "proxy/net/transport.h"
+#include "proxy/base/clock.h"
 
 #define CONN_MAGIC 0x636f6e6eu /* "conn" */
 
@@ -263,13 +264,6 @@ static void bev_release(struct bufferevent *bev, int keep)
 		evutil_closesocket(fd);
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* The idle timeout, both ways, set once and again only when a reload
  * changed it: setting timeouts re-adds both events, and doing it twice per
  * request cost ~600 instructions. While the adapter runs, a quiet client
@@ -489,7 +483,7 @@ static int on_req_headers(void *arg, const struct http_msg *m)
 	const struct px_config *cfg = c->ctx->cfg;
 	int64_t cl = http_msg_content_length(m);
 
-	c->start_us = now_us();
+	c->start_us = clock_mono_us();
 	c->flags |= CF_BODY_DEADLINE_DUE; /* armed by parse_input unless the body is in */
 	if (cl > 0 && (uint64_t)cl > cfg->limits.max_body_bytes) {
 		c->reject_status = 413;
@@ -522,7 +516,7 @@ static void log_refusal(struct conn *c, int status, const char *note)
 	const struct http_msg *m = http_parser_msg(c->parser);
 	const char *url = http_msg_url(m);
 	char path[256];
-	uint64_t now = now_us();
+	uint64_t now = clock_mono_us();
 
 	if (!log_enabled(LOG_INFO))
 		return;
@@ -834,7 +828,7 @@ static void parse_input(struct conn *c)
 			 * refusal's latency its start (a head read at once is
 			 * refused within microseconds: no clock read for it). */
 			if (!http_msg_method(http_parser_msg(c->parser))[0]) {
-				c->first_us = now_us();
+				c->first_us = clock_mono_us();
 				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
 			}
 		}

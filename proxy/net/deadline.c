@@ -1,5 +1,6 @@
 /* deadline: see deadline.h. */
 #include "proxy/net/deadline.h"
+#include "proxy/base/clock.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -64,7 +65,7 @@ int deadline_set(struct deadline *d, unsigned ms)
 		return 0;
 	}
 	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	clock_mono_coarse(&now);
 	long long ns = now.tv_nsec + (long long)(ms % 1000) * 1000000;
 	d->due.tv_sec = now.tv_sec + (time_t)(ms / 1000 + ns / 1000000000);
 	d->due.tv_nsec = (long)(ns % 1000000000);
@@ -96,7 +97,7 @@ int deadline_expired(const struct deadline *d)
 	if (d->state != DEADLINE_ARMED)
 		return d->state == DEADLINE_FIRED;
 	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	clock_mono_coarse(&now);
 	return now.tv_sec > d->due.tv_sec ||
 	       (now.tv_sec == d->due.tv_sec && now.tv_nsec >= d->due.tv_nsec);
 }

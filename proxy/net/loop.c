@@ -1,28 +1,22 @@
 /* loop: see loop.h. */
 #include "proxy/net/loop.h"
+#include "proxy/base/clock.h"
 
 #include <sched.h>
 #include <time.h>
 
 #include <event2/event.h>
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t real_wall_ns(void *arg)
 {
 	(void)arg;
-	return clock_ns(CLOCK_MONOTONIC);
+	return clock_mono_ns();
 }
 
 static uint64_t real_cpu_ns(void *arg)
 {
 	(void)arg;
-	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	return clock_cpu_ns();
 }
 
 static void real_yield(void *arg)

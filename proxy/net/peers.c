@@ -1,6 +1,7 @@
 /* peers: see peers.h. A chained hash table of address -> count; entries go
  * away when their count drops to zero, so memory follows open connections. */
 #include "proxy/net/peers.h"
+#include "proxy/base/hash.h"
 
 #include <stdint.h>
 #include <pthread.h>
@@ -23,10 +24,7 @@ struct peers {
 
 static uint32_t hash(const char *s)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h % PEERS_BUCKETS;
+	return hash_fnv1a32_str(HASH_FNV1A32_INIT, s) % PEERS_BUCKETS;
 }
 
 struct peers *peers_new(void)

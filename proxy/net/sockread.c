@@ -1,5 +1,6 @@
 /* sockread: see sockread.h. */
 #include "proxy/net/sockread.h"
+#include "proxy/base/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -114,13 +115,11 @@ static ssize_t read_once(struct sockread *sr, evutil_socket_t fd, struct evbuffe
 static void timer_ev(evutil_socket_t fd, short what, void *arg);
 
 /* A monotonic clock (the loop's cached time follows the wall clock,
- * whose steps would move a timeout by as much). Coarse: a few
- * instructions in the vDSO, and a timeout needs no better than the
- * kernel's tick. */
+ * whose steps would move a timeout by as much), coarse (clock.h). */
 static void mono_now(struct timeval *tv)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	clock_mono_coarse(&ts);
 	tv->tv_sec = ts.tv_sec;
 	tv->tv_usec = ts.tv_nsec / 1000;
 }

@@ -47,6 +47,7 @@
 #include "proxy/base/log.h"
 #include "proxy/net/sockread.h"
 #include "proxy/net/tls.h"
+#include "proxy/base/clock.h"
 
 struct upconn {
 	struct upstream *up;            /* borrowed */

@@ -1,5 +1,6 @@
 /* benchnet: see benchnet.h. */
 #include "tests/bench/benchnet.h"
+#include "proxy/base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,9 +136,7 @@ int bn_sid_value(struct bn_sid *h, const char *at, size_t n)
 
 int64_t bn_now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return (int64_t)clock_mono_us();
 }
 
 long bn_raise_nofile(long want)

@@ -41,12 +41,11 @@
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "proxy/base/clock.h"
 
 static double now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (double)clock_mono_us() / 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -50,6 +50,7 @@
 #include <llhttp.h>
 
 #include "tests/bench/benchnet.h"
+#include "proxy/base/hash.h"
 
 #define MAX_BODY     (1u << 20)
 #define MAX_OUT      (16u << 20)
@@ -110,10 +111,7 @@ static void out_add(struct uconn *c, const void *p, size_t n);
 
 static unsigned bucket_of(const char *id, size_t n)
 {
-	uint32_t h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)id[i]) * 16777619u;
-	return h % NBUCKETS;
+	return hash_fnv1a32(HASH_FNV1A32_INIT, id, n) % NBUCKETS;
 }
 
 static struct session *session_find(const char *id, size_t n)

@@ -42,6 +42,7 @@
 
 #include "proxy/net/http_parse.h"
 #include "proxy/base/limits.h"
+#include "proxy/base/hash.h"
 
 #ifdef FUZZ_HTTP_RESPONSE
 #define FUZZ_KIND HTTP_KIND_RESPONSE
@@ -331,16 +332,6 @@ static void run(struct frun *r, const uint8_t *data, size_t size, const size_t *
 	http_parser_free(p);
 }
 
-static uint64_t fnv1a(const uint8_t *data, size_t size)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (size_t i = 0; i < size; i++) {
-		h ^= data[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static int cmp_size(const void *a, const void *b)
 {
 	size_t x = *(const size_t *)a, y = *(const size_t *)b;
@@ -357,7 +348,7 @@ static void same_log(const struct frun *a, const struct frun *b, const char *how
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint64_t h = fnv1a(data, size);
+	uint64_t h = hash_fnv1a64(data, size);
 	size_t three[3] = {h % (size + 1), (h >> 21) % (size + 1), (h >> 42) % (size + 1)};
 	size_t two[2] = {size / 3, size - size / 5};
 

@@ -419,6 +419,15 @@ describe('check: connecting', () => {
     assert.match(r.stderr, /MW_SURELY_UNSET_VAR is not set/);
   });
 
+  test('an odd ${…} name in --header is a usage error (exit 2), the conf\'s rule', T, async () => {
+    // Before, check looked MW-TOKEN up (and found it) and failed only on connecting.
+    const r = await check(['http://127.0.0.1:1/mcp', '--header', 'Authorization: Bearer ${MW-TOKEN}'],
+      { env: { 'MW-TOKEN': 'tok-odd-name-1' } });
+    assert.equal(r.code, 2, show(r));
+    assert.match(r.stderr, /--header Authorization: \$\{…\} must name an environment variable \(\[A-Za-z_\]/);
+    assert.ok(!r.out.includes('tok-odd-name-1'));
+  });
+
   test('URLs are printed without user, password or query', T, async () => {
     const p = await mk({});
     const r = await check([`http://alice:pw-s3cret-1@127.0.0.1:${p.port}/clean/json/mcp?token=qq-secret-9`]);

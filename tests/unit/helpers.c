@@ -57,13 +57,6 @@ void th_temp_write(char *path, const char *text)
 	assert_int_equal(close(fd), 0);
 }
 
-uint64_t th_clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void th_run_for(struct event_base *base, unsigned ms)
 {
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};

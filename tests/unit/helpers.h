@@ -39,10 +39,6 @@ char *th_quotes(const char *text);
  * For a file written with ' for ", pass th_quotes(text). */
 void th_temp_write(char *path, const char *text);
 
-/* The time on clock id (CLOCK_MONOTONIC, a thread's CPU clock...) in
- * nanoseconds. */
-uint64_t th_clock_ns(clockid_t id);
-
 /* Runs base's loop for at most ms milliseconds, or until a callback breaks
  * or exits it first. */
 void th_run_for(struct event_base *base, unsigned ms);

@@ -169,13 +169,13 @@ static void test_expand_env(void **state)
 {
 	(void)state;
 	struct secrets s = {0};
-	char name[64];
+	char name[ENVX_NAME_MAX + 1];
 	const char *why = NULL;
 	setenv("TCC_A", "alpha-value", 1);
 	setenv("TCC_B", "b", 1);
 	unsetenv("TCC_NOPE");
-	char *v = expand_env("Bearer ${TCC_A}.${TCC_B}${}$x", &s, name, sizeof(name), &why);
-	assert_string_equal(v, "Bearer alpha-value.b${}$x");
+	char *v = expand_env("Bearer ${TCC_A}.${TCC_B}$x${", &s, name, sizeof(name), &why);
+	assert_string_equal(v, "Bearer alpha-value.b$x${");
 	free(v);
 	assert_int_equal(s.n, 1); /* "b" is too short to mask */
 	assert_string_equal(s.v[0], "alpha-value");
@@ -183,6 +183,59 @@ static void test_expand_env(void **state)
 	assert_string_equal(why, "unset");
 	assert_string_equal(name, "TCC_NOPE");
 	secrets_free(&s);
+}
+
+/* The conf's name rule (envx.h): an odd name is an error, never looked up
+ * and never sent as is. Before, check sent "${}" literally and looked up
+ * "TCC-A" or "1TCC". */
+static void test_expand_env_odd_names(void **state)
+{
+	(void)state;
+	struct secrets s = {0};
+	char name[128];
+	const char *why = NULL;
+	setenv("TCC_A", "alpha-value", 1);
+	static const char *const odd[] = {"${}", "x ${TCC-A}", "${1TCC}", "${TCC A}", "${TCC_A:-d}"};
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		why = NULL;
+		assert_null(expand_env(odd[i], &s, name, sizeof(name), &why));
+		assert_non_null(strstr(why, "must name an environment variable"));
+	}
+	assert_int_equal(s.n, 0);
+	char longname[140];
+	memset(longname, 'A', sizeof(longname));
+	memcpy(longname, "${", 2);
+	memcpy(longname + 2 + 128, "}", 2); /* 128 characters: one too many */
+	assert_null(expand_env(longname, &s, name, sizeof(name), &why));
+	assert_non_null(strstr(why, "up to 127 characters"));
+	secrets_free(&s);
+}
+
+/* Through --header: the usage error names the rule (exit 2 from the CLI). */
+static void test_header_odd_env_name(void **state)
+{
+	(void)state;
+	int so = dup(2);
+	char path[] = "/tmp/test_check_cmd_err_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	struct check_opts o = {0};
+	fflush(stderr);
+	dup2(fd, 2);
+	int rc = add_header(&o, "Authorization: Bearer ${MCP-TOKEN}");
+	fflush(stderr);
+	dup2(so, 2);
+	close(so);
+	char buf[512] = "";
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	assert_int_equal(rc, -1);
+	assert_true(n > 0);
+	assert_string_equal(buf, "mcpwarden check: --header Authorization: ${…} must name an environment "
+	                         "variable ([A-Za-z_][A-Za-z0-9_]*, up to 127 characters)\n");
+	assert_int_equal(o.nheaders, 0);
+	opts_free(&o);
 }
 
 static int parse(const char *const *args, struct check_opts *o)
@@ -488,6 +541,8 @@ int main(void)
 		cmocka_unit_test(test_resolve_ref),
 		cmocka_unit_test(test_emit_masks),
 		cmocka_unit_test(test_expand_env),
+		cmocka_unit_test(test_expand_env_odd_names),
+		cmocka_unit_test(test_header_odd_env_name),
 		cmocka_unit_test(test_parse_args),
 		cmocka_unit_test(test_page_of_doc),
 		cmocka_unit_test(test_modern_versions),

@@ -23,6 +23,7 @@
 #include "proxy/mcp/session.h"
 #include "proxy/mcp/upstream_sse.h"
 #include "tests/unit/helpers.h"
+#include "proxy/base/clock.h"
 
 /* ---- the fake client face --------------------------------------------------- */
 
@@ -617,7 +618,7 @@ static void test_idle_session_expires(void **state)
 	memcpy(id, session_id(idle), sizeof(id));
 	session_attach_stream(listening, &stream);
 	client_send(busy, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}", &post, NULL);
-	uint64_t now = th_clock_ns(CLOCK_MONOTONIC) / 1000u;
+	uint64_t now = clock_mono_us();
 	assert_int_equal(session_table_sweep(t, now), 0);
 	assert_int_equal(session_table_sweep(t, now + default_limits.idle_us + 1000), 1);
 	assert_null(session_find(t, id));
@@ -637,7 +638,7 @@ static void test_overdue_request_answered_504(void **state)
 	struct session_stats st;
 
 	client_send(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}", &post, NULL);
-	uint64_t now = th_clock_ns(CLOCK_MONOTONIC) / 1000u;
+	uint64_t now = clock_mono_us();
 	session_table_sweep(t, now + 1000);
 	assert_int_equal(ndeliveries, 0);
 	session_table_sweep(t, now + default_limits.request_us + 1000);
@@ -657,14 +658,14 @@ static void test_progress_extends_deadline(void **state)
 	struct session_table *t = *state;
 	struct session *s = new_session(t, SESSION_FACE_STREAMABLE);
 	struct target post = {.name = "post"}, stream = {.name = "stream"};
-	uint64_t start = th_clock_ns(CLOCK_MONOTONIC) / 1000u;
+	uint64_t start = clock_mono_us();
 
 	session_attach_stream(s, &stream);
 	client_send(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":1}}}", &post, NULL);
 	/* Progress arrives; the deadline restarts from (about) now. */
 	upstream_send(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}");
 	size_t before = ndeliveries;
-	uint64_t after_progress = th_clock_ns(CLOCK_MONOTONIC) / 1000u;
+	uint64_t after_progress = clock_mono_us();
 	session_table_sweep(t, start + default_limits.request_us - 1);
 	assert_int_equal(ndeliveries, before);
 	session_table_sweep(t, after_progress + default_limits.request_us + 1000);

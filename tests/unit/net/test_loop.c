@@ -24,6 +24,7 @@
 
 #include "proxy/net/loop.h"
 #include "tests/unit/helpers.h"
+#include "proxy/base/clock.h"
 
 /* ---- a driven clock ---------------------------------------------------- */
 
@@ -100,8 +101,8 @@ static void busy_cb(evutil_socket_t fd, short what, void *arg)
 		f->in_phase++;
 		f->batches++;
 	} else {
-		uint64_t end = th_clock_ns(CLOCK_THREAD_CPUTIME_ID) + (uint64_t)b->spin_us * 1000u;
-		while (th_clock_ns(CLOCK_THREAD_CPUTIME_ID) < end)
+		uint64_t end = clock_cpu_ns() + (uint64_t)b->spin_us * 1000u;
+		while (clock_cpu_ns() < end)
 			;
 	}
 	if (--b->left == 0) {
@@ -268,9 +269,9 @@ static void test_real_clock_yields_need_cpu_time(void **state)
 	(void)state;
 	const unsigned slice_us = 1000;
 	int rc = -2;
-	uint64_t cpu0 = th_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu0 = clock_cpu_ns();
 	uint64_t y = run_busy(NULL, slice_us, 200, 200, 0, &rc);
-	uint64_t cpu = th_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	uint64_t cpu = clock_cpu_ns() - cpu0;
 	assert_int_equal(rc, 0);
 	if (y * 9 * slice_us * 1000u > cpu * 10)
 		fail_msg("%llu yields in %llu µs of CPU", (unsigned long long)y,
