@@ -1,5 +1,10 @@
 /* contract.c: the tool-definition contract checker (see contract.h).
  *
+ * Over 800 lines: the checks, the memo and the rendering all read and write
+ * struct contract_report's tool records and findings and the codes table;
+ * the memo (about 450 lines, a cache for unchanged tools) is the part to
+ * move out first, behind accessors to those records.
+ *
  * One pass over the pages, in order. A report collects tool records (one
  * per examined tools[] entry, so the filter and the per-tool JSON can find
  * them by page and index) and findings (code, pointer, message). Pointers

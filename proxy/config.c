@@ -1,5 +1,11 @@
 /* config: see config.h.
  *
+ * Over 800 lines: the JSON file, argv and reload sections all fill one
+ * struct px_config through the small parsers and the error collector at the
+ * top (parse_uint, parse_listen, path_ok, config_defaults, errs); splitting
+ * a section out needs those in a private config header, with
+ * config_parse_url the first candidate.
+ *
  * Parsing goes argv -> defaults -> file (if -c) -> flags that override the
  * file. All errors are collected into the caller's errbuf, one per line, so
  * --check-config shows every mistake at once rather than the first one.

@@ -4,6 +4,11 @@
  * tracker tells it of: tracker_page, tracker_list_changed), turns a
  * message into a policy_input, and acts on the decision.
  *
+ * Over 800 lines: tool tables, views, readers and judging share the
+ * lock-free view protocol drawn below (struct view, reader, pgen and their
+ * refcount rules under hp->lock); a split would spread those rules over two
+ * files, the one thing this file must keep in one place.
+ *
  * Threads. Every worker's exchanges come here (inspect_clone shares the
  * hook), thousands of calls a second each. Judging a call must not wait
  * for another worker: on two cores a worker holding a lock is often

@@ -1,5 +1,10 @@
 /* transport_http: the Streamable HTTP adapter (MCP 2025-03-26 .. 2025-11-25).
  *
+ * Over 800 lines: routing, replies, the hook, SSE and JSON replies and the
+ * upstream callbacks all step the one struct exchange; the SSE and JSON
+ * reply paths are the seams, once struct exchange moves to a types header
+ * both can include.
+ *
  * One exchange = one client HTTP request and its reply:
  *
  *   client POST ─▶ parse JSON once ─▶ inspect (client→server) ─▶ upstream

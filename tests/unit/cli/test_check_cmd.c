@@ -1,10 +1,14 @@
-/* Unit tests for proxy/cli/check_cmd.c. The static helpers are reached by
- * including the .c (STYLE.md §3); the client path runs against a canned
+/* Unit tests for the check and diff commands (proxy/cli/: check.c,
+ * check_client.c, diff.c, cli_out.c). The static helpers are reached by
+ * including the .c files (STYLE.md §3); the client path runs against a canned
  * HTTP server on a thread (blocking sockets, test only), so valgrind sees
  * the whole of it (event loop, upstream module, state machine, report,
  * teardown).
  */
-#include "proxy/cli/check_cmd.c"
+#include "proxy/cli/cli_out.c"
+#include "proxy/cli/check_client.c"
+#include "proxy/cli/check.c"
+#include "proxy/cli/diff.c"
 
 #include <setjmp.h>
 #include <stddef.h>
@@ -104,8 +108,8 @@ static void test_http_reason(void **state)
 	expect_reason("Access is only allowed at localhost:8931\n",
 	              ": Access is only allowed at localhost:8931");
 	expect_reason("\x1b[31mno\x1b[0m\r\n  way\x7f", ": [31mno [0m way");
-	expect_reason("sent Bearer abc.def-123, and basic dXNl", ": sent Bearer " MASK ", and basic " MASK);
-	expect_reason("token=\"Bearer xyz\"", ": token=\"Bearer " MASK "\"");
+	expect_reason("sent Bearer abc.def-123, and basic dXNl", ": sent Bearer " CLI_MASK ", and basic " CLI_MASK);
+	expect_reason("token=\"Bearer xyz\"", ": token=\"Bearer " CLI_MASK "\"");
 	expect_reason("NotBearer x", ": NotBearer x");
 
 	/* Long: cut at CHECK_REASON_MAX bytes, on a character boundary. */
@@ -153,22 +157,22 @@ static void test_resolve_ref(void **state)
 static void test_emit_masks(void **state)
 {
 	(void)state;
-	struct secrets s = {0};
-	secrets_add(&s, "abcd", 4);
-	secrets_add(&s, "abcdef", 6);
-	secrets_add(&s, "xy", 2); /* too short: never masked */
+	struct cli_secrets s = {0};
+	cli_secrets_add(&s, "abcd", 4);
+	cli_secrets_add(&s, "abcdef", 6);
+	cli_secrets_add(&s, "xy", 2); /* too short: never masked */
 	char buf[256] = "";
 	FILE *f = fmemopen(buf, sizeof(buf), "w");
-	emit(&s, f, "k=abcdef; j=abcd; xy; abcdabcd");
+	cli_emit(&s, f, "k=abcdef; j=abcd; xy; abcdabcd");
 	fclose(f);
-	assert_string_equal(buf, "k=" MASK "; j=" MASK "; xy; " MASK MASK);
-	secrets_free(&s);
+	assert_string_equal(buf, "k=" CLI_MASK "; j=" CLI_MASK "; xy; " CLI_MASK CLI_MASK);
+	cli_secrets_free(&s);
 }
 
 static void test_expand_env(void **state)
 {
 	(void)state;
-	struct secrets s = {0};
+	struct cli_secrets s = {0};
 	char name[ENVX_NAME_MAX + 1];
 	const char *why = NULL;
 	setenv("TCC_A", "alpha-value", 1);
@@ -182,7 +186,7 @@ static void test_expand_env(void **state)
 	assert_null(expand_env("x ${TCC_NOPE}", &s, name, sizeof(name), &why));
 	assert_string_equal(why, "unset");
 	assert_string_equal(name, "TCC_NOPE");
-	secrets_free(&s);
+	cli_secrets_free(&s);
 }
 
 /* The conf's name rule (envx.h): an odd name is an error, never looked up
@@ -191,7 +195,7 @@ static void test_expand_env(void **state)
 static void test_expand_env_odd_names(void **state)
 {
 	(void)state;
-	struct secrets s = {0};
+	struct cli_secrets s = {0};
 	char name[128];
 	const char *why = NULL;
 	setenv("TCC_A", "alpha-value", 1);
@@ -208,7 +212,7 @@ static void test_expand_env_odd_names(void **state)
 	memcpy(longname + 2 + 128, "}", 2); /* 128 characters: one too many */
 	assert_null(expand_env(longname, &s, name, sizeof(name), &why));
 	assert_non_null(strstr(why, "up to 127 characters"));
-	secrets_free(&s);
+	cli_secrets_free(&s);
 }
 
 /* Through --header: the usage error names the rule (exit 2 from the CLI). */

@@ -1,10 +1,12 @@
-/* check_cmd: see check_cmd.h.
+/* check_client: see check_client.h.
+ * Long (~1.2k lines) because it is one state machine: the steps, the HTTP
+ * exchanges, redirects and fallbacks all read and write struct chk, so a
+ * split would have to export that struct and its transitions.
  *
- * `check URL` is a small MCP client on the upstream module, driven by one
- * state machine. Callbacks from the upstream module only record what
- * happened and activate `kick`; every decision (next request, redirect,
- * fallback, failure) is taken in advance(), from the loop, where freeing
- * an exchange is safe.
+ * The client is driven by one state machine. Callbacks from the upstream
+ * module only record what happened and activate `kick`; every decision
+ * (next request, redirect, fallback, failure) is taken in advance(), from
+ * the loop, where freeing an exchange is safe.
  *
  *   streamable_http:  [discover] ─▶ initialize ─▶ initialized ─▶ list… ─▶ DELETE
  *                        │ modern era (2026-07-28): no session
@@ -18,15 +20,13 @@
  * proxy/mcp/upstream_sse.h), so that check passes exactly where the proxy in
  * front of the same URL works. Redirects (at most 3) are followed on the first request of an
  * attempt only; one to another origin stops sending the --header values
- * and the URL's user:password. Every byte printed goes through emit(),
- * which masks the values of --header (and ${ENV} expansions) as ••••.
+ * and the URL's user:password (whose password goes into the secrets, so
+ * cli_emit masks it as ••••).
  */
-#include "proxy/cli/check_cmd.h"
+#include "proxy/cli/check_client.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,594 +40,23 @@
 #include <jansson.h>
 
 #include "checks/contract.h"
-#include "checks/drift.h"
 #include "proxy/config.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/base/limits.h"
-#include "proxy/base/log.h"
 #include "proxy/base/sse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/mcp/upstream_sse.h"
 #include "proxy/base/media.h"
-#include "proxy/base/envx.h"
 
 #define CHECK_CLIENT_NAME    "mcpwarden-check"
 #define CHECK_CLIENT_VERSION "0.1.0"
 #define CHECK_MAX_REPLY      (8u * 1024 * 1024) /* one reply, or one SSE event */
-#define CHECK_MAX_HEADERS    32
 #define CHECK_MAX_REDIRECTS  3
-#define CHECK_TIMEOUT_S      30.0
 #define LEGACY_VERSION       "2025-11-25" /* newest initialize-era version */
 #define MODERN_VERSION       "2026-07-28"
 #define META_VERSION_KEY     "io.modelcontextprotocol/protocolVersion"
-#define MASK                 "\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2" /* •••• */
 /* What check prints of a server's error body, at most (UTF-8 bytes). */
 #define CHECK_REASON_MAX     300
-
-enum exit_code { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_ERROR = 2 };
-
-/* ---- output: everything printed is masked -------------------------------- */
-
-struct secrets {
-	char *v[CHECK_MAX_HEADERS * 2]; /* owned */
-	size_t n;
-};
-
-static void secrets_add(struct secrets *s, const char *v, size_t len)
-{
-	/* Too short to mask without mangling ordinary words; such a value is
-	 * never printed by us anyway (headers always print as ••••). */
-	if (len < 4 || s->n >= sizeof(s->v) / sizeof(s->v[0]))
-		return;
-	char *d = malloc(len + 1);
-	if (!d)
-		return;
-	memcpy(d, v, len);
-	d[len] = '\0';
-	s->v[s->n++] = d;
-}
-
-static void secrets_free(struct secrets *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	s->n = 0;
-}
-
-/* Writes s to f with every secret replaced by ••••. */
-static void emit(const struct secrets *sec, FILE *f, const char *s)
-{
-	while (*s) {
-		size_t best = 0, at = strlen(s);
-		for (size_t i = 0; sec && i < sec->n; i++) {
-			const char *p = strstr(s, sec->v[i]);
-			if (p && ((size_t)(p - s) < at || ((size_t)(p - s) == at &&
-			                                   strlen(sec->v[i]) > best))) {
-				at = (size_t)(p - s);
-				best = strlen(sec->v[i]);
-			}
-		}
-		fwrite(s, 1, at, f);
-		if (!best)
-			break;
-		fputs(MASK, f);
-		s += at + best;
-	}
-}
-
-static void emitf(const struct secrets *sec, FILE *f, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void emitf(const struct secrets *sec, FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	emit(sec, f, s);
-	free(s);
-}
-
-static void emit_json(const struct secrets *sec, FILE *f, const json_t *j)
-{
-	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (!s) {
-		fputs("{\"error\":\"out of memory\"}\n", f);
-		return;
-	}
-	emit(sec, f, s);
-	fputc('\n', f);
-	free(s);
-}
-
-/* ---- options --------------------------------------------------------------- */
-
-struct header {
-	char *name;  /* owned */
-	char *wire;  /* owned: the value with ${ENV} filled in */
-};
-
-struct check_opts {
-	const char *url, *tools_file, *transport, *protocol, *baseline, *save_baseline;
-	struct header headers[CHECK_MAX_HEADERS];
-	size_t nheaders;
-	double timeout_s;
-	int json, lenient, spec_only;
-	struct secrets sec;
-};
-
-static const char check_usage[] =
-	"usage: mcpwarden check URL [--transport auto|streamable_http|sse]\n"
-	"                           [--header 'Name: value']... [--protocol VERSION]\n"
-	"                           [--json] [--lenient] [--spec-only] [--baseline FILE]\n"
-	"                           [--save-baseline FILE] [--timeout S]\n"
-	"       mcpwarden check --tools-file FILE [--protocol VERSION] [--json] [--lenient]\n"
-	"                           [--spec-only] [--baseline FILE] [--save-baseline FILE]\n"
-	"\n"
-	"Lists the server's tools (every page) and checks their contract; with\n"
-	"--baseline also the breaking changes against a saved listing.\n"
-	"Header values may name environment variables as ${NAME}: filled in on the\n"
-	"wire only, always printed as " MASK ".\n"
-	"Exit status: 0 passed, 1 problems or breaking changes (--lenient: breaking\n"
-	"changes only), 2 could not connect or bad usage.\n";
-
-static const char diff_usage[] =
-	"usage: mcpwarden diff OLD NEW [--json]\n"
-	"\n"
-	"Compares two saved tool listings ({\"tools\":[...]}, a tools/list response or\n"
-	"an array). Exit status: 0 no breaking change, 1 breaking changes, 2 bad usage.\n";
-
-static void opts_free(struct check_opts *o)
-{
-	for (size_t i = 0; i < o->nheaders; i++) {
-		free(o->headers[i].name);
-		free(o->headers[i].wire);
-	}
-	secrets_free(&o->sec);
-}
-
-static int is_tchar(int c)
-{
-	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-/* A variable's value is a secret: masked wherever it would be printed. */
-static const char *env_get(void *arg, const char *name)
-{
-	const char *val = getenv(name);
-	if (val)
-		secrets_add(arg, val, strlen(val));
-	return val;
-}
-
-/* Fills ${NAME} from the environment (envx.h's rule). Returns an owned
- * string, or NULL with *why set (static, or "unset" with the name of the
- * unset variable in namebuf). */
-static char *expand_env(const char *v, struct secrets *sec, char *namebuf, size_t nlen,
-                        const char **why)
-{
-	struct envx_fail fail;
-	char *out = envx_expand(v, env_get, sec, &fail);
-	if (!out) {
-		snprintf(namebuf, nlen, "%s", fail.name);
-		*why = fail.why == ENVX_UNSET      ? "unset"
-		       : fail.why == ENVX_BAD_NAME ? "${…} must name an environment variable (" ENVX_RULE ")"
-		                                   : "out of memory";
-	}
-	return out;
-}
-
-static int add_header(struct check_opts *o, const char *arg)
-{
-	char name[128];
-	const char *colon = strchr(arg, ':');
-	size_t nl = colon ? (size_t)(colon - arg) : 0;
-
-	if (!colon || nl == 0 || nl >= sizeof(name)) {
-		fprintf(stderr, "mcpwarden check: --header wants 'Name: value'\n");
-		return -1;
-	}
-	memcpy(name, arg, nl);
-	name[nl] = '\0';
-	for (size_t i = 0; i < nl; i++) {
-		if (!is_tchar((unsigned char)name[i])) {
-			fprintf(stderr, "mcpwarden check: --header: \"%s\" is not a header name\n", name);
-			return -1;
-		}
-	}
-	static const char *const reserved[] = {"host", "content-length", "transfer-encoding",
-	                                       "connection", "content-type", NULL};
-	for (size_t i = 0; reserved[i]; i++) {
-		if (strcasecmp(name, reserved[i]) == 0) {
-			fprintf(stderr, "mcpwarden check: --header: %s is set by mcpwarden itself\n", name);
-			return -1;
-		}
-	}
-	if (o->nheaders >= CHECK_MAX_HEADERS) {
-		fprintf(stderr, "mcpwarden check: at most %d --header options\n", CHECK_MAX_HEADERS);
-		return -1;
-	}
-	const char *v = colon + 1;
-	while (*v == ' ' || *v == '\t')
-		v++;
-	char env[128];
-	const char *why = NULL;
-	char *wire = expand_env(v, &o->sec, env, sizeof(env), &why);
-	if (!wire) {
-		if (why && strcmp(why, "unset") == 0)
-			fprintf(stderr, "mcpwarden check: --header %s: environment variable %s is not set\n",
-			        name, env);
-		else
-			fprintf(stderr, "mcpwarden check: --header %s: %s\n", name, why ? why : "error");
-		return -1;
-	}
-	size_t wl = strlen(wire);
-	while (wl && (wire[wl - 1] == ' ' || wire[wl - 1] == '\t'))
-		wire[--wl] = '\0';
-	for (size_t i = 0; i < wl; i++) {
-		unsigned char c = (unsigned char)wire[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			fprintf(stderr, "mcpwarden check: --header %s: the value holds control "
-			                "characters\n", name);
-			free(wire);
-			return -1;
-		}
-	}
-	/* The whole value of anything credential-like is masked too, literal
-	 * or not: it may have been typed on the command line. */
-	if (strcasecmp(name, "authorization") == 0 || strcasecmp(name, "proxy-authorization") == 0 ||
-	    strcasecmp(name, "cookie") == 0 || strcasestr(name, "token") || strcasestr(name, "key") ||
-	    strcasestr(name, "secret")) {
-		secrets_add(&o->sec, wire, wl);
-		const char *sp = strchr(wire, ' ');
-		if (sp)
-			secrets_add(&o->sec, sp + 1, strlen(sp + 1));
-	}
-	o->headers[o->nheaders].name = strdup(name);
-	o->headers[o->nheaders].wire = wire;
-	if (!o->headers[o->nheaders].name) {
-		free(wire);
-		return -1;
-	}
-	o->nheaders++;
-	return 0;
-}
-
-/* Parses check's argv. Returns 0, 1 for --help, -1 on misuse (reported). */
-static int parse_check_args(int argc, char **argv, struct check_opts *o)
-{
-	o->transport = "auto";
-	o->timeout_s = CHECK_TIMEOUT_S;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char **dst = NULL;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-			return 1;
-		if (strcmp(a, "--json") == 0) {
-			o->json = 1;
-			continue;
-		}
-		if (strcmp(a, "--lenient") == 0) {
-			o->lenient = 1;
-			continue;
-		}
-		if (strcmp(a, "--spec-only") == 0) {
-			o->spec_only = 1;
-			continue;
-		}
-		if (strcmp(a, "--transport") == 0)
-			dst = &o->transport;
-		else if (strcmp(a, "--protocol") == 0)
-			dst = &o->protocol;
-		else if (strcmp(a, "--baseline") == 0)
-			dst = &o->baseline;
-		else if (strcmp(a, "--save-baseline") == 0)
-			dst = &o->save_baseline;
-		else if (strcmp(a, "--tools-file") == 0)
-			dst = &o->tools_file;
-		if (dst || strcmp(a, "--header") == 0 || strcmp(a, "--timeout") == 0) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "mcpwarden check: %s needs a value\n", a);
-				return -1;
-			}
-			const char *v = argv[++i];
-			if (dst) {
-				*dst = v;
-			} else if (strcmp(a, "--header") == 0) {
-				if (add_header(o, v) < 0)
-					return -1;
-			} else {
-				char *end;
-				errno = 0;
-				double t = strtod(v, &end);
-				if (errno || *end || !(t > 0) || t > 86400) {
-					fprintf(stderr, "mcpwarden check: --timeout wants seconds (0 < S <= "
-					                "86400), not \"%s\"\n", v);
-					return -1;
-				}
-				o->timeout_s = t;
-			}
-			continue;
-		}
-		if (a[0] == '-') {
-			fprintf(stderr, "mcpwarden check: unknown option %s\n%s", a, check_usage);
-			return -1;
-		}
-		if (o->url) {
-			fprintf(stderr, "mcpwarden check: one URL only (got \"%s\" too)\n", a);
-			return -1;
-		}
-		o->url = a;
-	}
-	if (!!o->url == !!o->tools_file) {
-		fprintf(stderr, "mcpwarden check: give a URL or --tools-file FILE\n%s", check_usage);
-		return -1;
-	}
-	if (strcmp(o->transport, "auto") != 0 && strcmp(o->transport, "streamable_http") != 0 &&
-	    strcmp(o->transport, "sse") != 0) {
-		fprintf(stderr, "mcpwarden check: --transport must be auto, streamable_http or sse\n");
-		return -1;
-	}
-	if (o->tools_file && (o->nheaders || strcmp(o->transport, "auto") != 0)) {
-		fprintf(stderr, "mcpwarden check: --header and --transport need a URL, not "
-		                "--tools-file\n");
-		return -1;
-	}
-	if (o->protocol && !*o->protocol) {
-		fprintf(stderr, "mcpwarden check: --protocol wants a version like 2025-11-25\n");
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- listings and the report ------------------------------------------------ */
-
-/* The page inside a saved listing: a JSON-RPC response gives its result, a
- * {"tools":[...]} object or a bare array is the page itself. Borrowed from
- * doc; NULL when doc holds no tool list. */
-static json_t *page_of_doc(json_t *doc)
-{
-	if (json_is_array(doc))
-		return doc;
-	if (!json_is_object(doc))
-		return NULL;
-	json_t *result = json_object_get(doc, "result");
-	if (json_is_object(result) && json_is_array(json_object_get(result, "tools")))
-		return result;
-	return json_is_array(json_object_get(doc, "tools")) ? doc : NULL;
-}
-
-static json_t *load_listing(const char *file, const char *what)
-{
-	json_error_t jerr;
-	json_t *doc = json_load_file(file, 0, &jerr);
-	if (!doc) {
-		if (jerr.line > 0)
-			fprintf(stderr, "mcpwarden: %s %s:%d:%d: %s\n", what, file, jerr.line, jerr.column,
-			        jerr.text);
-		else
-			fprintf(stderr, "mcpwarden: %s %s\n", what, jerr.text);
-		return NULL;
-	}
-	if (!drift_tools_of(doc)) {
-		fprintf(stderr, "mcpwarden: %s %s holds no tool list ({\"tools\":[...]}, a tools/list "
-		                "response or an array)\n", what, file);
-		json_decref(doc);
-		return NULL;
-	}
-	return doc;
-}
-
-/* Where a listing came from, for the report's head. */
-struct origin_info {
-	const char *url;        /* printable (no user, password, query), or NULL */
-	const char *file;
-	const char *transport;  /* "streamable_http", "sse", or NULL */
-	const char *protocol;   /* era, or NULL */
-	json_t *notes;          /* borrowed array of strings, or NULL */
-};
-
-static json_t *joined_tools(const json_t *pages)
-{
-	json_t *all = json_array();
-	for (size_t i = 0; all && i < json_array_size(pages); i++) {
-		json_t *p = json_array_get(pages, i);
-		json_t *t = json_is_array(p) ? p : json_object_get(p, "tools");
-		if (json_is_array(t))
-			json_array_extend(all, t);
-	}
-	return all;
-}
-
-/* Checks the pages, diffs against the baseline, prints, saves. Returns the
- * exit code. */
-static int report_listing(struct check_opts *o, const json_t *pages, const struct origin_info *oi)
-{
-	size_t n = json_array_size(pages);
-	const json_t *arr[CONTRACT_MAX_PAGES];
-	struct contract_opts copts = {.era = oi->protocol, .spec_only = o->spec_only};
-	json_t *baseline = NULL, *all = NULL, *changes = NULL, *out = NULL;
-	struct drift_report *d = NULL;
-	struct contract_report *r = NULL;
-	int rc = EXIT_ERROR;
-
-	if (n > CONTRACT_MAX_PAGES)
-		n = CONTRACT_MAX_PAGES;
-	for (size_t i = 0; i < n; i++)
-		arr[i] = json_array_get(pages, i);
-	if (o->baseline && !(baseline = load_listing(o->baseline, "--baseline")))
-		goto done;
-	r = contract_check(arr, n, &copts);
-	all = joined_tools(pages);
-	if (!r || !all)
-		goto oom;
-	int truncated = contract_report_truncated(r);
-	size_t nbreaking = 0;
-	changes = json_array();
-	if (!changes)
-		goto oom;
-	if (baseline) {
-		d = drift_diff(drift_tools_of(baseline), all);
-		if (!d)
-			goto oom;
-		for (size_t i = 0; i < drift_report_nchanges(d); i++) {
-			const struct drift_change *c = drift_report_change(d, i);
-			/* A cut listing lacks tools that may well exist. */
-			if (truncated && strcmp(c->code, "tool-removed") == 0)
-				continue;
-			nbreaking += c->breaking;
-			json_array_append_new(changes, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code,
-			                                         "kind", c->kind, "tool", c->tool,
-			                                         "pointer", c->pointer, "message",
-			                                         c->message));
-		}
-	}
-	int cpassed = contract_report_passed(r);
-	int passed = cpassed && nbreaking == 0 && !truncated;
-	rc = passed ? EXIT_PASS : (o->lenient && nbreaking == 0) ? EXIT_PASS : EXIT_FAIL;
-
-	if (o->json) {
-		out = contract_report_json(r);
-		if (!out)
-			goto oom;
-		json_object_set(out, "changes", changes);
-		json_object_set_new(out, "breaking", json_integer((json_int_t)nbreaking));
-		json_object_set_new(out, "passed", json_boolean(passed));
-		json_t *src = json_object();
-		if (oi->url)
-			json_object_set_new(src, "url", json_string(oi->url));
-		if (oi->file)
-			json_object_set_new(src, "file", json_string(oi->file));
-		json_object_set_new(src, "transport",
-		                    oi->transport ? json_string(oi->transport) : json_null());
-		json_object_set_new(src, "protocol", oi->protocol ? json_string(oi->protocol) : json_null());
-		json_object_set_new(src, "pages", json_integer((json_int_t)json_array_size(pages)));
-		if (oi->notes)
-			json_object_set(src, "notes", oi->notes);
-		if (o->nheaders) {
-			json_t *h = json_object();
-			for (size_t i = 0; i < o->nheaders; i++)
-				json_object_set_new(h, o->headers[i].name, json_string(MASK));
-			json_object_set_new(src, "headers", h);
-		}
-		json_object_set_new(out, "source", src);
-		json_object_set_new(out, "baseline", o->baseline ? json_string(o->baseline) : json_null());
-		json_object_set_new(out, "lenient", json_boolean(o->lenient));
-		json_object_set_new(out, "exit", json_integer(rc));
-		emit_json(&o->sec, stdout, out);
-	} else {
-		if (oi->url)
-			emitf(&o->sec, stdout, "mcpwarden check %s\n  transport %s, protocol %s, %zu page%s\n",
-			      oi->url, oi->transport ? oi->transport : "?",
-			      oi->protocol ? oi->protocol : "?", json_array_size(pages),
-			      json_array_size(pages) == 1 ? "" : "s");
-		else
-			emitf(&o->sec, stdout, "mcpwarden check --tools-file %s\n  protocol %s\n", oi->file,
-			      oi->protocol ? oi->protocol : "(none: era-independent checks only)");
-		if (o->nheaders) {
-			emit(&o->sec, stdout, "  headers:");
-			for (size_t i = 0; i < o->nheaders; i++)
-				emitf(&o->sec, stdout, "%s %s: " MASK, i ? "," : "", o->headers[i].name);
-			emit(&o->sec, stdout, "\n");
-		}
-		for (size_t i = 0; oi->notes && i < json_array_size(oi->notes); i++)
-			emitf(&o->sec, stdout, "  note: %s\n", json_string_value(json_array_get(oi->notes, i)));
-		char *text = contract_report_text(r);
-		if (!text)
-			goto oom;
-		emit(&o->sec, stdout, text);
-		free(text);
-		if (d) {
-			emitf(&o->sec, stdout, "baseline %s: %zu change%s, %zu breaking\n", o->baseline,
-			      json_array_size(changes), json_array_size(changes) == 1 ? "" : "s", nbreaking);
-			for (size_t i = 0; i < json_array_size(changes); i++) {
-				const json_t *c = json_array_get(changes, i);
-				emitf(&o->sec, stdout, "  %-8s %s tool \"%s\" at %s: %s\n",
-				      json_string_value(json_object_get(c, "kind")),
-				      json_string_value(json_object_get(c, "code")),
-				      json_string_value(json_object_get(c, "tool")),
-				      json_string_value(json_object_get(c, "pointer")),
-				      json_string_value(json_object_get(c, "message")));
-			}
-			if (truncated)
-				emit(&o->sec, stdout, "  (the listing is cut: removed tools are not judged)\n");
-		}
-		size_t np = contract_report_nproblems(r);
-		emitf(&o->sec, stdout, "%s: %zu problem%s, %zu breaking change%s%s\n",
-		      passed ? "PASSED" : rc == EXIT_PASS ? "PASSED (lenient)" : "FAILED", np,
-		      np == 1 ? "" : "s", nbreaking, nbreaking == 1 ? "" : "s",
-		      truncated ? ", listing cut (not every tool was checked)" : "");
-	}
-	if (o->save_baseline) {
-		if (truncated) {
-			emitf(&o->sec, stderr, "mcpwarden check: baseline NOT saved to %s: the listing is "
-			                       "cut, a baseline must hold every tool\n", o->save_baseline);
-			rc = EXIT_ERROR;
-		} else {
-			json_t *doc = json_pack("{s:O}", "tools", all);
-			if (!doc || json_dump_file(doc, o->save_baseline,
-			                           JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
-				emitf(&o->sec, stderr, "mcpwarden check: cannot write %s: %s\n",
-				      o->save_baseline, strerror(errno));
-				rc = EXIT_ERROR;
-			} else {
-				emitf(&o->sec, stderr, "mcpwarden check: baseline saved to %s (%zu tools)\n",
-				      o->save_baseline, json_array_size(all));
-			}
-			json_decref(doc);
-		}
-	}
-	goto done;
-oom:
-	fprintf(stderr, "mcpwarden check: out of memory\n");
-	rc = EXIT_ERROR;
-done:
-	json_decref(out);
-	json_decref(changes);
-	json_decref(all);
-	json_decref(baseline);
-	drift_report_free(d);
-	contract_report_free(r);
-	return rc;
-}
-
-/* Prints a failure (text on stderr; with --json also an object on stdout). */
-static void report_error(struct check_opts *o, const char *msg, const struct origin_info *oi)
-{
-	emitf(&o->sec, stderr, "mcpwarden check: %s\n", msg);
-	if (o->json) {
-		json_t *j = json_pack("{s:s,s:b,s:i}", "error", msg, "passed", 0, "exit", EXIT_ERROR);
-		if (j && oi && oi->url)
-			json_object_set_new(j, "url", json_string(oi->url));
-		if (j && oi && oi->notes)
-			json_object_set(j, "notes", oi->notes);
-		if (j)
-			emit_json(&o->sec, stdout, j);
-		json_decref(j);
-	}
-}
-
-static int check_file(struct check_opts *o)
-{
-	struct origin_info oi = {.file = o->tools_file, .protocol = o->protocol};
-	json_t *doc = load_listing(o->tools_file, "--tools-file");
-	if (!doc) {
-		if (o->json)
-			report_error(o, "cannot read --tools-file", &oi);
-		return EXIT_ERROR;
-	}
-	json_t *pages = json_array();
-	json_array_append(pages, page_of_doc(doc));
-	int rc = report_listing(o, pages, &oi);
-	json_decref(pages);
-	json_decref(doc);
-	return rc;
-}
-
-/* ---- the network client -------------------------------------------------- */
 
 enum transport { TR_STREAMABLE = 0, TR_SSE };
 static const char *const transport_names[] = {"streamable_http", "sse"};
@@ -666,7 +95,7 @@ struct hreq {
 };
 
 struct chk {
-	struct check_opts *o;          /* borrowed */
+	const struct check_client_target *o; /* borrowed */
 	struct event_base *base;       /* owned */
 	struct upstream_opts uo;       /* the loop and the limits of every upstream */
 	struct event *kick, *timer;    /* owned */
@@ -1040,7 +469,7 @@ static void fail(struct chk *c, const char *fmt, ...)
 		if (vasprintf(&c->error, fmt, ap) < 0)
 			c->error = NULL;
 		va_end(ap);
-		c->exit_code = EXIT_ERROR;
+		c->exit_code = CLI_EXIT_ERROR;
 	}
 	if (c->st == ST_DELETE || c->st == ST_DONE) {
 		finish(c);
@@ -1253,7 +682,7 @@ static size_t credential_scheme(const char *text, size_t i, size_t n)
  * a CI log: control characters and runs of spaces become one space, what
  * follows "Bearer " or "Basic " is masked, at most CHECK_REASON_MAX bytes
  * (cut on a UTF-8 boundary, "…" says so). The values of --header and the
- * URL's password are masked when printed (emit). */
+ * URL's password are masked when printed (cli_emit). */
 static void http_reason(const struct hreq *h, char *buf, size_t cap)
 {
 	const json_t *err = json_object_get(h->reply, "error");
@@ -1281,13 +710,13 @@ static void http_reason(const struct hreq *h, char *buf, size_t cap)
 		unsigned char ch = (unsigned char)text[i];
 		size_t sl = credential_scheme(text, i, n);
 		if (sl) {
-			const size_t ml = sizeof(MASK) - 1;
+			const size_t ml = sizeof(CLI_MASK) - 1;
 			if (w + sl + ml > room) {
 				cut = 1;
 				break;
 			}
 			memcpy(buf + w, text + i, sl);
-			memcpy(buf + w + sl, MASK, ml);
+			memcpy(buf + w + sl, CLI_MASK, ml);
 			w += sl + ml;
 			i += sl;
 			while (i < n && !isspace((unsigned char)text[i]) && text[i] != '"' &&
@@ -1757,27 +1186,26 @@ static void advance(struct chk *c)
 	}
 }
 
-static int check_url(struct check_opts *o)
+int check_client_run(const struct check_client_target *o, struct check_client_result *r)
 {
 	struct chk c = {.o = o};
-	struct origin_info oi = {0};
 	const char *why = NULL;
-	int rc = EXIT_ERROR;
+	int rc = 0;
 
+	memset(r, 0, sizeof(*r));
 	/* Only the printable form of the URL ever appears. */
 	struct px_upstream_conf shown = {0};
 	if (config_parse_url(&shown, o->url, &why) < 0) {
 		fprintf(stderr, "mcpwarden check: %s: %s\n", "URL", why);
 		url_clear(&shown);
-		return EXIT_ERROR;
+		return -1;
 	}
 	c.url_shown = shown.url_safe ? strdup(shown.url_safe) : NULL;
 	if (shown.basic_auth) {
 		c.basic_auth = strdup(shown.basic_auth);
-		secrets_add(&o->sec, shown.basic_auth + 6, strlen(shown.basic_auth + 6));
+		cli_secrets_add(o->sec, shown.basic_auth + 6, strlen(shown.basic_auth + 6));
 	}
 	url_clear(&shown);
-	oi.url = c.url_shown;
 
 	c.base = event_base_new();
 	c.uo = (struct upstream_opts){
@@ -1789,15 +1217,16 @@ static int check_url(struct check_opts *o)
 	c.notes = json_array();
 	c.kick = c.base ? event_new(c.base, -1, 0, kick_cb, &c) : NULL;
 	c.timer = c.base ? evtimer_new(c.base, timer_cb, &c) : NULL;
-	oi.notes = c.notes;
 	if (!c.base || !c.pages || !c.notes || !c.kick || !c.timer || !c.url_shown) {
-		report_error(o, "out of memory", &oi);
+		rc = 1;
 		goto done;
 	}
 	if (set_url(&c, o->url, &why) < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s: %s", c.url_shown, why);
-		report_error(o, msg, &oi);
+		free(c.error);
+		c.error = strdup(msg);
+		rc = c.error ? 0 : 1;
 		goto done;
 	}
 	int sse_first = strcmp(o->transport, "sse") == 0 ||
@@ -1809,16 +1238,14 @@ static int check_url(struct check_opts *o)
 		start_streamable(&c);
 	if (c.st != ST_DONE)
 		event_base_dispatch(c.base);
-
-	oi.transport = transport_names[c.tr];
-	oi.protocol = c.era;
-	if (c.error) {
-		report_error(o, c.error, &oi);
-		rc = EXIT_ERROR;
-	} else {
-		rc = report_listing(o, c.pages, &oi);
-	}
 done:
+	/* The findings move to *r; the rest of the run goes. */
+	r->url_shown = c.url_shown;
+	r->pages = c.pages;
+	r->notes = c.notes;
+	r->transport = transport_names[c.tr];
+	r->era = c.era;
+	r->error = c.error;
 	hreq_free(c.h);
 	hreq_free(c.stream);
 	upstream_free(c.up);
@@ -1829,98 +1256,19 @@ done:
 		event_free(c.timer);
 	if (c.base)
 		event_base_free(c.base);
-	json_decref(c.pages);
-	json_decref(c.notes);
 	json_decref(c.legacy_reply);
 	free(c.basic_auth);
 	free(c.post_target);
 	free(c.session);
-	free(c.era);
-	free(c.error);
-	free(c.url_shown);
 	return rc;
 }
 
-int check_main(int argc, char **argv)
+void check_client_result_fini(struct check_client_result *r)
 {
-	struct check_opts o = {0};
-	int rc = parse_check_args(argc, argv, &o);
-
-	if (rc != 0) {
-		if (rc > 0)
-			fputs(check_usage, stdout);
-		opts_free(&o);
-		return rc > 0 ? EXIT_PASS : EXIT_ERROR;
-	}
-	log_setup(LOG_WARN, 0);
-	signal(SIGPIPE, SIG_IGN);
-	rc = o.tools_file ? check_file(&o) : check_url(&o);
-	fflush(stdout);
-	opts_free(&o);
-	return rc;
-}
-
-/* ---- diff ------------------------------------------------------------------ */
-
-int diff_main(int argc, char **argv)
-{
-	const char *files[2] = {NULL, NULL};
-	int json = 0, nf = 0;
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(diff_usage, stdout);
-			return EXIT_PASS;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "mcpwarden diff: unknown option %s\n%s", argv[i], diff_usage);
-			return EXIT_ERROR;
-		} else if (nf < 2) {
-			files[nf++] = argv[i];
-		} else {
-			fprintf(stderr, "mcpwarden diff: two files, OLD and NEW\n%s", diff_usage);
-			return EXIT_ERROR;
-		}
-	}
-	if (nf != 2) {
-		fprintf(stderr, "mcpwarden diff: two files, OLD and NEW\n%s", diff_usage);
-		return EXIT_ERROR;
-	}
-	json_t *old_doc = load_listing(files[0], "OLD");
-	json_t *new_doc = old_doc ? load_listing(files[1], "NEW") : NULL;
-	if (!old_doc || !new_doc) {
-		json_decref(old_doc);
-		return EXIT_ERROR;
-	}
-	struct drift_report *d = drift_diff(drift_tools_of(old_doc), drift_tools_of(new_doc));
-	int rc = EXIT_ERROR;
-	if (d) {
-		rc = drift_report_nbreaking(d) ? EXIT_FAIL : EXIT_PASS;
-		if (json) {
-			json_t *j = drift_report_json(d);
-			if (j)
-				emit_json(NULL, stdout, j);
-			else
-				rc = EXIT_ERROR;
-			json_decref(j);
-		} else {
-			char *t = drift_report_text(d);
-			if (t) {
-				fputs(t, stdout);
-				printf("%s\n", rc == EXIT_FAIL ? "FAILED: breaking changes"
-				                               : "PASSED: no breaking change");
-			} else {
-				rc = EXIT_ERROR;
-			}
-			free(t);
-		}
-		drift_report_free(d);
-	} else {
-		fprintf(stderr, "mcpwarden diff: out of memory\n");
-	}
-	json_decref(old_doc);
-	json_decref(new_doc);
-	fflush(stdout);
-	return rc;
+	json_decref(r->pages);
+	json_decref(r->notes);
+	free(r->url_shown);
+	free(r->era);
+	free(r->error);
+	memset(r, 0, sizeof(*r));
 }

@@ -1,0 +1,12 @@
+/* diff: the `mcpwarden diff OLD NEW [--json]` command (issue 4, item 4):
+ * the breaking changes between two saved tool listings (checks/drift.h),
+ * no network. docs/contract.md has the JSON shape and the exit codes:
+ * 0 no breaking change, 1 breaking changes, 2 bad usage or a bad file.
+ */
+#ifndef MCPWARDEN_DIFF_H
+#define MCPWARDEN_DIFF_H
+
+/* argv[0] is "diff" (main passes argv + 1). Returns the exit code. */
+int diff_main(int argc, char **argv);
+
+#endif
