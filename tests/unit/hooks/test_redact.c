@@ -14,6 +14,7 @@
 #include "proxy/hooks/redact.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/base/jparse.h"
+#include "tests/unit/helpers.h"
 
 #define M REDACT_MASK
 
@@ -541,10 +542,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static unsigned rnd(unsigned n)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (unsigned)(rng_state % n);
+	return (unsigned)(th_xorshift(&rng_state) % n);
 }
 
 static json_t *random_string(void)

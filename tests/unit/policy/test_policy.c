@@ -28,20 +28,13 @@
 #include "proxy/hooks/tools.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "tests/unit/helpers.h"
 
+/* Policies and arguments may hold \u0000 (JSON_ALLOW_NUL): the rules must
+ * see the whole string. */
 static json_t *J(const char *text)
 {
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
-	return v;
+	return th_json_flags(text, JSON_DECODE_ANY | JSON_ALLOW_NUL);
 }
 
 static struct policy *P(const char *text)
