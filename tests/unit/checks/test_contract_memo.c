@@ -25,6 +25,7 @@
 
 #include "checks/contract.h"
 #include "proxy/base/jparse.h"
+#include "tests/unit/helpers.h"
 
 /* ---- random listings ------------------------------------------------------- */
 
@@ -32,10 +33,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15u;
 
 static unsigned rnd(unsigned n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (unsigned)(rng % n);
+	return (unsigned)(th_xorshift(&rng) % n);
 }
 
 /* A tool, sometimes with problems or warnings of every kind. */

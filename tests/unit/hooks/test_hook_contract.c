@@ -28,21 +28,7 @@
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
-
-static json_t *J(const char *text)
-{
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
-	return v;
-}
+#include "tests/unit/helpers.h"
 
 /* ---- what readers pull ---------------------------------------------------------
  * The hook keeps each report for readers (admin) to pull with
@@ -72,14 +58,8 @@ static const char *temp_file(struct fx *f, const char *text)
 {
 	char *path = f->files[f->nfiles++];
 	snprintf(path, 64, "/tmp/test_hook_contract_XXXXXX");
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	char *s = strdup(text);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
+	char *s = th_quotes(text);
+	th_temp_write(path, s);
 	free(s);
 	return path;
 }
@@ -103,7 +83,7 @@ static struct fx *fx_new(const char *a_conf)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	json_t *c = a_conf ? J(a_conf) : NULL;
+	json_t *c = a_conf ? th_json(a_conf) : NULL;
 	if (fx_setup(f, c) != 0)
 		fail_msg("setup failed: %s", f->err);
 	return f;
@@ -142,7 +122,7 @@ static struct sent exchange_ex(struct fx *f, const char *up, const char *sid,
 		json_object_set_new(json_object_get(req, "params"), "_meta",
 		                    json_pack("{s:s}", "io.modelcontextprotocol/protocolVersion",
 		                              meta_version));
-	json_t *resp = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id", id, "result", J(result));
+	json_t *resp = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id", id, "result", th_json(result));
 	struct inspect_where w = {.conn_id = 1, .upstream = up, .session_id = sid,
 	                          .protocol = protocol, .http_method = "POST"};
 	/* The client's request crosses first, as in the proxy. */
@@ -170,7 +150,7 @@ static struct sent exchange(struct fx *f, const char *sid, const char *cursor, c
 
 static void expect_forwarded(struct sent s, const char *result)
 {
-	json_t *want = J(result);
+	json_t *want = th_json(result);
 	assert_int_equal(s.v, INSPECT_FORWARD);
 	assert_false(s.modified);
 	assert_true(json_equal(json_object_get(s.msg, "result"), want));
@@ -366,21 +346,21 @@ static void test_other_messages_ignored(void **state)
 	(void)state;
 	struct fx *f = fx_new("{'mode':'fail'}");
 	struct inspect_where w = {.upstream = "a", .session_id = "s1"};
-	json_t *req = J("{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'x'}}");
-	json_t *resp = J("{'jsonrpc':'2.0','id':1,'result':{'tools':[]}}");
+	json_t *req = th_json("{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'x'}}");
+	json_t *resp = th_json("{'jsonrpc':'2.0','id':1,'result':{'tools':[]}}");
 	struct inspect_msg m = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = resp,
 	                        .request = req, .where = &w};
 	inspect_message(f->ctx.insp, &m);
 	assert_false(m.modified);
 	/* tools/list answered with an error: not a listing. */
-	json_t *lreq = J("{'jsonrpc':'2.0','id':2,'method':'tools/list'}");
-	json_t *eresp = J("{'jsonrpc':'2.0','id':2,'error':{'code':-32601,'message':'no'}}");
+	json_t *lreq = th_json("{'jsonrpc':'2.0','id':2,'method':'tools/list'}");
+	json_t *eresp = th_json("{'jsonrpc':'2.0','id':2,'error':{'code':-32601,'message':'no'}}");
 	struct inspect_msg me = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_ERROR, .msg = eresp,
 	                         .request = lreq, .where = &w};
 	inspect_message(f->ctx.insp, &me);
 	assert_false(me.modified);
 	/* A response with no request in the exchange (GET stream): unknown. */
-	json_t *lresp = J("{'jsonrpc':'2.0','id':3,'result':{'tools':[]}}");
+	json_t *lresp = th_json("{'jsonrpc':'2.0','id':3,'result':{'tools':[]}}");
 	struct inspect_msg mo = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = lresp,
 	                         .request = NULL, .where = &w};
 	inspect_message(f->ctx.insp, &mo);
@@ -624,7 +604,7 @@ static struct fx *fx_baseline(const char *mode, const char *baseline)
 	const char *file = temp_file(f, baseline);
 	char conf[256];
 	snprintf(conf, sizeof(conf), "{'mode':'%s','baseline':'%s'}", mode, file);
-	if (fx_setup(f, J(conf)) != 0)
+	if (fx_setup(f, th_json(conf)) != 0)
 		fail_msg("setup: %s", f->err);
 	return f;
 }
@@ -727,7 +707,7 @@ static void expect_setup_error(const char *conf, const char *want)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	assert_int_equal(fx_setup(f, J(conf)), -1);
+	assert_int_equal(fx_setup(f, th_json(conf)), -1);
 	if (!strstr(f->err, want))
 		fail_msg("error \"%s\" lacks \"%s\"", f->err, want);
 	assert_null(f->ctx.contract);
@@ -755,7 +735,7 @@ static void test_config_errors(void **state)
 	const char *file = temp_file(f, "{'not':'tools'}");
 	char conf[256];
 	snprintf(conf, sizeof(conf), "{'baseline':'%s'}", file);
-	assert_int_equal(fx_setup(f, J(conf)), -1);
+	assert_int_equal(fx_setup(f, th_json(conf)), -1);
 	assert_non_null(strstr(f->err, "holds no tool list"));
 	inspect_free(f->ctx.insp);
 	json_decref(f->ups[0].contract);
@@ -765,7 +745,7 @@ static void test_config_errors(void **state)
 	f = calloc(1, sizeof(*f));
 	file = temp_file(f, "{'tools': [ ");
 	snprintf(conf, sizeof(conf), "{'baseline':'%s'}", file);
-	assert_int_equal(fx_setup(f, J(conf)), -1);
+	assert_int_equal(fx_setup(f, th_json(conf)), -1);
 	assert_non_null(strstr(f->err, file));
 	inspect_free(f->ctx.insp);
 	json_decref(f->ups[0].contract);
@@ -843,7 +823,7 @@ static struct sent exchange_raw(struct fx *f, const char *sid, const char *proto
 	json_int_t id = next_id++;
 	json_t *req = json_pack("{s:s,s:I,s:s,s:{}}", "jsonrpc", "2.0", "id", id, "method",
 	                        "tools/list", "params");
-	json_t *res = J(result);
+	json_t *res = th_json(result);
 	char *text = raw ? strdup(raw) : json_dumps(res, JSON_COMPACT);
 	json_t *resp = json_pack("{s:s,s:I,s:o}", "jsonrpc", "2.0", "id", id, "result", res);
 	struct inspect_where w = {.conn_id = 7, .upstream = "a", .session_id = sid,
@@ -938,7 +918,7 @@ static void test_changed_list_checked(void **state)
 	struct fx *f = fx_new("{'mode':'filter'}");
 	json_decref(exchange_raw(f, "s1", "2025-11-25", broken, NULL).msg);
 	/* The same value in other bytes. */
-	json_t *v = J(broken);
+	json_t *v = th_json(broken);
 	char *spaced = json_dumps(v, JSON_INDENT(1));
 	json_decref(v);
 	struct sent s = exchange_raw(f, "s1", "2025-11-25", broken, spaced);

@@ -14,22 +14,14 @@
 #include "proxy/hooks/redact.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/base/jparse.h"
+#include "tests/unit/helpers.h"
 
 #define M REDACT_MASK
-
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, JSON_DECODE_ANY, &e);
-	if (!j)
-		fail_msg("bad test JSON %s: %s", text, e.text);
-	return j;
-}
 
 /* redact_json(in) serialised (keys in input order) must equal want. */
 static void expect_json(const struct redact *rd, const char *in, const char *want)
 {
-	json_t *j = parse(in);
+	json_t *j = th_json_text(in, JSON_DECODE_ANY);
 	json_t *c = redact_json(rd, j);
 	assert_non_null(c);
 	assert_ptr_not_equal(c, j);
@@ -38,7 +30,7 @@ static void expect_json(const struct redact *rd, const char *in, const char *wan
 	free(got);
 	/* the input is never touched */
 	char *again = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_t *orig = parse(in);
+	json_t *orig = th_json_text(in, JSON_DECODE_ANY);
 	char *orig_s = json_dumps(orig, JSON_COMPACT | JSON_ENCODE_ANY);
 	assert_string_equal(again, orig_s);
 	free(again);
@@ -51,7 +43,7 @@ static void expect_json(const struct redact *rd, const char *in, const char *wan
 static void expect_preview(const struct redact *rd, const char *result, size_t max,
                            const char *want, int want_cut)
 {
-	json_t *j = parse(result);
+	json_t *j = th_json_text(result, JSON_DECODE_ANY);
 	int cut = -1;
 	char *got = redact_result_preview(rd, j, max, &cut);
 	assert_non_null(got);
@@ -117,7 +109,7 @@ static void test_configured_keys_replace_defaults(void **state)
  * to another. */
 static void expect_text(const struct redact *rd, const char *in, const char *want)
 {
-	json_t *j = parse(in);
+	json_t *j = th_json_text(in, JSON_DECODE_ANY);
 	char *t = redact_json_text(rd, j, 1000, NULL);
 	assert_non_null(t);
 	assert_string_equal(t, want);
@@ -159,7 +151,8 @@ static void test_key_answers_follow_the_patterns(void **state)
 static void test_member_lookup(void **state)
 {
 	(void)state;
-	json_t *small = parse("{\"type\":\"text\",\"text\":\"hi\",\"t\":1}");
+	json_t *small =
+	        th_json_text("{\"type\":\"text\",\"text\":\"hi\",\"t\":1}", JSON_DECODE_ANY);
 	assert_ptr_equal(JPARSE_MEMBER(small, "text"), json_object_get(small, "text"));
 	assert_ptr_equal(JPARSE_MEMBER(small, "t"), json_object_get(small, "t"));
 	assert_null(JPARSE_MEMBER(small, "tex"));
@@ -175,7 +168,7 @@ static void test_member_lookup(void **state)
 	}
 	assert_int_equal(json_integer_value(JPARSE_MEMBER(large, "k20")), 20);
 	assert_null(JPARSE_MEMBER(large, "k99"));
-	json_t *arr = parse("[1]");
+	json_t *arr = th_json_text("[1]", JSON_DECODE_ANY);
 	assert_null(JPARSE_MEMBER(arr, "type"));
 	assert_null(JPARSE_MEMBER(NULL, "type"));
 	json_decref(small);
@@ -217,7 +210,7 @@ static void test_scalars_and_depth(void **state)
 		strcat(deep, "[");
 	for (int i = 0; i < REDACT_MAX_DEPTH + 2; i++)
 		strcat(deep, "]");
-	json_t *j = parse(deep);
+	json_t *j = th_json_text(deep, JSON_DECODE_ANY);
 	json_t *c = redact_json(rd, j);
 	char *s = json_dumps(c, JSON_COMPACT);
 	assert_non_null(strstr(s, "\"\xe2\x80\xa6\""));
@@ -487,7 +480,7 @@ static void test_secrets_added_live(void **state)
 	for (int i = 0; i < 600; i++)
 		sbuf_puts(&big, "x-api-key: k-12345 ");
 	sbuf_puts(&big, "\"}]}");
-	json_t *j = parse(big.p);
+	json_t *j = th_json_text(big.p, JSON_DECODE_ANY);
 	struct redact_preview_memo *pm = redact_preview_memo_new();
 	struct sbuf out = {0};
 	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 40, NULL, &out), 0);
@@ -541,10 +534,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static unsigned rnd(unsigned n)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (unsigned)(rng_state % n);
+	return (unsigned)(th_xorshift(&rng_state) % n);
 }
 
 static json_t *random_string(void)

@@ -2,7 +2,7 @@
  * is attached to a real message hook (inspect_new) and fed the messages
  * the proxy would hand it, so the observer path is the one under test.
  *
- * JSON is written with ' for " (J()).
+ * JSON is written with ' for " (th_json()).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,23 +19,9 @@
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/hooks/tools.h"
+#include "tests/unit/helpers.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static json_t *J(const char *text)
-{
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
-	return v;
-}
 
 struct fx {
 	struct inspect *in;
@@ -70,8 +56,8 @@ static void feed(struct inspect *in, const char *upstream, enum inspect_dir dir,
                  const char *request, const char *msg)
 {
 	struct inspect_where where = {.upstream = upstream};
-	json_t *req = request ? J(request) : NULL;
-	json_t *m = J(msg);
+	json_t *req = request ? th_json(request) : NULL;
+	json_t *m = th_json(msg);
 	struct inspect_msg im = {
 		.dir = dir,
 		.kind = jrpc_classify(m),
@@ -297,8 +283,8 @@ static void test_ignored_messages(void **state)
 static void test_references_kept(void **state)
 {
 	struct fx *f = *state;
-	json_t *req = J(LIST_REQ);
-	json_t *m = J("{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a'}]}}");
+	json_t *req = th_json(LIST_REQ);
+	json_t *m = th_json("{'jsonrpc':'2.0','id':1,'result':{'tools':[{'name':'a'}]}}");
 	json_t *tool = json_array_get(json_object_get(json_object_get(m, "result"), "tools"), 0);
 	struct inspect_where where = {.upstream = "up"};
 	struct inspect_msg im = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = m,
@@ -403,10 +389,10 @@ static void test_setup_on_ctx(void **state)
 static void feed_raw(struct inspect *in, const char *result_text)
 {
 	struct inspect_where where = {.upstream = "up"};
-	json_t *req = J(LIST_REQ);
+	json_t *req = th_json(LIST_REQ);
 	char text[2048];
 	snprintf(text, sizeof(text), "{'jsonrpc':'2.0','id':1,'result':%s}", result_text);
-	json_t *m = J(text);
+	json_t *m = th_json(text);
 	char *raw = json_dumps(json_object_get(m, "result"), JSON_COMPACT);
 	assert_non_null(raw);
 	struct inspect_msg im = {

@@ -34,6 +34,7 @@
 #include "proxy/net/http_parse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/base/clock.h"
+#include "tests/unit/helpers.h"
 
 /* ---- the server: N requests of known lengths on one connection ----------- */
 
@@ -238,11 +239,6 @@ static void test_split_request_same_bytes(void **state)
 	assert_memory_equal(s.got[1], want, s.want[1]);
 }
 
-static double mono_ms(void)
-{
-	return (double)clock_mono_us() / 1000.0;
-}
-
 /* The request timeout counts from each request's start, on a reused
  * request whose timer was added for the one before: the second request,
  * started 100 ms after the first, times out 300 ms after its own start,
@@ -260,27 +256,24 @@ static void test_timeout_per_request_on_reuse(void **state)
 	fixture_init(&f, s.port);
 	f.conf.request_timeout_ms = 300;
 	evbuffer_free(run_split(&f, head, NULL, 0));
-	struct timeval pause = {0, 100 * 1000};
-	event_base_loopexit(f.base, &pause);
-	event_base_dispatch(f.base);
+	th_run_for(f.base, 100);
 
 	struct client c = {.base = f.base};
-	double t0 = mono_ms();
+	uint64_t t0 = clock_mono_us();
 	struct upstream_req *r =
 	        upstream_req_new_split(f.u, head, strlen(head), evbuffer_new(), 0, &cbs, &c);
 	assert_non_null(r);
 	event_base_dispatch(f.base);
-	double took = mono_ms() - t0;
+	uint64_t took = clock_mono_us() - t0;
 	assert_true(c.failed);
 	assert_int_equal(c.err, UPSTREAM_ERR_TIMEOUT);
 	assert_string_equal(upstream_req_state_str(r), "failed");
-	assert_true(took >= 290.0);
-	assert_true(took < 3000.0);
+	assert_true(took >= 290 * 1000);
+	assert_true(took < 3000 * 1000);
 	upstream_req_free(r);
 	/* The failed connection is closed from the loop (deferred free): the
 	 * server then sees EOF. */
-	event_base_loopexit(f.base, &pause);
-	event_base_dispatch(f.base);
+	th_run_for(f.base, 100);
 	pthread_join(t, NULL);
 	close(s.lfd);
 	fixture_fini(&f);

@@ -28,20 +28,13 @@
 #include "proxy/hooks/tools.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "tests/unit/helpers.h"
 
+/* Policies and arguments may hold \u0000 (JSON_ALLOW_NUL): the rules must
+ * see the whole string. */
 static json_t *J(const char *text)
 {
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	json_error_t err;
-	json_t *v = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-	if (v == NULL)
-		fail_msg("bad test JSON at %d: %s\n%s", err.position, err.text, s);
-	free(s);
-	return v;
+	return th_json_flags(text, JSON_DECODE_ANY | JSON_ALLOW_NUL);
 }
 
 static struct policy *P(const char *text)
@@ -1139,9 +1132,11 @@ struct rig {
 	struct px_upstream_conf up[2];
 };
 
-static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *baseline)
+/* The config (the first nups of "staging", "prod"; staging's contract
+ * baseline if given) and the inspect chain, no hook yet. */
+static void rig_init(struct rig *r, size_t nups, json_t *policy /* stolen */,
+                     const char *baseline)
 {
-	char err[2048];
 	memset(r, 0, sizeof(*r));
 	log_setup(LOG_ERROR, 0);
 	r->up[0].name = (char *)"staging";
@@ -1149,11 +1144,17 @@ static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *ba
 	if (baseline)
 		r->up[0].contract = json_pack("{s:s}", "baseline", baseline);
 	r->cfg.ups = r->up;
-	r->cfg.nups = 2;
+	r->cfg.nups = nups;
 	r->cfg.policy = policy;
 	r->ctx.cfg = &r->cfg;
 	r->ctx.insp = inspect_new();
 	assert_non_null(r->ctx.insp);
+}
+
+static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *baseline)
+{
+	char err[2048];
+	rig_init(r, 2, policy, baseline);
 	/* As main does: the tracker the hook learns tools from, first. */
 	r->ctx.tools = tools_setup(&r->ctx, 0);
 	assert_non_null(r->ctx.tools);
@@ -1505,14 +1506,7 @@ static void test_glue_learns_the_upstream_listing(void **state)
 	struct rig r;
 	struct xch x;
 	char err[512];
-	memset(&r, 0, sizeof(r));
-	log_setup(LOG_ERROR, 0);
-	r.up[0].name = (char *)"staging";
-	r.cfg.ups = r.up;
-	r.cfg.nups = 1;
-	r.cfg.policy = J("{}");
-	r.ctx.cfg = &r.cfg;
-	r.ctx.insp = inspect_new();
+	rig_init(&r, 1, J("{}"), NULL);
 	r.ctx.tools = tools_setup(&r.ctx, 0);
 	assert_non_null(r.ctx.tools);
 	assert_true(inspect_add(r.ctx.insp, "withhold", withhold_broken, NULL, NULL) >= 0);
@@ -1720,12 +1714,8 @@ static void test_glue_memo_reload_baseline(void **state)
 	struct seen s;
 	char err[1024];
 	char path[] = "/tmp/test_policy_memo_baseXXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	FILE *f = fdopen(fd, "w");
-	fputs("{\"tools\":[{\"name\":\"w\",\"inputSchema\":{},\"annotations\":"
-	      "{\"readOnlyHint\":true}}]}", f);
-	fclose(f);
+	th_temp_write(path, "{\"tools\":[{\"name\":\"w\",\"inputSchema\":{},\"annotations\":"
+	                    "{\"readOnlyHint\":true}}]}");
 	json_t *deny_destructive = J("{'rules':[{'name':'no-destructive','match':{'annotations':"
 	                             "{'destructiveHint':true}},'action':'deny'}]}");
 	rig_start(&r, json_deep_copy(deny_destructive), path);
@@ -1736,7 +1726,7 @@ static void test_glue_memo_reload_baseline(void **state)
 		assert_forwarded(tcall(&r, &x1, "w", NULL));
 
 	/* The baseline now says w destroys: the less safe claim wins. */
-	f = fopen(path, "w");
+	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("{\"tools\":[{\"name\":\"w\",\"inputSchema\":{},\"annotations\":"
 	      "{\"destructiveHint\":true}}]}", f);
@@ -1874,14 +1864,10 @@ static void test_glue_baseline(void **state)
 	struct xch x;
 	struct seen s;
 	char path[] = "/tmp/test_policy_baselineXXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	FILE *f = fdopen(fd, "w");
-	fputs("{\"tools\":[{\"name\":\"reader\",\"inputSchema\":{},\"annotations\":{\"readOnlyHint\":"
-	      "false}},{\"name\":\"old_reader\",\"inputSchema\":{},\"annotations\":{\"readOnlyHint\":"
-	      "true}},{\"name\":\"still_reader\",\"inputSchema\":{},\"annotations\":"
-	      "{\"readOnlyHint\":true}}]}", f);
-	fclose(f);
+	th_temp_write(path, "{\"tools\":[{\"name\":\"reader\",\"inputSchema\":{},\"annotations\":"
+	                    "{\"readOnlyHint\":false}},{\"name\":\"old_reader\",\"inputSchema\":{},"
+	                    "\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"still_reader\","
+	                    "\"inputSchema\":{},\"annotations\":{\"readOnlyHint\":true}}]}");
 
 	rig_start(&r, preset_json(), path);
 	list_tools(&r, "staging", "{'tools':[{'name':'reader','inputSchema':{},'annotations':"
@@ -1900,14 +1886,7 @@ static void test_glue_baseline(void **state)
 
 	/* A baseline that cannot be read stops the setup (and the check). */
 	unlink(path);
-	memset(&r, 0, sizeof(r));
-	r.up[0].name = (char *)"staging";
-	r.up[0].contract = json_pack("{s:s}", "baseline", path);
-	r.cfg.ups = r.up;
-	r.cfg.nups = 1;
-	r.cfg.policy = J("{}");
-	r.ctx.cfg = &r.cfg;
-	r.ctx.insp = inspect_new();
+	rig_init(&r, 1, J("{}"), path);
 	char err[512];
 	assert_int_equal(hook_policy_check(&r.cfg, err, sizeof(err)), -1);
 	assert_has(err, "policy: upstream staging: baseline");

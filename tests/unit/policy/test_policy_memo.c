@@ -21,16 +21,14 @@
 
 #define POLICY_INTERNAL
 #include "policy/policy.h"
+#include "tests/unit/helpers.h"
 
 /* A small deterministic generator (xorshift), so a failure replays. */
 static uint64_t rng_state;
 
 static uint32_t rnd(uint32_t n)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state % n);
+	return (uint32_t)(th_xorshift(&rng_state) % n);
 }
 
 #define PICK(arr) (arr)[rnd(sizeof(arr) / sizeof((arr)[0]))]
@@ -45,16 +43,7 @@ static struct policy *load(json_t *conf /* stolen */)
 
 static struct policy *load_text(const char *text)
 {
-	char *s = strdup(text);
-	assert_non_null(s);
-	for (char *c = s; *c; c++)
-		if (*c == '\'')
-			*c = '"';
-	json_error_t jerr;
-	json_t *conf = json_loads(s, 0, &jerr);
-	if (!conf)
-		fail_msg("bad test JSON: %s\n%s", jerr.text, s);
-	free(s);
+	json_t *conf = th_json_flags(text, 0);
 	char err[4096];
 	struct policy *p = policy_load(conf, "$.policy", err, sizeof(err));
 	json_decref(conf);
