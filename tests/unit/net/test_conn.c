@@ -8,10 +8,11 @@
  * time (408), a body that does not (408), no 408 once the request is in
  * and one again for the next request's head, a body over its cap (413),
  * a head over its cap (431), each with the body the handler's
- * ->error_body gives (and text/plain without one); a handler that aborts from inside ->start; a client that
- * half-closes (shutdown(SHUT_WR)) after its request still gets the
- * answer; the state and flags a handler sees while it runs; the owner
- * hears of every end.
+ * ->error_body gives (and text/plain without one); a handler that
+ * aborts from inside ->start; a client that half-closes
+ * (shutdown(SHUT_WR)) after its request still gets the answer; the
+ * state and flags a handler sees while it runs; the owner hears of every
+ * end.
  */
 #include <setjmp.h>
 #include <stdarg.h>
