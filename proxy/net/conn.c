@@ -35,6 +35,7 @@
 
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/net/deadline.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/net/http_resp.h"
 #include "proxy/net/inbox.h"
@@ -99,27 +100,26 @@ enum conn_flag {
 	CF_PLAIN = 1u << 0,             /* no TLS: direct writes possible */
 	CF_COUNTED = 1u << 1,           /* counted in ctx->peers */
 	CF_TIMEOUTS_SET = 1u << 2,      /* the idle timeout on bev is timeouts_ms */
-	CF_DEADLINE_ARMED = 1u << 3,    /* deadline was added since last deleted */
 	/* The head is complete: the body deadline starts, unless the body
-	 * completes in the same feed (most requests), which then costs no
-	 * event_add and event_del (~360 instructions). */
-	CF_BODY_DEADLINE_DUE = 1u << 4,
-	CF_REQ_HEAD = 1u << 5,          /* the request is a HEAD: no body goes out */
-	CF_CLOSE_AFTER = 1u << 6,       /* this reply is the connection's last */
-	CF_CHUNKED = 1u << 7,           /* the reply is sent with Transfer-Encoding: chunked */
-	CF_STREAM_REPLY = 1u << 8,      /* ... its length is not known ahead */
-	CF_FLUSH_DUE = 1u << 9,         /* flush_ev is active */
-	CF_OUTPUT_FULL = 1u << 10,      /* output went over its cap: ->drained owed */
-	CF_ABORTING = 1u << 11,         /* conn_abort: nothing more written, step frees */
+	 * completes in the same feed (most requests), which then sets and
+	 * clears no deadline. */
+	CF_BODY_DEADLINE_DUE = 1u << 3,
+	CF_REQ_HEAD = 1u << 4,          /* the request is a HEAD: no body goes out */
+	CF_CLOSE_AFTER = 1u << 5,       /* this reply is the connection's last */
+	CF_CHUNKED = 1u << 6,           /* the reply is sent with Transfer-Encoding: chunked */
+	CF_STREAM_REPLY = 1u << 7,      /* ... its length is not known ahead */
+	CF_FLUSH_DUE = 1u << 8,         /* flush_ev is active */
+	CF_OUTPUT_FULL = 1u << 9,       /* output went over its cap: ->drained owed */
+	CF_ABORTING = 1u << 10,         /* conn_abort: nothing more written, step frees */
 	/* The client's side of the connection ended (EOF) while its request
 	 * was in flight: it may have only half-closed (shutdown(SHUT_WR))
 	 * and still read. Nothing more is read; the reply is written, then
 	 * the connection closes (see client_eof). */
-	CF_PEER_EOF = 1u << 12,
-	CF_HANDED_OFF = 1u << 13,       /* socket and TLS state went to another worker */
-	CF_HANDED_IN = 1u << 14,        /* the buffered request came from one: run it here */
+	CF_PEER_EOF = 1u << 11,
+	CF_HANDED_OFF = 1u << 12,       /* socket and TLS state went to another worker */
+	CF_HANDED_IN = 1u << 13,        /* the buffered request came from one: run it here */
 };
-#define CONN_NFLAGS 15 /* the last flag is 1u << (CONN_NFLAGS - 1) */
+#define CONN_NFLAGS 14 /* the last flag is 1u << (CONN_NFLAGS - 1) */
 
 /* Three are in use at once per call (the next request's body, the body
  * the upstream request holds, the JSON reply), a fourth for a moment
@@ -138,7 +138,7 @@ struct conn {
 	struct sockread *rd;            /* owned: bev's read side */
 	struct event *step;             /* owned: deferred next step */
 	struct event *flush_ev;         /* owned: a stream's bytes out, once a turn */
-	struct event *deadline;         /* owned: header/body deadline (slowloris) */
+	struct deadline *dl;            /* owned: header/body deadline (slowloris) */
 	unsigned timeouts_ms;           /* the idle timeout set on bev, if CF_TIMEOUTS_SET */
 	struct http_parser *parser;     /* owned */
 	struct evbuffer *body;          /* owned: request body being read */
@@ -211,7 +211,7 @@ const char *conn_state_str(const struct conn *c)
 const char *conn_flags_str(const struct conn *c, char *buf, size_t len)
 {
 	static const char *const names[] = {
-		"plain", "counted", "timeouts-set", "deadline-armed", "body-deadline-due",
+		"plain", "counted", "timeouts-set", "body-deadline-due",
 		"req-head", "close-after", "chunked", "stream-reply", "flush-due", "output-full",
 		"aborting", "peer-eof", "handed-off", "handed-in",
 	};
@@ -302,8 +302,7 @@ static void conn_free(struct conn *c)
 	const struct conn_owner *owner = c->owner;
 	if (c->flags & CF_COUNTED)
 		peers_remove(ctx->peers, c->share);
-	if (c->deadline)
-		event_free(c->deadline);
+	deadline_free(c->dl);
 	if (c->probe_ev)
 		event_free(c->probe_ev);
 	if (c->probe_fd >= 0)
@@ -413,21 +412,6 @@ static void conn_close_after_flush(struct conn *c)
 }
 
 /* ---- request parsing ----------------------------------------------------- */
-
-/* A request must arrive within a deadline however its bytes trickle in:
- * the idle timeout alone restarts with every byte (slowloris). */
-static void arm_deadline(struct conn *c, unsigned ms)
-{
-	if (!ms) {
-		if (c->flags & CF_DEADLINE_ARMED)
-			event_del(c->deadline);
-		c->flags &= ~CF_DEADLINE_ARMED;
-		return;
-	}
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	event_add(c->deadline, &tv);
-	c->flags |= CF_DEADLINE_ARMED;
-}
 
 /* Headers the proxy decides on (Host, the allow-lists' Origin, the
  * client token, the session it routes by, the era it answers in, what
@@ -748,7 +732,7 @@ static void dispatch(struct conn *c)
 	PX_STAT_INC(c->ctx, requests);
 	conn_set_state(c, CONN_HANDLING);
 	c->flags &= ~CF_BODY_DEADLINE_DUE;
-	arm_deadline(c, 0);
+	deadline_clear(c->dl);
 	c->req_version = http_msg_version(m);
 	flag_put(c, CF_REQ_HEAD, http_msg_method_id(m) == HM_HEAD);
 	flag_put(c, CF_CLOSE_AFTER,
@@ -829,12 +813,12 @@ static void parse_input(struct conn *c)
 			 * refused within microseconds: no clock read for it). */
 			if (!http_msg_method(http_parser_msg(c->parser))[0]) {
 				c->first_us = clock_mono_us();
-				arm_deadline(c, c->ctx->cfg->timeouts.header_ms);
+				deadline_set(c->dl, c->ctx->cfg->timeouts.header_ms);
 			}
 		}
 		if (rc == HTTP_PARSE_MORE && (c->flags & CF_BODY_DEADLINE_DUE)) {
 			c->flags &= ~CF_BODY_DEADLINE_DUE;
-			arm_deadline(c, c->ctx->cfg->timeouts.body_ms);
+			deadline_set(c->dl, c->ctx->cfg->timeouts.body_ms);
 		}
 		if (rc == HTTP_PARSE_ERROR) {
 			c->bytes_in += vec.iov_len; /* read, if not consumed */
@@ -909,11 +893,14 @@ static void client_eof(struct conn *c)
 
 /* ---- callbacks ------------------------------------------------------------ */
 
-static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+/* A request must arrive within a deadline however its bytes trickle in:
+ * the idle timeout alone restarts with every byte (slowloris). The head
+ * has timeouts.header_ms from its first byte, the body timeouts.body_ms
+ * from the head's end (0: none; deadline_set clears then). */
+static void deadline_cb(void *arg)
 {
 	struct conn *c = arg;
-	(void)fd;
-	(void)what;
+	assert(c->magic == CONN_MAGIC);
 	if (c->state == CONN_READING)
 		reject(c, 408, CONN_REFUSED_REQUEST, "request not received in time");
 }
@@ -1097,7 +1084,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 		c->rd = sockread_new(c->bev, ssl == NULL);
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
 	c->flush_ev = event_new(ctx->base, -1, 0, flush_cb, c);
-	c->deadline = evtimer_new(ctx->base, deadline_cb, c);
+	c->dl = deadline_new(ctx->base, deadline_cb, c);
 	c->parser = http_parser_new(HTTP_KIND_REQUEST, ctx->cfg->limits.max_header_bytes,
 	                            &req_cbs, c);
 	c->body = evbuffer_new();
@@ -1111,7 +1098,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	if (ops->low_priority)
 		ctx->nconns_low++;
 	PX_STAT_INC(ctx, connections);
-	if (!c->bev || !c->rd || !c->step || !c->flush_ev || !c->deadline || !c->parser || !c->body ||
+	if (!c->bev || !c->rd || !c->step || !c->flush_ev || !c->dl || !c->parser || !c->body ||
 	    !c->staged) {
 		if (!c->bev)
 			evutil_closesocket(fd);
@@ -1122,7 +1109,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	if (ops->low_priority) {
 		bufferevent_priority_set(c->bev, PX_PRIO_LOW);
 		event_priority_set(c->step, PX_PRIO_LOW);
-		event_priority_set(c->deadline, PX_PRIO_LOW);
+		deadline_set_priority(c->dl, PX_PRIO_LOW);
 	}
 	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
 	set_timeouts(c);

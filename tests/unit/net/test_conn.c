@@ -5,12 +5,14 @@
  *
  * Covered: two pipelined requests in one write answered in order; two
  * requests on one kept-alive connection; a head that does not arrive in
- * time (408), a body over its cap (413), a head over its cap (431), each
- * with the body the handler's ->error_body gives (and text/plain without
- * one); a handler that aborts from inside ->start; a client that
- * half-closes (shutdown(SHUT_WR)) after its request still gets the
- * answer; the state and flags a handler sees while it runs; the owner
- * hears of every end.
+ * time (408), a body that does not (408), no 408 once the request is in
+ * and one again for the next request's head, a body over its cap (413),
+ * a head over its cap (431), each with the body the handler's
+ * ->error_body gives (and text/plain without one); a handler that
+ * aborts from inside ->start; a client that half-closes
+ * (shutdown(SHUT_WR)) after its request still gets the answer; the
+ * state and flags a handler sees while it runs; the owner hears of every
+ * end.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -381,6 +383,47 @@ static void test_header_timeout_408(void **state)
 	fixture_free(f);
 }
 
+static void test_body_timeout_408(void **state)
+{
+	(void)state;
+	struct fixture *f = fixture_new();
+	f->cfg.timeouts.body_ms = 50; /* the head's own (5 s) is not what ends it */
+	fixture_open(f, &test_ops);
+	client_write(f, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc");
+	run_until(f, 0, 2000);
+	assert_true(f->eof);
+	assert_int_equal(seen.starts, 0);
+	assert_non_null(strstr(f->got, "HTTP/1.1 408 "));
+	assert_string_equal(body_of(f->got), "E408 request not received in time");
+	assert_int_equal(closed_count, 1);
+	fixture_free(f);
+}
+
+/* The head's deadline ends with the head: a handler that takes longer
+ * than it is not cut; the next request on the connection has its own. */
+static void test_no_408_once_the_request_is_in(void **state)
+{
+	(void)state;
+	struct fixture *f = fixture_new();
+	f->cfg.timeouts.header_ms = 50;
+	fixture_open(f, &test_ops);
+	client_write(f, "GET /slow HTTP/1.1\r\nHo");
+	run_until(f, 0, 10); /* one turn: the head's first piece is read */
+	client_write(f, "st: h\r\n\r\n"); /* "/slow" answers 50 ms later */
+	run_until(f, 1, 2000);
+	run_until(f, 0, 100);
+	assert_int_equal(count(f->got, "HTTP/1.1 200 "), 1);
+	assert_null(strstr(f->got, " 408 "));
+	assert_false(f->eof);
+	client_write(f, "GET /next HTTP/1.1\r\nHo"); /* and nothing more */
+	run_until(f, 0, 2000);
+	assert_true(f->eof);
+	assert_int_equal(seen.starts, 1);
+	assert_non_null(strstr(f->got, "HTTP/1.1 408 "));
+	assert_int_equal(closed_count, 1);
+	fixture_free(f);
+}
+
 static void test_body_too_large_413(void **state)
 {
 	(void)state;
@@ -490,6 +533,8 @@ int main(void)
 		cmocka_unit_test(test_pipelined_requests_answered_in_order),
 		cmocka_unit_test(test_keep_alive_two_requests_one_connection),
 		cmocka_unit_test(test_header_timeout_408),
+		cmocka_unit_test(test_body_timeout_408),
+		cmocka_unit_test(test_no_408_once_the_request_is_in),
 		cmocka_unit_test(test_body_too_large_413),
 		cmocka_unit_test(test_headers_too_large_431),
 		cmocka_unit_test(test_refusal_without_error_body_is_plain_text),
