@@ -1,11 +1,11 @@
 /* hook_record: see hook_record.h.
  *
- * Over 800 lines: what a record says (built from messages, settled at
- * the exchange's end) and the machinery that carries it (the pools, the
- * per-thread outboxes, the in-flight lists /calls/inflight reads) share
- * struct rx, pending and hr_local; the outboxes are the next piece to
- * move out. How a record is spelled, and its tuning, is
- * proxy/hooks/record_text.c.
+ * Over 800 lines (1.3k): what a record says (built from messages,
+ * settled at the exchange's end) and the machinery that carries it (the
+ * pools, the per-thread outboxes, the in-flight lists /calls/inflight
+ * reads) share struct rx, pending and hr_local; the outboxes (publishing,
+ * ~170 lines) are the next piece to move out. How a record is stored and
+ * spelled, and all its tuning, is proxy/hooks/record_text.c.
  *
  * Per HTTP exchange the recorder keeps a `struct rx` in the exchange's
  * hook_data slot, holding the client messages of the exchange as records
@@ -115,19 +115,6 @@ struct rx {
 	struct rx *lprev, *lnext;     /* home->live */
 };
 
-/* Those members as JSON text for the values they last had on a thread,
- * so that a record copies them in one piece: checking that the values
- * are unchanged costs a strcmp each, less than storing them again. */
-struct hr_consts {
-	int valid;
-	struct sbuf key;          /* owned: each non-NULL value, with its NUL */
-	size_t key_at[RT_NCONST]; /* 1 + offset of the value in key; 0: NULL */
-	struct sbuf text;         /* owned: ,"client":…,"upstream_transport":… */
-	size_t str[RT_NCONST];    /* as a record's str, offsets into text */
-	size_t len[RT_NCONST];    /* as a record's len (= esc) */
-	struct record_text_rec *tmp; /* owned, or NULL: where the text is made */
-};
-
 struct srv_req {
 	char session[128];
 	char id[64];
@@ -178,7 +165,7 @@ struct hr_local {
 	struct outbox ob;
 	struct sbuf scratch;         /* owned: redacted text before it is escaped */
 	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
-	struct hr_consts consts;
+	struct record_text_consts *consts; /* owned, or NULL: not made yet */
 };
 
 struct hook_record {
@@ -290,98 +277,15 @@ static const char *end_outcome(enum inspect_end end)
 
 /* ---- record members -------------------------------------------------------- */
 
-static struct sbuf *arena_of(struct record_text_rec *r, enum record_text_str f)
-{
-	return f >= RT_ANS_FIRST ? &r->ans : &r->arena;
-}
-
-/* sbuf_room and sbuf_wrote for an arena, the common case (room enough)
- * without a call: a record sets a dozen members. */
-static inline char *arena_room(struct sbuf *a, size_t n)
-{
-	if (!a->oom && n < a->cap && a->len < a->cap - n)
-		return a->p + a->len;
-	return sbuf_room(a, n);
-}
-
-static inline void arena_wrote(struct sbuf *a, size_t k)
-{
-	a->len += k;
-	a->p[a->len] = '\0';
-}
-
-/* Stores s[0..n) as member f (NULL: null); text that is not UTF-8
- * (header values can be anything, and JSON text must be UTF-8) is null. */
-static void rec_setn(struct record_text_rec *r, enum record_text_str f, const char *s, size_t n)
-{
-	if (!s) {
-		r->str[f] = 0;
-		return;
-	}
-	struct sbuf *a = arena_of(r, f);
-	if (sbuf_json_plain(s, n)) {
-		/* Names, addresses, ids: mostly their own JSON text, found so
-		 * in one scan. A raw member keeps its NUL in the arena. */
-		char *w = arena_room(a, n + 1);
-		if (!w) {
-			r->str[f] = 0;
-			return;
-		}
-		memcpy(w, s, n);
-		w[n] = '\0';
-		r->str[f] = a->len + 1;
-		r->len[f] = r->esc[f] = n;
-		arena_wrote(a, RT_IS_RAW(f) ? n + 1 : n);
-		return;
-	}
-	if (!sbuf_utf8_valid(s, n)) {
-		r->str[f] = 0;
-		return;
-	}
-	if (!RT_IS_RAW(f)) {
-		/* Escaped once, here; each record then copies it. Room for the
-		 * worst case when that is small, else for the exact size (a long
-		 * text must not grow a pooled arena sixfold). */
-		char *w = arena_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
-		if (!w) {
-			r->str[f] = 0;
-			return;
-		}
-		size_t e = sbuf_json_escape_to(w, s, n);
-		r->str[f] = a->len + 1;
-		r->len[f] = r->esc[f] = e;
-		arena_wrote(a, e);
-		return;
-	}
-	char *w = sbuf_room(a, n + 1);
-	if (!w) {
-		r->str[f] = 0;
-		return;
-	}
-	memcpy(w, s, n);
-	w[n] = '\0'; /* its NUL, as part of the arena's content */
-	r->str[f] = a->len + 1;
-	r->len[f] = n;
-	r->esc[f] = sbuf_json_escaped_len(s, n);
-	sbuf_wrote(a, n + 1);
-}
-
 static void rec_set(struct record_text_rec *r, enum record_text_str f, const char *s)
 {
-	rec_setn(r, f, s, s ? strlen(s) : 0);
+	record_text_set(r, f, s, s ? strlen(s) : 0);
 }
 
 /* s cut to FIELD_CHARS characters (visibly), or null. */
 static void rec_set_bounded(struct record_text_rec *r, enum record_text_str f, const char *s)
 {
-	size_t n = s ? strnlen(s, FIELD_CHARS + 1) : 0;
-	if (!s || n <= FIELD_CHARS) {
-		rec_setn(r, f, s, n);
-		return;
-	}
-	char *cut = redact_cut(s, FIELD_CHARS, NULL);
-	rec_set(r, f, cut);
-	free(cut);
+	record_text_set_cut(r, f, s, FIELD_CHARS);
 }
 
 /* Whether member f (a raw one) is the word lit (a string literal, within
@@ -480,11 +384,7 @@ static void local_free(struct hr_local *l)
 	for (size_t i = 0; i < OUTBOX_SIZE; i++)
 		free(l->ob.slot[i].t.b.p);
 	free(l->scratch.p);
-	free(l->consts.key.p);
-	free(l->consts.text.p);
-	if (l->consts.tmp)
-		free(l->consts.tmp->arena.p);
-	free(l->consts.tmp);
+	record_text_consts_free(l->consts);
 	redact_preview_memo_free(l->pmemo);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
@@ -492,8 +392,6 @@ static void local_free(struct hr_local *l)
 
 /* ---- records ------------------------------------------------------------- */
 
-static void rec_set_consts(struct hr_local *l, struct record_text_rec *r,
-                           const struct inspect_where *w);
 
 static void record_init(const struct hook_record *hr, struct hr_local *l, struct record_text_rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
@@ -506,7 +404,15 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 	r->kind = kind;
 	r->is_error = -1;
 	rec_set_bounded(r, RT_SESSION, session_of(w));
-	rec_set_consts(l, r, w);
+	/* The client's own words are cut; ours (addresses, names from the
+	 * configuration, transports) are not. */
+	const char *v[RT_NCONST] = {w->client,   w->client_name,      w->upstream,
+	                            w->protocol, w->client_transport, w->upstream_transport};
+	if (!l->consts && !(l->consts = record_text_consts_new()))
+		r->arena.oom = 1; /* the record is not written */
+	else
+		record_text_consts_put(l->consts, r, v,
+		                       1u << RT_CLIENT_NAME | 1u << RT_PROTOCOL, FIELD_CHARS);
 	rec_set_bounded(r, RT_METHOD, method);
 	/* What a record keeps of a request's parameters: tools/call and
 	 * prompts/get their arguments, other methods all of them. For a
@@ -528,7 +434,7 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 			r->arguments_cut = 0;
 			r->str[RT_ARGUMENTS] = 0;
 		} else {
-			rec_setn(r, RT_ARGUMENTS, scratch->p, scratch->len);
+			record_text_set(r, RT_ARGUMENTS, scratch->p, scratch->len);
 		}
 	}
 }
@@ -575,7 +481,7 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 		r->result_cut = 0;
 		r->str[RT_PREVIEW] = 0;
 	} else {
-		rec_setn(r, RT_PREVIEW, scratch->p, scratch->len);
+		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
 	}
 	if (REC_IS(r, RT_METHOD, "tools/call")) {
 		r->is_error = json_is_true(JPARSE_MEMBER(result, "isError"));
@@ -613,98 +519,6 @@ static void apply_verdict(struct record_text_rec *r, const struct inspect_msg *m
 		set_blocked(r, m);
 	else if (m->reason && !r->str[RT_RULE])
 		rec_set(r, RT_RULE, m->reason);
-}
-
-/* ---- the per-exchange members, cached (struct hr_consts) ------------------ */
-
-/* Whether c was made of the values v (NULL for NULL). */
-static int consts_hold(const struct hr_consts *c, const char *const *v)
-{
-	if (!c->valid)
-		return 0;
-	for (int i = 0; i < RT_NCONST; i++) {
-		if (!v[i] != !c->key_at[i])
-			return 0;
-		if (v[i] && strcmp(v[i], c->key.p + c->key_at[i] - 1) != 0)
-			return 0;
-	}
-	return 1;
-}
-
-/* c made anew of the values v, each stored as a record stores it (cut,
- * escaped, or null when not UTF-8). -1: out of memory. */
-static int consts_make(struct hr_consts *c, const char *const *v)
-{
-	c->valid = 0;
-	if (!c->tmp && !(c->tmp = calloc(1, sizeof(*c->tmp))))
-		return -1;
-	struct record_text_rec *t = c->tmp;
-	struct sbuf arena = t->arena;
-	memset(t, 0, sizeof(*t));
-	t->arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
-	for (int i = 0; i < RT_NCONST; i++) {
-		enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
-		/* the client's own words are cut; ours (addresses, names from
-		 * the configuration, transports) are not */
-		if (f == RT_CLIENT_NAME || f == RT_PROTOCOL)
-			rec_set_bounded(t, f, v[i]);
-		else
-			rec_set(t, f, v[i]);
-	}
-	c->key.len = 0;
-	c->key.oom = 0;
-	for (int i = 0; i < RT_NCONST; i++) {
-		c->key_at[i] = v[i] ? c->key.len + 1 : 0;
-		if (v[i])
-			sbuf_putn(&c->key, v[i], strlen(v[i]) + 1);
-	}
-	/* The non-raw members' arena holds their escaped text only. */
-	size_t need = t->arena.len + RECORD_TEXT_CONSTS_ROOM, at[RT_NCONST];
-	c->text.len = 0;
-	c->text.oom = 0;
-	char *w = sbuf_room(&c->text, need);
-	if (!w || t->arena.oom || c->key.oom)
-		return -1;
-	size_t n = record_text_consts(w, t, at);
-	assert(n <= need);
-	sbuf_wrote(&c->text, n);
-	for (int i = 0; i < RT_NCONST; i++) {
-		enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
-		/* 1 + the offset of the value's text, past its quote */
-		c->str[i] = t->str[f] ? at[i] + 2 : 0;
-		c->len[i] = t->str[f] ? t->len[f] : 0;
-	}
-	c->valid = 1;
-	return 0;
-}
-
-/* r's members RT_CLIENT..RT_UPSTREAM_TRANSPORT for w, copied in one piece
- * from the thread's cache (made anew when w's values differ). */
-static void rec_set_consts(struct hr_local *l, struct record_text_rec *r,
-                           const struct inspect_where *w)
-{
-	struct hr_consts *c = &l->consts;
-	const char *v[RT_NCONST] = {w->client,   w->client_name,      w->upstream,
-	                         w->protocol, w->client_transport, w->upstream_transport};
-	if (!consts_hold(c, v) && consts_make(c, v) < 0) {
-		/* Out of memory: the record is not written, as when its own
-		 * arena runs out. */
-		r->arena.oom = 1;
-		return;
-	}
-	char *d = arena_room(&r->arena, c->text.len);
-	if (!d)
-		return; /* the arena is out of memory (oom set) */
-	size_t base = r->arena.len;
-	memcpy(d, c->text.p, c->text.len);
-	arena_wrote(&r->arena, c->text.len);
-	r->consts = base + 1;
-	r->consts_len = c->text.len;
-	for (int i = 0; i < RT_NCONST; i++) {
-		enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
-		r->str[f] = c->str[i] ? base + c->str[i] : 0;
-		r->len[f] = r->esc[f] = c->len[i];
-	}
 }
 
 /* ---- the outboxes (see the file head) ----------------------------------- */

@@ -6,8 +6,111 @@
 #include <string.h>
 #include <time.h>
 
+#include "proxy/hooks/redact.h"
+
 /* Room left in front of a record's text for {"seq":N, */
 #define SEQ_ROOM 32
+
+/* The per-exchange members as JSON text for the values they last had
+ * (record_text.h). */
+struct record_text_consts {
+	int valid;
+	struct sbuf key;          /* owned: each non-NULL value, with its NUL */
+	size_t key_at[RT_NCONST]; /* 1 + offset of the value in key; 0: NULL */
+	struct sbuf text;         /* owned: ,"client":…,"upstream_transport":… */
+	size_t str[RT_NCONST];    /* as a record's str, offsets into text */
+	size_t len[RT_NCONST];    /* as a record's len (= esc) */
+	struct record_text_rec *tmp; /* owned, or NULL: where the text is made */
+};
+
+/* ---- storing members ------------------------------------------------------- */
+
+static struct sbuf *arena_of(struct record_text_rec *r, enum record_text_str f)
+{
+	return f >= RT_ANS_FIRST ? &r->ans : &r->arena;
+}
+
+/* sbuf_room and sbuf_wrote for an arena, the common case (room enough)
+ * without a call: a record sets a dozen members. */
+static inline char *arena_room(struct sbuf *a, size_t n)
+{
+	if (!a->oom && n < a->cap && a->len < a->cap - n)
+		return a->p + a->len;
+	return sbuf_room(a, n);
+}
+
+static inline void arena_wrote(struct sbuf *a, size_t k)
+{
+	a->len += k;
+	a->p[a->len] = '\0';
+}
+
+void record_text_set(struct record_text_rec *r, enum record_text_str f, const char *s, size_t n)
+{
+	if (!s) {
+		r->str[f] = 0;
+		return;
+	}
+	struct sbuf *a = arena_of(r, f);
+	if (sbuf_json_plain(s, n)) {
+		/* Names, addresses, ids: mostly their own JSON text, found so
+		 * in one scan. A raw member keeps its NUL in the arena. */
+		char *w = arena_room(a, n + 1);
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		memcpy(w, s, n);
+		w[n] = '\0';
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = n;
+		arena_wrote(a, RT_IS_RAW(f) ? n + 1 : n);
+		return;
+	}
+	if (!sbuf_utf8_valid(s, n)) {
+		r->str[f] = 0;
+		return;
+	}
+	if (!RT_IS_RAW(f)) {
+		/* Escaped once, here; each record then copies it. Room for the
+		 * worst case when that is small, else for the exact size (a long
+		 * text must not grow a pooled arena sixfold). */
+		char *w = arena_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
+		if (!w) {
+			r->str[f] = 0;
+			return;
+		}
+		size_t e = sbuf_json_escape_to(w, s, n);
+		r->str[f] = a->len + 1;
+		r->len[f] = r->esc[f] = e;
+		arena_wrote(a, e);
+		return;
+	}
+	char *w = sbuf_room(a, n + 1);
+	if (!w) {
+		r->str[f] = 0;
+		return;
+	}
+	memcpy(w, s, n);
+	w[n] = '\0'; /* its NUL, as part of the arena's content */
+	r->str[f] = a->len + 1;
+	r->len[f] = n;
+	r->esc[f] = sbuf_json_escaped_len(s, n);
+	sbuf_wrote(a, n + 1);
+}
+
+void record_text_set_cut(struct record_text_rec *r, enum record_text_str f, const char *s,
+                         size_t max)
+{
+	size_t n = s ? strnlen(s, max + 1) : 0;
+	if (!s || n <= max) {
+		record_text_set(r, f, s, n);
+		return;
+	}
+	char *cut = redact_cut(s, max, NULL);
+	record_text_set(r, f, cut, cut ? strlen(cut) : 0);
+	free(cut);
+}
 
 /* ---- time ---------------------------------------------------------------- */
 
@@ -118,7 +221,9 @@ static const struct {
 	CONST_NAME(",\"upstream\":"),         CONST_NAME(",\"protocol\":"),
 	CONST_NAME(",\"client_transport\":"), CONST_NAME(",\"upstream_transport\":"),
 };
-#define CONST_ROOM RECORD_TEXT_CONSTS_ROOM
+/* What const_names and their values write beyond the values' escaped
+ * text: 91 bytes of names, and at most 4 a value ("null"). */
+#define CONST_ROOM 128
 
 /* The members RT_CLIENT..RT_UPSTREAM_TRANSPORT of r, names and all, at w;
  * at (or NULL) receives the offset of each value from w. */
@@ -415,7 +520,105 @@ int record_text_format(struct hook_record_text *t, struct record_text_clock *l,
 	return 0;
 }
 
-size_t record_text_consts(char *w, const struct record_text_rec *r, size_t *at)
+/* ---- the per-exchange members, cached (struct record_text_consts) -------- */
+
+/* Whether c was made of the values v (NULL for NULL). */
+static int consts_hold(const struct record_text_consts *c, const char *const *v)
 {
-	return (size_t)(w_consts(w, r, at) - w);
+	if (!c->valid)
+		return 0;
+	for (int i = 0; i < RT_NCONST; i++) {
+		if (!v[i] != !c->key_at[i])
+			return 0;
+		if (v[i] && strcmp(v[i], c->key.p + c->key_at[i] - 1) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* c made anew of the values v, each stored as a record stores it (cut as
+ * the caller says, escaped, or null when not UTF-8). -1: out of memory. */
+static int consts_make(struct record_text_consts *c, const char *const *v, unsigned cut,
+                       size_t max)
+{
+	c->valid = 0;
+	if (!c->tmp && !(c->tmp = calloc(1, sizeof(*c->tmp))))
+		return -1;
+	struct record_text_rec *t = c->tmp;
+	struct sbuf arena = t->arena;
+	memset(t, 0, sizeof(*t));
+	t->arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
+	for (int i = 0; i < RT_NCONST; i++) {
+		enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
+		if (cut >> f & 1u)
+			record_text_set_cut(t, f, v[i], max);
+		else
+			record_text_set(t, f, v[i], v[i] ? strlen(v[i]) : 0);
+	}
+	c->key.len = 0;
+	c->key.oom = 0;
+	for (int i = 0; i < RT_NCONST; i++) {
+		c->key_at[i] = v[i] ? c->key.len + 1 : 0;
+		if (v[i])
+			sbuf_putn(&c->key, v[i], strlen(v[i]) + 1);
+	}
+	/* The non-raw members' arena holds their escaped text only. */
+	size_t need = t->arena.len + CONST_ROOM, at[RT_NCONST];
+	c->text.len = 0;
+	c->text.oom = 0;
+	char *w = sbuf_room(&c->text, need);
+	if (!w || t->arena.oom || c->key.oom)
+		return -1;
+	size_t n = (size_t)(w_consts(w, t, at) - w);
+	assert(n <= need);
+	sbuf_wrote(&c->text, n);
+	for (int i = 0; i < RT_NCONST; i++) {
+		enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
+		/* 1 + the offset of the value's text, past its quote */
+		c->str[i] = t->str[f] ? at[i] + 2 : 0;
+		c->len[i] = t->str[f] ? t->len[f] : 0;
+	}
+	c->valid = 1;
+	return 0;
+}
+
+struct record_text_consts *record_text_consts_new(void)
+{
+	return calloc(1, sizeof(struct record_text_consts));
+}
+
+void record_text_consts_free(struct record_text_consts *c)
+{
+	if (!c)
+		return;
+	free(c->key.p);
+	free(c->text.p);
+	if (c->tmp)
+		free(c->tmp->arena.p);
+	free(c->tmp);
+	free(c);
+}
+
+void record_text_consts_put(struct record_text_consts *c, struct record_text_rec *r,
+                            const char *const *v, unsigned cut, size_t max)
+{
+	if (!consts_hold(c, v) && consts_make(c, v, cut, max) < 0) {
+		/* Out of memory: the record is not written, as when its own
+		 * arena runs out. */
+		r->arena.oom = 1;
+		return;
+	}
+	char *d = arena_room(&r->arena, c->text.len);
+	if (!d)
+		return; /* the arena is out of memory (oom set) */
+	size_t base = r->arena.len;
+	memcpy(d, c->text.p, c->text.len);
+	arena_wrote(&r->arena, c->text.len);
+	r->consts = base + 1;
+	r->consts_len = c->text.len;
+	for (int i = 0; i < RT_NCONST; i++) {
+		enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
+		r->str[f] = c->str[i] ? base + c->str[i] : 0;
+		r->len[f] = r->esc[f] = c->len[i];
+	}
 }

@@ -1,10 +1,11 @@
 /* record_text: a call record (hook_record.h says what it holds) as JSON
  * text, written from a table of its members.
  *
- * A leaf module of the recorder: hook_record fills a struct
- * record_text_rec (what a record says), this file writes it (how it is
- * spelled, and fast). It knows nothing of exchanges, hooks or sinks
- * beyond the block and keys it hands over (proxy/hooks/sink.h).
+ * A leaf module of the recorder: hook_record decides what a record says
+ * and fills a struct record_text_rec with it through record_text_set*;
+ * this file stores and writes it (how it is spelled, and fast). It knows
+ * nothing of exchanges, hooks or sinks beyond the block and keys it
+ * hands over (proxy/hooks/sink.h).
  *
  * Tuning, with the gain measured when each step went in (instructions
  * per tools/call, callgrind; the commit named holds the runs):
@@ -12,9 +13,12 @@
  *     strings' escaped lengths, known when they were stored, plus a bound
  *     on the rest (FIXED_ROOM) computed from the member table, so no
  *     member checks for room: format 2,818 -> 1,525 (998a874);
- *   - the per-exchange members come as one piece of text the caller
- *     keeps per thread (record_text_consts, rec.consts): profile 47,415
- *     -> 46,710 (b205908);
+ *   - the per-exchange members come as one piece of text kept per
+ *     thread (struct record_text_consts): profile 47,415 -> 46,710
+ *     (b205908);
+ *   - a member is escaped once, when it is stored, and reserved with
+ *     inline arena helpers (no sbuf_room call): on_message 4,724 -> 4,706
+ *     (acbb40a);
  *   - numbers 0..999 spelled in place, no call: format 1,274 -> 1,213
  *     (affbec2);
  *   - the date part of "time" kept per clock while the second lasts, the
@@ -50,7 +54,7 @@ enum record_text_str {
 #define RT_IS_RAW(f) ((RT_RAW_FIELDS >> (f)) & 1u)
 
 /* The members client..upstream_transport: per exchange, not per message
- * (see record_text_consts). */
+ * (see struct record_text_consts). */
 #define RT_CONST_FIRST RT_CLIENT
 #define RT_NCONST (RT_UPSTREAM_TRANSPORT - RT_CLIENT + 1)
 
@@ -66,7 +70,7 @@ struct record_text_rec {
 	 * the answer's */
 	struct sbuf arena, ans;
 	/* 1 + arena offset of the members RT_CLIENT..RT_UPSTREAM_TRANSPORT
-	 * as JSON text, names and all (record_text_consts), and its length;
+	 * as JSON text, names and all (record_text_consts_put), and its length;
 	 * 0: not there, the writer writes them one by one. */
 	size_t consts, consts_len;
 	uint64_t wall_us;        /* Unix time for "time" */
@@ -124,14 +128,33 @@ char *record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len);
 /* The sealed text as a block (hook_record_text_block, hook_record.h). */
 struct record_block *record_text_block(struct hook_record_text *t, uint64_t seq);
 
-/* What record_text_consts writes beyond the values' escaped text: the
- * names (91 bytes) and at most 4 a value ("null"). */
-#define RECORD_TEXT_CONSTS_ROOM 128
-/* r's members RT_CLIENT..RT_UPSTREAM_TRANSPORT, names and all (each
- * after a comma), at w, which has room for RECORD_TEXT_CONSTS_ROOM plus
- * their escaped text; at (or NULL) receives the offset of each value
- * from w. A caller that keeps this text for the values' next use gives
- * it to a record in rec.consts. Returns the bytes written. */
-size_t record_text_consts(char *w, const struct record_text_rec *r, size_t *at);
+/* ---- filling a record ---- */
+
+/* Stores s[0..n) as member f of r (NULL: null), in the arena the member
+ * belongs to: as it is for the raw members (RT_IS_RAW), else as the
+ * escaped text of its JSON string, so that each writing copies it. Text
+ * that is not UTF-8 (header values can be anything, and JSON text must
+ * be UTF-8) is null. Out of memory: null, and the arena's oom is set. */
+void record_text_set(struct record_text_rec *r, enum record_text_str f, const char *s, size_t n);
+/* record_text_set of s (NUL-terminated, or NULL) cut to max characters,
+ * visibly (redact_cut). */
+void record_text_set_cut(struct record_text_rec *r, enum record_text_str f, const char *s,
+                         size_t max);
+
+/* The members RT_CLIENT..RT_UPSTREAM_TRANSPORT as JSON text for the
+ * values they last had, kept by one thread: most exchanges come from the
+ * client connection and go to the upstream the last one did, so a record
+ * copies that text in one piece (rec.consts) after a strcmp a value,
+ * instead of storing six members. */
+struct record_text_consts;
+struct record_text_consts *record_text_consts_new(void); /* NULL: out of memory */
+void record_text_consts_free(struct record_text_consts *c); /* accepts NULL */
+/* Sets r's members RT_CLIENT..RT_UPSTREAM_TRANSPORT to v (RT_NCONST
+ * values, in that order, NULL for null), through c: the members whose bit
+ * (1u << f) is set in cut are cut to max characters, as
+ * record_text_set_cut would. Out of memory: r's arena's oom is set (the
+ * record is not written). */
+void record_text_consts_put(struct record_text_consts *c, struct record_text_rec *r,
+                            const char *const *v, unsigned cut, size_t max);
 
 #endif

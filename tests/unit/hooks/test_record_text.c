@@ -1,7 +1,7 @@
 /* Unit tests for proxy/hooks/record_text.c, the recorder's text writer:
  * the per-clock date cache, the bound on a record's text (FIXED_ROOM,
  * from the member table), short numbers written in place, and the
- * per-exchange members' text. The .c is included to reach its static
+ * per-exchange members' cache. The .c is included to reach its static
  * helpers (h2o's t/00unit style). */
 #include "proxy/hooks/record_text.c"
 
@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -116,58 +118,82 @@ static void test_numbers_as_sbuf_writes_them(void **state)
 
 /* ---- the per-exchange members ---------------------------------------------- */
 
-/* Stores s as member f of r the way the recorder does for text that
- * needs no escaping. */
-static void put_plain(struct record_text_rec *r, enum record_text_str f, const char *s)
+static void rec_reset(struct record_text_rec *r)
 {
-	size_t n = strlen(s);
-	r->str[f] = r->arena.len + 1;
-	r->len[f] = r->esc[f] = n;
-	sbuf_putn(&r->arena, s, n);
+	free(r->arena.p);
+	free(r->ans.p);
+	memset(r, 0, sizeof(*r));
+	r->wall_us = 1748779200123456ull;
+	r->from = "client";
+	r->kind = RT_KIND_REQUEST;
+	r->is_error = -1;
+	record_text_set(r, RT_METHOD, "ping", 4);
 }
 
-/* The per-exchange members, kept as one text, are what the writer writes
- * member by member: a record carrying them in rec.consts has the same text
- * as one without. */
-static void test_consts_text_is_the_members(void **state)
+/* r's sealed text, as a new string. */
+static char *text_of(const struct record_text_rec *r)
+{
+	struct record_text_clock c = RECORD_TEXT_CLOCK_INIT;
+	struct hook_record_text t = {0};
+	assert_int_equal(record_text_format(&t, &c, r), 0);
+	size_t len;
+	char *s = strdup(record_text_seal(&t, 7, &len));
+	free(t.b.p);
+	return s;
+}
+
+/* The per-exchange members through the cache give the text they give
+ * stored one by one, when the cache is made, when it is reused, and when
+ * a value changes; the members the mask names are cut, the others not. */
+static void test_consts_cache_is_the_members(void **state)
 {
 	(void)state;
-	struct record_text_clock c = RECORD_TEXT_CLOCK_INIT;
-	struct record_text_rec r;
-	memset(&r, 0, sizeof(r));
-	r.wall_us = 1748779200123456ull;
-	r.from = "client";
-	r.kind = RT_KIND_REQUEST;
-	r.is_error = -1;
-	put_plain(&r, RT_CLIENT, "127.0.0.1:5000");
-	put_plain(&r, RT_UPSTREAM, "up");
-	put_plain(&r, RT_CLIENT_TRANSPORT, "streamable_http");
-	struct hook_record_text one = {0}, two = {0};
-	assert_int_equal(record_text_format(&one, &c, &r), 0);
-
-	char w[RECORD_TEXT_CONSTS_ROOM + 64];
-	size_t at[RT_NCONST];
-	size_t n = record_text_consts(w, &r, at);
-	assert_true(n <= sizeof(w));
-	assert_memory_equal(w + at[0], "\"127.0.0.1:5000\"", 16);
-	assert_memory_equal(w + at[RT_PROTOCOL - RT_CONST_FIRST], "null", 4);
-	r.consts = r.arena.len + 1;
-	r.consts_len = n;
-	sbuf_putn(&r.arena, w, n);
-	assert_int_equal(record_text_format(&two, &c, &r), 0);
-	size_t l1, l2;
-	char *s1 = record_text_seal(&one, 7, &l1), *s2 = record_text_seal(&two, 7, &l2);
-	assert_int_equal(l1, l2);
-	assert_memory_equal(s1, s2, l1);
-	json_error_t e;
-	json_t *j = json_loadb(s1, l1, 0, &e);
-	assert_non_null(j);
-	assert_string_equal(json_string_value(json_object_get(j, "upstream")), "up");
-	assert_int_equal(json_integer_value(json_object_get(j, "seq")), 7);
-	json_decref(j);
-	free(one.b.p);
-	free(two.b.p);
-	free(r.arena.p);
+	char long_name[400];
+	memset(long_name, 'n', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	const char *v1[RT_NCONST] = {"127.0.0.1:5000", long_name, "up", NULL, "streamable_http",
+	                             "sse"};
+	const char *v2[RT_NCONST] = {"127.0.0.1:5001", "caf\xc3\xa9 \"q\"", "up", "2025-06-18",
+	                             "streamable_http", "sse"};
+	const char *const *vs[] = {v1, v1, v2, v1};
+	unsigned cut = 1u << RT_CLIENT_NAME | 1u << RT_PROTOCOL;
+	struct record_text_consts *c = record_text_consts_new();
+	assert_non_null(c);
+	struct record_text_rec a = {0}, b = {0};
+	for (size_t k = 0; k < sizeof(vs) / sizeof(vs[0]); k++) {
+		const char *const *v = vs[k];
+		rec_reset(&a);
+		rec_reset(&b);
+		for (int i = 0; i < RT_NCONST; i++) {
+			enum record_text_str f = (enum record_text_str)(RT_CONST_FIRST + i);
+			if (cut >> f & 1u)
+				record_text_set_cut(&a, f, v[i], 256);
+			else
+				record_text_set(&a, f, v[i], v[i] ? strlen(v[i]) : 0);
+		}
+		record_text_consts_put(c, &b, v, cut, 256);
+		assert_int_equal(b.arena.oom, 0);
+		assert_true(b.consts != 0);
+		char *ta = text_of(&a), *tb = text_of(&b);
+		assert_string_equal(ta, tb);
+		json_error_t e;
+		json_t *j = json_loads(tb, 0, &e);
+		assert_non_null(j);
+		assert_string_equal(json_string_value(json_object_get(j, "client")), v[0]);
+		const char *name = json_string_value(json_object_get(j, "client_name"));
+		assert_non_null(name);
+		if (v == v1)
+			assert_true(strlen(name) < strlen(long_name));
+		else
+			assert_string_equal(name, v2[1]);
+		json_decref(j);
+		free(ta);
+		free(tb);
+	}
+	free(a.arena.p);
+	free(b.arena.p);
+	record_text_consts_free(c);
+	record_text_consts_free(NULL);
 }
 
 int main(void)
@@ -176,7 +202,7 @@ int main(void)
 		cmocka_unit_test(test_time_cache_across_seconds),
 		cmocka_unit_test(test_fixed_room_holds_the_widest_record),
 		cmocka_unit_test(test_numbers_as_sbuf_writes_them),
-		cmocka_unit_test(test_consts_text_is_the_members),
+		cmocka_unit_test(test_consts_cache_is_the_members),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
