@@ -1,10 +1,11 @@
 /* hook_record: see hook_record.h.
  *
- * Over 800 lines: one record type and everything that touches it on the
- * call path (building, settling, the JSON writer, the outboxes, the pools)
- * still share its internals; the text writer (from "the record as JSON
- * text" to format()) is the piece to move out first, behind a header of
- * the record's types.
+ * Over 800 lines (1.3k): what a record says (built from messages,
+ * settled at the exchange's end) and the machinery that carries it (the
+ * pools, the per-thread outboxes, the in-flight lists /calls/inflight
+ * reads) share struct rx, pending and hr_local; the outboxes (publishing,
+ * ~170 lines) are the next piece to move out. How a record is stored and
+ * spelled, and all its tuning, is proxy/hooks/record_text.c.
  *
  * Per HTTP exchange the recorder keeps a `struct rx` in the exchange's
  * hook_data slot, holding the client messages of the exchange as records
@@ -21,10 +22,10 @@
  *
  * Cost. This runs on every call, so a record is a C struct, not a jansson
  * object: its strings (already redacted and cut) go into arenas per
- * record, and the JSON text is written once, its exact size reserved up
- * front, straight into a buffer the recorder reuses. The rx and pending
- * structs, arenas included, are pooled: a call in steady state allocates
- * nothing here.
+ * record, and record_text writes its JSON text once into a buffer the
+ * recorder reuses. The rx and pending structs, arenas included, are
+ * pooled (a reused one is cleared whole, but for its arenas' memory): a
+ * call in steady state allocates nothing here.
  *
  * Threads. Every worker's exchanges come here (inspect_clone shares the
  * hook), and the admin endpoint reads the in-flight list and what the sink
@@ -68,6 +69,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proxy/hooks/record_text.h"
 #include "proxy/hooks/redact.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/hooks/inspect.h"
@@ -87,58 +89,6 @@
  * keeps (a bigger one is freed: one huge call must not pin memory). */
 #define POOL_MAX 64
 #define ARENA_KEEP (16u * 1024)
-/* Room left in front of a record's text for {"seq":N, */
-#define SEQ_ROOM 32
-
-enum rec_kind { RK_REQUEST, RK_NOTIFICATION, RK_RESPONSE };
-
-/* A record's string members, in the order they are written. From
- * F_PREVIEW on they are the answer's, kept in rec.ans. */
-enum rec_str {
-	F_SESSION, F_CLIENT, F_CLIENT_NAME, F_UPSTREAM, F_PROTOCOL, F_CLIENT_TRANSPORT,
-	F_UPSTREAM_TRANSPORT, F_METHOD, F_TOOL, F_ID, F_ARGUMENTS, F_PREVIEW, F_ERROR_MESSAGE,
-	F_RULE, F_NOTE, NSTR
-};
-#define F_ANS_FIRST F_PREVIEW
-/* Members kept as they are (the ring's keys, the metrics' labels and id
- * matching read them); the others are kept as the escaped text of their
- * JSON string, ready to be copied into records. */
-#define RAW_FIELDS (1u << F_SESSION | 1u << F_METHOD | 1u << F_TOOL | 1u << F_ID)
-#define IS_RAW(f) ((RAW_FIELDS >> (f)) & 1u)
-
-struct rec {
-	/* 1 + offset of the member's NUL-terminated text in its arena; 0:
-	 * null. Offsets, not pointers: an arena may move as it grows. */
-	size_t str[NSTR];
-	/* owned; kept (emptied) across reuses. arena: the members up to
-	 * F_ARGUMENTS, and the id; ans: the answer's (see the file head). */
-	struct sbuf arena, ans;
-	/* 1 + arena offset of the members F_CLIENT..F_UPSTREAM_TRANSPORT as
-	 * JSON text, names and all (a copy of hr_consts.text), and its
-	 * length; 0: not there, rec_write writes them one by one. */
-	size_t consts, consts_len;
-	uint64_t wall_us;        /* Unix time for "time" */
-	const char *from;        /* static: "client", "server" */
-	enum rec_kind kind;
-	const char *outcome;     /* static, or NULL: not decided yet */
-	long long id_int;        /* the id when id_kind is ID_INT */
-	enum { ID_NULL, ID_INT, ID_STR } id_kind;
-	size_t id_raw, id_raw_len; /* a string id, whole, for matching: arena offset */
-	long long error_code;
-	int has_error_code;
-	int is_error;            /* -1: null */
-	int http_status;         /* 0: null */
-	int arguments_cut, result_cut, modified;
-	unsigned notifications;
-	int finished;            /* latency and bytes are known */
-	uint64_t latency_us, bytes_in, bytes_out;
-	/* Read only where str[f] is set, so left as they are when a pooled
-	 * record is cleared (REC_CLEARED): last, out of its way. */
-	size_t len[NSTR];        /* the member's length when not null */
-	size_t esc[NSTR];        /* and its length escaped (= len if not IS_RAW) */
-};
-/* The bytes of a struct pending that a reuse clears (see struct rec). */
-#define REC_CLEARED (offsetof(struct pending, rec) + offsetof(struct rec, len))
 
 struct pending {
 	struct pending *next;
@@ -146,7 +96,7 @@ struct pending {
 	 * list reads it without the writer's ordering. */
 	int settled;
 	uint64_t done_us;       /* monotonic, when settled */
-	struct rec rec;         /* last: see REC_CLEARED */
+	struct record_text_rec rec; /* arenas kept (emptied) across reuses */
 };
 
 struct rx {
@@ -165,37 +115,10 @@ struct rx {
 	struct rx *lprev, *lnext;     /* home->live */
 };
 
-/* The members F_CLIENT..F_UPSTREAM_TRANSPORT: per exchange, not per
- * message, and mostly the same from one exchange to the next (one client
- * connection, one upstream). */
-#define F_CONST_FIRST F_CLIENT
-#define NCONST (F_UPSTREAM_TRANSPORT - F_CLIENT + 1)
-
-/* Those members as JSON text for the values they last had on a thread,
- * so that a record copies them in one piece: checking that the values
- * are unchanged costs a strcmp each, less than storing them again. */
-struct hr_consts {
-	int valid;
-	struct sbuf key;          /* owned: each non-NULL value, with its NUL */
-	size_t key_at[NCONST];    /* 1 + offset of the value in key; 0: NULL */
-	struct sbuf text;         /* owned: ,"client":…,"upstream_transport":… */
-	size_t str[NCONST];       /* as struct rec's str, offsets into text */
-	size_t len[NCONST];       /* as struct rec's len (= esc) */
-	struct rec *tmp;          /* owned, or NULL: where the text is made */
-};
-
 struct srv_req {
 	char session[128];
 	char id[64];
 	char method[64];
-};
-
-struct hook_record_text {
-	/* SEQ_ROOM bytes of room, the members, NUL, then the keys' text */
-	struct sbuf b;
-	size_t json_len;             /* of the members, from b.p + SEQ_ROOM */
-	struct record_keys keys;     /* into b, or static */
-	struct record_block rb;      /* hook_record_text_block's */
 };
 
 /* A finished record waiting in its thread's outbox for hr->lock: its
@@ -238,13 +161,11 @@ struct hr_local {
 	pthread_mutex_t lock;
 	struct rx *rxs, *rxs_tail;
 	struct hook_record_text out; /* owned: the text being written */
+	struct record_text_clock clock; /* the date part of the last "time" */
 	struct outbox ob;
 	struct sbuf scratch;         /* owned: redacted text before it is escaped */
 	struct redact_preview_memo *pmemo; /* owned, or NULL: the last large preview */
-	struct hr_consts consts;
-	time_t day_sec;              /* the second day_text spells, or -1 */
-	char day_text[24];           /* "YYYY-MM-DDTHH:MM:SS" */
-	size_t day_len;              /* strlen(day_text) */
+	struct record_text_consts *consts; /* owned, or NULL: not made yet */
 };
 
 struct hook_record {
@@ -300,7 +221,7 @@ static struct hr_local *local_of(struct hook_record *hr)
 	struct hr_local *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->day_sec = (time_t)-1;
+	l->clock = (struct record_text_clock)RECORD_TEXT_CLOCK_INIT;
 	if (pthread_mutex_init(&l->lock, NULL) != 0) {
 		free(l);
 		return NULL;
@@ -326,41 +247,6 @@ void hook_record_time(uint64_t unix_us, char *buf, size_t len)
 	gmtime_r(&secs, &tm);
 	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, len, "%s.%06uZ", day, (unsigned)(unix_us % 1000000u));
-}
-
-/* hook_record_time into b, the date part reused while the second lasts:
- * calls come thousands a second, gmtime and strftime once a second. */
-#define TIME_TEXT_MAX 40 /* what put_time writes at most, quotes included */
-
-/* hook_record_time as a quoted JSON string at w, the date part reused
- * while the second lasts (per thread): calls come thousands a second,
- * gmtime and strftime once a second. Returns the end. */
-static char *put_time(struct hr_local *l, char *w, uint64_t unix_us)
-{
-	time_t secs = (time_t)(unix_us / 1000000u);
-	unsigned us = (unsigned)(unix_us % 1000000u);
-	char frac[9] = {'.', 0, 0, 0, 0, 0, 0, 'Z', '"'};
-
-	if (secs != l->day_sec) {
-		struct tm tm;
-		gmtime_r(&secs, &tm);
-		l->day_len = strftime(l->day_text, sizeof(l->day_text), "%Y-%m-%dT%H:%M:%S", &tm);
-		if (l->day_len == 0)
-			l->day_text[0] = '\0';
-		l->day_sec = secs;
-	}
-	/* two digits a division */
-	for (int i = 6; i >= 2; i -= 2, us /= 100) {
-		unsigned d = us % 100;
-		frac[i] = (char)('0' + d % 10);
-		frac[i - 1] = (char)('0' + d / 10);
-	}
-	size_t n = l->day_len;
-	*w++ = '"';
-	memcpy(w, l->day_text, n);
-	w += n;
-	memcpy(w, frac, sizeof(frac));
-	return w + sizeof(frac);
 }
 
 static const char *session_of(const struct inspect_where *w)
@@ -391,104 +277,15 @@ static const char *end_outcome(enum inspect_end end)
 
 /* ---- record members -------------------------------------------------------- */
 
-static struct sbuf *arena_of(struct rec *r, enum rec_str f)
+static void rec_set(struct record_text_rec *r, enum record_text_str f, const char *s)
 {
-	return f >= F_ANS_FIRST ? &r->ans : &r->arena;
-}
-
-static const char *rec_get(const struct rec *r, enum rec_str f)
-{
-	const struct sbuf *a = f >= F_ANS_FIRST ? &r->ans : &r->arena;
-	return r->str[f] ? a->p + r->str[f] - 1 : NULL;
-}
-
-/* sbuf_room and sbuf_wrote for an arena, the common case (room enough)
- * without a call: a record sets a dozen members. */
-static inline char *arena_room(struct sbuf *a, size_t n)
-{
-	if (!a->oom && n < a->cap && a->len < a->cap - n)
-		return a->p + a->len;
-	return sbuf_room(a, n);
-}
-
-static inline void arena_wrote(struct sbuf *a, size_t k)
-{
-	a->len += k;
-	a->p[a->len] = '\0';
-}
-
-/* Stores s[0..n) as member f (NULL: null); text that is not UTF-8
- * (header values can be anything, and JSON text must be UTF-8) is null. */
-static void rec_setn(struct rec *r, enum rec_str f, const char *s, size_t n)
-{
-	if (!s) {
-		r->str[f] = 0;
-		return;
-	}
-	struct sbuf *a = arena_of(r, f);
-	if (sbuf_json_plain(s, n)) {
-		/* Names, addresses, ids: mostly their own JSON text, found so
-		 * in one scan. A raw member keeps its NUL in the arena. */
-		char *w = arena_room(a, n + 1);
-		if (!w) {
-			r->str[f] = 0;
-			return;
-		}
-		memcpy(w, s, n);
-		w[n] = '\0';
-		r->str[f] = a->len + 1;
-		r->len[f] = r->esc[f] = n;
-		arena_wrote(a, IS_RAW(f) ? n + 1 : n);
-		return;
-	}
-	if (!sbuf_utf8_valid(s, n)) {
-		r->str[f] = 0;
-		return;
-	}
-	if (!IS_RAW(f)) {
-		/* Escaped once, here; each record then copies it. Room for the
-		 * worst case when that is small, else for the exact size (a long
-		 * text must not grow a pooled arena sixfold). */
-		char *w = arena_room(a, n <= 256 ? 6 * n : sbuf_json_escaped_len(s, n));
-		if (!w) {
-			r->str[f] = 0;
-			return;
-		}
-		size_t e = sbuf_json_escape_to(w, s, n);
-		r->str[f] = a->len + 1;
-		r->len[f] = r->esc[f] = e;
-		arena_wrote(a, e);
-		return;
-	}
-	char *w = sbuf_room(a, n + 1);
-	if (!w) {
-		r->str[f] = 0;
-		return;
-	}
-	memcpy(w, s, n);
-	w[n] = '\0'; /* its NUL, as part of the arena's content */
-	r->str[f] = a->len + 1;
-	r->len[f] = n;
-	r->esc[f] = sbuf_json_escaped_len(s, n);
-	sbuf_wrote(a, n + 1);
-}
-
-static void rec_set(struct rec *r, enum rec_str f, const char *s)
-{
-	rec_setn(r, f, s, s ? strlen(s) : 0);
+	record_text_set(r, f, s, s ? strlen(s) : 0);
 }
 
 /* s cut to FIELD_CHARS characters (visibly), or null. */
-static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
+static void rec_set_bounded(struct record_text_rec *r, enum record_text_str f, const char *s)
 {
-	size_t n = s ? strnlen(s, FIELD_CHARS + 1) : 0;
-	if (!s || n <= FIELD_CHARS) {
-		rec_setn(r, f, s, n);
-		return;
-	}
-	char *cut = redact_cut(s, FIELD_CHARS, NULL);
-	rec_set(r, f, cut);
-	free(cut);
+	record_text_set_cut(r, f, s, FIELD_CHARS);
 }
 
 /* Whether member f (a raw one) is the word lit (a string literal, within
@@ -496,43 +293,43 @@ static void rec_set_bounded(struct rec *r, enum rec_str f, const char *s)
  * the member's length is known. */
 #define REC_IS(r, f, lit)                                                    \
 	((r)->str[f] && (r)->len[f] == sizeof(lit) - 1 &&                    \
-	 memcmp(rec_get(r, f), lit, sizeof(lit) - 1) == 0)
+	 memcmp(record_text_get(r, f), lit, sizeof(lit) - 1) == 0)
 
 /* Whether member f (a raw one) already holds s as rec_set_bounded would
  * store it: most exchanges end with the session they started with. */
-static int rec_holds(const struct rec *r, enum rec_str f, const char *s)
+static int rec_holds(const struct record_text_rec *r, enum record_text_str f, const char *s)
 {
-	assert(IS_RAW(f));
+	assert(RT_IS_RAW(f));
 	if (!s)
 		return !r->str[f];
 	size_t n = strnlen(s, FIELD_CHARS + 1);
 	return n <= FIELD_CHARS && r->str[f] && r->len[f] == n &&
-	       memcmp(rec_get(r, f), s, n) == 0;
+	       memcmp(record_text_get(r, f), s, n) == 0;
 }
 
-static void rec_set_id(struct rec *r, const json_t *id)
+static void rec_set_id(struct record_text_rec *r, const json_t *id)
 {
 	if (json_is_integer(id)) {
-		r->id_kind = ID_INT;
+		r->id_kind = RT_ID_INT;
 		r->id_int = (long long)json_integer_value(id);
 	} else if (json_is_string(id)) {
-		r->id_kind = ID_STR;
-		rec_set_bounded(r, F_ID, json_string_value(id));
+		r->id_kind = RT_ID_STR;
+		rec_set_bounded(r, RT_ID, json_string_value(id));
 		/* Matching compares the whole id, NULs and all. */
 		r->id_raw = r->arena.len;
 		r->id_raw_len = json_string_length(id);
 		sbuf_putn(&r->arena, json_string_value(id), r->id_raw_len);
 	} else {
-		r->id_kind = ID_NULL;
+		r->id_kind = RT_ID_NULL;
 	}
 }
 
 /* Whether id (string or integer) is this record's request id. */
-static int rec_id_is(const struct rec *r, const json_t *id)
+static int rec_id_is(const struct record_text_rec *r, const json_t *id)
 {
-	if (r->id_kind == ID_INT)
+	if (r->id_kind == RT_ID_INT)
 		return json_is_integer(id) && (long long)json_integer_value(id) == r->id_int;
-	if (r->id_kind == ID_STR && !r->arena.oom)
+	if (r->id_kind == RT_ID_STR && !r->arena.oom)
 		return json_is_string(id) && json_string_length(id) == r->id_raw_len &&
 		       memcmp(json_string_value(id), r->arena.p + r->id_raw, r->id_raw_len) == 0;
 	return 0;
@@ -543,20 +340,15 @@ static int rec_id_is(const struct rec *r, const json_t *id)
 static struct pending *pending_get(struct hr_local *l)
 {
 	struct pending *p = l->free_pending;
-	if (p) {
-		l->free_pending = p->next;
-		l->nfree_pending--;
-	} else if (!(p = calloc(1, sizeof(*p)))) {
-		return NULL;
-	}
+	if (!p)
+		return calloc(1, sizeof(*p));
+	l->free_pending = p->next;
+	l->nfree_pending--;
+	/* A reused record is a fresh one but for its arenas' memory. */
 	struct sbuf arena = p->rec.arena, ans = p->rec.ans;
-	memset(p, 0, REC_CLEARED);
-	p->rec.arena = arena;
-	p->rec.arena.len = 0;
-	p->rec.arena.oom = 0;
-	p->rec.ans = ans;
-	p->rec.ans.len = 0;
-	p->rec.ans.oom = 0;
+	memset(p, 0, sizeof(*p));
+	p->rec.arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
+	p->rec.ans = (struct sbuf){.p = ans.p, .cap = ans.cap};
 	return p;
 }
 
@@ -592,11 +384,7 @@ static void local_free(struct hr_local *l)
 	for (size_t i = 0; i < OUTBOX_SIZE; i++)
 		free(l->ob.slot[i].t.b.p);
 	free(l->scratch.p);
-	free(l->consts.key.p);
-	free(l->consts.text.p);
-	if (l->consts.tmp)
-		free(l->consts.tmp->arena.p);
-	free(l->consts.tmp);
+	record_text_consts_free(l->consts);
 	redact_preview_memo_free(l->pmemo);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
@@ -604,11 +392,10 @@ static void local_free(struct hr_local *l)
 
 /* ---- records ------------------------------------------------------------- */
 
-static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w);
 
-static void record_init(const struct hook_record *hr, struct hr_local *l, struct rec *r,
+static void record_init(const struct hook_record *hr, struct hr_local *l, struct record_text_rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
-                        enum rec_kind kind, const struct inspect_msg *m, const char *method)
+                        enum record_text_kind kind, const struct inspect_msg *m, const char *method)
 {
 	const json_t *msg = m->msg;
 	struct sbuf *scratch = &l->scratch;
@@ -616,19 +403,27 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 	r->from = from;
 	r->kind = kind;
 	r->is_error = -1;
-	rec_set_bounded(r, F_SESSION, session_of(w));
-	rec_set_consts(l, r, w);
-	rec_set_bounded(r, F_METHOD, method);
+	rec_set_bounded(r, RT_SESSION, session_of(w));
+	/* The client's own words are cut; ours (addresses, names from the
+	 * configuration, transports) are not. */
+	const char *v[RT_NCONST] = {w->client,   w->client_name,      w->upstream,
+	                            w->protocol, w->client_transport, w->upstream_transport};
+	if (!l->consts && !(l->consts = record_text_consts_new()))
+		r->arena.oom = 1; /* the record is not written */
+	else
+		record_text_consts_put(l->consts, r, v,
+		                       1u << RT_CLIENT_NAME | 1u << RT_PROTOCOL, FIELD_CHARS);
+	rec_set_bounded(r, RT_METHOD, method);
 	/* What a record keeps of a request's parameters: tools/call and
 	 * prompts/get their arguments, other methods all of them. For a
 	 * request, method is the message's own (inspect_message read it, and
 	 * the tool's name, once for every hook). */
-	const json_t *params = kind == RK_RESPONSE ? NULL : m->params;
-	int call = REC_IS(r, F_METHOD, "tools/call");
-	rec_set_bounded(r, F_TOOL, kind == RK_REQUEST && call ? m->tool : NULL);
+	const json_t *params = kind == RT_KIND_RESPONSE ? NULL : m->params;
+	int call = REC_IS(r, RT_METHOD, "tools/call");
+	rec_set_bounded(r, RT_TOOL, kind == RT_KIND_REQUEST && call ? m->tool : NULL);
 	rec_set_id(r, JPARSE_MEMBER(msg, "id"));
 	const json_t *args = params;
-	if (call || REC_IS(r, F_METHOD, "prompts/get"))
+	if (call || REC_IS(r, RT_METHOD, "prompts/get"))
 		args = JPARSE_MEMBER(params, "arguments");
 	if (args) {
 		scratch->len = 0;
@@ -637,9 +432,9 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 		    0) {
 			/* Out of memory: null, as a failed redact_json_text gave. */
 			r->arguments_cut = 0;
-			r->str[F_ARGUMENTS] = 0;
+			r->str[RT_ARGUMENTS] = 0;
 		} else {
-			rec_setn(r, F_ARGUMENTS, scratch->p, scratch->len);
+			record_text_set(r, RT_ARGUMENTS, scratch->p, scratch->len);
 		}
 	}
 }
@@ -649,9 +444,9 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
  * the outcome it implies. */
 /* answer's outcome and what the record shows of it; raw: the text of
  * its result as it arrived (inspect_msg.result_raw), or NULL. */
-static const char *fill_answer(const struct hook_record *hr, struct hr_local *l, struct rec *r,
-                               const json_t *answer, enum jrpc_kind kind, const char *raw,
-                               size_t raw_len)
+static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
+                               struct record_text_rec *r, const json_t *answer,
+                               enum jrpc_kind kind, const char *raw, size_t raw_len)
 {
 	struct sbuf *scratch = &l->scratch;
 
@@ -664,7 +459,7 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 		if (msg) {
 			char *masked = redact_text(hr->rd, msg);
 			char *cut = masked ? redact_cut(masked, ERROR_MESSAGE_CHARS, NULL) : NULL;
-			rec_set(r, F_ERROR_MESSAGE, cut);
+			rec_set(r, RT_ERROR_MESSAGE, cut);
 			free(cut);
 			free(masked);
 		}
@@ -684,11 +479,11 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) < 0) {
 		/* Out of memory: null, as a failed redact_result_preview gave. */
 		r->result_cut = 0;
-		r->str[F_PREVIEW] = 0;
+		r->str[RT_PREVIEW] = 0;
 	} else {
-		rec_setn(r, F_PREVIEW, scratch->p, scratch->len);
+		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
 	}
-	if (REC_IS(r, F_METHOD, "tools/call")) {
+	if (REC_IS(r, RT_METHOD, "tools/call")) {
 		r->is_error = json_is_true(JPARSE_MEMBER(result, "isError"));
 		return r->is_error ? "tool_error" : "ok";
 	}
@@ -701,11 +496,11 @@ static enum jrpc_kind msg_kind(const struct inspect_msg *m)
 	return m->modified ? jrpc_classify(m->msg) : m->kind;
 }
 
-static void set_blocked(struct rec *r, const struct inspect_msg *m)
+static void set_blocked(struct record_text_rec *r, const struct inspect_msg *m)
 {
 	const char *rule = m->reason ? m->reason : m->decided_by;
 	r->outcome = "blocked";
-	rec_set(r, F_RULE, rule ? rule : "unknown");
+	rec_set(r, RT_RULE, rule ? rule : "unknown");
 }
 
 /* What the deciding hooks made of m, on its record r. Blocked: a message
@@ -715,477 +510,15 @@ static void set_blocked(struct rec *r, const struct inspect_msg *m)
  * upstream said. A message they let through with a reason (a log rule,
  * a dry run's would-be refusal, tools hidden from a listing) keeps the
  * reason as its rule, unless a rule is there already. */
-static void apply_verdict(struct rec *r, const struct inspect_msg *m)
+static void apply_verdict(struct record_text_rec *r, const struct inspect_msg *m)
 {
 	if (m->modified)
 		r->modified = 1;
 	if (m->verdict != INSPECT_FORWARD ||
 	    (m->modified && m->kind == JRPC_RESULT && jrpc_classify(m->msg) == JRPC_ERROR))
 		set_blocked(r, m);
-	else if (m->reason && !r->str[F_RULE])
-		rec_set(r, F_RULE, m->reason);
-}
-
-/* ---- the record as JSON text ------------------------------------------------ */
-
-/* A text's buffer grows to its need rounded up to this, not by doubling:
- * blocks the ring keeps stay near their record's size. */
-#define TEXT_ROUND 256
-
-#define W_LIT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) + sizeof(lit) - 1)
-
-/* A string member as JSON: esc is sbuf_json_escaped_len(s, n). */
-static char *w_str(char *w, const char *s, size_t n, size_t esc)
-{
-	if (!s)
-		return W_LIT(w, "null");
-	*w++ = '"';
-	if (esc == n)
-		memcpy(w, s, n); /* nothing to escape: the common case */
-	else
-		sbuf_json_escape_to(w, s, n);
-	w += esc;
-	*w++ = '"';
-	return w;
-}
-
-static char *w_bool(char *w, int v)
-{
-	return v ? W_LIT(w, "true") : W_LIT(w, "false");
-}
-
-static char *w_i64(char *w, long long v)
-{
-	/* Most numbers in a record are short (an id, a status, a count, the
-	 * bytes of a small exchange): those are written without a call. */
-	if (v >= 0 && v < 1000) {
-		unsigned u = (unsigned)v;
-		if (u >= 100)
-			*w++ = (char)('0' + u / 100);
-		if (u >= 10)
-			*w++ = (char)('0' + u / 10 % 10);
-		*w++ = (char)('0' + u % 10);
-		return w;
-	}
-	return w + sbuf_i64_text(w, v);
-}
-
-static char *w_u64_or_null(char *w, int known, uint64_t v)
-{
-	return known ? w_i64(w, (long long)v) : W_LIT(w, "null");
-}
-
-static const char *const kind_words[] = {"request", "notification", "response"};
-static const size_t kind_lens[] = {sizeof("request") - 1, sizeof("notification") - 1,
-                                   sizeof("response") - 1};
-
-/* Member f of r as JSON. */
-static char *w_member(char *w, const struct rec *r, enum rec_str f)
-{
-	return w_str(w, rec_get(r, f), r->len[f], r->esc[f]);
-}
-
-static char *w_word(char *w, const char *s, size_t n)
-{
-	return w_str(w, s, n, n);
-}
-
-/* The names of the members F_CLIENT..F_UPSTREAM_TRANSPORT, as written. */
-#define CONST_NAME(s) {s, sizeof(s) - 1}
-static const struct {
-	const char *s;
-	size_t n;
-} const_names[NCONST] = {
-	CONST_NAME(",\"client\":"),           CONST_NAME(",\"client_name\":"),
-	CONST_NAME(",\"upstream\":"),         CONST_NAME(",\"protocol\":"),
-	CONST_NAME(",\"client_transport\":"), CONST_NAME(",\"upstream_transport\":"),
-};
-/* What const_names and their values write beyond the values' escaped
- * text: 91 bytes of names, and at most 4 a value ("null"). */
-#define CONST_ROOM 128
-
-/* The members F_CLIENT..F_UPSTREAM_TRANSPORT of r, names and all, at w;
- * at (or NULL) receives the offset of each value from w. */
-static char *w_consts(char *w, const struct rec *r, size_t *at)
-{
-	char *start = w;
-	for (int i = 0; i < NCONST; i++) {
-		memcpy(w, const_names[i].s, const_names[i].n);
-		w += const_names[i].n;
-		if (at)
-			at[i] = (size_t)(w - start);
-		w = w_member(w, r, (enum rec_str)(F_CONST_FIRST + i));
-	}
-	return w;
-}
-
-/* ---- the per-exchange members, cached (struct hr_consts) ------------------ */
-
-/* Whether c was made of the values v (NULL for NULL). */
-static int consts_hold(const struct hr_consts *c, const char *const *v)
-{
-	if (!c->valid)
-		return 0;
-	for (int i = 0; i < NCONST; i++) {
-		if (!v[i] != !c->key_at[i])
-			return 0;
-		if (v[i] && strcmp(v[i], c->key.p + c->key_at[i] - 1) != 0)
-			return 0;
-	}
-	return 1;
-}
-
-/* c made anew of the values v, each stored as a record stores it (cut,
- * escaped, or null when not UTF-8). -1: out of memory. */
-static int consts_make(struct hr_consts *c, const char *const *v)
-{
-	c->valid = 0;
-	if (!c->tmp && !(c->tmp = calloc(1, sizeof(*c->tmp))))
-		return -1;
-	struct rec *t = c->tmp;
-	struct sbuf arena = t->arena;
-	memset(t, 0, sizeof(*t));
-	t->arena = (struct sbuf){.p = arena.p, .cap = arena.cap};
-	for (int i = 0; i < NCONST; i++) {
-		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
-		/* the client's own words are cut; ours (addresses, names from
-		 * the configuration, transports) are not */
-		if (f == F_CLIENT_NAME || f == F_PROTOCOL)
-			rec_set_bounded(t, f, v[i]);
-		else
-			rec_set(t, f, v[i]);
-	}
-	c->key.len = 0;
-	c->key.oom = 0;
-	for (int i = 0; i < NCONST; i++) {
-		c->key_at[i] = v[i] ? c->key.len + 1 : 0;
-		if (v[i])
-			sbuf_putn(&c->key, v[i], strlen(v[i]) + 1);
-	}
-	/* The non-raw members' arena holds their escaped text only. */
-	size_t need = t->arena.len + CONST_ROOM, at[NCONST];
-	c->text.len = 0;
-	c->text.oom = 0;
-	char *w = sbuf_room(&c->text, need);
-	if (!w || t->arena.oom || c->key.oom)
-		return -1;
-	size_t n = (size_t)(w_consts(w, t, at) - w);
-	assert(n <= need);
-	sbuf_wrote(&c->text, n);
-	for (int i = 0; i < NCONST; i++) {
-		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
-		/* 1 + the offset of the value's text, past its quote */
-		c->str[i] = t->str[f] ? at[i] + 2 : 0;
-		c->len[i] = t->str[f] ? t->len[f] : 0;
-	}
-	c->valid = 1;
-	return 0;
-}
-
-/* r's members F_CLIENT..F_UPSTREAM_TRANSPORT for w, copied in one piece
- * from the thread's cache (made anew when w's values differ). */
-static void rec_set_consts(struct hr_local *l, struct rec *r, const struct inspect_where *w)
-{
-	struct hr_consts *c = &l->consts;
-	const char *v[NCONST] = {w->client,   w->client_name,      w->upstream,
-	                         w->protocol, w->client_transport, w->upstream_transport};
-	if (!consts_hold(c, v) && consts_make(c, v) < 0) {
-		/* Out of memory: the record is not written, as when its own
-		 * arena runs out. */
-		r->arena.oom = 1;
-		return;
-	}
-	char *d = arena_room(&r->arena, c->text.len);
-	if (!d)
-		return; /* the arena is out of memory (oom set) */
-	size_t base = r->arena.len;
-	memcpy(d, c->text.p, c->text.len);
-	arena_wrote(&r->arena, c->text.len);
-	r->consts = base + 1;
-	r->consts_len = c->text.len;
-	for (int i = 0; i < NCONST; i++) {
-		enum rec_str f = (enum rec_str)(F_CONST_FIRST + i);
-		r->str[f] = c->str[i] ? base + c->str[i] : 0;
-		r->len[f] = r->esc[f] = c->len[i];
-	}
-}
-
-/* The lengths of r's words, outcome 0 when it is null. */
-struct words {
-	size_t from, kind, outcome;
-};
-
-/* ---- the record's members, as a table ---------------------------------- */
-
-/* The members after "seq", in the order hook_record.h lists them: one
- * line each, its name, how its value is written (M_*), and which value
- * (a string member, or the offset of a number or flag in struct rec).
- * Adding a member is adding its line (and, for a new kind of value, a
- * case in rec_write and its ROOM_). */
-#define RECORD_MEMBERS(X)                                               \
-	X("time", TIME, 0)                                              \
-	X("session", STR, F_SESSION)                                    \
-	X("", CONSTS, 0) /* client … upstream_transport (w_consts) */  \
-	X("from", FROM, 0)                                              \
-	X("kind", KIND, 0)                                              \
-	X("method", STR, F_METHOD)                                      \
-	X("tool", STR, F_TOOL)                                          \
-	X("id", ID, 0)                                                  \
-	X("arguments", STR, F_ARGUMENTS)                                \
-	X("arguments_cut", BOOL, offsetof(struct rec, arguments_cut))   \
-	X("result_preview", STR, F_PREVIEW)                             \
-	X("result_cut", BOOL, offsetof(struct rec, result_cut))         \
-	X("http_status", STATUS, 0)                                     \
-	X("is_error", TRI, offsetof(struct rec, is_error))              \
-	X("error_code", ERROR_CODE, 0)                                  \
-	X("error_message", STR, F_ERROR_MESSAGE)                        \
-	X("outcome", OUTCOME, 0)                                        \
-	X("rule", STR, F_RULE)                                          \
-	X("modified", BOOL, offsetof(struct rec, modified))             \
-	X("notifications", COUNT, offsetof(struct rec, notifications))  \
-	X("note", STR, F_NOTE)                                          \
-	X("latency_us", FINISHED, offsetof(struct rec, latency_us))     \
-	X("bytes_in", FINISHED, offsetof(struct rec, bytes_in))         \
-	X("bytes_out", FINISHED, offsetof(struct rec, bytes_out))
-
-enum member_kind {
-	M_TIME,       /* r->wall_us, RFC 3339 (put_time) */
-	M_STR,        /* string member arg (w_member), or null */
-	M_CONSTS,     /* the per-exchange members, names and all (no name here) */
-	M_FROM,       /* r->from */
-	M_KIND,       /* r->kind's word */
-	M_ID,         /* the JSON-RPC id: integer, string (F_ID) or null */
-	M_BOOL,       /* the int at offset arg */
-	M_STATUS,     /* r->http_status, null when 0 */
-	M_TRI,        /* the int at offset arg: < 0 null, else a boolean */
-	M_ERROR_CODE, /* r->error_code when r->has_error_code, else null */
-	M_OUTCOME,    /* r->outcome, or null */
-	M_COUNT,      /* the unsigned at offset arg */
-	M_FINISHED,   /* the uint64_t at offset arg once r->finished, else null */
-};
-
-/* What a member's value writes at most beyond the escaped text of its
- * strings (counted from the arenas and words by format): a string's
- * quotes or "null", a number, a boolean. */
-#define ROOM_TIME       TIME_TEXT_MAX
-#define ROOM_STR        4
-#define ROOM_CONSTS     CONST_ROOM
-#define ROOM_FROM       4
-#define ROOM_KIND       4
-#define ROOM_ID         SBUF_I64_MAX
-#define ROOM_BOOL       5
-#define ROOM_STATUS     SBUF_I64_MAX
-#define ROOM_TRI        5
-#define ROOM_ERROR_CODE SBUF_I64_MAX
-#define ROOM_OUTCOME    4
-#define ROOM_COUNT      SBUF_I64_MAX
-#define ROOM_FINISHED   SBUF_I64_MAX
-
-/* A name is copied as MEMBER_NAME_MAX bytes whatever its length (a
- * fixed-size copy, no call), then the pointer moves by its length: the
- * bytes past it are overwritten by what follows. MEMBER_NAME_MAX of slack
- * in FIXED_ROOM keeps the last copy inside the buffer. */
-#define MEMBER_NAME_MAX 24
-#define MEMBER_NAME(name) ",\"" name "\":"
-#define MEMBER_ENTRY(name, kind, arg) \
-	{MEMBER_NAME(name), sizeof(MEMBER_NAME(name)) - 1, M_##kind, (unsigned short)(arg)},
-#define MEMBER_ROOM(name, kind, arg) +(sizeof(MEMBER_NAME(name)) - 1 + ROOM_##kind)
-
-#define MEMBER_FITS(name, kind, arg)                                  \
-	_Static_assert(sizeof(MEMBER_NAME(name)) - 1 <= MEMBER_NAME_MAX, \
-	               "member name too long: " name);
-RECORD_MEMBERS(MEMBER_FITS)
-
-static const struct member {
-	char name[MEMBER_NAME_MAX]; /* ,"name": (the first is written without the comma) */
-	unsigned char len;
-	unsigned char kind;    /* enum member_kind */
-	unsigned short arg;
-} members[] = {RECORD_MEMBERS(MEMBER_ENTRY)};
-
-/* Everything rec_write writes but the strings' escaped text: the names,
- * each value's room, '}', and the names' slack. A bound, computed from
- * the table; checked by an assert after each write. */
-#define FIXED_ROOM (0 RECORD_MEMBERS(MEMBER_ROOM) + 1 + MEMBER_NAME_MAX)
-
-static int rec_int_at(const struct rec *r, unsigned off)
-{
-	int v;
-	memcpy(&v, (const char *)r + off, sizeof(v));
-	return v;
-}
-
-/* The members after "seq", as the table says, at w (room for FIXED_ROOM
- * + every string's escaped size). Returns the end. */
-static char *rec_write(struct hr_local *l, const struct rec *r, const struct words *n, char *w)
-{
-	/* The first member has no comma before it. */
-	memcpy(w, members[0].name + 1, MEMBER_NAME_MAX - 1);
-	w += members[0].len - 1;
-	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
-		const struct member *m = &members[i];
-		if (i > 0 && m->kind != M_CONSTS) {
-			memcpy(w, m->name, MEMBER_NAME_MAX);
-			w += m->len;
-		}
-		switch ((enum member_kind)m->kind) {
-		case M_TIME:
-			w = put_time(l, w, r->wall_us);
-			break;
-		case M_STR:
-			w = w_member(w, r, (enum rec_str)m->arg);
-			break;
-		case M_CONSTS:
-			if (r->consts) {
-				memcpy(w, r->arena.p + r->consts - 1, r->consts_len);
-				w += r->consts_len;
-			} else {
-				w = w_consts(w, r, NULL);
-			}
-			break;
-		case M_FROM:
-			w = w_word(w, r->from, n->from);
-			break;
-		case M_KIND:
-			w = w_word(w, kind_words[r->kind], n->kind);
-			break;
-		case M_ID:
-			if (r->id_kind == ID_INT)
-				w = w_i64(w, r->id_int);
-			else if (r->id_kind == ID_STR)
-				w = w_member(w, r, F_ID);
-			else
-				w = W_LIT(w, "null");
-			break;
-		case M_BOOL:
-			w = w_bool(w, rec_int_at(r, m->arg));
-			break;
-		case M_STATUS:
-			w = w_u64_or_null(w, r->http_status != 0, (uint64_t)r->http_status);
-			break;
-		case M_TRI: {
-			int v = rec_int_at(r, m->arg);
-			w = v < 0 ? W_LIT(w, "null") : w_bool(w, v);
-			break;
-		}
-		case M_ERROR_CODE:
-			w = r->has_error_code ? w_i64(w, r->error_code) : W_LIT(w, "null");
-			break;
-		case M_OUTCOME:
-			w = w_word(w, r->outcome, n->outcome);
-			break;
-		case M_COUNT: {
-			unsigned v;
-			memcpy(&v, (const char *)r + m->arg, sizeof(v));
-			w = w_i64(w, v);
-			break;
-		}
-		case M_FINISHED: {
-			uint64_t v;
-			memcpy(&v, (const char *)r + m->arg, sizeof(v));
-			w = w_u64_or_null(w, r->finished, v);
-			break;
-		}
-		}
-	}
-	*w++ = '}';
-	return w;
-}
-
-char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
-{
-	char head[SEQ_ROOM];
-	size_t n = 0;
-	memcpy(head, "{\"seq\":", 7);
-	n = 7 + sbuf_i64_text(head + 7, (long long)seq);
-	head[n++] = ',';
-	char *start = t->b.p + SEQ_ROOM - n;
-	memcpy(start, head, n);
-	*len = n + t->json_len;
-	return start;
-}
-
-struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
-{
-	size_t len;
-	char *s = hook_record_text_seal(t, seq, &len);
-	t->rb = (struct record_block){
-		.block = t->b.p, .cap = t->b.cap, .json = s, .len = len, .keys = t->keys,
-	};
-	return &t->rb;
-}
-
-/* A key's copy after the text, for the ring (NULL stays NULL). */
-static const char *put_key(char **w, const char *s, size_t n)
-{
-	if (!s)
-		return NULL;
-	char *k = *w;
-	memcpy(k, s, n);
-	k[n] = '\0';
-	*w += n + 1;
-	return k;
-}
-
-/* r's text and keys into l->out, outside any lock: 0, or -1 when memory
- * runs out (the record is lost, as a failed json_dumps lost it). */
-static int format(struct hr_local *l, const struct rec *r)
-{
-	struct hook_record_text *t = &l->out;
-	struct sbuf *b = &t->b;
-	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL),
-		   *session = rec_get(r, F_SESSION);
-	size_t n_method = method ? r->len[F_METHOD] : 0, n_tool = tool ? r->len[F_TOOL] : 0,
-	       n_session = session ? r->len[F_SESSION] : 0;
-	struct words n = {
-		.from = strlen(r->from),
-		.kind = kind_lens[r->kind],
-		.outcome = r->outcome ? strlen(r->outcome) : 0,
-	};
-	/* Every string member's escaped text, quotes aside, is in the
-	 * arenas but for the raw members', which are there unescaped: their
-	 * escaped sizes on top (an over-count, not a per-member sum). */
-	size_t need = SEQ_ROOM + FIXED_ROOM + r->arena.len + r->ans.len + n.from + n.kind +
-	              n.outcome;
-	for (int f = 0; f < F_ANS_FIRST; f++)
-		if (IS_RAW(f) && r->str[f])
-			need += r->esc[f];
-	/* the keys, after the text */
-	need += n_method + n_tool + n_session;
-
-	b->len = 0;
-	b->oom = 0;
-	if (b->cap < need + 1) {
-		/* Nothing in it to keep: a fresh block, not a realloc's copy. */
-		size_t cap = (need + 1 + TEXT_ROUND - 1) / TEXT_ROUND * TEXT_ROUND;
-		free(b->p);
-		*b = (struct sbuf){.p = malloc(cap), .cap = cap};
-		if (!b->p) {
-			*b = (struct sbuf){0};
-			return -1;
-		}
-	}
-	char *start = b->p;
-	memset(start, ' ', SEQ_ROOM);
-	char *w = rec_write(l, r, &n, start + SEQ_ROOM);
-	t->json_len = (size_t)(w - start) - SEQ_ROOM;
-	*w++ = '\0';
-	t->keys.method = put_key(&w, method, n_method);
-	t->keys.tool = put_key(&w, tool, n_tool);
-	t->keys.session = put_key(&w, session, n_session);
-	t->keys.outcome = r->outcome; /* static */
-	assert((size_t)(w - start) <= need);
-	sbuf_wrote(b, (size_t)(w - start) - 1); /* the last key's NUL is sbuf's */
-	/* The ring may keep this very block: hold it to ring_append's rule
-	 * (at most twice what it needs, plus 1024). */
-	if (b->cap > 2 * (b->len + 1) + 1024) {
-		char *p = realloc(b->p, b->len + 1);
-		if (p) {
-			b->p = p;
-			b->cap = b->len + 1;
-		}
-	}
-	return 0;
+	else if (m->reason && !r->str[RT_RULE])
+		rec_set(r, RT_RULE, m->reason);
 }
 
 /* ---- the outboxes (see the file head) ----------------------------------- */
@@ -1292,26 +625,28 @@ static struct outrec *out_begin(struct hook_record *hr, struct hr_local *l)
 }
 
 /* What the metrics count of r, and its text (in l->out when text). */
-static void out_record(struct hr_local *l, struct outrec *o, const struct rec *r, int text)
+static void out_record(struct hr_local *l, struct outrec *o, const struct record_text_rec *r,
+                       int text)
 {
-	const char *method = rec_get(r, F_METHOD), *tool = rec_get(r, F_TOOL);
+	const char *method = record_text_get(r, RT_METHOD), *tool = record_text_get(r, RT_TOOL);
 	/* A client's response to a server request of unknown method still
 	 * gets a readable label. */
 	if (method)
-		label_copy(o->method, method, r->len[F_METHOD]);
+		label_copy(o->method, method, r->len[RT_METHOD]);
 	else
 		label_copy(o->method, "(response)", sizeof("(response)") - 1);
 	o->has_tool = tool != NULL;
 	if (tool)
-		label_copy(o->tool, tool, r->len[F_TOOL]);
+		label_copy(o->tool, tool, r->len[RT_TOOL]);
 	o->count = r->from[0] == 'c' ? OUT_CALL : OUT_SERVER; /* "client" */
 	o->outcome = r->outcome;
-	int timed = r->kind == RK_REQUEST && r->finished;
+	int timed = r->kind == RT_KIND_REQUEST && r->finished;
 	o->latency_us = timed ? (int64_t)r->latency_us : -1;
 	if (text) {
 		/* The text changes hands: the slot's old buffer (perhaps a block
 		 * the ring gave back) is the next text's. Only the buffer is
-		 * swapped (format writes the rest anew; rb is the sink's). */
+		 * swapped (record_text_format writes the rest anew; rb is the
+		 * sink's). */
 		struct sbuf spare = o->t.b;
 		o->t.b = l->out.b;
 		o->t.json_len = l->out.json_len;
@@ -1340,13 +675,14 @@ static void out_put(struct hook_record *hr, struct hr_local *l)
 }
 
 /* Whether r's text was written (into l->out) for the sink. */
-static int write_text(struct hook_record *hr, struct hr_local *l, const struct rec *r)
+static int write_text(struct hook_record *hr, struct hr_local *l, const struct record_text_rec *r)
 {
-	return hr->sink->record && !r->arena.oom && !r->ans.oom && format(l, r) == 0;
+	return hr->sink->record && !r->arena.oom && !r->ans.oom &&
+	       record_text_format(&l->out, &l->clock, r) == 0;
 }
 
 /* A finished record to the sink: its text and its counts. */
-static void emit(struct hook_record *hr, struct hr_local *l, const struct rec *r)
+static void emit(struct hook_record *hr, struct hr_local *l, const struct record_text_rec *r)
 {
 	int text = write_text(hr, l, r);
 	if (!hr->count && !text)
@@ -1503,21 +839,21 @@ static int settled(const struct pending *p)
 static void client_message(struct hook_record *hr, struct hr_local *l, struct rx *rx,
                            struct inspect_msg *m)
 {
-	enum rec_kind kind;
+	enum record_text_kind kind;
 	const char *method = m->method;
 	char srv_method[64];
 
 	switch (m->kind) {
 	case JRPC_REQUEST:
-		kind = RK_REQUEST;
+		kind = RT_KIND_REQUEST;
 		rx->has_requests = 1;
 		break;
 	case JRPC_NOTIFICATION:
-		kind = RK_NOTIFICATION;
+		kind = RT_KIND_NOTIFICATION;
 		break;
 	case JRPC_RESULT:
 	case JRPC_ERROR:
-		kind = RK_RESPONSE;
+		kind = RT_KIND_RESPONSE;
 		hr_lock(hr);
 		method = srv_lookup(hr, rx->where->session_id, jrpc_id(m->msg), srv_method);
 		hr_unlock(hr);
@@ -1528,14 +864,14 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 	struct pending *p = pending_get(l);
 	if (!p)
 		return;
-	struct rec *r = &p->rec;
+	struct record_text_rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, rx->wall_us, "client", kind, m, method);
 	if (m->verdict != INSPECT_FORWARD) {
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked" (apply_verdict). */
 		if (m->answer)
 			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0);
-	} else if (kind == RK_RESPONSE) {
+	} else if (kind == RT_KIND_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
 		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
 		if (strcmp(o, "ok") != 0)
@@ -1549,17 +885,19 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 
 /* A record of its own for something the server sent unprompted. */
 static void server_record(struct hook_record *hr, struct hr_local *l, struct rx *rx,
-                          struct inspect_msg *m, enum rec_kind kind)
+                          struct inspect_msg *m, enum record_text_kind kind)
 {
 	const char *method = m->method;
 	struct pending *p = pending_get(l);
 	if (!p)
 		return;
-	struct rec *r = &p->rec;
+	struct record_text_rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, clock_real_us(), "server", kind, m, method);
-	r->outcome = kind == RK_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len) : "ok";
+	r->outcome = kind == RT_KIND_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m),
+	                                                    m->result_raw, m->result_raw_len)
+	                                      : "ok";
 	apply_verdict(r, m);
-	if (kind == RK_REQUEST) {
+	if (kind == RT_KIND_REQUEST) {
 		hr_lock(hr);
 		srv_remember(hr, rx->where->session_id, jrpc_id(m->msg), method);
 		hr_unlock(hr);
@@ -1571,7 +909,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 static void answer_request(struct hook_record *hr, struct hr_local *l, struct pending *p,
                            struct inspect_msg *m)
 {
-	struct rec *r = &p->rec;
+	struct record_text_rec *r = &p->rec;
 	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
 	apply_verdict(r, m);
 	settle(p);
@@ -1597,7 +935,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 		int matched = 0;
 		/* Only this thread changes rx's list: reading it needs no lock. */
 		for (struct pending *p = rx->head; p; p = p->next) {
-			if (p->rec.kind != RK_REQUEST || settled(p))
+			if (p->rec.kind != RT_KIND_REQUEST || settled(p))
 				continue;
 			/* An error with a null id answers a request the server could
 			 * not read: all of this exchange's open requests failed. */
@@ -1634,7 +972,7 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 			break;
 		}
 		if (!matched)
-			server_record(hr, l, rx, m, RK_RESPONSE);
+			server_record(hr, l, rx, m, RT_KIND_RESPONSE);
 		break;
 	}
 	case JRPC_NOTIFICATION:
@@ -1642,11 +980,11 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 			__atomic_store_n(&rx->notifications, rx->notifications + 1, __ATOMIC_RELAXED);
 			count_locked(hr, hr->sink->server_message, m->method);
 		} else {
-			server_record(hr, l, rx, m, RK_NOTIFICATION);
+			server_record(hr, l, rx, m, RT_KIND_NOTIFICATION);
 		}
 		break;
 	case JRPC_REQUEST:
-		server_record(hr, l, rx, m, RK_REQUEST);
+		server_record(hr, l, rx, m, RT_KIND_REQUEST);
 		break;
 	default:
 		break;
@@ -1676,16 +1014,16 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 /* rx is unlinked: nobody else reads its records any more. */
 static void finish(struct rx *rx, struct pending *p, const struct inspect_exchange *x)
 {
-	struct rec *r = &p->rec;
+	struct record_text_rec *r = &p->rec;
 	const struct inspect_where *w = rx->where;
 
-	if (!rec_holds(r, F_SESSION, session_of(w)))
-		rec_set_bounded(r, F_SESSION, session_of(w));
+	if (!rec_holds(r, RT_SESSION, session_of(w)))
+		rec_set_bounded(r, RT_SESSION, session_of(w));
 	r->http_status = x->status;
 	r->finished = 1;
 	r->bytes_in = x->bytes_in;
 	r->bytes_out = x->bytes_out;
-	if (r->kind == RK_REQUEST)
+	if (r->kind == RT_KIND_REQUEST)
 		r->notifications = rx->notifications;
 	if (p->settled) {
 		r->latency_us = p->done_us > w->start_us ? p->done_us - w->start_us : 0;
@@ -1696,20 +1034,20 @@ static void finish(struct rx *rx, struct pending *p, const struct inspect_exchan
 	r->latency_us = x->latency_us;
 	const char *note = x->error;
 	char buf[96];
-	if (r->kind != RK_REQUEST && x->end == INSPECT_END_OK && x->status < 400) {
+	if (r->kind != RT_KIND_REQUEST && x->end == INSPECT_END_OK && x->status < 400) {
 		r->outcome = "ok";
 	} else {
 		r->outcome = end_outcome(x->end);
 		if (!note && x->end == INSPECT_END_OK) {
 			snprintf(buf, sizeof(buf), "HTTP %d without a JSON-RPC answer%s", x->status,
-			         r->kind == RK_REQUEST ? " to this request" : "");
+			         r->kind == RT_KIND_REQUEST ? " to this request" : "");
 			note = buf;
 		}
 	}
 	if (x->end == INSPECT_END_REJECTED)
-		rec_set(r, F_RULE, "mcpwarden");
+		rec_set(r, RT_RULE, "mcpwarden");
 	if (note)
-		rec_set(r, F_NOTE, note);
+		rec_set(r, RT_NOTE, note);
 }
 
 static void on_exchange(void *arg, const struct inspect_exchange *x)
@@ -1769,6 +1107,16 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 }
 
 /* ---- public ---------------------------------------------------------------- */
+
+char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
+{
+	return record_text_seal(t, seq, len);
+}
+
+struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
+{
+	return record_text_block(t, seq);
+}
 
 struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
                                     const struct record_sink *sink, void *arg)
@@ -1858,7 +1206,7 @@ static size_t inflight_count(const struct hr_local *first)
 	for (const struct hr_local *l = first; l; l = l->next)
 		for (const struct rx *rx = l->rxs; rx; rx = rx->next)
 			for (const struct pending *p = rx->head; p; p = p->next)
-				n += p->rec.kind == RK_REQUEST && !settled(p);
+				n += p->rec.kind == RT_KIND_REQUEST && !settled(p);
 	return n;
 }
 
@@ -1870,11 +1218,11 @@ size_t hook_record_inflight_count(const struct hook_record *hr)
 	return n;
 }
 
-static json_t *str_json(const struct rec *r, enum rec_str f)
+static json_t *str_json(const struct record_text_rec *r, enum record_text_str f)
 {
-	const char *s = rec_get(r, f);
+	const char *s = record_text_get(r, f);
 	json_t *j = NULL;
-	if (s && IS_RAW(f)) {
+	if (s && RT_IS_RAW(f)) {
 		j = json_string(s);
 	} else if (s) {
 		/* kept escaped: read back as the JSON string it spells */
@@ -1892,7 +1240,7 @@ static json_t *str_json(const struct rec *r, enum rec_str f)
 
 /* The identifying members of an open request, as hook_record.h lists.
  * Only what was written before the record was linked is read here. */
-static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t now)
+static json_t *inflight_item(const struct rx *rx, const struct record_text_rec *r, uint64_t now)
 {
 	char when[40];
 	json_t *o = json_object();
@@ -1900,16 +1248,16 @@ static json_t *inflight_item(const struct rx *rx, const struct rec *r, uint64_t 
 		return NULL;
 	hook_record_time(r->wall_us, when, sizeof(when));
 	json_object_set_new(o, "time", json_string(when));
-	json_object_set_new(o, "session", str_json(r, F_SESSION));
-	json_object_set_new(o, "client", str_json(r, F_CLIENT));
-	json_object_set_new(o, "client_name", str_json(r, F_CLIENT_NAME));
-	json_object_set_new(o, "upstream", str_json(r, F_UPSTREAM));
-	json_object_set_new(o, "method", str_json(r, F_METHOD));
-	json_object_set_new(o, "tool", str_json(r, F_TOOL));
-	json_object_set_new(o, "id", r->id_kind == ID_INT   ? json_integer((json_int_t)r->id_int)
-	                             : r->id_kind == ID_STR ? str_json(r, F_ID)
+	json_object_set_new(o, "session", str_json(r, RT_SESSION));
+	json_object_set_new(o, "client", str_json(r, RT_CLIENT));
+	json_object_set_new(o, "client_name", str_json(r, RT_CLIENT_NAME));
+	json_object_set_new(o, "upstream", str_json(r, RT_UPSTREAM));
+	json_object_set_new(o, "method", str_json(r, RT_METHOD));
+	json_object_set_new(o, "tool", str_json(r, RT_TOOL));
+	json_object_set_new(o, "id", r->id_kind == RT_ID_INT   ? json_integer((json_int_t)r->id_int)
+	                             : r->id_kind == RT_ID_STR ? str_json(r, RT_ID)
 	                                                    : json_null());
-	json_object_set_new(o, "arguments", str_json(r, F_ARGUMENTS));
+	json_object_set_new(o, "arguments", str_json(r, RT_ARGUMENTS));
 	json_object_set_new(o, "arguments_cut", json_boolean(r->arguments_cut));
 	uint64_t start = rx->where->start_us;
 	json_object_set_new(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
@@ -1940,7 +1288,7 @@ static int inflight_of(json_t *out, const struct rx *rx, size_t limit, uint64_t 
                        size_t *count)
 {
 	for (const struct pending *p = rx->head; p; p = p->next) {
-		if (p->rec.kind != RK_REQUEST || settled(p))
+		if (p->rec.kind != RT_KIND_REQUEST || settled(p))
 			continue;
 		++*count;
 		if (json_array_size(out) >= limit)

@@ -1,5 +1,5 @@
-/* Unit tests for proxy/hooks/hook_record.c's fast paths: the per-thread time
- * cache, records handed to a ring without a copy (ring_swap, the displaced
+/* Unit tests for proxy/hooks/hook_record.c's fast paths: pooled records
+ * reused clean, records handed to a ring without a copy (ring_swap, the displaced
  * block reused for the next record), several threads recording while
  * another reads the in-flight list and the ring, and the outboxes: a
  * worker never waits for a lock another thread holds (until its outbox is
@@ -16,45 +16,6 @@
 #include <cmocka.h>
 
 #include "admin/ring.h"
-
-/* ---- time --------------------------------------------------------------- */
-
-static void expect_time(struct hr_local *l, uint64_t us)
-{
-	char want[40], got[TIME_TEXT_MAX + 1];
-	hook_record_time(us, want, sizeof(want));
-	char *end = put_time(l, got, us);
-	assert_true((size_t)(end - got) <= TIME_TEXT_MAX);
-	*end = '\0';
-	char quoted[48];
-	snprintf(quoted, sizeof(quoted), "\"%s\"", want);
-	assert_string_equal(got, quoted);
-}
-
-static void test_time_cache_across_seconds(void **state)
-{
-	(void)state;
-	struct hr_local l = {.day_sec = (time_t)-1};
-	/* the last microsecond of a second, the first of the next; a minute,
-	 * a day, a year and a leap day rolling over; then back in time (the
-	 * wall clock may be set back) */
-	static const uint64_t t[] = {
-		1748779199999999ull, 1748779200000000ull, 1748779200000001ull,
-		1748779259999999ull, 1748779260000000ull, 1748822399999999ull,
-		1748822400000000ull, 1767225599999999ull, 1767225600000000ull,
-		1709164799999999ull, 1709164800000000ull, 1748779200123456ull,
-		0ull, 999999ull, 1000000ull,
-	};
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		expect_time(&l, t[i]);
-	/* a walk in small random steps, crossing many seconds */
-	uint64_t us = 1748779200000000ull, x = 12345;
-	for (int i = 0; i < 20000; i++) {
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-		us += (x >> 33) % 700000;
-		expect_time(&l, us);
-	}
-}
 
 /* ---- records through a ring ------------------------------------------------- */
 
@@ -222,61 +183,40 @@ static void test_displaced_block_is_reused(void **state)
 	fix_fini(&f);
 }
 
-/* ---- the text's room ----------------------------------------------------- */
+/* ---- the pools ------------------------------------------------------------ */
 
-/* The widest record format can meet for its strings' sizes: every string
- * member null, every number at its longest. format's bound on the rest
- * (FIXED_ROOM) must hold it (its assert), and the text must be JSON. */
-static void test_fixed_room_holds_the_widest_record(void **state)
+/* A pooled record comes back whole-cleared, arenas emptied but kept: no
+ * member length, flag or number of its last use is left in it. */
+static void test_reused_record_is_clean(void **state)
 {
 	(void)state;
-	struct hr_local l = {.day_sec = (time_t)-1};
-	struct rec r;
-	memset(&r, 0, sizeof(r));
-	/* year 9999, the widest date strftime gives four digits */
-	r.wall_us = 253402300799999999ull;
-	r.from = "client";
-	r.kind = RK_NOTIFICATION;
-	r.outcome = "upstream_error";
-	r.id_kind = ID_INT;
-	r.id_int = LLONG_MIN;
-	r.has_error_code = 1;
-	r.error_code = LLONG_MIN;
-	r.http_status = INT_MIN;
-	r.is_error = 0;
-	r.notifications = UINT_MAX;
-	r.finished = 1;
-	r.latency_us = r.bytes_in = r.bytes_out = 1ull << 63;
-	assert_int_equal(format(&l, &r), 0);
-	size_t len;
-	char *s = hook_record_text_seal(&l.out, 1, &len);
-	json_error_t e;
-	json_t *j = json_loadb(s, len, 0, &e);
-	assert_non_null(j);
-	assert_int_equal(json_integer_value(json_object_get(j, "id")), LLONG_MIN);
-	assert_true(json_is_null(json_object_get(j, "session")));
-	json_decref(j);
-	/* the text is in a block sized to its need, not doubled past it
-	 * (the words: "client", "notification", "upstream_error") */
-	assert_true(l.out.b.cap < SEQ_ROOM + FIXED_ROOM + 32 + TEXT_ROUND);
-	free(l.out.b.p);
-}
-
-/* w_i64's short numbers, written in place, spell what sbuf_i64_text does
- * for every other one. */
-static void test_numbers_as_sbuf_writes_them(void **state)
-{
-	(void)state;
-	static const long long edges[] = {LLONG_MIN, LLONG_MIN + 1, -1000000, LLONG_MAX,
-	                                  1000000, 4294967296LL};
-	char got[SBUF_I64_MAX + 1], want[SBUF_I64_MAX + 1];
-	for (long long v = -1100; v <= 1100 + (long long)(sizeof(edges) / sizeof(edges[0])); v++) {
-		long long x = v <= 1100 ? v : edges[v - 1101];
-		size_t n = (size_t)(w_i64(got, x) - got);
-		size_t k = sbuf_i64_text(want, x);
-		assert_int_equal(n, k);
-		assert_memory_equal(got, want, k);
+	struct hr_local l = {0};
+	struct pending *p = pending_get(&l);
+	assert_non_null(p);
+	struct record_text_rec *r = &p->rec;
+	rec_set(r, RT_METHOD, "tools/call");
+	rec_set(r, RT_PREVIEW, "a \"quoted\" answer");
+	r->finished = r->modified = 1;
+	r->is_error = 1;
+	r->latency_us = 42;
+	char *arena = r->arena.p;
+	pending_put(&l, p);
+	struct pending *q = pending_get(&l);
+	assert_ptr_equal(q, p);
+	r = &q->rec;
+	assert_ptr_equal(r->arena.p, arena);
+	assert_int_equal(r->arena.len, 0);
+	assert_int_equal(r->ans.len, 0);
+	for (int f = 0; f < RT_NSTR; f++) {
+		assert_int_equal(r->str[f], 0);
+		assert_int_equal(r->len[f], 0);
+		assert_int_equal(r->esc[f], 0);
 	}
+	assert_int_equal(r->finished + r->modified + r->is_error, 0);
+	assert_int_equal(r->latency_us, 0);
+	free(r->arena.p);
+	free(r->ans.p);
+	free(q);
 }
 
 /* ---- threads ---------------------------------------------------------------- */
@@ -455,11 +395,9 @@ static void test_free_publishes_what_waits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_time_cache_across_seconds),
 		cmocka_unit_test(test_swapped_records_match_copied_ones),
 		cmocka_unit_test(test_displaced_block_is_reused),
-		cmocka_unit_test(test_fixed_room_holds_the_widest_record),
-		cmocka_unit_test(test_numbers_as_sbuf_writes_them),
+		cmocka_unit_test(test_reused_record_is_clean),
 		cmocka_unit_test(test_threads_record_under_the_lock),
 		cmocka_unit_test(test_worker_never_waits_for_the_lock),
 		cmocka_unit_test(test_full_outbox_waits_and_loses_nothing),
