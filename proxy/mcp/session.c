@@ -1,5 +1,6 @@
 /* session: see session.h.
- * Over 800 lines: the table, the routing and the answers owed share struct session's insides; the table (ids, buckets, LRU, sweep, reap) is what moves out first.
+ * Over 800 lines: the table, the routing and the answers owed share struct
+ * session's insides; the table (ids, buckets, LRU, sweep, reap) moves out first.
  *
  *   session_table
  *     buckets[] ──▶ session ─hnext─▶ session ─▶ NULL    (lookup by id)
