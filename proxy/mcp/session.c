@@ -39,6 +39,7 @@
 #include "proxy/base/log.h"
 #include "proxy/mcp/upstream_sse.h"
 #include "proxy/base/clock.h"
+#include "proxy/base/flagnames.h"
 #include "proxy/base/hash.h"
 
 #define SESSION_MAGIC 0x73657373u /* "sess" */
@@ -184,19 +185,9 @@ static void flag_put(struct session *s, unsigned f, int on)
 const char *session_flags_str(const struct session *s, char *buf, size_t len)
 {
 	static const char *const names[] = {"face-done"};
-	size_t n = 0;
-
 	_Static_assert(sizeof(names) / sizeof(names[0]) == SESSION_NFLAGS, "a name per flag");
 	_Static_assert(SF_FACE_DONE == 1u << (SESSION_NFLAGS - 1), "SESSION_NFLAGS is the count");
-	if (len)
-		buf[0] = '\0';
-	for (unsigned i = 0; i < SESSION_NFLAGS; i++) {
-		if (!(s->flags & (1u << i)) || n >= len)
-			continue;
-		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", names[i]);
-		n = w < 0 ? len : n + (size_t)w;
-	}
-	return buf;
+	return flagnames_str(s->flags, names, SESSION_NFLAGS, buf, len);
 }
 
 /* ---- ids ------------------------------------------------------------------ */

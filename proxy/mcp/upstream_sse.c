@@ -30,6 +30,7 @@
 #include "proxy/net/http_parse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "proxy/base/flagnames.h"
 #include "proxy/base/sse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/base/media.h"
@@ -137,20 +138,10 @@ static const char *const face_flag_names[] = {
 
 const char *upstream_sse_flags_str(const struct upstream_sse *f, char *buf, size_t len)
 {
-	size_t n = 0;
-
 	_Static_assert(sizeof(face_flag_names) / sizeof(face_flag_names[0]) == UF_NFLAGS,
 	               "a name per face_flag");
 	_Static_assert(UF_PAUSED == 1u << (UF_NFLAGS - 1), "UF_NFLAGS is the count");
-	if (len)
-		buf[0] = '\0';
-	for (unsigned i = 0; i < UF_NFLAGS; i++) {
-		if (!(f->flags & (1u << i)) || n >= len)
-			continue;
-		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", face_flag_names[i]);
-		n = w < 0 ? len : n + (size_t)w;
-	}
-	return buf;
+	return flagnames_str(f->flags, face_flag_names, UF_NFLAGS, buf, len);
 }
 
 static int face_has(const struct upstream_sse *f, unsigned flag)
@@ -161,6 +152,12 @@ static int face_has(const struct upstream_sse *f, unsigned flag)
 static int op_has(const struct op *op, unsigned flag)
 {
 	return (op->flags & flag) != 0;
+}
+
+/* auto, and the answer that says which transport this is not in yet. */
+static int probing(const struct upstream_sse *f)
+{
+	return face_has(f, UF_FALLBACK) && !face_has(f, UF_READY);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -464,7 +461,7 @@ static void start_post(struct upstream_sse *f, struct outmsg *q)
 		op->flags |= OPF_IS_REQUEST;
 	/* One at a time to a legacy endpoint (the order is the stream's), and
 	 * the probe alone until its answer says which transport this is. */
-	if (f->tr == PX_TRANSPORT_SSE || (face_has(f, UF_FALLBACK) && !face_has(f, UF_READY)))
+	if (f->tr == PX_TRANSPORT_SSE || probing(f))
 		f->flags |= UF_POSTING;
 }
 
@@ -698,7 +695,7 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 		}
 		return start_body(op, ok ? BODY_IGNORE : BODY_ERROR);
 	}
-	if (face_has(f, UF_FALLBACK) && !face_has(f, UF_READY) && upstream_sse_probe_refused(status, ct) && op->out &&
+	if (probing(f) && upstream_sse_probe_refused(status, ct) && op->out &&
 	    is_method(op->sent, "initialize")) {
 		switch_to_sse(f, op);
 		return refuse(op);
@@ -749,7 +746,7 @@ static int stream_head(struct op *op, int status, const char *ct)
 	if (f->tr == PX_TRANSPORT_SSE) {
 		if (sse)
 			return start_body(op, BODY_SSE); /* the request timeout runs until `endpoint` */
-		if (face_has(f, UF_FALLBACK) && !face_has(f, UF_READY) && upstream_sse_stream_refused(status, ct)) {
+		if (probing(f) && upstream_sse_stream_refused(status, ct)) {
 			switch_to_streamable(f, status);
 			return refuse(op);
 		}
@@ -860,7 +857,8 @@ static void schedule_get_retry(struct upstream_sse *f)
 static void unanswered(struct op *op, int status, const char *detail)
 {
 	struct upstream_sse *f = op->f;
-	if (!op->sent || !op_has(op, OPF_IS_REQUEST) || op_has(op, OPF_ANSWERED) || face_has(f, UF_CLOSING))
+	if (!op->sent || !op_has(op, OPF_IS_REQUEST) || op_has(op, OPF_ANSWERED) ||
+	    face_has(f, UF_CLOSING))
 		return;
 	if (f->tr != PX_TRANSPORT_STREAMABLE)
 		return; /* legacy: the response comes on the stream */
@@ -1149,7 +1147,7 @@ void upstream_sse_resume(struct upstream_sse *f)
 
 enum px_transport upstream_sse_transport(const struct upstream_sse *f)
 {
-	if (face_has(f, UF_FALLBACK) && !face_has(f, UF_READY))
+	if (probing(f))
 		return PX_TRANSPORT_AUTO;
 	return f->tr;
 }
