@@ -1,4 +1,6 @@
 /* session: see session.h.
+ * Over 800 lines: the table, the routing and the answers owed share struct
+ * session's insides; the table (ids, buckets, LRU, sweep, reap) moves out first.
  *
  *   session_table
  *     buckets[] ──▶ session ─hnext─▶ session ─▶ NULL    (lookup by id)
@@ -37,16 +39,24 @@
 #include "proxy/base/log.h"
 #include "proxy/mcp/upstream_sse.h"
 #include "proxy/base/clock.h"
+#include "proxy/base/flagnames.h"
 #include "proxy/base/hash.h"
 
 #define SESSION_MAGIC 0x73657373u /* "sess" */
+
+/* A pending request has no life of its own beyond being in s->pending
+ * (from session_client_message until answered, cancelled or overdue), so
+ * no state enum: only what the upstream did with it. */
+enum pending_flag {
+	PF_ACCEPTED = 1u << 0,  /* the upstream took it (ops->accepted was called) */
+};
 
 struct pending {
 	json_t *id;             /* owned copy */
 	json_t *token;          /* owned copy of params._meta.progressToken, or NULL */
 	json_t *request;        /* owned reference */
 	void *target;           /* borrowed: the client exchange waiting, NULL once it left */
-	int accepted;           /* the upstream took it (ops->accepted was called) */
+	unsigned flags;         /* enum pending_flag */
 	uint64_t deadline_us;   /* answer by then (0: no deadline) */
 	struct pending *next;
 };
@@ -59,16 +69,26 @@ struct queued {
 	struct queued *next;
 };
 
+/* One bit each of struct session's flags word: facts orthogonal to the
+ * state (session_flags_str). */
+enum session_flag {
+	/* No upstream face, or it finished closing (on_finished): nothing of
+	 * the face refers to the session any more, so reap may free it. Set
+	 * from session_new until session_connect makes a face. */
+	SF_FACE_DONE = 1u << 0,
+};
+#define SESSION_NFLAGS 1 /* the last flag is 1u << (SESSION_NFLAGS - 1) */
+
 struct session {
 	unsigned magic;
 	struct session_table *t;        /* borrowed */
 	char id[SESSION_ID_LEN + 1];
-	enum session_state state;
+	enum session_state state;       /* changed by set_state only */
+	unsigned flags;                 /* enum session_flag */
 	enum session_face face;
 	size_t up;
 	char *client_name;              /* owned, or NULL */
 	struct upstream_sse *uf;        /* owned, or NULL before session_connect */
-	int face_done;                  /* no face, or it finished closing */
 	void *stream;                   /* borrowed: the client's stream, or NULL */
 	struct pending *pending;        /* owned list, oldest first */
 	size_t npending;
@@ -119,14 +139,55 @@ static const struct px_upstream_conf *up_conf(const struct session *s)
 	return s->t->ctx ? &s->t->ctx->cfg->ups[s->up] : NULL;
 }
 
-/* Every transition goes through here, so the log tells a session's life. */
+/* Allowed next states, by state (a bit per state):
+ *
+ *         legacy face made, or          face ready
+ *         first client message
+ *   NEW ----------------------> CONNECTING ---------> OPEN
+ *    |  \                           |                  ^ |
+ *    |   +---------------------------|------------------+ |
+ *    |     face ready (a Streamable face has no           |
+ *    |     endpoint to wait for)     |                    |
+ *    |                               v                    |
+ *    +------------------------->  ENDED  <----------------+
+ *                 session_end, from any live state
+ *
+ * ENDED is final: session_end and every face callback check for it first. */
+#define M(st) (1u << (st))
+static const unsigned session_moves[] = {
+	[SESSION_NEW] = M(SESSION_CONNECTING) | M(SESSION_OPEN) | M(SESSION_ENDED),
+	[SESSION_CONNECTING] = M(SESSION_OPEN) | M(SESSION_ENDED),
+	[SESSION_OPEN] = M(SESSION_ENDED),
+	[SESSION_ENDED] = 0,
+};
+#undef M
+
+/* Every transition goes through here, so the log tells a session's life;
+ * the table above says which are possible. */
 static void set_state(struct session *s, enum session_state st)
 {
-	if (s->state == st)
-		return;
+	assert(session_moves[s->state] & (1u << st));
 	log_msg(LOG_DEBUG, "session %.8s…: %s -> %s", s->id, session_state_str(s->state),
 	        session_state_str(st));
 	s->state = st;
+}
+
+static int has_flag(const struct session *s, unsigned f)
+{
+	return (s->flags & f) != 0;
+}
+
+static void flag_put(struct session *s, unsigned f, int on)
+{
+	s->flags = on ? s->flags | f : s->flags & ~f;
+}
+
+const char *session_flags_str(const struct session *s, char *buf, size_t len)
+{
+	static const char *const names[] = {"face-done"};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == SESSION_NFLAGS, "a name per flag");
+	_Static_assert(SF_FACE_DONE == 1u << (SESSION_NFLAGS - 1), "SESSION_NFLAGS is the count");
+	return flagnames_str(s->flags, names, SESSION_NFLAGS, buf, len);
 }
 
 /* ---- ids ------------------------------------------------------------------ */
@@ -421,7 +482,7 @@ void session_table_reap(struct session_table *t)
 	struct session **pp = &t->ended;
 	while (*pp) {
 		struct session *s = *pp;
-		if (s->refs == 0 && s->face_done) {
+		if (s->refs == 0 && has_flag(s, SF_FACE_DONE)) {
 			*pp = s->lnext;
 			session_free(s);
 		} else {
@@ -644,8 +705,8 @@ void session_upstream_accepted(struct session *s, const json_t *msg)
 	struct pending *p = find_pending(s, jrpc_id(msg), NULL);
 	/* Only the request the upstream took: a response that came first
 	 * (legacy: it may overtake the 202) took its pending entry already. */
-	if (p && p->target && !p->accepted) {
-		p->accepted = 1;
+	if (p && p->target && !(p->flags & PF_ACCEPTED)) {
+		p->flags |= PF_ACCEPTED;
 		s->t->ops->accepted(p->target);
 	}
 }
@@ -683,7 +744,7 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 	s->face = face;
 	s->up = up;
 	s->state = SESSION_NEW;
-	s->face_done = 1;
+	s->flags = SF_FACE_DONE;
 	s->last_active_us = clock_mono_us();
 	size_t b = bucket_of(t, s->id);
 	s->hnext = t->buckets[b];
@@ -880,7 +941,7 @@ static void face_closed(void *arg, const char *detail)
 static void face_finished(void *arg)
 {
 	struct session *s = arg;
-	s->face_done = 1;
+	flag_put(s, SF_FACE_DONE, 1);
 	schedule_reap(s->t);
 }
 
@@ -914,8 +975,10 @@ int session_connect(struct session *s, const char *authorization, int streamable
 	s->uf = upstream_sse_new(t->ctx, s->up, first, fallback, authorization, &face_cbs, s);
 	if (!s->uf)
 		return -1;
-	s->face_done = 0;
-	if (first == PX_TRANSPORT_SSE)
+	flag_put(s, SF_FACE_DONE, 0);
+	/* Not when the face already failed from within upstream_sse_new (its
+	 * stream could not start: session_end ran, the session is ENDED). */
+	if (first == PX_TRANSPORT_SSE && s->state == SESSION_NEW)
 		set_state(s, SESSION_CONNECTING);
 	return 0;
 }

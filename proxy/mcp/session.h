@@ -58,6 +58,8 @@ enum session_face {
 	SESSION_FACE_STREAMABLE,  /* Streamable HTTP client, proxy-minted Mcp-Session-Id */
 };
 
+/* What holds in each state; session.c's session_moves lists the allowed
+ * transitions, all through one function. */
 enum session_state {
 	/* In the table; no upstream traffic yet (a legacy client whose upstream
 	 * speaks Streamable HTTP is only connected by its first message). */
@@ -166,6 +168,9 @@ struct session *session_find(struct session_table *t, const char *id);
 const char *session_id(const struct session *s);
 enum session_face session_face(const struct session *s);
 enum session_state session_state(const struct session *s);
+/* s's flags for a log line ("face-done", "|"-separated), written to buf
+ * (truncated to len); returns buf. */
+const char *session_flags_str(const struct session *s, char *buf, size_t len);
 size_t session_upstream(const struct session *s);
 const char *session_client_name(const struct session *s);
 /* "sse" or "streamable_http" once the upstream face chose, else "auto". */

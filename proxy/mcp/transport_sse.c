@@ -1,4 +1,6 @@
 /* transport_sse: see transport_sse.h.
+ * Over 800 lines: both client faces of a translated session share the
+ * exchange and its delivery; the legacy POST's call (SX_CALL) moves out first.
  *
  *   conn ──▶ transport_http exchange ──xlate──▶ transport_sse_ex ──s──▶ session
  *            (auth, body, access log)           (this file)            (session.c)
@@ -61,6 +63,7 @@
 #include "proxy/net/http_parse.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jsonrpc.h"
+#include "proxy/base/flagnames.h"
 #include "proxy/base/log.h"
 #include "proxy/mcp/session.h"
 #include "proxy/base/sse.h"
@@ -80,6 +83,20 @@ enum sx_kind {
 	SX_CALL,        /* a legacy client's call (see the file head); no conn */
 };
 
+/* One bit each of an exchange's flags word (transport_sse_flags_str): facts
+ * besides its kind. ENDED is final; the others hold for the kind named. */
+enum sx_flag {
+	SXF_ACCEPTS_SSE = 1u << 0,  /* SX_POST: the client takes text/event-stream */
+	SXF_BATCH = 1u << 1,        /* SX_POST: the body was an array */
+	SXF_SSE_MODE = 1u << 2,     /* SX_POST: the reply is an SSE stream (head written) */
+	SXF_ENDED = 1u << 3,        /* our reply ended */
+	SXF_HEAD_PENDING = 1u << 4, /* SX_SSE_STREAM: waits for the upstream's endpoint */
+	SXF_PAUSED = 1u << 5,       /* we paused the session's upstream */
+	SXF_POST_REPLIED = 1u << 6, /* SX_CALL: the POST has its reply */
+	SXF_POST_DONE = 1u << 7,    /* SX_CALL: the POST's exchange ended */
+};
+#define SX_NFLAGS 8 /* the last flag is 1u << (SX_NFLAGS - 1) */
+
 struct transport_sse_ex {
 	unsigned magic;
 	enum sx_kind kind;
@@ -89,17 +106,12 @@ struct transport_sse_ex {
 	size_t up;
 	struct session *s;              /* referenced, or NULL */
 	struct transport_sse_link link;
-	int accepts_sse;                /* SX_POST: the client takes text/event-stream */
-	int batch;                      /* SX_POST: the body was an array */
-	int sse_mode;                   /* SX_POST: the reply is an SSE stream (head written) */
+	unsigned flags;                 /* enum sx_flag */
 	int waiting;                    /* SX_POST: responses still due */
 	int reply_status;               /* SX_POST: status for an error-only JSON reply */
 	json_t *replies;                /* owned: SX_POST responses collected */
 	char *raw1;                     /* owned: the upstream bytes of a lone response */
 	size_t raw1_len;
-	int ended;                      /* our reply ended */
-	int head_pending;               /* SX_SSE_STREAM: waits for the upstream's endpoint */
-	int paused;                     /* we paused the session's upstream */
 	struct event *keepalive;        /* owned */
 	uint64_t last_write_us;
 	struct evbuffer *scratch;       /* owned */
@@ -107,8 +119,6 @@ struct transport_sse_ex {
 	/* A legacy POST and its call point at each other while both live. */
 	struct transport_sse_ex *call;  /* the POST's call (owned by itself), or NULL */
 	struct transport_sse_ex *post;  /* SX_CALL: the POST while it lasts, or NULL */
-	int post_replied;               /* SX_CALL: the POST has its reply */
-	int post_done;                  /* SX_CALL: the POST's exchange ended */
 	int post_status;                /* SX_CALL: the status it got */
 	uint64_t post_bytes_in, post_bytes_out;
 	struct inspect_where own_where; /* SX_CALL: link.where points here */
@@ -117,6 +127,27 @@ struct transport_sse_ex {
 	char *own_strs;                 /* owned: own_where's strings */
 	char note[320];                 /* SX_POST, SX_CALL: a proxy-made error's text */
 };
+
+static int sx_has(const struct transport_sse_ex *x, unsigned flag)
+{
+	return (x->flags & flag) != 0;
+}
+
+static void sx_put(struct transport_sse_ex *x, unsigned flag, int on)
+{
+	x->flags = on ? x->flags | flag : x->flags & ~flag;
+}
+
+const char *transport_sse_flags_str(const struct transport_sse_ex *x, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"accepts-sse", "batch", "sse-mode", "ended", "head-pending", "paused",
+		"post-replied", "post-done",
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == SX_NFLAGS, "a name per sx_flag");
+	_Static_assert(SXF_POST_DONE == 1u << (SX_NFLAGS - 1), "SX_NFLAGS is the count");
+	return flagnames_str(x->flags, names, SX_NFLAGS, buf, len);
+}
 
 static int legacy_head(struct transport_sse_ex *x);
 static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw, size_t len,
@@ -175,7 +206,7 @@ static void reply_error(struct transport_sse_ex *x, int status, const json_t *id
                         const char *message)
 {
 	x->kind = SX_LOCAL;
-	x->ended = 1;
+	x->flags |= SXF_ENDED;
 	if (status < 500)
 		set_outcome(x, INSPECT_END_REJECTED, NULL);
 	json_t *err = jrpc_error_new(id, code, message, NULL);
@@ -200,7 +231,7 @@ static void reply_bytes(struct transport_sse_ex *x, int status, const char *ctyp
 	conn_reply_head(x->c, status, h, (int64_t)len);
 	conn_reply_body(x->c, body, len);
 	conn_reply_end(x->c);
-	x->ended = 1;
+	x->flags |= SXF_ENDED;
 	evbuffer_free(h);
 }
 
@@ -223,7 +254,7 @@ static void reply_refusal(struct transport_sse_ex *x, const struct upstream_sse_
 {
 	struct evbuffer *h = session_headers(x);
 
-	x->ended = 1;
+	x->flags |= SXF_ENDED;
 	if (!h) {
 		conn_abort(x->c, "out of memory");
 		return;
@@ -246,8 +277,9 @@ static int refusal_fits(const struct transport_sse_ex *x, const struct upstream_
 	if (!r || r->status < 400 || r->status >= 500)
 		return 0;
 	if (x->kind == SX_CALL)
-		return x->post && !x->post_replied && !x->post->ended;
-	return x->kind == SX_POST && !x->ended && !x->sse_mode && !x->batch && x->waiting == 1 &&
+		return x->post && !sx_has(x, SXF_POST_REPLIED) && !sx_has(x->post, SXF_ENDED);
+	return x->kind == SX_POST && !(x->flags & (SXF_ENDED | SXF_SSE_MODE | SXF_BATCH)) &&
+	       x->waiting == 1 &&
 	       !(x->replies && json_array_size(x->replies));
 }
 
@@ -259,7 +291,8 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	uint64_t interval = (uint64_t)x->ctx->cfg->timeouts.sse_keepalive_ms * 1000u;
-	if (x->ended || clock_mono_us() - x->last_write_us + 1000 < interval || conn_output_full(x->c))
+	if (sx_has(x, SXF_ENDED) || clock_mono_us() - x->last_write_us + 1000 < interval ||
+	    conn_output_full(x->c))
 		return;
 	sse_write_comment(x->scratch, "keep-alive");
 	conn_reply_body_buffer(x->c, x->scratch);
@@ -297,8 +330,8 @@ static int start_sse(struct transport_sse_ex *x)
 
 static void flow_check(struct transport_sse_ex *x)
 {
-	if (x->s && !x->paused && conn_output_full(x->c)) {
-		x->paused = 1;
+	if (x->s && !sx_has(x, SXF_PAUSED) && conn_output_full(x->c)) {
+		x->flags |= SXF_PAUSED;
 		session_pause(x->s);
 	}
 }
@@ -336,11 +369,11 @@ static int write_event(struct transport_sse_ex *x, const json_t *msg, const char
 
 static void finish_post(struct transport_sse_ex *x)
 {
-	if (x->ended)
+	if (sx_has(x, SXF_ENDED))
 		return;
-	if (x->sse_mode) {
+	if (sx_has(x, SXF_SSE_MODE)) {
 		conn_reply_end(x->c);
-		x->ended = 1;
+		x->flags |= SXF_ENDED;
 		return;
 	}
 	size_t n = x->replies ? json_array_size(x->replies) : 0;
@@ -350,10 +383,10 @@ static void finish_post(struct transport_sse_ex *x)
 		return;
 	}
 	int status = x->reply_status ? x->reply_status : 200;
-	if (n == 1 && !x->batch && x->raw1)
+	if (n == 1 && !sx_has(x, SXF_BATCH) && x->raw1)
 		reply_bytes(x, status, "application/json", x->raw1, x->raw1_len);
 	else
-		reply_json(x, status, x->batch ? x->replies : json_array_get(x->replies, 0));
+		reply_json(x, status, sx_has(x, SXF_BATCH) ? x->replies : json_array_get(x->replies, 0));
 }
 
 static int add_reply(struct transport_sse_ex *x, json_t *msg, const char *raw, size_t len,
@@ -378,7 +411,7 @@ static int post_to_sse(struct transport_sse_ex *x)
 {
 	if (start_sse(x) < 0)
 		return -1;
-	x->sse_mode = 1;
+	x->flags |= SXF_SSE_MODE;
 	for (size_t i = 0; x->replies && i < json_array_size(x->replies); i++)
 		write_event(x, json_array_get(x->replies, i), NULL, 0);
 	json_decref(x->replies);
@@ -392,12 +425,13 @@ static int post_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw
 	/* A server message needs the stream. So does any message from the
 	 * upstream when the client takes SSE: a legacy upstream's response
 	 * may overtake the 202 that would have started it (ops_accepted). */
-	int to_sse = !is_response || (x->accepts_sse && !local);
-	if (!x->sse_mode && to_sse && post_to_sse(x) < 0)
+	int to_sse = !is_response || (sx_has(x, SXF_ACCEPTS_SSE) && !local);
+	if (!sx_has(x, SXF_SSE_MODE) && to_sse && post_to_sse(x) < 0)
 		return -1;
 	if (is_response)
 		x->waiting--;
-	int rc = x->sse_mode ? write_event(x, msg, raw, len) : add_reply(x, msg, raw, len, status);
+	int rc = sx_has(x, SXF_SSE_MODE) ? write_event(x, msg, raw, len)
+	                                 : add_reply(x, msg, raw, len, status);
 	if (is_response && x->waiting <= 0)
 		finish_post(x);
 	return rc;
@@ -440,7 +474,7 @@ static int ops_deliver(void *target, const struct session_out *m)
 	enum jrpc_kind k = jrpc_classify(msg);
 	int is_response = k == JRPC_RESULT || k == JRPC_ERROR;
 
-	if (x->ended || (x->head_pending && legacy_head(x) < 0))
+	if (sx_has(x, SXF_ENDED) || (sx_has(x, SXF_HEAD_PENDING) && legacy_head(x) < 0))
 		return -1;
 	if (!m->local) {
 		int modified = 0;
@@ -486,7 +520,7 @@ static int ops_deliver(void *target, const struct session_out *m)
 static int ops_can_stream(void *target)
 {
 	struct transport_sse_ex *x = check(target);
-	return x->kind == SX_POST && x->accepts_sse && !x->ended;
+	return x->kind == SX_POST && sx_has(x, SXF_ACCEPTS_SSE) && !sx_has(x, SXF_ENDED);
 }
 
 static void ops_withdrawn(void *target)
@@ -500,7 +534,7 @@ static void ops_withdrawn(void *target)
 		call_maybe_done(x);
 		return;
 	}
-	if (x->kind != SX_POST || x->ended)
+	if (x->kind != SX_POST || sx_has(x, SXF_ENDED))
 		return;
 	if (--x->waiting <= 0)
 		finish_post(x);
@@ -509,18 +543,18 @@ static void ops_withdrawn(void *target)
 static void ops_end_stream(void *target, const char *why)
 {
 	struct transport_sse_ex *x = check(target);
-	if (x->ended)
+	if (sx_has(x, SXF_ENDED))
 		return;
-	if (x->head_pending) {
+	if (sx_has(x, SXF_HEAD_PENDING)) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "upstream %s: %s", up_conf(x)->url_safe, why);
-		x->head_pending = 0;
+		x->flags &= ~SXF_HEAD_PENDING;
 		set_outcome(x, INSPECT_END_UPSTREAM_ERROR, why);
 		reply_error(x, 502, NULL, JRPC_UPSTREAM_ERROR, msg);
-		x->ended = 1;
+		x->flags |= SXF_ENDED;
 		return;
 	}
-	x->ended = 1;
+	x->flags |= SXF_ENDED;
 	/* Why the stream ended is the access log's note; not every end is
 	 * a failure (DELETE, idle expiry). */
 	if (!*x->link.error)
@@ -531,7 +565,7 @@ static void ops_end_stream(void *target, const char *why)
 static void ops_opened(void *target)
 {
 	struct transport_sse_ex *x = check(target);
-	if (x->head_pending && !x->ended && legacy_head(x) < 0)
+	if (sx_has(x, SXF_HEAD_PENDING) && !sx_has(x, SXF_ENDED) && legacy_head(x) < 0)
 		conn_abort(x->c, "out of memory");
 }
 
@@ -545,7 +579,7 @@ static void ops_accepted(void *target)
 		call_accepted(x);
 		return;
 	}
-	if (x->kind != SX_POST || !x->accepts_sse || x->sse_mode || x->ended)
+	if (x->kind != SX_POST || !sx_has(x, SXF_ACCEPTS_SSE) || (x->flags & (SXF_SSE_MODE | SXF_ENDED)))
 		return;
 	if (post_to_sse(x) < 0)
 		conn_abort(x->c, "out of memory");
@@ -698,10 +732,10 @@ static struct transport_sse_ex *call_new(struct transport_sse_ex *x)
 static void call_accepted(struct transport_sse_ex *x)
 {
 	struct transport_sse_ex *post = x->post;
-	if (x->post_replied || !post)
+	if (sx_has(x, SXF_POST_REPLIED) || !post)
 		return;
-	x->post_replied = 1;
-	if (!post->ended)
+	x->flags |= SXF_POST_REPLIED;
+	if (!sx_has(post, SXF_ENDED))
 		reply_bytes(post, 202, "text/plain; charset=utf-8", "Accepted", 8);
 }
 
@@ -714,7 +748,7 @@ static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw
 	int rc = 0;
 
 	if (refusal_fits(x, m->refusal)) {
-		x->post_replied = 1;
+		x->flags |= SXF_POST_REPLIED;
 		reply_refusal(x->post, m->refusal);
 	} else {
 		call_accepted(x);
@@ -746,7 +780,7 @@ static void call_free(struct transport_sse_ex *x)
  * exchange was counted when it ended. */
 static void call_maybe_done(struct transport_sse_ex *x)
 {
-	if (x->waiting > 0 || !x->post_done)
+	if (x->waiting > 0 || !sx_has(x, SXF_POST_DONE))
 		return;
 	uint64_t now = clock_mono_us();
 	struct inspect_exchange done = {
@@ -769,11 +803,11 @@ static void call_post_done(struct transport_sse_ex *x, const char *client_error)
 	struct transport_sse_ex *call = x->call;
 	x->call = NULL;
 	call->post = NULL;
-	call->post_done = 1;
+	call->flags |= SXF_POST_DONE;
 	call->post_status = conn_reply_status(x->c);
 	call->post_bytes_in = conn_bytes_in(x->c);
 	call->post_bytes_out = conn_bytes_out(x->c);
-	if (client_error && !call->post_replied)
+	if (client_error && !sx_has(call, SXF_POST_REPLIED))
 		set_outcome(call, INSPECT_END_CANCELLED, "the client left before its POST was answered");
 	call_maybe_done(call);
 }
@@ -786,7 +820,7 @@ static int legacy_head(struct transport_sse_ex *x)
 {
 	char ep[1200];
 
-	x->head_pending = 0;
+	x->flags &= ~SXF_HEAD_PENDING;
 	if (start_sse(x) < 0)
 		return -1;
 	snprintf(ep, sizeof(ep), "%s?sessionId=%s", up_conf(x)->messages_path, x->sid);
@@ -818,7 +852,7 @@ static void legacy_get(struct transport_sse_ex *x)
 		/* A legacy upstream: the client's stream starts once the
 		 * upstream's did, so a dead upstream is a 502 here, not a stream
 		 * that opens and dies. */
-		x->head_pending = 1;
+		x->flags |= SXF_HEAD_PENDING;
 	} else if (legacy_head(x) < 0) {
 		session_end(s, "out of memory");
 		conn_abort(x->c, "out of memory");
@@ -937,8 +971,8 @@ static struct session *open_streamable(struct transport_sse_ex *x, int streamabl
 
 static void streamable_post(struct transport_sse_ex *x, json_t *body, struct evbuffer *raw)
 {
-	x->accepts_sse = accepts_sse(x->req);
-	x->batch = json_is_array(body);
+	sx_put(x, SXF_ACCEPTS_SSE, accepts_sse(x->req));
+	sx_put(x, SXF_BATCH, json_is_array(body));
 	if (!http_msg_get(x->req, HH_MCP_SESSION_ID)) {
 		json_t *m = json_is_object(body) ? body : NULL;
 		if (!m || jrpc_classify(m) != JRPC_REQUEST || strcmp(jrpc_method(m), "initialize") != 0) {
@@ -1155,7 +1189,7 @@ struct transport_sse_ex *transport_sse_adopt(struct conn *c, const struct http_m
 		conn_abort(c, "out of memory");
 		return NULL;
 	}
-	x->accepts_sse = accepts_sse(req);
+	sx_put(x, SXF_ACCEPTS_SSE, accepts_sse(req));
 	struct session *s = open_streamable(x, 1);
 	if (!s)
 		return x;
@@ -1173,8 +1207,8 @@ struct transport_sse_ex *transport_sse_adopt(struct conn *c, const struct http_m
 void transport_sse_drained(struct transport_sse_ex *x)
 {
 	check(x);
-	if (x->paused && !conn_output_full(x->c)) {
-		x->paused = 0;
+	if (sx_has(x, SXF_PAUSED) && !conn_output_full(x->c)) {
+		x->flags &= ~SXF_PAUSED;
 		session_resume(x->s);
 	}
 }
@@ -1183,12 +1217,12 @@ void transport_sse_shutdown(struct transport_sse_ex *x)
 {
 	check(x);
 	/* Streams end now so clients reconnect elsewhere; POSTs finish. */
-	if (x->head_pending) {
-		x->head_pending = 0;
-		x->ended = 1;
+	if (sx_has(x, SXF_HEAD_PENDING)) {
+		x->flags &= ~SXF_HEAD_PENDING;
+		x->flags |= SXF_ENDED;
 		reply_error(x, 503, NULL, JRPC_UPSTREAM_ERROR, "mcpwarden is shutting down");
-	} else if ((x->kind == SX_SSE_STREAM || x->kind == SX_STREAM) && !x->ended) {
-		x->ended = 1;
+	} else if ((x->kind == SX_SSE_STREAM || x->kind == SX_STREAM) && !sx_has(x, SXF_ENDED)) {
+		x->flags |= SXF_ENDED;
 		conn_reply_end(x->c);
 	}
 }
@@ -1206,7 +1240,7 @@ void transport_sse_free(struct transport_sse_ex *x, const char *client_error)
 	if (x->keepalive)
 		event_free(x->keepalive);
 	if (x->s) {
-		if (x->paused)
+		if (sx_has(x, SXF_PAUSED))
 			session_resume(x->s);
 		session_detach(x->s, x);
 		session_unref(x->s);

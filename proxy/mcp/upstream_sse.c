@@ -1,4 +1,6 @@
 /* upstream_sse: see upstream_sse.h.
+ * Over 800 lines: both upstream transports and the auto probe between them
+ * share the op list and the kick; the probe's fallback moves out first.
  *
  *   upstream_sse
  *     qhead ──▶ outmsg ─▶ outmsg ─▶ NULL     messages not sent yet, in order
@@ -28,6 +30,7 @@
 #include "proxy/net/http_parse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "proxy/base/flagnames.h"
 #include "proxy/base/sse.h"
 #include "proxy/net/upstream.h"
 #include "proxy/base/media.h"
@@ -63,25 +66,47 @@ enum op_body {
 	BODY_ERROR,   /* a refusal: collected (bounded) for its JSON-RPC error */
 };
 
+/* What an op is and what went by on it, one bit each of op->flags. */
+enum op_flag {
+	OPF_IS_REQUEST = 1u << 0,   /* sent is a request: a response is owed */
+	OPF_HAD_SESSION = 1u << 1,  /* sent with our Mcp-Session-Id */
+	OPF_ANSWERED = 1u << 2,     /* the response to `sent` went by */
+	OPF_FINISHED = 1u << 3,     /* no more callbacks will come */
+};
+
 struct op {
 	struct upstream_sse *f;     /* borrowed */
 	enum op_kind kind;
 	struct upstream_req *req;   /* owned */
 	struct outmsg *out;         /* owned: the message sent (POST), or NULL */
 	json_t *sent;               /* borrowed from out, or owned (OP_RESUME) */
-	int is_request;
-	int had_session;            /* sent with our Mcp-Session-Id */
+	unsigned flags;             /* enum op_flag */
 	int status;
 	char *content_type, *www_authenticate; /* owned: of a refusal, or NULL */
 	enum op_body body;
 	struct evbuffer *buf;       /* owned */
 	struct sse_reader *sse;     /* owned */
 	char last_id[256];          /* the last SSE event id seen on it */
-	int answered;               /* the response to `sent` went by */
-	int finished;               /* no more callbacks will come */
 	int resumes;
 	struct op *next;
 };
+
+/* One bit each of struct upstream_sse's flags word (upstream_sse_flags_str).
+ * The face's life is READY (once), then CLOSING, CLOSED_REPORTED (at most
+ * once, never after CLOSING), DELETE_STARTED and FINISHED (once the last
+ * op is gone); the others come and go. */
+enum face_flag {
+	UF_FALLBACK = 1u << 0,        /* auto: may still switch transport, once */
+	UF_READY = 1u << 1,           /* on_ready was called */
+	UF_CLOSING = 1u << 2,         /* upstream_sse_close ran: nothing new is sent */
+	UF_CLOSED_REPORTED = 1u << 3, /* on_closed was called */
+	UF_DELETE_STARTED = 1u << 4,  /* closing: ops freed, the DELETE sent if there is a session id */
+	UF_FINISHED = 1u << 5,        /* on_finished was called */
+	UF_POSTING = 1u << 6,         /* a POST that must finish first is out */
+	UF_GET_STARTED = 1u << 7,     /* Streamable standalone GET tried */
+	UF_PAUSED = 1u << 8,          /* backpressure: responses are not read */
+};
+#define UF_NFLAGS 9 /* the last flag is 1u << (UF_NFLAGS - 1) */
 
 struct upstream_sse {
 	unsigned magic;
@@ -90,26 +115,50 @@ struct upstream_sse {
 	const struct upstream_sse_cbs *cbs;
 	void *arg;
 	enum px_transport tr;                   /* SSE or STREAMABLE: what is tried now */
-	int fallback;                           /* may still switch, once */
-	int ready;                              /* on_ready was called */
-	int closing, closed_reported, delete_started, finished;
+	unsigned flags;                         /* enum face_flag */
 	struct op *ops;                         /* owned list */
 	struct op *stream;                      /* borrowed from ops */
 	struct outmsg *qhead, *qtail;           /* owned */
 	size_t nq, max_q;
-	int posting;                            /* a POST that must finish first is out */
 	char endpoint[2048];                    /* legacy: where to POST; "" until known */
 	char session_id[256];                   /* Streamable: the upstream's Mcp-Session-Id */
 	char protocol[64];                      /* Streamable: MCP-Protocol-Version to send */
 	char *authorization;                    /* owned, or NULL */
 	char detail[96];                        /* a refusal's reason, naming its status */
-	int get_started;                        /* Streamable standalone GET tried */
 	unsigned get_failures;
 	char get_last_id[256];
 	struct event *kick;                     /* owned */
 	struct event *retry;                    /* owned */
-	int paused;
 };
+
+static const char *const face_flag_names[] = {
+	"fallback", "ready", "closing", "closed-reported", "delete-started", "finished",
+	"posting", "get-started", "paused",
+};
+
+const char *upstream_sse_flags_str(const struct upstream_sse *f, char *buf, size_t len)
+{
+	_Static_assert(sizeof(face_flag_names) / sizeof(face_flag_names[0]) == UF_NFLAGS,
+	               "a name per face_flag");
+	_Static_assert(UF_PAUSED == 1u << (UF_NFLAGS - 1), "UF_NFLAGS is the count");
+	return flagnames_str(f->flags, face_flag_names, UF_NFLAGS, buf, len);
+}
+
+static int face_has(const struct upstream_sse *f, unsigned flag)
+{
+	return (f->flags & flag) != 0;
+}
+
+static int op_has(const struct op *op, unsigned flag)
+{
+	return (op->flags & flag) != 0;
+}
+
+/* auto, and the answer that says which transport this is not in yet. */
+static int probing(const struct upstream_sse *f)
+{
+	return face_has(f, UF_FALLBACK) && !face_has(f, UF_READY);
+}
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -152,18 +201,18 @@ static void kick(struct upstream_sse *f)
 
 static void report_closed(struct upstream_sse *f, const char *detail)
 {
-	if (f->closed_reported || f->closing)
+	if (face_has(f, UF_CLOSED_REPORTED) || face_has(f, UF_CLOSING))
 		return;
-	f->closed_reported = 1;
+	f->flags |= UF_CLOSED_REPORTED;
 	f->cbs->on_closed(f->arg, detail);
 }
 
 static void set_ready(struct upstream_sse *f)
 {
-	if (f->ready)
+	if (face_has(f, UF_READY))
 		return;
-	f->ready = 1;
-	f->fallback = 0;
+	f->flags |= UF_READY;
+	f->flags &= ~UF_FALLBACK;
 	f->cbs->on_ready(f->arg, f->tr);
 }
 
@@ -334,13 +383,14 @@ static struct op *op_start(struct upstream_sse *f, enum op_kind kind, struct evb
 	}
 	op->f = f;
 	op->kind = kind;
-	op->had_session = f->tr == PX_TRANSPORT_STREAMABLE && f->session_id[0];
+	if (f->tr == PX_TRANSPORT_STREAMABLE && f->session_id[0])
+		op->flags |= OPF_HAD_SESSION;
 	op->req = upstream_req_new(f->u, request, 0, &op_cbs, op);
 	if (!op->req) {
 		free(op);
 		return NULL;
 	}
-	if (f->paused)
+	if (face_has(f, UF_PAUSED))
 		upstream_req_pause(op->req);
 	op->next = f->ops;
 	f->ops = op;
@@ -374,7 +424,7 @@ static void op_free(struct op *op)
 /* The op gets no more callbacks: free it from the loop. */
 static void op_finish(struct op *op)
 {
-	op->finished = 1;
+	op->flags |= OPF_FINISHED;
 	if (op->f->stream == op)
 		op->f->stream = NULL;
 	kick(op->f);
@@ -407,18 +457,19 @@ static void start_post(struct upstream_sse *f, struct outmsg *q)
 	}
 	op->out = q;
 	op->sent = q->msg;
-	op->is_request = jrpc_classify(q->msg) == JRPC_REQUEST;
+	if (jrpc_classify(q->msg) == JRPC_REQUEST)
+		op->flags |= OPF_IS_REQUEST;
 	/* One at a time to a legacy endpoint (the order is the stream's), and
 	 * the probe alone until its answer says which transport this is. */
-	if (f->tr == PX_TRANSPORT_SSE || (f->fallback && !f->ready))
-		f->posting = 1;
+	if (f->tr == PX_TRANSPORT_SSE || probing(f))
+		f->flags |= UF_POSTING;
 }
 
 /* The rest of a Streamable POST reply that was cut after an event id: the
  * spec's resumption is a GET carrying Last-Event-ID. */
 static int start_resume(struct upstream_sse *f, struct op *cut)
 {
-	if (cut->resumes >= RESUME_MAX || !cut->last_id[0] || f->closing)
+	if (cut->resumes >= RESUME_MAX || !cut->last_id[0] || face_has(f, UF_CLOSING))
 		return -1;
 	struct evbuffer *rq = build_request(f, "GET", uconf(f)->target, "text/event-stream",
 	                                    cut->last_id, NULL, 0);
@@ -426,7 +477,7 @@ static int start_resume(struct upstream_sse *f, struct op *cut)
 	if (!op)
 		return -1;
 	op->sent = json_incref(cut->sent);
-	op->is_request = 1;
+	op->flags |= OPF_IS_REQUEST;
 	op->resumes = cut->resumes + 1;
 	memcpy(op->last_id, cut->last_id, sizeof(op->last_id));
 	log_msg(LOG_DEBUG, "upstream %s: reply cut before its response: resuming it", uconf(f)->name);
@@ -447,7 +498,7 @@ static void pop_and_post(struct upstream_sse *f)
 /* Sends what may be sent now. Runs from kick only. */
 static void pump(struct upstream_sse *f)
 {
-	while (f->qhead && !f->closing && !f->posting) {
+	while (f->qhead && !face_has(f, UF_CLOSING) && !face_has(f, UF_POSTING)) {
 		if (f->tr == PX_TRANSPORT_SSE && !f->endpoint[0])
 			return;
 		pop_and_post(f);
@@ -461,8 +512,8 @@ static void switch_to_sse(struct upstream_sse *f, struct op *refused)
 	log_msg(LOG_INFO, "upstream %s (%s): Streamable HTTP refused (HTTP %d): trying the legacy "
 	        "HTTP+SSE transport", uconf(f)->name, uconf(f)->url_safe, refused->status);
 	f->tr = PX_TRANSPORT_SSE;
-	f->fallback = 0;
-	f->posting = 0;
+	f->flags &= ~UF_FALLBACK;
+	f->flags &= ~UF_POSTING;
 	/* The refused message goes first again, on the other transport. */
 	struct outmsg *q = refused->out;
 	refused->out = NULL;
@@ -480,7 +531,7 @@ static void switch_to_streamable(struct upstream_sse *f, int status)
 	log_msg(LOG_INFO, "upstream %s (%s): legacy SSE stream refused (HTTP %d): trying Streamable "
 	        "HTTP", uconf(f)->name, uconf(f)->url_safe, status);
 	f->tr = PX_TRANSPORT_STREAMABLE;
-	f->fallback = 0;
+	f->flags &= ~UF_FALLBACK;
 	kick(f);
 }
 
@@ -515,9 +566,9 @@ static void emit(struct op *op, json_t *msg, const char *raw, size_t raw_len)
 		        uconf(f)->name);
 		return;
 	}
-	if (op->sent && op->is_request && (k == JRPC_RESULT || k == JRPC_ERROR) &&
+	if (op->sent && op_has(op, OPF_IS_REQUEST) && (k == JRPC_RESULT || k == JRPC_ERROR) &&
 	    jrpc_id_equal(jrpc_id(msg), jrpc_id(op->sent))) {
-		op->answered = 1;
+		op->flags |= OPF_ANSWERED;
 		if (k == JRPC_RESULT && f->tr == PX_TRANSPORT_STREAMABLE &&
 		    is_method(op->sent, "initialize")) {
 			json_t *pv = json_object_get(json_object_get(msg, "result"), "protocolVersion");
@@ -538,7 +589,7 @@ static void emit_json(struct op *op, const char *bytes, size_t len)
 	if (json_is_object(v)) {
 		emit(op, v, bytes, len);
 	} else if (json_is_array(v)) {
-		for (size_t i = 0; i < json_array_size(v) && !op->f->closing; i++)
+		for (size_t i = 0; i < json_array_size(v) && !face_has(op->f, UF_CLOSING); i++)
 			emit(op, json_array_get(v, i), NULL, 0);
 	} else {
 		log_msg(LOG_WARN, "upstream %s: a reply that is not JSON-RPC was dropped",
@@ -581,7 +632,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		memcpy(f->endpoint, ep, sizeof(ep));
 		set_ready(f);
 		kick(f);
-		return f->closing ? 1 : 0;
+		return face_has(f, UF_CLOSING) ? 1 : 0;
 	}
 	if (ev->event && !(ev->event_len == 7 && memcmp(ev->event, "message", 7) == 0)) {
 		log_msg(LOG_DEBUG, "upstream %s: SSE event \"%.*s\" ignored", uconf(f)->name,
@@ -591,7 +642,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 	if (!ev->data || ev->data_len == 0)
 		return 0; /* priming events, retry hints: ours to keep */
 	emit_json(op, ev->data, ev->data_len);
-	return f->closing ? 1 : 0;
+	return face_has(f, UF_CLOSING) ? 1 : 0;
 }
 
 /* ---- upstream_req callbacks ---------------------------------------------------- */
@@ -635,16 +686,16 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 	if (!ok)
 		keep_refusal_head(op, ct, resp);
 	if (f->tr == PX_TRANSPORT_SSE) {
-		f->posting = 0;
+		f->flags &= ~UF_POSTING;
 		kick(f);
-		if (ok && op->is_request) {
+		if (ok && op_has(op, OPF_IS_REQUEST)) {
 			f->cbs->on_accepted(f->arg, op->sent);
-			if (f->closing)
+			if (face_has(f, UF_CLOSING))
 				return refuse(op);
 		}
 		return start_body(op, ok ? BODY_IGNORE : BODY_ERROR);
 	}
-	if (f->fallback && !f->ready && upstream_sse_probe_refused(status, ct) && op->out &&
+	if (probing(f) && upstream_sse_probe_refused(status, ct) && op->out &&
 	    is_method(op->sent, "initialize")) {
 		switch_to_sse(f, op);
 		return refuse(op);
@@ -653,22 +704,22 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 	if (ok && sid && !f->session_id[0] && strlen(sid) < sizeof(f->session_id) &&
 	    visible_ascii(sid, strlen(sid)))
 		memcpy(f->session_id, sid, strlen(sid) + 1);
-	if (status == 404 && op->had_session) {
+	if (status == 404 && op_has(op, OPF_HAD_SESSION)) {
 		/* Our session id is unknown there now: the session is over, and
 		 * the client must start again (docs/transports.md "Sessions"). */
 		report_closed(f, "the upstream ended the session (404 for its session id)");
 		return refuse(op);
 	}
-	if (f->posting) {
-		f->posting = 0;
+	if (face_has(f, UF_POSTING)) {
+		f->flags &= ~UF_POSTING;
 		kick(f);
 	}
 	if (!ok)
 		return start_body(op, BODY_ERROR);
 	set_ready(f);
-	if (!f->closing && op->is_request)
+	if (!face_has(f, UF_CLOSING) && op_has(op, OPF_IS_REQUEST))
 		f->cbs->on_accepted(f->arg, op->sent);
-	if (f->closing)
+	if (face_has(f, UF_CLOSING))
 		return refuse(op);
 	if (status == 202 || status == 204)
 		return start_body(op, BODY_IGNORE);
@@ -695,7 +746,7 @@ static int stream_head(struct op *op, int status, const char *ct)
 	if (f->tr == PX_TRANSPORT_SSE) {
 		if (sse)
 			return start_body(op, BODY_SSE); /* the request timeout runs until `endpoint` */
-		if (f->fallback && !f->ready && upstream_sse_stream_refused(status, ct)) {
+		if (probing(f) && upstream_sse_stream_refused(status, ct)) {
 			switch_to_streamable(f, status);
 			return refuse(op);
 		}
@@ -722,7 +773,7 @@ static int op_on_head(void *arg, const struct http_msg *resp)
 	const char *ct = http_msg_get(resp, HH_CONTENT_TYPE);
 
 	op->status = http_msg_status(resp);
-	if (op->f->closing && op->kind != OP_DELETE)
+	if (face_has(op->f, UF_CLOSING) && op->kind != OP_DELETE)
 		return refuse(op);
 	switch (op->kind) {
 	case OP_POST:
@@ -741,7 +792,7 @@ static int op_on_body(void *arg, const char *data, size_t len)
 	struct op *op = arg;
 	struct upstream_sse *f = op->f;
 
-	if (f->closing && op->kind != OP_DELETE)
+	if (face_has(f, UF_CLOSING) && op->kind != OP_DELETE)
 		return refuse(op);
 	switch (op->body) {
 	case BODY_IGNORE:
@@ -755,7 +806,7 @@ static int op_on_body(void *arg, const char *data, size_t len)
 		    evbuffer_get_length(op->buf) > f->ctx->cfg->limits.max_body_bytes) {
 			f->cbs->on_failed(f->arg, op->sent, 502, "the upstream's reply is too large",
 			                  NULL, NULL);
-			op->answered = 1;
+			op->flags |= OPF_ANSWERED;
 			return refuse(op);
 		}
 		return 0;
@@ -765,8 +816,8 @@ static int op_on_body(void *arg, const char *data, size_t len)
 			log_msg(LOG_WARN, "upstream %s: an SSE event is over the size limit", uconf(f)->name);
 			if (op->kind == OP_STREAM && f->tr == PX_TRANSPORT_SSE)
 				report_closed(f, "an SSE event from the upstream is over the size limit");
-			else if (op->sent && op->is_request && !op->answered) {
-				op->answered = 1;
+			else if (op->sent && op_has(op, OPF_IS_REQUEST) && !op_has(op, OPF_ANSWERED)) {
+				op->flags |= OPF_ANSWERED;
 				f->cbs->on_failed(f->arg, op->sent, 502,
 				                  "an SSE event from the upstream is over the size limit", NULL,
 				                  NULL);
@@ -795,7 +846,7 @@ static json_t *error_reply(struct op *op)
 
 static void schedule_get_retry(struct upstream_sse *f)
 {
-	if (f->closing || f->get_failures >= GET_RETRIES)
+	if (face_has(f, UF_CLOSING) || f->get_failures >= GET_RETRIES)
 		return;
 	f->get_failures++;
 	struct timeval tv = {0, GET_RETRY_MS * 1000};
@@ -806,13 +857,14 @@ static void schedule_get_retry(struct upstream_sse *f)
 static void unanswered(struct op *op, int status, const char *detail)
 {
 	struct upstream_sse *f = op->f;
-	if (!op->sent || !op->is_request || op->answered || f->closing)
+	if (!op->sent || !op_has(op, OPF_IS_REQUEST) || op_has(op, OPF_ANSWERED) ||
+	    face_has(f, UF_CLOSING))
 		return;
 	if (f->tr != PX_TRANSPORT_STREAMABLE)
 		return; /* legacy: the response comes on the stream */
 	if ((op->body == BODY_SSE || op->kind == OP_RESUME) && start_resume(f, op) == 0)
 		return;
-	op->answered = 1;
+	op->flags |= OPF_ANSWERED;
 	f->cbs->on_failed(f->arg, op->sent, status, detail, NULL, NULL);
 }
 
@@ -822,7 +874,7 @@ static void op_on_done(void *arg)
 	struct upstream_sse *f = op->f;
 
 	op_finish(op);
-	if (f->closing)
+	if (face_has(f, UF_CLOSING))
 		return;
 	switch (op->kind) {
 	case OP_POST:
@@ -836,7 +888,7 @@ static void op_on_done(void *arg)
 				.body = len ? (const char *)evbuffer_pullup(op->buf, -1) : NULL,
 				.body_len = len,
 			};
-			op->answered = 1;
+			op->flags |= OPF_ANSWERED;
 			/* The real status, as a Streamable client would see it. */
 			snprintf(f->detail, sizeof(f->detail), "the upstream %s the message (HTTP %d)",
 			         op->status >= 500 ? "failed" : "refused", op->status);
@@ -848,12 +900,12 @@ static void op_on_done(void *arg)
 			size_t len = evbuffer_get_length(op->buf);
 			emit_json(op, (const char *)evbuffer_pullup(op->buf, -1), len);
 		}
-		if (f->closing)
+		if (face_has(f, UF_CLOSING))
 			return;
-		if (f->tr == PX_TRANSPORT_STREAMABLE && !f->get_started &&
+		if (f->tr == PX_TRANSPORT_STREAMABLE && !face_has(f, UF_GET_STARTED) &&
 		    is_method(op->sent, "notifications/initialized")) {
 			/* The spec's moment for the standalone stream. */
-			f->get_started = 1;
+			f->flags |= UF_GET_STARTED;
 			start_stream(f, NULL);
 		}
 		if (op->status != 202)
@@ -882,19 +934,19 @@ static void op_on_error(void *arg, enum upstream_err err, const char *detail)
 	int status = err == UPSTREAM_ERR_TIMEOUT ? 504 : 502;
 
 	op_finish(op);
-	if (f->closing)
+	if (face_has(f, UF_CLOSING))
 		return;
 	switch (op->kind) {
 	case OP_POST:
-		if (f->posting) {
-			f->posting = 0;
+		if (face_has(f, UF_POSTING)) {
+			f->flags &= ~UF_POSTING;
 			kick(f);
 		}
-		if (op->body == BODY_SSE || op->answered) {
+		if (op->body == BODY_SSE || op_has(op, OPF_ANSWERED)) {
 			unanswered(op, status, detail);
 			return;
 		}
-		op->answered = 1;
+		op->flags |= OPF_ANSWERED;
 		f->cbs->on_failed(f->arg, op->sent, status, detail, NULL, NULL);
 		return;
 	case OP_RESUME:
@@ -924,7 +976,7 @@ static void free_ops(struct upstream_sse *f, int all)
 	struct op **pp = &f->ops;
 	while (*pp) {
 		struct op *op = *pp;
-		if (all || op->finished) {
+		if (all || op_has(op, OPF_FINISHED)) {
 			*pp = op->next;
 			if (f->stream == op)
 				f->stream = NULL;
@@ -941,9 +993,9 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	assert(f->magic == UPSSE_MAGIC);
-	if (f->closing) {
-		if (!f->delete_started) {
-			f->delete_started = 1;
+	if (face_has(f, UF_CLOSING)) {
+		if (!face_has(f, UF_DELETE_STARTED)) {
+			f->flags |= UF_DELETE_STARTED;
 			/* Freeing unfinished requests closes their connections: that
 			 * is how a legacy upstream learns the session is over. */
 			free_ops(f, 1);
@@ -954,8 +1006,8 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 		free_ops(f, 0);
-		if (!f->ops && !f->finished) {
-			f->finished = 1;
+		if (!f->ops && !face_has(f, UF_FINISHED)) {
+			f->flags |= UF_FINISHED;
 			f->cbs->on_finished(f->arg);
 		}
 		return;
@@ -969,7 +1021,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	struct upstream_sse *f = arg;
 	(void)fd;
 	(void)what;
-	if (f->closing || f->stream)
+	if (face_has(f, UF_CLOSING) || f->stream)
 		return;
 	log_msg(LOG_DEBUG, "upstream %s: re-opening the standalone GET stream", uconf(f)->name);
 	start_stream(f, f->get_last_id[0] ? f->get_last_id : NULL);
@@ -990,7 +1042,8 @@ struct upstream_sse *upstream_sse_new(struct px_ctx *ctx, size_t up, enum px_tra
 	f->cbs = cbs;
 	f->arg = arg;
 	f->tr = first == PX_TRANSPORT_SSE ? PX_TRANSPORT_SSE : PX_TRANSPORT_STREAMABLE;
-	f->fallback = fallback;
+	if (fallback)
+		f->flags |= UF_FALLBACK;
 	f->max_q = ctx->cfg->limits.max_session_queue;
 	f->kick = event_new(ctx->base, -1, 0, kick_cb, f);
 	f->retry = evtimer_new(ctx->base, retry_cb, f);
@@ -1027,7 +1080,7 @@ void upstream_sse_free(struct upstream_sse *f)
 
 int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size_t raw_len)
 {
-	if (f->closing || f->nq >= f->max_q)
+	if (face_has(f, UF_CLOSING) || f->nq >= f->max_q)
 		return -1;
 	struct outmsg *q = calloc(1, sizeof(*q));
 	if (!q)
@@ -1058,9 +1111,9 @@ int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size
 
 void upstream_sse_close(struct upstream_sse *f)
 {
-	if (f->closing)
+	if (face_has(f, UF_CLOSING))
 		return;
-	f->closing = 1;
+	f->flags |= UF_CLOSING;
 	while (f->qhead) {
 		struct outmsg *q = f->qhead;
 		f->qhead = q->next;
@@ -1074,27 +1127,27 @@ void upstream_sse_close(struct upstream_sse *f)
 
 void upstream_sse_pause(struct upstream_sse *f)
 {
-	if (f->paused)
+	if (face_has(f, UF_PAUSED))
 		return;
-	f->paused = 1;
+	f->flags |= UF_PAUSED;
 	for (struct op *op = f->ops; op; op = op->next)
-		if (!op->finished)
+		if (!op_has(op, OPF_FINISHED))
 			upstream_req_pause(op->req);
 }
 
 void upstream_sse_resume(struct upstream_sse *f)
 {
-	if (!f->paused)
+	if (!face_has(f, UF_PAUSED))
 		return;
-	f->paused = 0;
+	f->flags &= ~UF_PAUSED;
 	for (struct op *op = f->ops; op; op = op->next)
-		if (!op->finished)
+		if (!op_has(op, OPF_FINISHED))
 			upstream_req_resume(op->req);
 }
 
 enum px_transport upstream_sse_transport(const struct upstream_sse *f)
 {
-	if (f->fallback && !f->ready)
+	if (probing(f))
 		return PX_TRANSPORT_AUTO;
 	return f->tr;
 }

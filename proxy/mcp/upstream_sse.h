@@ -114,6 +114,9 @@ void upstream_sse_resume(struct upstream_sse *f);
 
 /* The transport in use: PX_TRANSPORT_AUTO while the probe runs. */
 enum px_transport upstream_sse_transport(const struct upstream_sse *f);
+/* f's flags for a log line ("ready|posting", "|"-separated), written to
+ * buf (truncated to len); returns buf. */
+const char *upstream_sse_flags_str(const struct upstream_sse *f, char *buf, size_t len);
 
 /* Resolves the data of a legacy `endpoint` event against the upstream's
  * URL (uc->target, uc->host, uc->port) into a request-target for POSTs.
