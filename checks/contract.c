@@ -1,6 +1,6 @@
 /* contract.c: the tool-definition contract checker (see contract.h).
  *
- * Over 800 lines: the checks, the memo and the rendering all read and write
+ * Why this file is long (over 800 lines): the checks, the memo and the rendering all read and write
  * struct contract_report's tool records and findings and the codes table;
  * the memo (about 450 lines, a cache for unchanged tools) is the part to
  * move out first, behind accessors to those records.

@@ -1,6 +1,6 @@
 /* drift.c: the baseline diff of two tool lists (see drift.h).
  *
- * Over 800 lines: the comparisons (half of it) read every schema through
+ * Why this file is long (over 800 lines): the comparisons (half of it) read every schema through
  * the type bit sets and the anyOf/oneOf/$ref reader above them and fill one
  * struct ctx and report; a split would have to export those three in a
  * private header.

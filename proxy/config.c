@@ -1,6 +1,6 @@
 /* config: see config.h.
  *
- * Over 800 lines: the JSON file, argv and reload sections all fill one
+ * Why this file is long (over 800 lines): the JSON file, argv and reload sections all fill one
  * struct px_config through the small parsers and the error collector at the
  * top (parse_uint, parse_listen, path_ok, config_defaults, errs); splitting
  * a section out needs those in a private config header, with

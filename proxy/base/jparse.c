@@ -1,6 +1,6 @@
 /* jparse: see jparse.h.
  *
- * Over 800 lines only by the element-span skimmer at the end, which shares
+ * Why this file is long (over 800 lines): the element-span skimmer at the end, which shares
  * nothing with the parser: moving it out means splitting jparse.h's API in
  * two (jparse_elements*), the step to take when either half grows.
  *

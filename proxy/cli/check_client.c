@@ -1,5 +1,5 @@
 /* check_client: see check_client.h.
- * Long (~1.2k lines) because it is one state machine: the steps, the HTTP
+ * Why this file is long (~1.2k lines): it is one state machine: the steps, the HTTP
  * exchanges, redirects and fallbacks all read and write struct chk, so a
  * split would have to export that struct and its transitions.
  *

@@ -1,6 +1,6 @@
 /* hook_contract: see hook_contract.h.
  *
- * Over 800 lines: listings, reports, pages and the verdict cache all read
+ * Why this file is long (over 800 lines): listings, reports, pages and the verdict cache all read
  * and write the per-upstream struct up_state under hc->lock; the verdict
  * cache (its own section, a tuning layer) is what to move out first, once
  * up_state has accessors.

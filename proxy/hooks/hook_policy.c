@@ -4,7 +4,7 @@
  * tracker tells it of: tracker_page, tracker_list_changed), turns a
  * message into a policy_input, and acts on the decision.
  *
- * Over 800 lines: tool tables, views, readers and judging share the
+ * Why this file is long (over 800 lines): tool tables, views, readers and judging share the
  * lock-free view protocol drawn below (struct view, reader, pgen and their
  * refcount rules under hp->lock); a split would spread those rules over two
  * files, the one thing this file must keep in one place.

@@ -1,6 +1,6 @@
 /* hook_record: see hook_record.h.
  *
- * Over 800 lines (1.3k): what a record says (built from messages,
+ * Why this file is long (1.3k lines): what a record says (built from messages,
  * settled at the exchange's end) and the machinery that carries it (the
  * pools, the per-thread outboxes, the in-flight lists /calls/inflight
  * reads) share struct rx, pending and hr_local; the outboxes (publishing,

@@ -1,6 +1,6 @@
 /* redact: see redact.h.
  *
- * Over 800 lines: the key and value matchers, the JSON walk and the
+ * Why this file is long (over 800 lines): the key and value matchers, the JSON walk and the
  * preview memo share the redactor's published value set; each part is
  * small, and splitting them would only export that set's internals.
  *

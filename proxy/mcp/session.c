@@ -1,5 +1,5 @@
 /* session: see session.h.
- * Over 800 lines: the table, the routing and the answers owed share struct
+ * Why this file is long (over 800 lines): the table, the routing and the answers owed share struct
  * session's insides; the table (ids, buckets, LRU, sweep, reap) moves out first.
  *
  *   session_table

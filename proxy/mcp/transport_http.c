@@ -1,6 +1,6 @@
 /* transport_http: the Streamable HTTP adapter (MCP 2025-03-26 .. 2025-11-25).
  *
- * Over 800 lines: routing, replies, the hook, SSE and JSON replies and the
+ * Why this file is long (over 800 lines): routing, replies, the hook, SSE and JSON replies and the
  * upstream callbacks all step the one struct exchange; the SSE and JSON
  * reply paths are the seams, once struct exchange moves to a types header
  * both can include.

@@ -1,5 +1,5 @@
 /* transport_sse: see transport_sse.h.
- * Over 800 lines: both client faces of a translated session share the
+ * Why this file is long (over 800 lines): both client faces of a translated session share the
  * exchange and its delivery; the legacy POST's call (SX_CALL) moves out first.
  *
  *   conn ──▶ transport_http exchange ──xlate──▶ transport_sse_ex ──s──▶ session

@@ -1,5 +1,5 @@
 /* upstream_sse: see upstream_sse.h.
- * Over 800 lines: both upstream transports and the auto probe between them
+ * Why this file is long (over 800 lines): both upstream transports and the auto probe between them
  * share the op list and the kick; the probe's fallback moves out first.
  *
  *   upstream_sse

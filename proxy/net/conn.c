@@ -7,7 +7,7 @@
  * conn_owner), the body of conn's own refusals comes from the handler
  * (->error_body): nothing here calls up.
  *
- * Over 800 lines on purpose: one state machine (parse, reply framing,
+ * Why this file is long (over 800 lines, on purpose): one state machine (parse, reply framing,
  * the direct writes, EOF and the handoff) whose parts all read and change
  * struct conn's state and flags; split, that struct would have to leave
  * this file. The handoff between workers is the first part to move if

@@ -1,6 +1,6 @@
 /* http_parse: see http_parse.h.
  *
- * Over 800 lines: it is one fuzzed parser; every llhttp callback appends to
+ * Why this file is long (over 800 lines): it is one fuzzed parser; every llhttp callback appends to
  * the bounded buffer and header array of struct http_parser, and the
  * per-header steps are inline for speed, so a split would export that
  * struct and lose the inlining on the hot path.

@@ -15,7 +15,7 @@
  * when a callback says stop. req_moves is the table, req_to the one place
  * the state changes.
  *
- * ~900 lines, one file: the exchange and the pool share the insides of
+ * Why this file is long (~900 lines, one file): the exchange and the pool share the insides of
  * struct upconn (its parser, read side and callbacks), each step of one
  * touching the other's.
  */

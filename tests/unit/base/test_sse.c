@@ -1,4 +1,6 @@
 /* Unit tests for proxy/base/sse.c, through the public API only.
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * Each report from the reader is rendered into one line of a text log so a
  * test states the whole expected outcome as a string:

@@ -1,4 +1,6 @@
 /* Unit tests for checks/contract.c, through the public API only.
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * Listings are written with single quotes (th_json() turns them into double
  * quotes) so they read like the JSON they are. Every code has a test that

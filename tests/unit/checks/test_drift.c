@@ -1,4 +1,6 @@
 /* Unit tests for checks/drift.c, through the public API only.
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * Each test diffs a pair of listings written with single quotes (th_json()
  * turns them into double quotes) and asserts code, kind AND pointer of

@@ -1,6 +1,8 @@
 /* Unit tests for proxy/hooks/hook_contract.c: the hook driven through the real
  * inspect chain with fabricated tools/list exchanges (request + response,
  * as transport_http hands them over for a JSON reply or one SSE event).
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * Covers: each mode, pages of one listing checked together (duplicates
  * across pages, no-tools and tool-removed only at the end), cursor loops,

@@ -1,4 +1,6 @@
 /* Unit tests for proxy/mcp/session.c (and the pure helpers of upstream_sse.c).
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * The table runs without a px_ctx: no timers, no upstream face. The client
  * face is a fake that records every delivery; "targets" are fake exchanges

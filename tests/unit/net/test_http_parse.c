@@ -1,4 +1,6 @@
 /* Unit tests for proxy/net/http_parse.c, through the public API only.
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * Most tests go through one driver, run_feed(), which feeds an input cut at
  * the given offsets, resets after every complete message (as conn.c and

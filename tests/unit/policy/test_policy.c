@@ -1,6 +1,8 @@
 /* Unit tests for policy/ (policy.c, policy_load.c), through the public API,
  * and for its glue proxy/hooks/hook_policy.c, driven through the message hook
  * (inspect_message) the way the transports drive it.
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  *
  * Policies and arguments are written with single quotes; J() turns them
  * into double quotes. call() evaluates a tools/call of a listed tool with

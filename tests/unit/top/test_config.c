@@ -1,5 +1,8 @@
 /* Unit tests for proxy/config.c: upstream URLs, JSON config files (written
  * to temporary files) and the command line. Public API only.
+ *
+ * Why this file is long: one test per behaviour of the module, each reading
+ * on its own (a failure names one behaviour), with the regression cases.
  */
 #include <setjmp.h>
 #include <stdarg.h>
