@@ -2,7 +2,7 @@
 # make deps: installs the Debian packages mcpwarden builds and tests with.
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -eu
-PKGS="gcc make pkg-config libevent-dev libjansson-dev libssl-dev node-llhttp libcmocka-dev libjemalloc-dev clang libclang-rt-14-dev valgrind openssl perl-base prometheus chromium nodejs npm"
+PKGS="gcc make pkg-config libevent-dev libjansson-dev libssl-dev node-llhttp libcmocka-dev libjemalloc-dev clang libclang-rt-14-dev valgrind openssl perl-base prometheus chromium nodejs npm json-schema-test-suite libtest-json-schema-acceptance-perl"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
