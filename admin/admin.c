@@ -43,6 +43,7 @@
 #include "proxy/hooks/redact.h"
 #include "proxy/net/conn.h"
 #include "proxy/net/http_parse.h"
+#include "proxy/net/http_resp.h"
 #include "proxy/net/listener.h"
 #include "proxy/net/origin.h"
 #include "proxy/net/tls.h"
@@ -427,17 +428,6 @@ static void admin_xfree(struct exchange *ex, const char *client_error)
 	free(ax);
 }
 
-/* The HTTP layer's own refusals on the admin port (408, 413, 431, a
- * client over its share) answer as the MCP port's do: a JSON-RPC error,
- * so a client of either reads one shape. */
-static const char *admin_error_body(int status, enum conn_refusal why, const char *text,
-                                    struct evbuffer *out)
-{
-	int code = why == CONN_REFUSED_SHUTDOWN ? JRPC_UPSTREAM_ERROR : JRPC_INVALID_REQUEST;
-	(void)status;
-	return jrpc_error_text(code, text, out) == 0 ? "application/json" : NULL;
-}
-
 static const struct transport_ops admin_ops = {
 	.name = "admin",
 	.low_priority = 1,
@@ -445,7 +435,9 @@ static const struct transport_ops admin_ops = {
 	.drained = admin_drained,
 	.shutdown = admin_shutdown,
 	.free = admin_xfree,
-	.error_body = admin_error_body,
+	/* The HTTP layer's own refusals on the admin port (408, 413, 431, a
+	 * client over its share) answer as the MCP port's do. */
+	.error_body = http_resp_jrpc_error_body,
 };
 
 /* ---- set-up and teardown ---------------------------------------------------- */

@@ -8,13 +8,18 @@ const char *flagnames_str(unsigned flags, const char *const *names, unsigned n, 
 {
 	size_t used = 0;
 
-	if (len)
-		buf[0] = '\0';
+	if (!len)
+		return buf;
+	buf[0] = '\0';
 	for (unsigned i = 0; i < n && i < 32; i++) {
-		if (!(flags & (1u << i)) || used >= len)
+		if (!(flags & (1u << i)))
 			continue;
 		int w = snprintf(buf + used, len - used, "%s%s", used ? "|" : "", names[i]);
-		used = w < 0 ? len : used + (size_t)w;
+		if (w < 0 || (size_t)w >= len - used) {
+			buf[used] = '\0'; /* cut short: whole names only */
+			break;
+		}
+		used += (size_t)w;
 	}
 	return buf;
 }

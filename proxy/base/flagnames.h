@@ -2,8 +2,10 @@
  *
  * Every state machine keeps its facts besides the state in one flags word
  * (bit i named names[i]); this writes the bits that are set, "|"-separated,
- * into buf, truncating to len (always NUL-terminated when len > 0), and
- * returns buf. Bits without a name (i >= n) are left out.
+ * into buf and returns buf. What does not fit in len is left out by whole
+ * names (a log line never shows half a name, which could read as another
+ * flag); buf is always NUL-terminated when len > 0. Bits without a name
+ * (i >= n) are left out.
  *
  * Pure: no state, no allocation.
  */

@@ -823,7 +823,7 @@ static void remember(struct hook_policy *hp, size_t i, const json_t *tools)
 
 /* Whether a listed tool is hidden is what its tools/call without
  * arguments would be decided: a listing of 1,000 tools ran policy_eval
- * 1,000 times (4.6M instructions), when what a tool's name and hints
+ * 1,000 times, each a walk of the rules, when what a tool's name and hints
  * decide is kept in its table entry (as for its calls, judge()) or in the
  * reader's memo. remember() has just put this listing's hints in live,
  * so both agree with policy_eval on in. */

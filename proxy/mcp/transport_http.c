@@ -446,7 +446,7 @@ static void reply_error(struct exchange *ex, int status, int code, const char *m
 		conn_abort(ex->c, "out of memory");
 		return;
 	}
-	conn_reply_json(ex->c, status, err);
+	conn_reply_error(ex->c, status, err, message);
 	json_decref(err);
 }
 
@@ -469,7 +469,7 @@ static int check_mirrored_headers(struct exchange *ex, enum mirror_era era)
 	ex->end = INSPECT_END_REJECTED;
 	ex->error = "mirrored headers disagree with the body";
 	if (resp)
-		conn_reply_json(ex->c, r.status, resp);
+		conn_reply_error(ex->c, r.status, resp, r.message);
 	else
 		conn_abort(ex->c, "out of memory");
 	json_decref(resp);
@@ -1669,18 +1669,6 @@ static void http_deadline(struct exchange *ex)
 	conn_reply_end(ex->c);
 }
 
-/* transport_ops.error_body (transport.h): what the HTTP layer refuses
- * before any request reached us is told as a JSON-RPC error without an id
- * (none was read): -32600 for the request, the upstream error code when
- * mcpwarden is shutting down. */
-static const char *http_error_body(int status, enum conn_refusal why, const char *text,
-                                   struct evbuffer *out)
-{
-	int code = why == CONN_REFUSED_SHUTDOWN ? JRPC_UPSTREAM_ERROR : JRPC_INVALID_REQUEST;
-	(void)status;
-	return jrpc_error_text(code, text, out) == 0 ? "application/json" : NULL;
-}
-
 const struct transport_ops transport_http_ops = {
 	.name = "streamable_http",
 	.route = transport_sse_route,
@@ -1690,5 +1678,5 @@ const struct transport_ops transport_http_ops = {
 	.deadline = http_deadline,
 	.replied = http_replied,
 	.free = http_free,
-	.error_body = http_error_body,
+	.error_body = http_resp_jrpc_error_body,
 };

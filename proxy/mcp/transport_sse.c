@@ -214,7 +214,7 @@ static void reply_error(struct transport_sse_ex *x, int status, const json_t *id
 		conn_abort(x->c, "out of memory");
 		return;
 	}
-	conn_reply_json(x->c, status, err);
+	conn_reply_error(x->c, status, err, message);
 	json_decref(err);
 }
 

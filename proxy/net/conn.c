@@ -44,6 +44,7 @@
 #include "proxy/net/sockread.h"
 #include "proxy/net/transport.h"
 #include "proxy/base/clock.h"
+#include "proxy/base/flagnames.h"
 
 #define CONN_MAGIC 0x636f6e6eu /* "conn" */
 
@@ -180,17 +181,18 @@ struct conn {
 	size_t head_len;
 	char head[CONN_HEAD_MAX];
 	/* Empty evbuffers kept for the next request (conn_buffer_get): a
-	 * call used four, and an evbuffer_new + evbuffer_free costs ~700
-	 * instructions. Kept per connection, not per worker: MCP clients
-	 * keep their connection, and a conn needs no lock. */
+	 * call used four, each an allocation and a free (of the evbuffer
+	 * and its lock and callback state) that a kept one spares. Kept per
+	 * connection, not per worker: MCP clients keep their connection, and
+	 * a conn needs no lock. */
 	struct evbuffer *spare[CONN_SPARE_BUFFERS]; /* owned */
 	unsigned nspare;
 	const char *abort_reason;
 	uint64_t start_us, bytes_in, bytes_out;
 	uint64_t first_us;              /* a head's first byte, when it came in pieces; or 0 */
 	/* The message of the proxy's own 4xx error reply to this request
-	 * (conn_reply_note), copied: the reply's JSON is gone by the time
-	 * the exchange logs. Empty: none. */
+	 * (conn_reply_error, read by conn_reply_note), copied: the caller's
+	 * string is gone by the time the exchange logs. Empty: none. */
 	char reply_note[128];
 };
 
@@ -215,19 +217,10 @@ const char *conn_flags_str(const struct conn *c, char *buf, size_t len)
 		"req-head", "close-after", "chunked", "stream-reply", "flush-due", "output-full",
 		"aborting", "peer-eof", "handed-off", "handed-in",
 	};
-	size_t n = 0;
 
 	_Static_assert(sizeof(names) / sizeof(names[0]) == CONN_NFLAGS, "a name per conn_flag");
 	_Static_assert(CF_HANDED_IN == 1u << (CONN_NFLAGS - 1), "CONN_NFLAGS is the count");
-	if (len)
-		buf[0] = '\0';
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!(c->flags & (1u << i)) || n >= len)
-			continue;
-		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", names[i]);
-		n = w < 0 ? len : n + (size_t)w;
-	}
-	return buf;
+	return flagnames_str(c->flags, names, CONN_NFLAGS, buf, len);
 }
 
 /* Every state change: the table above says which are possible. */
@@ -265,8 +258,8 @@ static void bev_release(struct bufferevent *bev, int keep)
 }
 
 /* The idle timeout, both ways, set once and again only when a reload
- * changed it: setting timeouts re-adds both events, and doing it twice per
- * request cost ~600 instructions. While the adapter runs, a quiet client
+ * changed it: setting timeouts re-adds both events, work that twice per
+ * request would redo for nothing. While the adapter runs, a quiet client
  * is normal (a long tool call, a GET stream): event_cb lets a read
  * timeout pass then; only a client that stops reading its reply is cut. */
 static void set_timeouts(struct conn *c)
@@ -1402,19 +1395,23 @@ void conn_reply_end(struct conn *c)
 	event_active(c->step, 0, 0);
 }
 
-/* A 4xx the proxy answers itself carries its reason in error.message,
- * which the proxy wrote (static strings and header names: never a value
- * or a body byte of the client's). Kept for the access line. Cold. */
-__attribute__((noinline, cold)) static void note_reply(struct conn *c, const json_t *body)
+/* A 4xx the proxy answers itself carries its reason (the proxy's words:
+ * static strings and header names, never a value or a body byte of the
+ * client's). Kept for the access line. Cold. */
+__attribute__((noinline, cold)) static void note_reply(struct conn *c, const char *message)
 {
-	const char *msg = json_string_value(json_object_get(json_object_get(body, "error"), "message"));
-	snprintf(c->reply_note, sizeof(c->reply_note), "%s", msg ? msg : "");
+	snprintf(c->reply_note, sizeof(c->reply_note), "%s", message ? message : "");
+}
+
+int conn_reply_error(struct conn *c, int status, const json_t *body, const char *message)
+{
+	if (status >= 400 && status < 500)
+		note_reply(c, message);
+	return conn_reply_json(c, status, body);
 }
 
 int conn_reply_json(struct conn *c, int status, const json_t *body)
 {
-	if (status >= 400 && status < 500)
-		note_reply(c, body);
 	char *s = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	struct evbuffer *h = evbuffer_new();
 	int rc = -1;

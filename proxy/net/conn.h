@@ -105,6 +105,9 @@ int conn_reply_body_buffer(struct conn *c, struct evbuffer *buf);
 void conn_reply_end(struct conn *c);
 /* A whole JSON reply (head, body, end). body is borrowed. */
 int conn_reply_json(struct conn *c, int status, const json_t *body);
+/* The same for an error of the proxy's own whose error.message is message
+ * (borrowed): a 4xx keeps it for conn_reply_note. */
+int conn_reply_error(struct conn *c, int status, const json_t *body, const char *message);
 /* Abandons the reply and closes (e.g. the upstream broke mid-stream). */
 void conn_abort(struct conn *c, const char *reason);
 /* Bytes queued to the client and not yet written. */
@@ -114,7 +117,7 @@ size_t conn_output_pending(const struct conn *c);
 int conn_output_full(const struct conn *c);
 
 /* Why the proxy itself refused the current request with a 4xx (the
- * message of its JSON-RPC error, e.g. "Parse error: the body is not valid
+ * message given to conn_reply_error, e.g. "Parse error: the body is not valid
  * JSON"), for the access line's note; NULL when it did not. Valid until
  * the next request on c. */
 const char *conn_reply_note(const struct conn *c);

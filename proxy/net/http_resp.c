@@ -7,6 +7,7 @@
 
 #include <event2/buffer.h>
 
+#include "proxy/base/jsonrpc.h"
 #include "proxy/net/http_parse.h"
 
 const char *http_resp_reason(int status)
@@ -242,4 +243,12 @@ int http_resp_json_with(struct evbuffer *out, int version, int status, const cha
 		rc = -1;
 	free(s);
 	return rc;
+}
+
+const char *http_resp_jrpc_error_body(int status, enum conn_refusal why, const char *text,
+                                      struct evbuffer *out)
+{
+	int code = why == CONN_REFUSED_SHUTDOWN ? JRPC_UPSTREAM_ERROR : JRPC_INVALID_REQUEST;
+	(void)status;
+	return jrpc_error_text(code, text, out) == 0 ? "application/json" : NULL;
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "proxy/net/http_parse.h"
+#include "proxy/net/transport.h"
 
 struct evbuffer;
 
@@ -64,5 +65,14 @@ int http_resp_json(struct evbuffer *out, int version, int status, const json_t *
  * after the status line (a 405's Allow). */
 int http_resp_json_with(struct evbuffer *out, int version, int status, const char *extra,
                         const json_t *body, int keep_alive);
+
+/* A transport_ops.error_body (transport.h) for a handler whose clients
+ * read JSON-RPC (the MCP port, admin's): what the HTTP layer refuses
+ * before any request reached a handler is told as a JSON-RPC error
+ * without an id (none was read): -32600 for the request, the upstream
+ * error code when mcpwarden is shutting down. One shape on either port.
+ * Returns "application/json", or NULL when out of memory. */
+const char *http_resp_jrpc_error_body(int status, enum conn_refusal why, const char *text,
+                                      struct evbuffer *out);
 
 #endif

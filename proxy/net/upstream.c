@@ -48,6 +48,7 @@
 #include "proxy/net/sockread.h"
 #include "proxy/net/tls.h"
 #include "proxy/base/clock.h"
+#include "proxy/base/flagnames.h"
 
 struct upconn {
 	struct upstream *up;            /* borrowed */
@@ -70,7 +71,7 @@ struct upstream {
 	size_t nidle;
 	SSL_CTX *tls;                          /* owned, for https upstreams */
 	/* A freed request's memory, for the next one: a calloc and a free
-	 * fewer per call (~250 instructions). One is enough: a worker's
+	 * fewer per call. One is enough: a worker's
 	 * requests to one upstream mostly come one after another. */
 	struct upstream_req *spare;            /* owned, or NULL */
 };
@@ -137,10 +138,14 @@ enum upreq_flag {
 	UPREQ_F_DISTRUSTED = 1u << 5, /* answered another request: never pooled */
 	UPREQ_F_KICKED = 1u << 6,     /* kick is active: made so, not yet run */
 };
+#define UPREQ_NFLAGS 7 /* the last flag is 1u << (UPREQ_NFLAGS - 1) */
 
 static const char *const req_flag_names[] = {
 	"head_only", "replayable", "retried", "paused", "streaming", "distrusted", "kicked",
 };
+_Static_assert(sizeof(req_flag_names) / sizeof(req_flag_names[0]) == UPREQ_NFLAGS,
+               "a name per upreq_flag");
+_Static_assert(UPREQ_F_KICKED == 1u << (UPREQ_NFLAGS - 1), "UPREQ_NFLAGS is the count");
 
 struct upstream_req {
 	struct upstream *up;            /* borrowed */
@@ -883,19 +888,5 @@ const char *upstream_req_state_str(const struct upstream_req *r)
 
 const char *upstream_req_flags_str(const struct upstream_req *r, char *buf, size_t len)
 {
-	size_t n = 0;
-	if (len == 0)
-		return buf;
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(req_flag_names) / sizeof(req_flag_names[0]); i++) {
-		if (!(r->flags & (1u << i)))
-			continue;
-		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", req_flag_names[i]);
-		if (w < 0 || (size_t)w >= len - n) {
-			buf[n] = '\0'; /* cut short: whole names only */
-			break;
-		}
-		n += (size_t)w;
-	}
-	return buf;
+	return flagnames_str(r->flags, req_flag_names, UPREQ_NFLAGS, buf, len);
 }

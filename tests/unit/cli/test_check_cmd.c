@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/helpers.h"
+
 /* ---- helpers ------------------------------------------------------------ */
 
 /* Runs fn with stdout and stderr sent to a temp file; returns the output
@@ -49,17 +51,13 @@ static char *captured(int (*fn)(int, char **), int argc, char **argv, int *rc)
 	return buf;
 }
 
+/* A temp file holding text with ' for "; the path is owned. */
 static char *temp_json(const char *text)
 {
 	char *path = strdup("/tmp/test_check_cmd_XXXXXX");
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	char *s = strdup(text);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
+	char *s = th_quotes(text);
+	assert_non_null(path);
+	th_temp_write(path, s);
 	free(s);
 	return path;
 }

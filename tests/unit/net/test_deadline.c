@@ -13,6 +13,7 @@
 
 #include <event2/event.h>
 
+#include "proxy/base/clock.h"
 #include "proxy/net/deadline.h"
 
 struct owner {
@@ -40,13 +41,6 @@ static void owner_cb(void *arg)
 	}
 }
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 static void owner_init(struct owner *o)
 {
 	*o = (struct owner){0};
@@ -69,12 +63,12 @@ static void test_fires_once_after_its_time(void **state)
 	owner_init(&o);
 	assert_false(deadline_armed(o.d));
 	assert_false(deadline_expired(o.d));
-	double t0 = mono_ms();
+	double t0 = ((double)clock_mono_us() / 1000.0);
 	assert_int_equal(deadline_set(o.d, 50), 0);
 	assert_true(deadline_armed(o.d));
 	assert_false(deadline_expired(o.d));
 	event_base_dispatch(o.base); /* returns once nothing is added */
-	double took = mono_ms() - t0;
+	double took = ((double)clock_mono_us() / 1000.0) - t0;
 	assert_int_equal(o.fired, 1);
 	assert_true(o.expired_in_cb);
 	assert_true(deadline_expired(o.d));
@@ -109,20 +103,20 @@ static void test_set_again_moves_it(void **state)
 	(void)state;
 	struct owner o;
 	owner_init(&o);
-	double t0 = mono_ms();
+	double t0 = ((double)clock_mono_us() / 1000.0);
 	deadline_set(o.d, 20);
 	deadline_set(o.d, 200);
 	event_base_dispatch(o.base);
 	assert_int_equal(o.fired, 1);
-	assert_true(mono_ms() - t0 >= 190.0);
+	assert_true(((double)clock_mono_us() / 1000.0) - t0 >= 190.0);
 
 	o.fired = 0;
-	t0 = mono_ms();
+	t0 = ((double)clock_mono_us() / 1000.0);
 	deadline_set(o.d, 2000);
 	deadline_set(o.d, 20);
 	event_base_dispatch(o.base);
 	assert_int_equal(o.fired, 1);
-	assert_true(mono_ms() - t0 < 1500.0);
+	assert_true(((double)clock_mono_us() / 1000.0) - t0 < 1500.0);
 	owner_fini(&o);
 }
 
