@@ -100,7 +100,7 @@ static const unsigned conn_next_states[] = {
 enum conn_flag {
 	CF_PLAIN = 1u << 0,             /* no TLS: direct writes possible */
 	CF_COUNTED = 1u << 1,           /* counted in ctx->peers */
-	CF_TIMEOUTS_SET = 1u << 2,      /* the idle timeout on bev is timeouts_ms */
+	CF_TIMEOUTS_SET = 1u << 2,      /* the idle timeouts (idle, bev's write) are timeouts_ms */
 	/* The head is complete: the body deadline starts, unless the body
 	 * completes in the same feed (most requests), which then sets and
 	 * clears no deadline. */
@@ -140,7 +140,11 @@ struct conn {
 	struct event *step;             /* owned: deferred next step */
 	struct event *flush_ev;         /* owned: a stream's bytes out, once a turn */
 	struct deadline *dl;            /* owned: header/body deadline (slowloris) */
-	unsigned timeouts_ms;           /* the idle timeout set on bev, if CF_TIMEOUTS_SET */
+	/* owned: the read side's idle timeout, timeouts_ms without a byte
+	 * read while reading is on (read_on, read_off), pushed on by each
+	 * read; it ends a keep-alive connection left idle. */
+	struct deadline *idle;
+	unsigned timeouts_ms;           /* the idle timeouts, if CF_TIMEOUTS_SET */
 	struct http_parser *parser;     /* owned */
 	struct evbuffer *body;          /* owned: request body being read */
 	struct exchange *ex;            /* owned through ops->free */
@@ -258,19 +262,37 @@ static void bev_release(struct bufferevent *bev, int keep)
 }
 
 /* The idle timeout, both ways, set once and again only when a reload
- * changed it: setting timeouts re-adds both events, work that twice per
- * request would redo for nothing. While the adapter runs, a quiet client
- * is normal (a long tool call, a GET stream): event_cb lets a read
- * timeout pass then; only a client that stops reading its reply is cut. */
+ * changed it: setting bev's write timeout re-adds its events, work that
+ * twice per request would redo for nothing. The read side's is c->idle
+ * (a pending read takes a new one at once, as a bufferevent's does).
+ * While the adapter runs, a quiet client is normal (a long tool call, a
+ * GET stream): event_cb lets a read timeout pass then; only a client that
+ * stops reading its reply is cut. */
 static void set_timeouts(struct conn *c)
 {
 	unsigned ms = c->ctx->cfg->timeouts.client_idle_ms;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	if ((c->flags & CF_TIMEOUTS_SET) && c->timeouts_ms == ms)
 		return;
-	sockread_set_timeouts(c->rd, ms ? &tv : NULL, ms ? &tv : NULL);
+	sockread_set_timeouts(c->rd, NULL, ms ? &tv : NULL);
 	c->timeouts_ms = ms;
 	c->flags |= CF_TIMEOUTS_SET;
+	if (sockread_enabled(c->rd))
+		deadline_set(c->idle, ms);
+}
+
+/* Reading starts (or restarts): so does the idle timeout, as a read
+ * side's did at every enable. 0, or -1. */
+static int read_on(struct conn *c)
+{
+	deadline_set(c->idle, c->timeouts_ms);
+	return sockread_enable(c->rd);
+}
+
+static void read_off(struct conn *c)
+{
+	sockread_disable(c->rd);
+	deadline_clear(c->idle);
 }
 
 static void conn_free(struct conn *c)
@@ -296,6 +318,7 @@ static void conn_free(struct conn *c)
 	if (c->flags & CF_COUNTED)
 		peers_remove(ctx->peers, c->share);
 	deadline_free(c->dl);
+	deadline_free(c->idle);
 	if (c->probe_ev)
 		event_free(c->probe_ev);
 	if (c->probe_fd >= 0)
@@ -395,7 +418,7 @@ static void conn_close_after_flush(struct conn *c)
 {
 	flush(c);
 	conn_set_state(c, CONN_CLOSING);
-	sockread_disable(c->rd);
+	read_off(c);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		conn_free(c);
@@ -697,7 +720,7 @@ static int handoff(struct conn *c, struct px_ctx *to, const struct http_msg *m)
 	}
 	/* Off this loop before the target's sees the socket: no byte may be
 	 * read here once the other worker reads. */
-	sockread_disable(c->rd);
+	read_off(c);
 	bufferevent_disable(c->bev, EV_WRITE);
 	h->fd = bufferevent_getfd(c->bev);
 	h->ssl = bufferevent_openssl_get_ssl(c->bev);
@@ -898,6 +921,20 @@ static void deadline_cb(void *arg)
 		reject(c, 408, CONN_REFUSED_REQUEST, "request not received in time");
 }
 
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* The client sent no byte for timeouts.client_idle_ms while reading was
+ * on: as a read side's timeout, reading stops and event_cb hears it (a
+ * keep-alive connection idle that long closes, a request arriving that
+ * slowly is refused with 408, a call in flight reads on). */
+static void idle_cb(void *arg)
+{
+	struct conn *c = arg;
+	assert(c->magic == CONN_MAGIC);
+	read_off(c);
+	event_cb(c->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, c);
+}
+
 static void step_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -931,7 +968,7 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	/* After an EOF, only what was buffered before it is left to serve
 	 * (parse_input closes once that is done). */
 	if (!(c->flags & CF_PEER_EOF) && !sockread_enabled(c->rd))
-		sockread_enable(c->rd);
+		read_on(c);
 	parse_input(c);
 }
 
@@ -940,6 +977,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	deadline_push(c->idle, c->timeouts_ms);
 	switch (c->state) {
 	case CONN_IDLE:
 	case CONN_READING:
@@ -986,11 +1024,14 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what == BEV_EVENT_CONNECTED)
 		return;
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && handling(c)) {
-		/* A client quiet while its call runs: libevent stopped reading,
-		 * read on (a close or a pipelined request is still seen). */
-		sockread_enable(c->rd);
+		/* A client quiet while its call runs: reading stopped, read
+		 * on (a close or a pipelined request is still seen). */
+		read_on(c);
 		return;
 	}
+	/* The read side stopped at its EOF or error: so does its timeout. */
+	if ((what & BEV_EVENT_READING) && (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		deadline_clear(c->idle);
 	if (c->state == CONN_READING && (what & BEV_EVENT_TIMEOUT)) {
 		reject(c, 408, CONN_REFUSED_REQUEST, "request not received in time");
 		return;
@@ -1078,6 +1119,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	c->step = event_new(ctx->base, -1, 0, step_cb, c);
 	c->flush_ev = event_new(ctx->base, -1, 0, flush_cb, c);
 	c->dl = deadline_new(ctx->base, deadline_cb, c);
+	c->idle = deadline_new(ctx->base, idle_cb, c);
 	c->parser = http_parser_new(HTTP_KIND_REQUEST, ctx->cfg->limits.max_header_bytes,
 	                            &req_cbs, c);
 	c->body = evbuffer_new();
@@ -1091,7 +1133,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	if (ops->low_priority)
 		ctx->nconns_low++;
 	PX_STAT_INC(ctx, connections);
-	if (!c->bev || !c->rd || !c->step || !c->flush_ev || !c->dl || !c->parser || !c->body ||
+	if (!c->bev || !c->rd || !c->step || !c->flush_ev || !c->dl || !c->idle || !c->parser || !c->body ||
 	    !c->staged) {
 		if (!c->bev)
 			evutil_closesocket(fd);
@@ -1103,10 +1145,11 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 		bufferevent_priority_set(c->bev, PX_PRIO_LOW);
 		event_priority_set(c->step, PX_PRIO_LOW);
 		deadline_set_priority(c->dl, PX_PRIO_LOW);
+		deadline_set_priority(c->idle, PX_PRIO_LOW);
 	}
 	bufferevent_setwatermark(c->bev, EV_WRITE, ctx->cfg->limits.max_output_bytes / 2, 0);
 	set_timeouts(c);
-	sockread_enable(c->rd);
+	read_on(c);
 	bufferevent_enable(c->bev, EV_WRITE);
 	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
 	size_t n = peers_add(ctx->peers, c->share);
@@ -1437,7 +1480,7 @@ void conn_abort(struct conn *c, const char *reason)
 		return;
 	c->flags |= CF_ABORTING;
 	c->abort_reason = reason;
-	sockread_disable(c->rd);
+	read_off(c);
 	event_active(c->step, 0, 0);
 }
 

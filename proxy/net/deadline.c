@@ -10,7 +10,8 @@
 
 enum deadline_state {
 	DEADLINE_OFF,    /* never set, or cleared: the timer event is not added */
-	DEADLINE_ARMED,  /* the timer event is added, to go off at due */
+	DEADLINE_ARMED,  /* the timer event is added, to go off at due or
+	                  * before it (deadline_push moved due on since) */
 	DEADLINE_FIRED,  /* due passed and the callback ran; the event is not added */
 };
 
@@ -20,13 +21,40 @@ struct deadline {
 	void *arg;
 	struct timespec due;      /* CLOCK_MONOTONIC_COARSE, while ARMED */
 	enum deadline_state state;
+	int pushed;               /* due moved past the timer's (deadline_push) */
 };
+
+/* ms milliseconds from now. */
+static void due_in(unsigned ms, struct timespec *due)
+{
+	struct timespec now;
+	clock_mono_coarse(&now);
+	long long ns = now.tv_nsec + (long long)(ms % 1000) * 1000000;
+	due->tv_sec = now.tv_sec + (time_t)(ms / 1000 + ns / 1000000000);
+	due->tv_nsec = (long)(ns % 1000000000);
+}
+
+static int before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
 
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct deadline *d = arg;
 	(void)fd;
 	(void)what;
+	struct timespec now;
+	clock_mono_coarse(&now);
+	if (d->pushed && before(&now, &d->due)) {
+		/* Pushed on since the timer was added: wait for the rest. */
+		d->pushed = 0;
+		long long left = (long long)(d->due.tv_sec - now.tv_sec) * 1000000 +
+		                 (d->due.tv_nsec - now.tv_nsec) / 1000;
+		struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
+		if (evtimer_add(&d->ev, &tv) == 0)
+			return;
+	}
 	d->state = DEADLINE_FIRED;
 	d->fn(d->arg);
 }
@@ -64,11 +92,8 @@ int deadline_set(struct deadline *d, unsigned ms)
 		deadline_clear(d);
 		return 0;
 	}
-	struct timespec now;
-	clock_mono_coarse(&now);
-	long long ns = now.tv_nsec + (long long)(ms % 1000) * 1000000;
-	d->due.tv_sec = now.tv_sec + (time_t)(ms / 1000 + ns / 1000000000);
-	d->due.tv_nsec = (long)(ns % 1000000000);
+	due_in(ms, &d->due);
+	d->pushed = 0;
 	/* Adding an added timer moves it: no event_del first. */
 	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
 	if (evtimer_add(&d->ev, &tv) < 0) {
@@ -76,6 +101,22 @@ int deadline_set(struct deadline *d, unsigned ms)
 		return -1;
 	}
 	d->state = DEADLINE_ARMED;
+	return 0;
+}
+
+int deadline_push(struct deadline *d, unsigned ms)
+{
+	struct timespec due;
+	if (d->state != DEADLINE_ARMED)
+		return 0;
+	if (!ms)
+		return deadline_set(d, ms);
+	due_in(ms, &due);
+	/* Earlier than the timer's (a shorter ms): the timer must move. */
+	if (before(&due, &d->due))
+		return deadline_set(d, ms);
+	d->due = due;
+	d->pushed = 1;
 	return 0;
 }
 
@@ -98,6 +139,5 @@ int deadline_expired(const struct deadline *d)
 		return d->state == DEADLINE_FIRED;
 	struct timespec now;
 	clock_mono_coarse(&now);
-	return now.tv_sec > d->due.tv_sec ||
-	       (now.tv_sec == d->due.tv_sec && now.tv_nsec >= d->due.tv_nsec);
+	return !before(&now, &d->due);
 }

@@ -7,6 +7,9 @@
  * second timestamp to reconcile with the timer's. The one clock is
  * CLOCK_MONOTONIC_COARSE, the one libevent's timers use on Linux (without
  * EVENT_BASE_FLAG_PRECISE_TIMER): a wall-clock step moves no deadline.
+ * An idle timeout (no byte for so long) is a deadline pushed on at every
+ * byte (deadline_push): that only notes the new time, and the timer, when
+ * it goes off early, waits for the rest.
  *
  *   OFF ──set──▶ ARMED ──time passes──▶ FIRED (callback ran)
  *    ▲            │  ▲                    │
@@ -33,6 +36,11 @@ int deadline_set_priority(struct deadline *d, int prio);
  * one. ms 0: the same as deadline_clear. 0, or -1 (the timer could not be
  * added: the deadline is OFF). */
 int deadline_set(struct deadline *d, unsigned ms);
+/* For a timeout restarted by every read: an ARMED deadline moves to ms
+ * from now (later: only the time is noted, and the timer, once there,
+ * waits for the rest; earlier: as deadline_set). One OFF or FIRED stays
+ * so. ms 0: the same as deadline_clear. 0, or -1 (as deadline_set). */
+int deadline_push(struct deadline *d, unsigned ms);
 /* Stops it: no callback until the next deadline_set. */
 void deadline_clear(struct deadline *d);
 /* The deadline is set (ARMED or FIRED since the last set). */

@@ -1,7 +1,8 @@
 /* Unit tests for proxy/net/deadline.c: a set deadline fires once, from the
  * loop, no earlier than its time; clear stops it; set again moves it (both
  * ways); expired says so before and after the callback; the callback may
- * set its deadline again or free it. */
+ * set its deadline again or free it; push moves an armed one on (an idle
+ * timeout) and leaves one that is not armed alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +40,14 @@ static void owner_cb(void *arg)
 		deadline_set(o->d, (unsigned)o->again_ms);
 		o->again_ms = 0;
 	}
+}
+
+/* Runs the loop until nothing is added; the milliseconds it took. */
+static double dispatch_ms(struct owner *o)
+{
+	uint64_t t0 = clock_mono_us();
+	event_base_dispatch(o->base);
+	return (double)(clock_mono_us() - t0) / 1000.0;
 }
 
 static void owner_init(struct owner *o)
@@ -103,20 +112,16 @@ static void test_set_again_moves_it(void **state)
 	(void)state;
 	struct owner o;
 	owner_init(&o);
-	double t0 = ((double)clock_mono_us() / 1000.0);
 	deadline_set(o.d, 20);
 	deadline_set(o.d, 200);
-	event_base_dispatch(o.base);
+	assert_true(dispatch_ms(&o) >= 190.0);
 	assert_int_equal(o.fired, 1);
-	assert_true(((double)clock_mono_us() / 1000.0) - t0 >= 190.0);
 
 	o.fired = 0;
-	t0 = ((double)clock_mono_us() / 1000.0);
 	deadline_set(o.d, 2000);
 	deadline_set(o.d, 20);
-	event_base_dispatch(o.base);
+	assert_true(dispatch_ms(&o) < 1500.0);
 	assert_int_equal(o.fired, 1);
-	assert_true(((double)clock_mono_us() / 1000.0) - t0 < 1500.0);
 	owner_fini(&o);
 }
 
@@ -155,6 +160,36 @@ static void test_callback_sets_again_or_frees(void **state)
 	owner_fini(&o);
 }
 
+/* Pushed on past the timer's time: no callback then, one at the new time. */
+static void test_push_moves_it_on(void **state)
+{
+	(void)state;
+	struct owner o;
+	owner_init(&o);
+	assert_int_equal(deadline_push(o.d, 50), 0); /* OFF: stays so */
+	assert_false(deadline_armed(o.d));
+	double t0 = ((double)clock_mono_us() / 1000.0);
+	deadline_set(o.d, 60);
+	struct timespec nap = {0, 40 * 1000 * 1000};
+	nanosleep(&nap, NULL);
+	assert_int_equal(deadline_push(o.d, 60), 0);
+	event_base_dispatch(o.base);
+	double took = ((double)clock_mono_us() / 1000.0) - t0;
+	assert_int_equal(o.fired, 1);
+	assert_true(took >= 90.0);
+	assert_true(took < 3000.0);
+	/* FIRED: a push does not arm it again. */
+	deadline_push(o.d, 10);
+	assert_int_equal(event_base_dispatch(o.base), 1);
+	assert_int_equal(o.fired, 1);
+	/* Earlier than the timer's: it moves, as set. */
+	deadline_set(o.d, 2000);
+	deadline_push(o.d, 20);
+	assert_true(dispatch_ms(&o) < 1500.0);
+	assert_int_equal(o.fired, 2);
+	owner_fini(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_set_again_moves_it),
 		cmocka_unit_test(test_expired_before_the_callback),
 		cmocka_unit_test(test_callback_sets_again_or_frees),
+		cmocka_unit_test(test_push_moves_it_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
