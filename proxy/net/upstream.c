@@ -59,7 +59,11 @@ struct upconn {
 	struct upconn *next;            /* idle list link */
 	int connected;
 	unsigned uses;
-	unsigned idle_ms;               /* read timeout set on bev; 0: none */
+	/* owned: the pool's idle timeout (opts.idle_ms), armed at the first
+	 * pool_put and left armed while the connection is in use: pushed on
+	 * at each return to the pool, a firing while in use arms it again
+	 * (setting and clearing it per request would move the timer twice). */
+	struct deadline *idle;
 };
 
 struct upstream {
@@ -194,6 +198,7 @@ static void upconn_free(struct upconn *uc)
 {
 	if (!uc)
 		return;
+	deadline_free(uc->idle);
 	sockread_free(uc->rd);
 	if (uc->bev)
 		bufferevent_free(uc->bev);
@@ -203,6 +208,8 @@ static void upconn_free(struct upconn *uc)
 
 static void upstream_read_cb(struct bufferevent *bev, void *arg);
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static void upconn_idle_cb(void *arg);
 
 static struct upconn *upconn_connect(struct upstream *u)
 {
@@ -231,7 +238,8 @@ static struct upconn *upconn_connect(struct upstream *u)
 	}
 	if (uc->bev)
 		uc->rd = sockread_new(uc->bev, !u->tls);
-	if (!uc->parser || !uc->bev || !uc->rd) {
+	uc->idle = deadline_new(u->opts.base, upconn_idle_cb, uc);
+	if (!uc->parser || !uc->bev || !uc->rd || !uc->idle) {
 		upconn_free(uc);
 		return NULL;
 	}
@@ -280,6 +288,19 @@ static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
 	idle_close(arg);
 }
 
+/* Idle for opts.idle_ms in the pool: closed. In use: the request's own
+ * deadline (r->dl) is the one that counts; this one waits for the next
+ * spell in the pool. */
+static void upconn_idle_cb(void *arg)
+{
+	struct upconn *uc = arg;
+	if (uc->req) {
+		deadline_set(uc->idle, uc->up->opts.idle_ms);
+		return;
+	}
+	idle_close(uc);
+}
+
 static void pool_put(struct upconn *uc)
 {
 	struct upstream *u = uc->up;
@@ -292,14 +313,12 @@ static void pool_put(struct upconn *uc)
 	}
 	uc->req = NULL;
 	http_parser_reset(uc->parser);
-	/* The idle timeout stays set while the connection is in use (a read
-	 * timeout then is let pass, upstream_event_cb): setting timeouts
-	 * re-adds both events, twice per request when it was cleared. */
-	if (uc->idle_ms != ms) {
-		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-		sockread_set_timeouts(uc->rd, &tv, NULL);
-		uc->idle_ms = ms;
-	}
+	/* Armed since an earlier spell here (a firing in use set it again):
+	 * only pushed on. */
+	if (deadline_armed(uc->idle))
+		deadline_push(uc->idle, ms);
+	else
+		deadline_set(uc->idle, ms);
 	bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
 	if (!sockread_enabled(uc->rd))
 		sockread_enable(uc->rd);
@@ -523,17 +542,10 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		uc->connected = 1;
 		sockread_set_timeouts(uc->rd, NULL, NULL);
-		uc->idle_ms = 0;
 		return;
 	}
 	if (!r || req_over(r))
 		return;
-	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && uc->connected) {
-		/* The pool's idle timeout, still set on a reused connection: the
-		 * request's own deadline (r->dl) is the one that counts. */
-		sockread_enable(uc->rd);
-		return;
-	}
 	/* Bytes that arrived with the close are still ours to parse. */
 	req_process_input(r);
 	if (req_over(r))

@@ -317,6 +317,39 @@ static void test_opts_draining_and_reload_stop_pooling(void **state)
 	}
 }
 
+/* A pooled connection left idle for opts.idle_ms is closed (the server
+ * then sees its end); used again before that, it is not (the pool's
+ * timeout waits, while in use, for the next spell in the pool). */
+static void test_pool_idle_timeout_closes(void **state)
+{
+	(void)state;
+	static const char head[] = "GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n";
+	struct server s = {.nreqs = 3};
+	pthread_t t;
+	for (int i = 0; i < 3; i++)
+		s.want[i] = strlen(head);
+	server_start(&s, &t);
+	struct fixture f;
+	fixture_init(&f, s.port);
+	f.opts.idle_ms = 150;
+	upstream_free(f.u);
+	char err[256];
+	f.u = upstream_new(&f.opts, &f.conf, err, sizeof(err));
+	assert_non_null(f.u);
+	evbuffer_free(run_split(&f, head, NULL, 0));
+	assert_int_equal(upstream_idle_count(f.u), 1);
+	th_run_for(f.base, 100);
+	evbuffer_free(run_split(&f, head, NULL, 0)); /* the same connection */
+	assert_int_equal(upstream_idle_count(f.u), 1);
+	th_run_for(f.base, 100); /* 200 ms since the first spell began */
+	assert_int_equal(upstream_idle_count(f.u), 1);
+	th_run_for(f.base, 400);
+	assert_int_equal(upstream_idle_count(f.u), 0);
+	pthread_join(t, NULL); /* it read the close: one connection, two requests */
+	close(s.lfd);
+	fixture_fini(&f);
+}
+
 /* A head larger than the room for it: refused, the body freed. */
 static void test_split_head_too_large(void **state)
 {
@@ -577,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_split_request_same_bytes),
 		cmocka_unit_test(test_timeout_per_request_on_reuse),
 		cmocka_unit_test(test_opts_draining_and_reload_stop_pooling),
+		cmocka_unit_test(test_pool_idle_timeout_closes),
 		cmocka_unit_test(test_split_head_too_large),
 		cmocka_unit_test(test_pool_extra_bytes_not_reused),
 		cmocka_unit_test(test_pool_stale_bytes_while_idle_not_reused),
