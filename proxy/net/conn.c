@@ -274,7 +274,7 @@ static void set_timeouts(struct conn *c)
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	if ((c->flags & CF_TIMEOUTS_SET) && c->timeouts_ms == ms)
 		return;
-	sockread_set_timeouts(c->rd, NULL, ms ? &tv : NULL);
+	bufferevent_set_timeouts(c->bev, NULL, ms ? &tv : NULL);
 	c->timeouts_ms = ms;
 	c->flags |= CF_TIMEOUTS_SET;
 	if (sockread_enabled(c->rd))

@@ -1,11 +1,9 @@
 /* sockread: see sockread.h. */
 #include "proxy/net/sockread.h"
-#include "proxy/base/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 
@@ -22,20 +20,11 @@
  * loop get their turn after 56 KiB. */
 #define SOCKREAD_ROUNDS  4
 
-/* The read timeout is a timer of its own, not the read event's: a
- * persistent event with a timeout is re-added to the timer heap at every
- * wake-up (~130 instructions, twice per proxied call). Here a wake-up
- * only notes its time; the timer, when due, looks at that and waits
- * for the rest or reports the timeout. */
 struct sockread {
 	struct bufferevent *bev;  /* borrowed */
 	struct event *ev;         /* owned; made on first enable (plain only) */
-	struct event *timer;      /* owned; made when first needed (plain only) */
 	int plain;
 	int enabled;
-	int has_timeout;
-	struct timeval timeout;
-	struct timeval last;      /* mono_now() of the last wake-up or enable */
 	size_t bytes, reads;
 };
 
@@ -55,8 +44,6 @@ void sockread_free(struct sockread *sr)
 		return;
 	if (sr->ev)
 		event_free(sr->ev);
-	if (sr->timer)
-		event_free(sr->timer);
 	free(sr);
 }
 
@@ -112,48 +99,6 @@ static ssize_t read_once(struct sockread *sr, evutil_socket_t fd, struct evbuffe
 	return got;
 }
 
-static void timer_ev(evutil_socket_t fd, short what, void *arg);
-
-/* A monotonic clock (the loop's cached time follows the wall clock,
- * whose steps would move a timeout by as much), coarse (clock.h). */
-static void mono_now(struct timeval *tv)
-{
-	struct timespec ts;
-	clock_mono_coarse(&ts);
-	tv->tv_sec = ts.tv_sec;
-	tv->tv_usec = ts.tv_nsec / 1000;
-}
-
-/* The timeout runs from now. */
-static int arm_timer(struct sockread *sr)
-{
-	if (!sr->timer) {
-		sr->timer = evtimer_new(bufferevent_get_base(sr->bev), timer_ev, sr);
-		if (!sr->timer)
-			return -1;
-		event_priority_set(sr->timer, bufferevent_get_priority(sr->bev));
-	}
-	mono_now(&sr->last);
-	return event_add(sr->timer, &sr->timeout);
-}
-
-/* Due: the timeout, unless a wake-up since moved it on. */
-static void timer_ev(evutil_socket_t fd, short what, void *arg)
-{
-	struct sockread *sr = arg;
-	struct timeval now, due, left;
-	(void)fd;
-	(void)what;
-	mono_now(&now);
-	evutil_timeradd(&sr->last, &sr->timeout, &due);
-	if (evutil_timercmp(&now, &due, <)) {
-		evutil_timersub(&due, &now, &left);
-		event_add(sr->timer, &left);
-		return;
-	}
-	stop_and_tell(sr, BEV_EVENT_TIMEOUT, 0);
-}
-
 static void read_ev(evutil_socket_t fd, short what, void *arg)
 {
 	struct sockread *sr = arg;
@@ -162,8 +107,6 @@ static void read_ev(evutil_socket_t fd, short what, void *arg)
 	int full = 0;
 
 	(void)what;
-	if (sr->has_timeout)
-		mono_now(&sr->last);
 	/* The bufferevent keeps its input's end frozen so that only its
 	 * reader adds to it; so does this one. */
 	evbuffer_unfreeze(in, 0);
@@ -214,7 +157,7 @@ int sockread_enable(struct sockread *sr)
 		/* Same priority as the bufferevent's write side. */
 		event_priority_set(sr->ev, bufferevent_get_priority(sr->bev));
 	}
-	if (event_add(sr->ev, NULL) < 0 || (sr->has_timeout && arm_timer(sr) < 0))
+	if (event_add(sr->ev, NULL) < 0)
 		return -1;
 	sr->enabled = 1;
 	return 0;
@@ -226,11 +169,8 @@ void sockread_disable(struct sockread *sr)
 		bufferevent_disable(sr->bev, EV_READ);
 		return;
 	}
-	if (sr->ev && sr->enabled) {
+	if (sr->ev && sr->enabled)
 		event_del(sr->ev);
-		if (sr->timer)
-			event_del(sr->timer);
-	}
 	sr->enabled = 0;
 }
 
@@ -239,26 +179,6 @@ int sockread_enabled(const struct sockread *sr)
 	if (!sr->plain)
 		return (bufferevent_get_enabled(sr->bev) & EV_READ) != 0;
 	return sr->enabled;
-}
-
-void sockread_set_timeouts(struct sockread *sr, const struct timeval *rd, const struct timeval *wr)
-{
-	if (!sr->plain) {
-		bufferevent_set_timeouts(sr->bev, rd, wr);
-		return;
-	}
-	bufferevent_set_timeouts(sr->bev, NULL, wr);
-	int had = sr->has_timeout;
-	sr->has_timeout = rd != NULL;
-	if (rd)
-		sr->timeout = *rd;
-	if (!sr->enabled || (!had && !rd))
-		return;
-	/* A pending read takes the new timeout now, as the bufferevent's. */
-	if (rd)
-		arm_timer(sr);
-	else if (sr->timer)
-		event_del(sr->timer);
 }
 
 void sockread_stats(const struct sockread *sr, size_t *bytes, size_t *reads)

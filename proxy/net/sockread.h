@@ -11,27 +11,25 @@
  * fills its space.
  *
  * Over TLS, OpenSSL reads the socket: a sockread made for a TLS
- * bufferevent only passes enable/disable/timeouts on to it, so callers
- * treat both kinds alike.
+ * bufferevent only passes enable/disable on to it, so callers treat both
+ * kinds alike.
  *
  * The behaviour is the bufferevent's read side, which the callers were
  * written against:
  *   - the bufferevent's read callback (bufferevent_getcb: whatever
  *     bufferevent_setcb set last) runs after bytes were added to the input;
  *   - EOF or an error disables reading, then runs its event callback with
- *     BEV_EVENT_READING | BEV_EVENT_EOF or BEV_EVENT_ERROR (errno kept);
- *   - the read timeout (no byte for that long while reading is enabled,
- *     restarted by every read and every enable) disables reading, then runs
- *     the event callback with BEV_EVENT_READING | BEV_EVENT_TIMEOUT.
- * The bufferevent's own reading stays disabled; its write side, write
- * timeout and callbacks are untouched.
+ *     BEV_EVENT_READING | BEV_EVENT_EOF or BEV_EVENT_ERROR (errno kept).
+ * No read timeout: an idle timeout is its owner's deadline (deadline.h),
+ * pushed on from the read callback, the same on plain and TLS sockets.
+ * The bufferevent's own reading stays disabled (and its read timeout
+ * unset); its write side, write timeout and callbacks are untouched.
  *
  * One per bufferevent, on the bufferevent's loop, owned by whoever owns
  * the bufferevent and freed before it. */
 #ifndef MCPWARDEN_SOCKREAD_H
 #define MCPWARDEN_SOCKREAD_H
 
-#include <sys/time.h>
 #include <event2/bufferevent.h>
 
 struct sockread;
@@ -42,14 +40,10 @@ struct sockread;
 struct sockread *sockread_new(struct bufferevent *bev, int plain);
 void sockread_free(struct sockread *sr);
 
-/* Starts (or restarts, with a fresh timeout) reading. 0, or -1. */
+/* Starts reading. 0, or -1. */
 int sockread_enable(struct sockread *sr);
 void sockread_disable(struct sockread *sr);
 int sockread_enabled(const struct sockread *sr);
-
-/* Like bufferevent_set_timeouts(bev, rd, wr): NULL clears one. */
-void sockread_set_timeouts(struct sockread *sr, const struct timeval *rd,
-                           const struct timeval *wr);
 
 /* Bytes read and reads done, since creation (for tests). */
 void sockread_stats(const struct sockread *sr, size_t *bytes, size_t *reads);

@@ -541,7 +541,7 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		uc->connected = 1;
-		sockread_set_timeouts(uc->rd, NULL, NULL);
+		bufferevent_set_timeouts(uc->bev, NULL, NULL);
 		return;
 	}
 	if (!r || req_over(r))

@@ -32,6 +32,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "proxy/base/clock.h"
 #include "proxy/base/log.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
@@ -364,6 +365,16 @@ static void test_keep_alive_two_requests_one_connection(void **state)
 	fixture_free(f);
 }
 
+/* The request was refused with a 408 and the connection closed; no
+ * handler saw it. */
+static void assert_408(struct fixture *f)
+{
+	assert_true(f->eof);
+	assert_int_equal(seen.starts, 0);
+	assert_non_null(strstr(f->got, "HTTP/1.1 408 "));
+	assert_string_equal(body_of(f->got), "E408 request not received in time");
+}
+
 static void test_header_timeout_408(void **state)
 {
 	(void)state;
@@ -372,12 +383,9 @@ static void test_header_timeout_408(void **state)
 	fixture_open(f, &test_ops);
 	client_write(f, "GET / HTTP/1.1\r\nHo"); /* and nothing more */
 	run_until(f, 0, 2000);
-	assert_true(f->eof);
-	assert_int_equal(seen.starts, 0);
-	assert_non_null(strstr(f->got, "HTTP/1.1 408 "));
+	assert_408(f);
 	assert_non_null(strstr(f->got, "Content-Type: application/x-test\r\n"));
 	assert_non_null(strstr(f->got, "Connection: close\r\n"));
-	assert_string_equal(body_of(f->got), "E408 request not received in time");
 	assert_int_equal(closed_count, 1);
 	assert_int_equal(f->ctx.nconns, 0);
 	fixture_free(f);
@@ -391,11 +399,50 @@ static void test_body_timeout_408(void **state)
 	fixture_open(f, &test_ops);
 	client_write(f, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc");
 	run_until(f, 0, 2000);
-	assert_true(f->eof);
-	assert_int_equal(seen.starts, 0);
-	assert_non_null(strstr(f->got, "HTTP/1.1 408 "));
-	assert_string_equal(body_of(f->got), "E408 request not received in time");
+	assert_408(f);
 	assert_int_equal(closed_count, 1);
+	fixture_free(f);
+}
+
+/* timeouts.client_idle_ms (c->idle): a keep-alive connection left idle
+ * that long closes without a word; a call that takes longer is not cut. */
+static void test_idle_keepalive_closes(void **state)
+{
+	(void)state;
+	struct fixture *f = fixture_new();
+	f->cfg.timeouts.client_idle_ms = 30;
+	fixture_open(f, &test_ops);
+	client_write(f, "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"); /* 50 ms > 30 */
+	run_until(f, 1, 2000);
+	assert_int_equal(count(f->got, "HTTP/1.1 200 "), 1);
+	assert_false(f->eof);
+	uint64_t t0 = clock_mono_us();
+	run_until(f, 0, 2000);
+	assert_true(f->eof);
+	assert_true(clock_mono_us() - t0 < 1000000);
+	assert_int_equal(count(f->got, "HTTP/1.1 "), 1); /* no 408: closed */
+	assert_int_equal(closed_count, 1);
+	assert_int_equal(f->ctx.nconns, 0);
+	fixture_free(f);
+}
+
+/* Each byte pushes the idle timeout on: a head trickling in faster than it
+ * is not cut by it; once the bytes stop, it is a 408 (the head's own
+ * deadline, 5 s, is not what ends it). */
+static void test_idle_mid_head_408(void **state)
+{
+	(void)state;
+	struct fixture *f = fixture_new();
+	f->cfg.timeouts.client_idle_ms = 60;
+	fixture_open(f, &test_ops);
+	static const char *const pieces[] = {"GET / HT", "TP/1.1\r", "\nHo", "st: h\r"};
+	for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+		client_write(f, pieces[i]);
+		run_until(f, 0, 30);
+		assert_false(f->eof);
+	}
+	run_until(f, 0, 2000);
+	assert_408(f);
 	fixture_free(f);
 }
 
@@ -534,6 +581,8 @@ int main(void)
 		cmocka_unit_test(test_keep_alive_two_requests_one_connection),
 		cmocka_unit_test(test_header_timeout_408),
 		cmocka_unit_test(test_body_timeout_408),
+		cmocka_unit_test(test_idle_keepalive_closes),
+		cmocka_unit_test(test_idle_mid_head_408),
 		cmocka_unit_test(test_no_408_once_the_request_is_in),
 		cmocka_unit_test(test_body_too_large_413),
 		cmocka_unit_test(test_headers_too_large_431),

@@ -1,8 +1,9 @@
 /* Unit tests for proxy/net/sockread.c: the read side of a socket bufferevent,
  * done without libevent's FIONREAD and 4 KiB reads. What the callers rely
  * on is the bufferevent's read behaviour: bytes land in the bufferevent's
- * input and its read callback runs; EOF, an error or the read timeout
- * disable reading and reach its event callback with BEV_EVENT_READING. */
+ * input and its read callback runs; EOF or an error disables reading and
+ * reaches its event callback with BEV_EVENT_READING. (Idle timeouts are
+ * their owners' deadlines: test_deadline, test_conn, test_upstream.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -227,75 +228,6 @@ static void test_reset_is_an_error(void **state)
 	teardown(&f);
 }
 
-/* A plain pair whose read timeout is ms. */
-static void setup_timeout(struct fixture *f, unsigned ms)
-{
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	setup_pair(f, 1);
-	sockread_set_timeouts(f->sr, &tv, NULL);
-}
-
-/* The calls-th event was the read timeout, and reading stopped. */
-static void assert_timed_out(struct fixture *f, int calls)
-{
-	assert_int_equal(f->event_calls, calls);
-	assert_int_equal(f->events, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
-	assert_false(sockread_enabled(f->sr));
-}
-
-static void test_timeout_disables_and_reports(void **state)
-{
-	struct fixture f;
-	(void)state;
-	setup_timeout(&f, 50);
-	th_run_for(f.base, 5000);
-	assert_timed_out(&f, 1);
-	/* Enabled again, it reads (and times out again when quiet). */
-	assert_int_equal(sockread_enable(f.sr), 0);
-	assert_int_equal(write(f.peer, "x", 1), 1);
-	for (int i = 0; i < 50 && input_len(&f) < 1; i++)
-		th_run_for(f.base, 20);
-	assert_int_equal(input_len(&f), 1);
-	th_run_for(f.base, 5000);
-	assert_timed_out(&f, 2);
-	teardown(&f);
-}
-
-/* Every read moves the timeout on: bytes every 100 ms for longer than the
- * 300 ms timeout, and it does not fire; once they stop, it does, not
- * before 300 ms after the last. */
-static void test_reads_move_the_timeout_on(void **state)
-{
-	struct fixture f;
-	(void)state;
-	setup_timeout(&f, 300);
-	for (int i = 0; i < 6; i++) {
-		th_run_for(f.base, 100);
-		assert_int_equal(write(f.peer, "x", 1), 1);
-	}
-	th_run_for(f.base, 150);
-	assert_int_equal(input_len(&f), 6);
-	assert_int_equal(f.event_calls, 0);
-	th_run_for(f.base, 5000);
-	assert_timed_out(&f, 1);
-	teardown(&f);
-}
-
-/* A cleared timeout never fires, even on a read already waiting. */
-static void test_cleared_timeout_does_not_fire(void **state)
-{
-	struct fixture f;
-	struct timeval tv = {0, 30 * 1000};
-	(void)state;
-	setup_pair(&f, 1);
-	sockread_set_timeouts(f.sr, &tv, NULL);
-	sockread_set_timeouts(f.sr, NULL, NULL);
-	th_run_for(f.base, 200);
-	assert_int_equal(f.event_calls, 0);
-	assert_true(sockread_enabled(f.sr));
-	teardown(&f);
-}
-
 static void test_disabled_reads_nothing(void **state)
 {
 	struct fixture f;
@@ -343,9 +275,6 @@ int main(void)
 		cmocka_unit_test(test_small_first_read_then_larger),
 		cmocka_unit_test(test_eof_disables_and_reports),
 		cmocka_unit_test(test_reset_is_an_error),
-		cmocka_unit_test(test_timeout_disables_and_reports),
-		cmocka_unit_test(test_reads_move_the_timeout_on),
-		cmocka_unit_test(test_cleared_timeout_does_not_fire),
 		cmocka_unit_test(test_disabled_reads_nothing),
 		cmocka_unit_test(test_not_plain_passes_to_bufferevent),
 	};
