@@ -65,7 +65,8 @@
  */
 enum conn_state {
 	CONN_IDLE,     /* between requests: no byte of the next one parsed, no
-	                * exchange, no deadline armed; the idle timeout runs */
+	                * exchange, no header/body deadline armed (dl); the
+	                * idle timeout (idle) runs */
 	CONN_READING,  /* a request's head or body is arriving: the parser has
 	                * started; the header or body deadline is armed (or
 	                * CF_BODY_DEADLINE_DUE); no exchange yet */
