@@ -506,7 +506,7 @@ static int post_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw
 	if (is_response)
 		x->waiting--;
 	int rc = x->state == SXS_STREAMING ? write_event(x, msg, raw, len)
-	                                 : add_reply(x, msg, raw, len, status);
+	                                   : add_reply(x, msg, raw, len, status);
 	if (is_response && x->waiting <= 0)
 		finish_post(x);
 	return rc;
