@@ -1,6 +1,6 @@
 /* transport_sse: see transport_sse.h.
  * Why this file is long (over 800 lines): both client faces of a translated session share the
- * exchange and its delivery; the legacy POST's call (SX_CALL) moves out first.
+ * exchange, its state machine and its delivery; the legacy POST's call (SX_CALL) moves out first.
  *
  *   conn ──▶ transport_http exchange ──xlate──▶ transport_sse_ex ──s──▶ session
  *            (auth, body, access log)           (this file)            (session.c)
@@ -83,19 +83,69 @@ enum sx_kind {
 	SX_CALL,        /* a legacy client's call (see the file head); no conn */
 };
 
+/* Where an exchange is, whatever its kind. Every change goes through
+ * sx_to, which asserts it is one of sx_moves and logs it (debug). An HTTP
+ * exchange (SX_LOCAL, SX_SSE_STREAM, SX_POST, SX_STREAM) lives in the
+ * first four, a legacy call (SX_CALL, no conn) in the last three:
+ *
+ *   NEW ------------------------> STREAMING ---> ENDED
+ *    |                                ^            ^ ^
+ *    +--> HEAD_PENDING ---------------+------------+ |
+ *    +-----------------------------------------------+
+ *
+ *   CALL_POSTING ---> CALL_REPLIED ---> CALL_DETACHED
+ *        +----------------------------------^
+ */
+enum sx_state {
+	/* Nothing written yet: a LOCAL being answered, a POST collecting its
+	 * responses for one JSON reply (an HTTP status can still be given). */
+	SXS_NEW,
+	/* SX_SSE_STREAM: the session waits for the upstream's endpoint;
+	 * nothing written, so a dead upstream is still a 502. */
+	SXS_HEAD_PENDING,
+	/* The reply is an SSE stream (a legacy stream, a Streamable GET, a
+	 * POST that went to SSE): its head is written (or, for a legacy
+	 * stream, failed to be and the conn is being aborted), every message
+	 * an event, keep-alives running. */
+	SXS_STREAMING,
+	/* Our reply ended, or went to conn whole: nothing more is written,
+	 * deliveries fail. Final. */
+	SXS_ENDED,
+	/* SX_CALL: its POST waits for its reply (202 once the upstream took
+	 * the request, or the upstream's refusal as it came). */
+	SXS_CALL_POSTING,
+	/* SX_CALL: the POST has its reply; answers go to the client's stream. */
+	SXS_CALL_REPLIED,
+	/* SX_CALL: the POST's exchange ended (post is NULL); the call is
+	 * told to the hooks and freed at its last answer. */
+	SXS_CALL_DETACHED,
+};
+#define SXS_NSTATES (SXS_CALL_DETACHED + 1)
+
+#define M(st) (1u << (st))
+static const unsigned sx_moves[SXS_NSTATES] = {
+	[SXS_NEW] = M(SXS_HEAD_PENDING) | M(SXS_STREAMING) | M(SXS_ENDED),
+	[SXS_HEAD_PENDING] = M(SXS_STREAMING) | M(SXS_ENDED),
+	[SXS_STREAMING] = M(SXS_ENDED),
+	[SXS_ENDED] = 0,
+	[SXS_CALL_POSTING] = M(SXS_CALL_REPLIED) | M(SXS_CALL_DETACHED),
+	[SXS_CALL_REPLIED] = M(SXS_CALL_DETACHED),
+	[SXS_CALL_DETACHED] = 0,
+};
+#undef M
+
+static const char *const sx_state_names[SXS_NSTATES] = {
+	"new", "head-pending", "streaming", "ended", "call-posting", "call-replied", "call-detached",
+};
+
 /* One bit each of an exchange's flags word (transport_sse_flags_str): facts
- * besides its kind. ENDED is final; the others hold for the kind named. */
+ * besides its kind and state, each holding for the kind named. */
 enum sx_flag {
 	SXF_ACCEPTS_SSE = 1u << 0,  /* SX_POST: the client takes text/event-stream */
 	SXF_BATCH = 1u << 1,        /* SX_POST: the body was an array */
-	SXF_SSE_MODE = 1u << 2,     /* SX_POST: the reply is an SSE stream (head written) */
-	SXF_ENDED = 1u << 3,        /* our reply ended */
-	SXF_HEAD_PENDING = 1u << 4, /* SX_SSE_STREAM: waits for the upstream's endpoint */
-	SXF_PAUSED = 1u << 5,       /* we paused the session's upstream */
-	SXF_POST_REPLIED = 1u << 6, /* SX_CALL: the POST has its reply */
-	SXF_POST_DONE = 1u << 7,    /* SX_CALL: the POST's exchange ended */
+	SXF_PAUSED = 1u << 2,       /* we paused the session's upstream */
 };
-#define SX_NFLAGS 8 /* the last flag is 1u << (SX_NFLAGS - 1) */
+#define SX_NFLAGS 3 /* the last flag is 1u << (SX_NFLAGS - 1) */
 
 struct transport_sse_ex {
 	unsigned magic;
@@ -106,6 +156,7 @@ struct transport_sse_ex {
 	size_t up;
 	struct session *s;              /* referenced, or NULL */
 	struct transport_sse_link link;
+	enum sx_state state;            /* changed by sx_to only */
 	unsigned flags;                 /* enum sx_flag */
 	int waiting;                    /* SX_POST: responses still due */
 	int reply_status;               /* SX_POST: status for an error-only JSON reply */
@@ -140,13 +191,37 @@ static void sx_put(struct transport_sse_ex *x, unsigned flag, int on)
 
 const char *transport_sse_flags_str(const struct transport_sse_ex *x, char *buf, size_t len)
 {
-	static const char *const names[] = {
-		"accepts-sse", "batch", "sse-mode", "ended", "head-pending", "paused",
-		"post-replied", "post-done",
-	};
+	static const char *const names[] = {"accepts-sse", "batch", "paused"};
 	_Static_assert(sizeof(names) / sizeof(names[0]) == SX_NFLAGS, "a name per sx_flag");
-	_Static_assert(SXF_POST_DONE == 1u << (SX_NFLAGS - 1), "SX_NFLAGS is the count");
+	_Static_assert(SXF_PAUSED == 1u << (SX_NFLAGS - 1), "SX_NFLAGS is the count");
 	return flagnames_str(x->flags, names, SX_NFLAGS, buf, len);
+}
+
+const char *transport_sse_state_str(const struct transport_sse_ex *x)
+{
+	return sx_state_names[x->state];
+}
+
+/* Every change of state: the table above says which are possible, and the
+ * debug log tells an exchange's life. */
+static void sx_to(struct transport_sse_ex *x, enum sx_state to)
+{
+	assert(sx_moves[x->state] & (1u << to));
+	log_msg(LOG_DEBUG, "#%llu session %.8s…: exchange %s -> %s", x->link.where->conn_id,
+	        x->sid[0] ? x->sid : "-", sx_state_names[x->state], sx_state_names[to]);
+	x->state = to;
+}
+
+/* Our reply is over; saying so again changes nothing. */
+static void sx_end(struct transport_sse_ex *x)
+{
+	if (x->state != SXS_ENDED)
+		sx_to(x, SXS_ENDED);
+}
+
+static int sx_ended(const struct transport_sse_ex *x)
+{
+	return x->state == SXS_ENDED;
 }
 
 static int legacy_head(struct transport_sse_ex *x);
@@ -206,7 +281,7 @@ static void reply_error(struct transport_sse_ex *x, int status, const json_t *id
                         const char *message)
 {
 	x->kind = SX_LOCAL;
-	x->flags |= SXF_ENDED;
+	sx_end(x);
 	if (status < 500)
 		set_outcome(x, INSPECT_END_REJECTED, NULL);
 	json_t *err = jrpc_error_new(id, code, message, NULL);
@@ -231,7 +306,7 @@ static void reply_bytes(struct transport_sse_ex *x, int status, const char *ctyp
 	conn_reply_head(x->c, status, h, (int64_t)len);
 	conn_reply_body(x->c, body, len);
 	conn_reply_end(x->c);
-	x->flags |= SXF_ENDED;
+	sx_end(x);
 	evbuffer_free(h);
 }
 
@@ -254,7 +329,7 @@ static void reply_refusal(struct transport_sse_ex *x, const struct upstream_sse_
 {
 	struct evbuffer *h = session_headers(x);
 
-	x->flags |= SXF_ENDED;
+	sx_end(x);
 	if (!h) {
 		conn_abort(x->c, "out of memory");
 		return;
@@ -277,8 +352,8 @@ static int refusal_fits(const struct transport_sse_ex *x, const struct upstream_
 	if (!r || r->status < 400 || r->status >= 500)
 		return 0;
 	if (x->kind == SX_CALL)
-		return x->post && !sx_has(x, SXF_POST_REPLIED) && !sx_has(x->post, SXF_ENDED);
-	return x->kind == SX_POST && !(x->flags & (SXF_ENDED | SXF_SSE_MODE | SXF_BATCH)) &&
+		return x->state == SXS_CALL_POSTING && x->post && !sx_ended(x->post);
+	return x->kind == SX_POST && x->state == SXS_NEW && !sx_has(x, SXF_BATCH) &&
 	       x->waiting == 1 &&
 	       !(x->replies && json_array_size(x->replies));
 }
@@ -291,7 +366,7 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	uint64_t interval = (uint64_t)x->ctx->cfg->timeouts.sse_keepalive_ms * 1000u;
-	if (sx_has(x, SXF_ENDED) || clock_mono_us() - x->last_write_us + 1000 < interval ||
+	if (sx_ended(x) || clock_mono_us() - x->last_write_us + 1000 < interval ||
 	    conn_output_full(x->c))
 		return;
 	sse_write_comment(x->scratch, "keep-alive");
@@ -369,11 +444,11 @@ static int write_event(struct transport_sse_ex *x, const json_t *msg, const char
 
 static void finish_post(struct transport_sse_ex *x)
 {
-	if (sx_has(x, SXF_ENDED))
+	if (sx_ended(x))
 		return;
-	if (sx_has(x, SXF_SSE_MODE)) {
+	if (x->state == SXS_STREAMING) {
 		conn_reply_end(x->c);
-		x->flags |= SXF_ENDED;
+		sx_end(x);
 		return;
 	}
 	size_t n = x->replies ? json_array_size(x->replies) : 0;
@@ -411,7 +486,7 @@ static int post_to_sse(struct transport_sse_ex *x)
 {
 	if (start_sse(x) < 0)
 		return -1;
-	x->flags |= SXF_SSE_MODE;
+	sx_to(x, SXS_STREAMING);
 	for (size_t i = 0; x->replies && i < json_array_size(x->replies); i++)
 		write_event(x, json_array_get(x->replies, i), NULL, 0);
 	json_decref(x->replies);
@@ -426,12 +501,12 @@ static int post_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw
 	 * upstream when the client takes SSE: a legacy upstream's response
 	 * may overtake the 202 that would have started it (ops_accepted). */
 	int to_sse = !is_response || (sx_has(x, SXF_ACCEPTS_SSE) && !local);
-	if (!sx_has(x, SXF_SSE_MODE) && to_sse && post_to_sse(x) < 0)
+	if (x->state != SXS_STREAMING && to_sse && post_to_sse(x) < 0)
 		return -1;
 	if (is_response)
 		x->waiting--;
-	int rc = sx_has(x, SXF_SSE_MODE) ? write_event(x, msg, raw, len)
-	                                 : add_reply(x, msg, raw, len, status);
+	int rc = x->state == SXS_STREAMING ? write_event(x, msg, raw, len)
+	                                   : add_reply(x, msg, raw, len, status);
 	if (is_response && x->waiting <= 0)
 		finish_post(x);
 	return rc;
@@ -474,7 +549,7 @@ static int ops_deliver(void *target, const struct session_out *m)
 	enum jrpc_kind k = jrpc_classify(msg);
 	int is_response = k == JRPC_RESULT || k == JRPC_ERROR;
 
-	if (sx_has(x, SXF_ENDED) || (sx_has(x, SXF_HEAD_PENDING) && legacy_head(x) < 0))
+	if (sx_ended(x) || (x->state == SXS_HEAD_PENDING && legacy_head(x) < 0))
 		return -1;
 	if (!m->local) {
 		int modified = 0;
@@ -520,7 +595,7 @@ static int ops_deliver(void *target, const struct session_out *m)
 static int ops_can_stream(void *target)
 {
 	struct transport_sse_ex *x = check(target);
-	return x->kind == SX_POST && sx_has(x, SXF_ACCEPTS_SSE) && !sx_has(x, SXF_ENDED);
+	return x->kind == SX_POST && sx_has(x, SXF_ACCEPTS_SSE) && !sx_ended(x);
 }
 
 static void ops_withdrawn(void *target)
@@ -534,7 +609,7 @@ static void ops_withdrawn(void *target)
 		call_maybe_done(x);
 		return;
 	}
-	if (x->kind != SX_POST || sx_has(x, SXF_ENDED))
+	if (x->kind != SX_POST || sx_ended(x))
 		return;
 	if (--x->waiting <= 0)
 		finish_post(x);
@@ -543,18 +618,16 @@ static void ops_withdrawn(void *target)
 static void ops_end_stream(void *target, const char *why)
 {
 	struct transport_sse_ex *x = check(target);
-	if (sx_has(x, SXF_ENDED))
+	if (sx_ended(x))
 		return;
-	if (sx_has(x, SXF_HEAD_PENDING)) {
+	if (x->state == SXS_HEAD_PENDING) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "upstream %s: %s", up_conf(x)->url_safe, why);
-		x->flags &= ~SXF_HEAD_PENDING;
 		set_outcome(x, INSPECT_END_UPSTREAM_ERROR, why);
-		reply_error(x, 502, NULL, JRPC_UPSTREAM_ERROR, msg);
-		x->flags |= SXF_ENDED;
+		reply_error(x, 502, NULL, JRPC_UPSTREAM_ERROR, msg); /* ends x */
 		return;
 	}
-	x->flags |= SXF_ENDED;
+	sx_end(x);
 	/* Why the stream ended is the access log's note; not every end is
 	 * a failure (DELETE, idle expiry). */
 	if (!*x->link.error)
@@ -565,7 +638,7 @@ static void ops_end_stream(void *target, const char *why)
 static void ops_opened(void *target)
 {
 	struct transport_sse_ex *x = check(target);
-	if (sx_has(x, SXF_HEAD_PENDING) && !sx_has(x, SXF_ENDED) && legacy_head(x) < 0)
+	if (x->state == SXS_HEAD_PENDING && legacy_head(x) < 0)
 		conn_abort(x->c, "out of memory");
 }
 
@@ -579,7 +652,7 @@ static void ops_accepted(void *target)
 		call_accepted(x);
 		return;
 	}
-	if (x->kind != SX_POST || !sx_has(x, SXF_ACCEPTS_SSE) || (x->flags & (SXF_SSE_MODE | SXF_ENDED)))
+	if (x->kind != SX_POST || !sx_has(x, SXF_ACCEPTS_SSE) || x->state != SXS_NEW)
 		return;
 	if (post_to_sse(x) < 0)
 		conn_abort(x->c, "out of memory");
@@ -710,6 +783,7 @@ static struct transport_sse_ex *call_new(struct transport_sse_ex *x)
 		return NULL;
 	call->magic = SX_MAGIC;
 	call->kind = SX_CALL;
+	call->state = SXS_CALL_POSTING;
 	call->ctx = x->ctx;
 	call->req = NULL;
 	call->up = x->up;
@@ -732,10 +806,10 @@ static struct transport_sse_ex *call_new(struct transport_sse_ex *x)
 static void call_accepted(struct transport_sse_ex *x)
 {
 	struct transport_sse_ex *post = x->post;
-	if (sx_has(x, SXF_POST_REPLIED) || !post)
+	if (x->state != SXS_CALL_POSTING)
 		return;
-	x->flags |= SXF_POST_REPLIED;
-	if (!sx_has(post, SXF_ENDED))
+	sx_to(x, SXS_CALL_REPLIED);
+	if (!sx_ended(post))
 		reply_bytes(post, 202, "text/plain; charset=utf-8", "Accepted", 8);
 }
 
@@ -748,7 +822,7 @@ static int call_deliver(struct transport_sse_ex *x, json_t *msg, const char *raw
 	int rc = 0;
 
 	if (refusal_fits(x, m->refusal)) {
-		x->flags |= SXF_POST_REPLIED;
+		sx_to(x, SXS_CALL_REPLIED);
 		reply_refusal(x->post, m->refusal);
 	} else {
 		call_accepted(x);
@@ -780,7 +854,7 @@ static void call_free(struct transport_sse_ex *x)
  * exchange was counted when it ended. */
 static void call_maybe_done(struct transport_sse_ex *x)
 {
-	if (x->waiting > 0 || !sx_has(x, SXF_POST_DONE))
+	if (x->waiting > 0 || x->state != SXS_CALL_DETACHED)
 		return;
 	uint64_t now = clock_mono_us();
 	struct inspect_exchange done = {
@@ -803,11 +877,12 @@ static void call_post_done(struct transport_sse_ex *x, const char *client_error)
 	struct transport_sse_ex *call = x->call;
 	x->call = NULL;
 	call->post = NULL;
-	call->flags |= SXF_POST_DONE;
+	int replied = call->state == SXS_CALL_REPLIED;
+	sx_to(call, SXS_CALL_DETACHED);
 	call->post_status = conn_reply_status(x->c);
 	call->post_bytes_in = conn_bytes_in(x->c);
 	call->post_bytes_out = conn_bytes_out(x->c);
-	if (client_error && !sx_has(call, SXF_POST_REPLIED))
+	if (client_error && !replied)
 		set_outcome(call, INSPECT_END_CANCELLED, "the client left before its POST was answered");
 	call_maybe_done(call);
 }
@@ -820,7 +895,9 @@ static int legacy_head(struct transport_sse_ex *x)
 {
 	char ep[1200];
 
-	x->flags &= ~SXF_HEAD_PENDING;
+	/* Streaming from here on, even when the head fails (the caller aborts
+	 * the conn): the head is never tried twice. */
+	sx_to(x, SXS_STREAMING);
 	if (start_sse(x) < 0)
 		return -1;
 	snprintf(ep, sizeof(ep), "%s?sessionId=%s", up_conf(x)->messages_path, x->sid);
@@ -852,7 +929,7 @@ static void legacy_get(struct transport_sse_ex *x)
 		/* A legacy upstream: the client's stream starts once the
 		 * upstream's did, so a dead upstream is a 502 here, not a stream
 		 * that opens and dies. */
-		x->flags |= SXF_HEAD_PENDING;
+		sx_to(x, SXS_HEAD_PENDING);
 	} else if (legacy_head(x) < 0) {
 		session_end(s, "out of memory");
 		conn_abort(x->c, "out of memory");
@@ -1009,6 +1086,7 @@ static void streamable_get(struct transport_sse_ex *x)
 		conn_abort(x->c, "out of memory");
 		return;
 	}
+	sx_to(x, SXS_STREAMING);
 	x->kind = SX_STREAM;
 	session_attach_stream(s, x);
 }
@@ -1217,12 +1295,11 @@ void transport_sse_shutdown(struct transport_sse_ex *x)
 {
 	check(x);
 	/* Streams end now so clients reconnect elsewhere; POSTs finish. */
-	if (sx_has(x, SXF_HEAD_PENDING)) {
-		x->flags &= ~SXF_HEAD_PENDING;
-		x->flags |= SXF_ENDED;
+	if (x->state == SXS_HEAD_PENDING) {
+		sx_end(x);
 		reply_error(x, 503, NULL, JRPC_UPSTREAM_ERROR, "mcpwarden is shutting down");
-	} else if ((x->kind == SX_SSE_STREAM || x->kind == SX_STREAM) && !sx_has(x, SXF_ENDED)) {
-		x->flags |= SXF_ENDED;
+	} else if ((x->kind == SX_SSE_STREAM || x->kind == SX_STREAM) && !sx_ended(x)) {
+		sx_end(x);
 		conn_reply_end(x->c);
 	}
 }

@@ -105,7 +105,11 @@ struct transport_sse_ex *transport_sse_adopt(struct conn *c, const struct http_m
 /* The transport_ops calls, forwarded by transport_http. */
 void transport_sse_drained(struct transport_sse_ex *x);
 void transport_sse_shutdown(struct transport_sse_ex *x);
-/* x's flags for a log line ("accepts-sse|sse-mode", "|"-separated),
+/* x's state for a log line ("new", "head-pending", "streaming", "ended",
+ * and for a legacy call "call-posting", "call-replied", "call-detached"):
+ * static. */
+const char *transport_sse_state_str(const struct transport_sse_ex *x);
+/* x's flags for a log line ("accepts-sse|batch", "|"-separated),
  * written to buf (truncated to len); returns buf. */
 const char *transport_sse_flags_str(const struct transport_sse_ex *x, char *buf, size_t len);
 /* Ends and frees the exchange (after transport_http logged it). A client

@@ -1,6 +1,6 @@
 /* upstream_sse: see upstream_sse.h.
- * Why this file is long (over 800 lines): both upstream transports and the auto probe between them
- * share the op list and the kick; the probe's fallback moves out first.
+ * Why this file is long (over 800 lines): both upstream transports, the auto probe between them
+ * and the face's state machine share the op list and the kick; the probe's fallback moves out first.
  *
  *   upstream_sse
  *     qhead ──▶ outmsg ─▶ outmsg ─▶ NULL     messages not sent yet, in order
@@ -91,22 +91,61 @@ struct op {
 	struct op *next;
 };
 
-/* One bit each of struct upstream_sse's flags word (upstream_sse_flags_str).
- * The face's life is READY (once), then CLOSING, CLOSED_REPORTED (at most
- * once, never after CLOSING), DELETE_STARTED and FINISHED (once the last
- * op is gone); the others come and go. */
-enum face_flag {
-	UF_FALLBACK = 1u << 0,        /* auto: may still switch transport, once */
-	UF_READY = 1u << 1,           /* on_ready was called */
-	UF_CLOSING = 1u << 2,         /* upstream_sse_close ran: nothing new is sent */
-	UF_CLOSED_REPORTED = 1u << 3, /* on_closed was called */
-	UF_DELETE_STARTED = 1u << 4,  /* closing: ops freed, the DELETE sent if there is a session id */
-	UF_FINISHED = 1u << 5,        /* on_finished was called */
-	UF_POSTING = 1u << 6,         /* a POST that must finish first is out */
-	UF_GET_STARTED = 1u << 7,     /* Streamable standalone GET tried */
-	UF_PAUSED = 1u << 8,          /* backpressure: responses are not read */
+/* The face's life. Every change goes through face_to, which asserts it is
+ * one of face_moves and logs it (debug); the last three are the closing:
+ *
+ *   STARTING --on_ready--> READY --on_closed--> ENDED
+ *       |  \______________________on_closed______^ |
+ *       +-------------------+----------------------+
+ *                           | upstream_sse_close (from any of the three)
+ *                           v
+ *   CLOSING --kick--> DRAINING --the last op is gone--> FINISHED
+ */
+enum face_state {
+	/* Nothing told yet: legacy waits for its `endpoint` event, Streamable
+	 * for its first POST to be taken; tr is the transport tried now, and
+	 * UF_FALLBACK may still switch it, once. Messages queue meanwhile. */
+	UPSSE_STARTING,
+	/* on_ready was called, once: the transport is fixed (no UF_FALLBACK). */
+	UPSSE_READY,
+	/* on_closed was called, once (the upstream session is over); the
+	 * owner is to close the face. What is in flight runs on until then. */
+	UPSSE_ENDED,
+	/* upstream_sse_close ran: the queue is dropped, nothing new is sent,
+	 * no callback reaches the owner but on_finished; the kick tears down. */
+	UPSSE_CLOSING,
+	/* The kick freed every op and sent the DELETE if there is a session id:
+	 * on_finished comes once that DELETE is over (at once without it). */
+	UPSSE_DRAINING,
+	/* on_finished was called: the owner may free the face. Final. */
+	UPSSE_FINISHED,
 };
-#define UF_NFLAGS 9 /* the last flag is 1u << (UF_NFLAGS - 1) */
+#define UPSSE_NSTATES (UPSSE_FINISHED + 1)
+
+#define M(st) (1u << (st))
+static const unsigned face_moves[UPSSE_NSTATES] = {
+	[UPSSE_STARTING] = M(UPSSE_READY) | M(UPSSE_ENDED) | M(UPSSE_CLOSING),
+	[UPSSE_READY] = M(UPSSE_ENDED) | M(UPSSE_CLOSING),
+	[UPSSE_ENDED] = M(UPSSE_CLOSING),
+	[UPSSE_CLOSING] = M(UPSSE_DRAINING),
+	[UPSSE_DRAINING] = M(UPSSE_FINISHED),
+	[UPSSE_FINISHED] = 0,
+};
+#undef M
+
+static const char *const face_state_names[UPSSE_NSTATES] = {
+	"starting", "ready", "ended", "closing", "draining", "finished",
+};
+
+/* One bit each of struct upstream_sse's flags word (upstream_sse_flags_str):
+ * facts besides the state, each coming and going on its own. */
+enum face_flag {
+	UF_FALLBACK = 1u << 0,        /* auto: may still switch transport, once (STARTING only) */
+	UF_POSTING = 1u << 1,         /* a POST that must finish first is out */
+	UF_GET_STARTED = 1u << 2,     /* Streamable standalone GET tried */
+	UF_PAUSED = 1u << 3,          /* backpressure: responses are not read */
+};
+#define UF_NFLAGS 4 /* the last flag is 1u << (UF_NFLAGS - 1) */
 
 struct upstream_sse {
 	unsigned magic;
@@ -115,6 +154,7 @@ struct upstream_sse {
 	const struct upstream_sse_cbs *cbs;
 	void *arg;
 	enum px_transport tr;                   /* SSE or STREAMABLE: what is tried now */
+	enum face_state state;                  /* changed by face_to only */
 	unsigned flags;                         /* enum face_flag */
 	struct op *ops;                         /* owned list */
 	struct op *stream;                      /* borrowed from ops */
@@ -132,9 +172,13 @@ struct upstream_sse {
 };
 
 static const char *const face_flag_names[] = {
-	"fallback", "ready", "closing", "closed-reported", "delete-started", "finished",
-	"posting", "get-started", "paused",
+	"fallback", "posting", "get-started", "paused",
 };
+
+const char *upstream_sse_state_str(const struct upstream_sse *f)
+{
+	return face_state_names[f->state];
+}
 
 const char *upstream_sse_flags_str(const struct upstream_sse *f, char *buf, size_t len)
 {
@@ -154,10 +198,29 @@ static int op_has(const struct op *op, unsigned flag)
 	return (op->flags & flag) != 0;
 }
 
-/* auto, and the answer that says which transport this is not in yet. */
+static const struct px_upstream_conf *uconf(const struct upstream_sse *f);
+
+/* Every change of state: the table above says which are possible, and the
+ * debug log tells a face's life. */
+static void face_to(struct upstream_sse *f, enum face_state to)
+{
+	assert(face_moves[f->state] & (1u << to));
+	log_msg(LOG_DEBUG, "upstream %s: face %s -> %s", uconf(f)->name, face_state_names[f->state],
+	        face_state_names[to]);
+	f->state = to;
+}
+
+/* upstream_sse_close ran: nothing new goes out, no callback but on_finished. */
+static int closing(const struct upstream_sse *f)
+{
+	return f->state >= UPSSE_CLOSING;
+}
+
+/* auto, and the answer that says which transport this is not in yet
+ * (UF_FALLBACK goes at on_ready, or when the transport switched). */
 static int probing(const struct upstream_sse *f)
 {
-	return face_has(f, UF_FALLBACK) && !face_has(f, UF_READY);
+	return face_has(f, UF_FALLBACK);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -199,19 +262,22 @@ static void kick(struct upstream_sse *f)
 	event_active(f->kick, 0, 0);
 }
 
+/* on_closed, once, and never once closing. */
 static void report_closed(struct upstream_sse *f, const char *detail)
 {
-	if (face_has(f, UF_CLOSED_REPORTED) || face_has(f, UF_CLOSING))
+	if (f->state != UPSSE_STARTING && f->state != UPSSE_READY)
 		return;
-	f->flags |= UF_CLOSED_REPORTED;
+	face_to(f, UPSSE_ENDED);
 	f->cbs->on_closed(f->arg, detail);
 }
 
+/* on_ready, once: a second endpoint event or a later 2xx says nothing new
+ * (and after on_closed or close the owner hears nothing more of it). */
 static void set_ready(struct upstream_sse *f)
 {
-	if (face_has(f, UF_READY))
+	if (f->state != UPSSE_STARTING)
 		return;
-	f->flags |= UF_READY;
+	face_to(f, UPSSE_READY);
 	f->flags &= ~UF_FALLBACK;
 	f->cbs->on_ready(f->arg, f->tr);
 }
@@ -469,7 +535,7 @@ static void start_post(struct upstream_sse *f, struct outmsg *q)
  * spec's resumption is a GET carrying Last-Event-ID. */
 static int start_resume(struct upstream_sse *f, struct op *cut)
 {
-	if (cut->resumes >= RESUME_MAX || !cut->last_id[0] || face_has(f, UF_CLOSING))
+	if (cut->resumes >= RESUME_MAX || !cut->last_id[0] || closing(f))
 		return -1;
 	struct evbuffer *rq = build_request(f, "GET", uconf(f)->target, "text/event-stream",
 	                                    cut->last_id, NULL, 0);
@@ -498,7 +564,7 @@ static void pop_and_post(struct upstream_sse *f)
 /* Sends what may be sent now. Runs from kick only. */
 static void pump(struct upstream_sse *f)
 {
-	while (f->qhead && !face_has(f, UF_CLOSING) && !face_has(f, UF_POSTING)) {
+	while (f->qhead && !closing(f) && !face_has(f, UF_POSTING)) {
 		if (f->tr == PX_TRANSPORT_SSE && !f->endpoint[0])
 			return;
 		pop_and_post(f);
@@ -589,7 +655,7 @@ static void emit_json(struct op *op, const char *bytes, size_t len)
 	if (json_is_object(v)) {
 		emit(op, v, bytes, len);
 	} else if (json_is_array(v)) {
-		for (size_t i = 0; i < json_array_size(v) && !face_has(op->f, UF_CLOSING); i++)
+		for (size_t i = 0; i < json_array_size(v) && !closing(op->f); i++)
 			emit(op, json_array_get(v, i), NULL, 0);
 	} else {
 		log_msg(LOG_WARN, "upstream %s: a reply that is not JSON-RPC was dropped",
@@ -632,7 +698,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		memcpy(f->endpoint, ep, sizeof(ep));
 		set_ready(f);
 		kick(f);
-		return face_has(f, UF_CLOSING) ? 1 : 0;
+		return closing(f) ? 1 : 0;
 	}
 	if (ev->event && !(ev->event_len == 7 && memcmp(ev->event, "message", 7) == 0)) {
 		log_msg(LOG_DEBUG, "upstream %s: SSE event \"%.*s\" ignored", uconf(f)->name,
@@ -642,7 +708,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 	if (!ev->data || ev->data_len == 0)
 		return 0; /* priming events, retry hints: ours to keep */
 	emit_json(op, ev->data, ev->data_len);
-	return face_has(f, UF_CLOSING) ? 1 : 0;
+	return closing(f) ? 1 : 0;
 }
 
 /* ---- upstream_req callbacks ---------------------------------------------------- */
@@ -690,7 +756,7 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 		kick(f);
 		if (ok && op_has(op, OPF_IS_REQUEST)) {
 			f->cbs->on_accepted(f->arg, op->sent);
-			if (face_has(f, UF_CLOSING))
+			if (closing(f))
 				return refuse(op);
 		}
 		return start_body(op, ok ? BODY_IGNORE : BODY_ERROR);
@@ -717,9 +783,9 @@ static int post_head(struct op *op, int status, const char *ct, const struct htt
 	if (!ok)
 		return start_body(op, BODY_ERROR);
 	set_ready(f);
-	if (!face_has(f, UF_CLOSING) && op_has(op, OPF_IS_REQUEST))
+	if (!closing(f) && op_has(op, OPF_IS_REQUEST))
 		f->cbs->on_accepted(f->arg, op->sent);
-	if (face_has(f, UF_CLOSING))
+	if (closing(f))
 		return refuse(op);
 	if (status == 202 || status == 204)
 		return start_body(op, BODY_IGNORE);
@@ -773,7 +839,7 @@ static int op_on_head(void *arg, const struct http_msg *resp)
 	const char *ct = http_msg_get(resp, HH_CONTENT_TYPE);
 
 	op->status = http_msg_status(resp);
-	if (face_has(op->f, UF_CLOSING) && op->kind != OP_DELETE)
+	if (closing(op->f) && op->kind != OP_DELETE)
 		return refuse(op);
 	switch (op->kind) {
 	case OP_POST:
@@ -792,7 +858,7 @@ static int op_on_body(void *arg, const char *data, size_t len)
 	struct op *op = arg;
 	struct upstream_sse *f = op->f;
 
-	if (face_has(f, UF_CLOSING) && op->kind != OP_DELETE)
+	if (closing(f) && op->kind != OP_DELETE)
 		return refuse(op);
 	switch (op->body) {
 	case BODY_IGNORE:
@@ -846,7 +912,7 @@ static json_t *error_reply(struct op *op)
 
 static void schedule_get_retry(struct upstream_sse *f)
 {
-	if (face_has(f, UF_CLOSING) || f->get_failures >= GET_RETRIES)
+	if (closing(f) || f->get_failures >= GET_RETRIES)
 		return;
 	f->get_failures++;
 	struct timeval tv = {0, GET_RETRY_MS * 1000};
@@ -858,7 +924,7 @@ static void unanswered(struct op *op, int status, const char *detail)
 {
 	struct upstream_sse *f = op->f;
 	if (!op->sent || !op_has(op, OPF_IS_REQUEST) || op_has(op, OPF_ANSWERED) ||
-	    face_has(f, UF_CLOSING))
+	    closing(f))
 		return;
 	if (f->tr != PX_TRANSPORT_STREAMABLE)
 		return; /* legacy: the response comes on the stream */
@@ -874,7 +940,7 @@ static void op_on_done(void *arg)
 	struct upstream_sse *f = op->f;
 
 	op_finish(op);
-	if (face_has(f, UF_CLOSING))
+	if (closing(f))
 		return;
 	switch (op->kind) {
 	case OP_POST:
@@ -900,7 +966,7 @@ static void op_on_done(void *arg)
 			size_t len = evbuffer_get_length(op->buf);
 			emit_json(op, (const char *)evbuffer_pullup(op->buf, -1), len);
 		}
-		if (face_has(f, UF_CLOSING))
+		if (closing(f))
 			return;
 		if (f->tr == PX_TRANSPORT_STREAMABLE && !face_has(f, UF_GET_STARTED) &&
 		    is_method(op->sent, "notifications/initialized")) {
@@ -934,7 +1000,7 @@ static void op_on_error(void *arg, enum upstream_err err, const char *detail)
 	int status = err == UPSTREAM_ERR_TIMEOUT ? 504 : 502;
 
 	op_finish(op);
-	if (face_has(f, UF_CLOSING))
+	if (closing(f))
 		return;
 	switch (op->kind) {
 	case OP_POST:
@@ -993,9 +1059,9 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	assert(f->magic == UPSSE_MAGIC);
-	if (face_has(f, UF_CLOSING)) {
-		if (!face_has(f, UF_DELETE_STARTED)) {
-			f->flags |= UF_DELETE_STARTED;
+	if (closing(f)) {
+		if (f->state == UPSSE_CLOSING) {
+			face_to(f, UPSSE_DRAINING);
 			/* Freeing unfinished requests closes their connections: that
 			 * is how a legacy upstream learns the session is over. */
 			free_ops(f, 1);
@@ -1006,8 +1072,8 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 		free_ops(f, 0);
-		if (!f->ops && !face_has(f, UF_FINISHED)) {
-			f->flags |= UF_FINISHED;
+		if (!f->ops && f->state == UPSSE_DRAINING) {
+			face_to(f, UPSSE_FINISHED);
 			f->cbs->on_finished(f->arg);
 		}
 		return;
@@ -1021,7 +1087,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	struct upstream_sse *f = arg;
 	(void)fd;
 	(void)what;
-	if (face_has(f, UF_CLOSING) || f->stream)
+	if (closing(f) || f->stream)
 		return;
 	log_msg(LOG_DEBUG, "upstream %s: re-opening the standalone GET stream", uconf(f)->name);
 	start_stream(f, f->get_last_id[0] ? f->get_last_id : NULL);
@@ -1080,7 +1146,7 @@ void upstream_sse_free(struct upstream_sse *f)
 
 int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size_t raw_len)
 {
-	if (face_has(f, UF_CLOSING) || f->nq >= f->max_q)
+	if (closing(f) || f->nq >= f->max_q)
 		return -1;
 	struct outmsg *q = calloc(1, sizeof(*q));
 	if (!q)
@@ -1111,9 +1177,9 @@ int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size
 
 void upstream_sse_close(struct upstream_sse *f)
 {
-	if (face_has(f, UF_CLOSING))
+	if (closing(f))
 		return;
-	f->flags |= UF_CLOSING;
+	face_to(f, UPSSE_CLOSING);
 	while (f->qhead) {
 		struct outmsg *q = f->qhead;
 		f->qhead = q->next;

@@ -114,7 +114,10 @@ void upstream_sse_resume(struct upstream_sse *f);
 
 /* The transport in use: PX_TRANSPORT_AUTO while the probe runs. */
 enum px_transport upstream_sse_transport(const struct upstream_sse *f);
-/* f's flags for a log line ("ready|posting", "|"-separated), written to
+/* f's state for a log line ("starting", "ready", "ended", "closing",
+ * "draining", "finished"): static. */
+const char *upstream_sse_state_str(const struct upstream_sse *f);
+/* f's flags for a log line ("fallback|posting", "|"-separated), written to
  * buf (truncated to len); returns buf. */
 const char *upstream_sse_flags_str(const struct upstream_sse *f, char *buf, size_t len);
 
