@@ -1,13 +1,12 @@
 /* hook_contract: see hook_contract.h.
  *
- * Why this file is long (over 800 lines): listings, reports, pages and the verdict cache all read
- * and write the per-upstream struct up_state under hc->lock; the verdict
- * cache (its own section, a tuning layer) is what to move out first, once
- * up_state has accessors.
+ * Why this file is long (over 800 lines): listings, reports, pages and
+ * the kept verdict all read and write the per-upstream struct up_state
+ * under hc->lock.
  *
  *   hook_contract
  *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
- *     │                report (owned JSON)
+ *     │                report (owned JSON), verdict_cache
  *     └─ head ⇄ … ⇄ tail   listings in progress, most recently used first
  *          listing: (upstream, session) + deep copies of its pages +
  *                   the nextCursor that continues it
@@ -18,13 +17,11 @@
  * (most listings have one) is checked and the listing dropped within the
  * call, so it is only referenced.
  *
- * Each upstream also keeps the verdict on its last one-page listing (see
- * hook_contract.h, "Unchanged lists"): the result's bytes as they arrived,
- * and what checking them did (counters, log line, report, the reply's
- * change). A listing with the same bytes replays it instead of checking.
- * And it keeps a memo of per-tool results with the last one-page
- * listing's text and tool spans ("Changed lists"), so that a listing with
- * other bytes costs the tools that changed.
+ * What checking the last one-page listing did (struct kept_verdict:
+ * counters, log line, report, the reply's change) is kept in the
+ * upstream's verdict_cache (hook_contract.h, "Unchanged lists"), which
+ * also holds the per-tool memo and the listing's text ("Changed lists");
+ * that module's head gives what each layer saves.
  */
 #include "proxy/hooks/hook_contract.h"
 
@@ -40,6 +37,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/verdict_cache.h"
 #include "proxy/base/clock.h"
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
@@ -76,27 +74,13 @@ struct up_state {
 	                                reference) */
 	uint64_t published_us;       /* Unix time latest was published */
 	uint64_t published;          /* reports published so far */
-	struct verdict_cache *cache; /* owned: last one-page listing's verdict, or NULL */
-	struct contract_memo *memo;  /* owned: per-tool results of the last
-	                                one-page listing, or NULL */
-	struct contract_text *texts; /* owned: scratch, CONTRACT_MAX_TOOLS */
-	struct jparse_elem *spans;   /* owned: scratch, CONTRACT_MAX_TOOLS */
-	/* The text of the last listing checked with the memo and where its
-	 * tools sit in it, so that the next one is skimmed only where it
-	 * differs (jparse_elements_since). */
-	char *prev;                  /* owned copy, or NULL */
-	size_t prev_len, prev_cap;
-	struct jparse_elem *prev_spans; /* owned: CONTRACT_MAX_TOOLS, into prev */
-	size_t nprev;
-	int prev_now;                /* prev is the page being checked now */
+	struct verdict_cache *vc;    /* owned: the last one-page listing's
+	                                verdict, memo and text (verdict_cache.h) */
 };
 
-/* What checking a one-page listing did, to do again for the same bytes. */
-struct verdict_cache {
-	char *bytes;                 /* owned: the result's text as it arrived;
-	                                NULL: it is up_state.prev (shared) */
-	size_t len;
-	char *era;                   /* owned, or NULL */
+/* What checking a one-page listing did, to do again for the same bytes
+ * (kept in the upstream's verdict_cache). */
+struct kept_verdict {
 	enum log_level level;
 	char line[1024];             /* the log line after "#<conn> " */
 	json_t *report;              /* owned: as published ("time" is renewed) */
@@ -227,12 +211,11 @@ static void utc_now(char *buf, size_t cap)
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void cache_free(struct verdict_cache *c)
+static void kept_free(void *arg)
 {
+	struct kept_verdict *c = arg;
 	if (!c)
 		return;
-	free(c->bytes);
-	free(c->era);
 	json_decref(c->report);
 	json_decref(c->error);
 	free(c->withheld);
@@ -401,7 +384,7 @@ static json_t *build_report(struct up_state *us, const struct listing *l,
                             const struct verdict *v)
 {
 	char now[32];
-	json_t *o = contract_report_json_memo(r, us->memo);
+	json_t *o = verdict_cache_report_json(us->vc, r);
 	if (!o) {
 		json_decref(changes);
 		return NULL;
@@ -665,46 +648,6 @@ static json_t *joined_tools(const json_t *pages)
 	return all;
 }
 
-/* Before prev changes: a verdict kept on its bytes goes. */
-static void prev_release(struct up_state *us)
-{
-	if (us->cache && !us->cache->bytes) {
-		cache_free(us->cache);
-		us->cache = NULL;
-	}
-}
-
-/* prev[0..len) := raw[0..len), prev holding plen bytes of the previous
- * text: a text of the same length (a description edited in place) is
- * copied where it differs only. */
-static void prev_update(char *prev, size_t plen, const char *raw, size_t len)
-{
-	size_t i = 0, j = len;
-	if (plen == len) {
-		while (i + 4096 <= len && memcmp(prev + i, raw + i, 4096) == 0)
-			i += 4096;
-		while (j >= i + 4096 && memcmp(prev + j - 4096, raw + j - 4096, 4096) == 0)
-			j -= 4096;
-	}
-	memcpy(prev + i, raw + i, j - i);
-}
-
-static void memo_free(struct up_state *us)
-{
-	prev_release(us);
-	contract_memo_free(us->memo);
-	free(us->texts);
-	free(us->spans);
-	free(us->prev);
-	free(us->prev_spans);
-	us->memo = NULL;
-	us->texts = NULL;
-	us->spans = NULL;
-	us->prev = NULL;
-	us->prev_spans = NULL;
-	us->prev_len = us->prev_cap = us->nprev = 0;
-}
-
 /* contract_check() of the listing's pages. A listing of one page whose
  * text the transport kept (the common case: a client listing tools
  * again) goes through the upstream's memo: only tools whose text is new
@@ -715,54 +658,11 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
                                            const struct inspect_msg *m, uint64_t *checked)
 {
 	*checked = UINT64_MAX; /* a plain check: every tool examined */
-	/* Only a whole listing in one page, the kind the verdict cache keeps:
-	 * pages of longer ones would push its bytes out of prev. */
-	const json_t *tools = n == 1 && !orphan && !page_next_cursor(pages[0])
-	                          ? page_tools(pages[0]) : NULL;
-	if (!json_is_array(tools) || !m->result_raw || m->result_raw_len > HOOK_CONTRACT_CACHE_BYTES ||
-	    json_array_size(tools) > CONTRACT_MAX_TOOLS || json_is_array(pages[0]))
+	/* Only a whole listing in one page, the kind the verdict is kept for. */
+	if (n != 1 || orphan || page_next_cursor(pages[0]) || !json_is_object(pages[0]))
 		return contract_check(pages, n, opts);
-	if (!us->memo) {
-		us->memo = contract_memo_new();
-		us->texts = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->texts));
-		us->spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->spans));
-		us->prev_spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->prev_spans));
-		if (!us->memo || !us->texts || !us->spans || !us->prev_spans) {
-			memo_free(us);
-			return contract_check(pages, n, opts);
-		}
-	}
-	const char *raw = m->result_raw;
-	long k = jparse_elements_since(raw, m->result_raw_len, "tools", us->spans, CONTRACT_MAX_TOOLS,
-	                               us->prev, us->prev_len, us->prev_spans, us->nprev);
-	us->nprev = 0;
-	if (k < 0 || (size_t)k != json_array_size(tools))
-		return contract_check(pages, n, opts);
-	for (long i = 0; i < k; i++)
-		us->texts[i] = (struct contract_text){us->spans[i].at, us->spans[i].len,
-		                                      us->spans[i].same_as};
-	struct contract_report *r = contract_check_memo(pages[0], us->texts, (size_t)k, opts,
-	                                                us->memo);
-	if (!r)
-		return NULL; /* prev (nprev 0 now) and the memo may disagree: no hints next time */
-	*checked = contract_memo_rechecked(us->memo);
-	/* Keep this text for the next listing's skim (and the verdict cache). */
-	prev_release(us);
-	if (us->prev_cap < m->result_raw_len) {
-		char *p = realloc(us->prev, m->result_raw_len);
-		if (!p)
-			return r;
-		us->prev = p;
-		us->prev_cap = m->result_raw_len;
-	}
-	prev_update(us->prev, us->prev_len, raw, m->result_raw_len);
-	us->prev_len = m->result_raw_len;
-	for (long i = 0; i < k; i++)
-		us->prev_spans[i] = (struct jparse_elem){us->prev + (us->spans[i].at - raw),
-		                                         us->spans[i].len, 0};
-	us->nprev = (size_t)k;
-	us->prev_now = 1;
-	return r;
+	return verdict_cache_check(us->vc, pages[0], m->result_raw, m->result_raw_len, opts,
+	                           checked);
 }
 
 /* Checks the listing with its newest page and decides what the client
@@ -864,19 +764,6 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 
 /* ---- the verdict cache ---------------------------------------------------- */
 
-static int same_era(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* Whether m's page is the upstream's last one-page listing again. */
-static int cache_hit(const struct up_state *us, const struct inspect_msg *m, const char *era)
-{
-	const struct verdict_cache *c = us->cache;
-	return c && m->result_raw && m->result_raw_len == c->len && same_era(era, c->era) &&
-	       memcmp(m->result_raw, c->bytes ? c->bytes : us->prev, c->len) == 0;
-}
-
 static void stats_add(struct hook_contract_stats *to, const struct hook_contract_stats *d)
 {
 	to->pages += d->pages;
@@ -899,13 +786,13 @@ static struct hook_contract_stats stats_sub(const struct hook_contract_stats *a,
 }
 
 /* Does again what checking these bytes did last time. */
-static void replay(struct hook_contract *hc, struct up_state *us, struct inspect_msg *m)
+static void replay(struct hook_contract *hc, struct up_state *us, const struct kept_verdict *c,
+                   struct inspect_msg *m)
 {
-	struct verdict_cache *c = us->cache;
 	char now[32];
 
 	/* A listing would have been added and dropped: the same evictions. */
-	listings_make_room(hc, NULL, 1, c->len);
+	listings_make_room(hc, NULL, 1, m->result_raw_len);
 	stats_add(&hc->stats, &c->delta);
 	hc->stats.replayed++;
 	if (c->line[0])
@@ -942,18 +829,9 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
                      struct effect *e, const struct hook_contract_stats *delta,
                      const char *line, enum log_level level)
 {
-	struct verdict_cache *c = calloc(1, sizeof(*c));
-	/* The memo kept these bytes already: share them (prev_release drops
-	 * this verdict before they change). */
-	int shared = us->prev_now && us->prev_len == m->result_raw_len;
-	if (!c || (!shared && !(c->bytes = malloc(m->result_raw_len))) ||
-	    (era && !(c->era = dup_str(era)))) {
-		cache_free(c);
+	struct kept_verdict *c = calloc(1, sizeof(*c));
+	if (!c)
 		return;
-	}
-	if (!shared)
-		memcpy(c->bytes, m->result_raw, m->result_raw_len);
-	c->len = m->result_raw_len;
 	c->level = level;
 	snprintf(c->line, sizeof(c->line), "%s", line);
 	c->report = json_incref(us->latest);
@@ -964,12 +842,11 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
 	if (m->modified && !json_object_get(m->msg, "result")) {
 		/* Replaced by an error (fail mode, or a refusal in filter mode). */
 		if (!(c->error = jparse_copy(json_object_get(m->msg, "error")))) {
-			cache_free(c);
+			kept_free(c);
 			return;
 		}
 	}
-	cache_free(us->cache);
-	us->cache = c;
+	verdict_cache_keep(us->vc, m->result_raw, m->result_raw_len, era, c, kept_free);
 }
 
 /* ---- a listing's page --------------------------------------------------------- */
@@ -983,9 +860,10 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	struct listing *l = cursor ? listing_find(hc, up, session, cursor) : NULL;
 	const char *era = cursor ? NULL : message_era(m);
 
-	us->prev_now = 0;
-	if (!cursor && cache_hit(us, m, era)) {
-		replay(hc, us, m);
+	const struct kept_verdict *kept =
+		cursor ? NULL : verdict_cache_lookup(us->vc, m->result_raw, m->result_raw_len, era);
+	if (kept) {
+		replay(hc, us, kept, m);
 		return;
 	}
 	if (l) {
@@ -1030,7 +908,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	listings_bound(hc, l);
 
 	struct effect e = {.cacheable = !cursor && last && m->result_raw &&
-	                                m->result_raw_len <= HOOK_CONTRACT_CACHE_BYTES};
+	                                m->result_raw_len <= VERDICT_CACHE_BYTES};
 	struct hook_contract_stats before = hc->stats;
 	char line[1024];
 	enum log_level level = LOG_INFO;
@@ -1151,6 +1029,8 @@ static struct hook_contract *hook_contract_new(const struct px_config *cfg, char
 	for (size_t i = 0; i < cfg->nups; i++) {
 		hc->ups[i].conf = &cfg->ups[i];
 		load_section(&hc->ups[i], i, err, errlen, &nerr);
+		/* NULL when out of memory: every listing is then checked afresh. */
+		hc->ups[i].vc = verdict_cache_new();
 	}
 	if (nerr) {
 		hook_contract_free(hc);
@@ -1203,8 +1083,7 @@ void hook_contract_free(struct hook_contract *hc)
 	for (size_t i = 0; i < hc->nups; i++) {
 		json_decref(hc->ups[i].baseline);
 		json_decref(hc->ups[i].latest);
-		memo_free(&hc->ups[i]); /* first: it may free a cache sharing its text */
-		cache_free(hc->ups[i].cache);
+		verdict_cache_free(hc->ups[i].vc);
 	}
 	free(hc->ups);
 	if (hc->locked)
