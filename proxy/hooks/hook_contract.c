@@ -7,9 +7,11 @@
  *   hook_contract
  *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
  *     │                report (owned JSON), verdict_cache
- *     └─ head ⇄ … ⇄ tail   listings in progress, most recently used first
- *          listing: (upstream, session) + deep copies of its pages +
- *                   the nextCursor that continues it
+ *     └─ raw           listings in progress as the upstream sent them,
+ *                      per (upstream, session), least recently used
+ *                      evicted first: the tools tracker's module keeps the
+ *                      paging (tools.h, tools_raw); each carries the
+ *                      hook's struct listing (withheld names, cut)
  *
  * A page that more pages follow is kept as a deep copy: later hooks may
  * rewrite the message in place, and the checker re-reads every page of
@@ -37,6 +39,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/hooks/verdict_cache.h"
 #include "proxy/base/clock.h"
 #include "proxy/base/jparse.h"
@@ -90,16 +93,14 @@ struct kept_verdict {
 	struct hook_contract_stats delta;  /* what the check added to the counters */
 };
 
+/* What the hook adds to a listing in progress (its user data in
+ * hc->raw, freed with it: listing_free). */
 struct listing {
-	struct listing *prev, *next;  /* LRU links, owned by hook_contract */
-	size_t up;
-	char *session;       /* owned: "" when the exchange had no session */
-	char *era;           /* owned, or NULL: era of the first page */
-	json_t *pages;       /* owned: array of deep-copied page results */
-	json_t *filtered;    /* owned: names withheld so far (filter mode) */
-	size_t bytes;        /* serialised size of pages */
-	char *next_cursor;   /* owned: the last page's nextCursor, or NULL */
+	struct tools_raw_listing *raw; /* the listing this belongs to */
+	const json_t *pages; /* borrowed from raw: its page results */
+	const char *era;     /* borrowed from raw, or NULL: era of the first page */
 	int orphan;          /* began with a cursor no listing knew */
+	json_t *filtered;    /* owned: names withheld so far (filter mode) */
 	int logged;          /* the cut was logged */
 	enum cut_reason cut;
 };
@@ -112,24 +113,11 @@ struct hook_contract {
 	struct px_ctx *ctx;          /* borrowed */
 	struct up_state *ups;        /* owned array, ctx->cfg->nups entries */
 	size_t nups;
-	struct listing *head, *tail; /* owned list */
-	size_t nlistings;
-	size_t bytes;                /* sum of listings' bytes */
+	struct tools_raw *raw;       /* owned: listings in progress (tools.h) */
 	struct hook_contract_stats stats;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
-
-static char *dup_str(const char *s)
-{
-	if (!s)
-		return NULL;
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
 
 /* Appends to a fixed error buffer, one line per error. */
 static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
@@ -224,105 +212,36 @@ static void kept_free(void *arg)
 
 /* ---- listings ------------------------------------------------------------- */
 
-static void listing_unlink(struct hook_contract *hc, struct listing *l)
+static void listing_free(void *arg)
 {
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		hc->head = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
-	else
-		hc->tail = l->prev;
-	l->prev = l->next = NULL;
-}
-
-static void listing_push_front(struct hook_contract *hc, struct listing *l)
-{
-	l->prev = NULL;
-	l->next = hc->head;
-	if (hc->head)
-		hc->head->prev = l;
-	hc->head = l;
-	if (!hc->tail)
-		hc->tail = l;
-}
-
-static void listing_free(struct listing *l)
-{
-	if (!l)
-		return;
-	free(l->session);
-	free(l->era);
-	free(l->next_cursor);
-	json_decref(l->pages);
+	struct listing *l = arg;
 	json_decref(l->filtered);
 	free(l);
 }
 
-static void listing_remove(struct hook_contract *hc, struct listing *l)
-{
-	listing_unlink(hc, l);
-	hc->nlistings--;
-	hc->bytes -= l->bytes;
-	listing_free(l);
-}
-
-/* Evicts least recently used listings (never `keep`) until within bounds,
- * with room for `more` listings of `bytes` more (a replayed page stands
- * for a listing that would have been added and dropped). */
-static void listings_make_room(struct hook_contract *hc, const struct listing *keep, size_t more,
-                               size_t bytes)
-{
-	while (hc->nlistings + more > HOOK_CONTRACT_MAX_LISTINGS ||
-	       hc->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
-		struct listing *victim = hc->tail;
-		if (victim == keep)
-			victim = victim->prev;
-		if (!victim)
-			return;
-		log_msg(LOG_DEBUG, "contract: listing of upstream %s evicted (%zu in progress, %zu bytes)",
-		        hc->ups[victim->up].conf->name, hc->nlistings, hc->bytes);
-		hc->stats.evicted++;
-		listing_remove(hc, victim);
-	}
-}
-
-static void listings_bound(struct hook_contract *hc, const struct listing *keep)
-{
-	listings_make_room(hc, keep, 0, 0);
-}
-
-/* The listing of (up, session) that `cursor` continues, most recent first. */
-static struct listing *listing_find(struct hook_contract *hc, size_t up, const char *session,
-                                    const char *cursor)
-{
-	for (struct listing *l = hc->head; l; l = l->next)
-		if (l->up == up && l->next_cursor && strcmp(l->next_cursor, cursor) == 0 &&
-		    strcmp(l->session, session) == 0)
-			return l;
-	return NULL;
-}
-
+/* A new listing of (up, session) in hc->raw, with the hook's part. */
 static struct listing *listing_new(struct hook_contract *hc, size_t up, const char *session,
                                    const char *era, int orphan)
 {
 	struct listing *l = calloc(1, sizeof(*l));
-	if (!l)
-		return NULL;
-	l->up = up;
-	l->orphan = orphan;
-	l->session = dup_str(session);
-	l->era = dup_str(era);
-	l->pages = json_array();
-	l->filtered = json_array();
-	if (!l->session || (era && !l->era) || !l->pages || !l->filtered) {
-		listing_free(l);
+	if (!l || !(l->filtered = json_array())) {
+		free(l);
 		return NULL;
 	}
-	listing_push_front(hc, l);
-	hc->nlistings++;
+	l->raw = tools_raw_begin(hc->raw, up, hc->ups[up].conf->name, session, era, orphan, l);
+	if (!l->raw)
+		return NULL; /* l freed with it */
+	l->pages = tools_raw_pages(l->raw);
+	l->era = tools_raw_era(l->raw);
+	l->orphan = orphan;
 	return l;
+}
+
+static struct listing *listing_find(struct hook_contract *hc, size_t up, const char *session,
+                                    const char *cursor)
+{
+	struct tools_raw_listing *raw = tools_raw_find(hc->raw, up, session, cursor);
+	return raw ? tools_raw_user(raw) : NULL;
 }
 
 /* ---- reports -------------------------------------------------------------- */
@@ -753,8 +672,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	if (!report || !v.complete || loop)
 		e->cacheable = 0;
 	publish(hc, us, report);
-	free(l->next_cursor);
-	l->next_cursor = dup_str(next);
+	tools_raw_set_next(l->raw, next);
 	contract_report_free(r);
 	drift_report_free(d);
 	/* Over: the last page, or a failure the client cannot page past. A cut
@@ -792,7 +710,7 @@ static void replay(struct hook_contract *hc, struct up_state *us, const struct k
 	char now[32];
 
 	/* A listing would have been added and dropped: the same evictions. */
-	listings_make_room(hc, NULL, 1, m->result_raw_len);
+	tools_raw_make_room(hc->raw, 1, m->result_raw_len);
 	stats_add(&hc->stats, &c->delta);
 	hc->stats.replayed++;
 	if (c->line[0])
@@ -867,8 +785,6 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 		return;
 	}
 	if (l) {
-		listing_unlink(hc, l);
-		listing_push_front(hc, l);
 		if (!l->cut && json_array_size(l->pages) >= CONTRACT_MAX_PAGES)
 			l->cut = CUT_PAGES;
 		if (l->cut) {
@@ -889,7 +805,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	/* The size as it arrived when the transport knows it: serialising a
 	 * large list only to measure it cost more than checking it. */
 	size_t bytes = m->result_raw ? m->result_raw_len : json_dumpb(result, NULL, 0, JSON_COMPACT);
-	if (l->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
+	if (tools_raw_bytes(l->raw) + bytes > HOOK_CONTRACT_MAX_BYTES) {
 		l->cut = CUT_BYTES;
 		page_of_cut_listing(hc, us, l, m);
 		return;
@@ -897,15 +813,10 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	/* A last page is checked and dropped before this call returns: a
 	 * reference is enough. One more pages follow is kept past it. */
 	int last = !page_next_cursor(result);
-	json_t *page = last ? json_incref(result) : jparse_copy(result);
-	if (!page || json_array_append_new(l->pages, page) < 0) {
+	if (tools_raw_add(hc->raw, l->raw, result, bytes, last) < 0) {
 		log_msg(LOG_ERROR, "contract: out of memory: tools/list forwarded unchecked");
-		listing_remove(hc, l);
 		return;
 	}
-	l->bytes += bytes;
-	hc->bytes += bytes;
-	listings_bound(hc, l);
 
 	struct effect e = {.cacheable = !cursor && last && m->result_raw &&
 	                                m->result_raw_len <= VERDICT_CACHE_BYTES};
@@ -919,7 +830,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	}
 	free(e.withheld);
 	if (over)
-		listing_remove(hc, l);
+		tools_raw_remove(hc->raw, l->raw);
 }
 
 static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m)
@@ -1020,7 +931,11 @@ static struct hook_contract *hook_contract_new(const struct px_config *cfg, char
 	if (err && errlen)
 		err[0] = '\0';
 	struct hook_contract *hc = calloc(1, sizeof(*hc));
-	if (!hc || !(hc->ups = calloc(cfg->nups ? cfg->nups : 1, sizeof(*hc->ups)))) {
+	if (!hc || !(hc->ups = calloc(cfg->nups ? cfg->nups : 1, sizeof(*hc->ups))) ||
+	    !(hc->raw = tools_raw_new(HOOK_CONTRACT_MAX_LISTINGS, HOOK_CONTRACT_MAX_BYTES,
+	                              listing_free))) {
+		if (hc)
+			free(hc->ups);
 		free(hc);
 		err_add(err, errlen, &nerr, "out of memory");
 		return NULL;
@@ -1078,8 +993,7 @@ void hook_contract_free(struct hook_contract *hc)
 {
 	if (!hc)
 		return;
-	while (hc->head)
-		listing_remove(hc, hc->head);
+	tools_raw_free(hc->raw);
 	for (size_t i = 0; i < hc->nups; i++) {
 		json_decref(hc->ups[i].baseline);
 		json_decref(hc->ups[i].latest);
@@ -1134,6 +1048,7 @@ void hook_contract_published(struct hook_contract *hc, const char *upstream,
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out)
 {
 	*out = hc->stats;
+	out->evicted = tools_raw_evicted(hc->raw);
 }
 
 /* inspect_uninspected_fn (issue 17): a tools/list reply too big to inspect

@@ -16,7 +16,9 @@
  * asked with a cursor no listing knows (its listing was evicted, or the
  * proxy restarted) is checked on its own and never counts as complete.
  * Until the last page arrives a listing is "not complete": no-tools and
- * the baseline's tool-removed wait for the end.
+ * the baseline's tool-removed wait for the end. The pages are kept by the
+ * tools tracker's module (proxy/hooks/tools.h, "Listings as the upstream
+ * sent them"), which says why that view is not the tracker's own.
  *
  * Modes, per upstream ("contract": {"mode": ...}):
  *   report  forward unchanged; log one line per listing (score, counts,
