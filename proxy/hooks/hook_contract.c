@@ -38,6 +38,7 @@
 #include "checks/drift.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/hooks/contract_answer.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/hooks/tools.h"
 #include "proxy/hooks/verdict_cache.h"
@@ -140,25 +141,6 @@ static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
 	}
 }
 
-/* A name made safe for one log or message line: at most 64 bytes, control
- * characters and quotes replaced. */
-static const char *safe_name(char *buf, size_t cap, const char *s)
-{
-	size_t j = 0;
-	if (!s)
-		return "(no name)";
-	for (size_t i = 0; s[i] && j + 4 < cap && i < 64; i++) {
-		unsigned char c = (unsigned char)s[i];
-		buf[j++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
-	}
-	if (strlen(s) > 64 && j + 4 < cap) {
-		memcpy(buf + j, "...", 3);
-		j += 3;
-	}
-	buf[j] = '\0';
-	return buf;
-}
-
 static const char *request_cursor(const json_t *req)
 {
 	return json_string_value(json_object_get(json_object_get(req, "params"), "cursor"));
@@ -246,36 +228,6 @@ static struct listing *listing_find(struct hook_contract *hc, size_t up, const c
 
 /* ---- reports -------------------------------------------------------------- */
 
-/* The changes that count now: all of them for a complete listing; before
- * the last page a tool missing from the pages seen so far may still come,
- * so tool-removed waits. Returns a new array; *nbreaking its breaking
- * count. */
-static json_t *relevant_changes(const struct drift_report *d, int complete, size_t *nbreaking)
-{
-	json_t *arr = json_array();
-	*nbreaking = 0;
-	for (size_t i = 0; d && arr && i < drift_report_nchanges(d); i++) {
-		const struct drift_change *c = drift_report_change(d, i);
-		if (!complete && strcmp(c->code, "tool-removed") == 0)
-			continue;
-		if (c->breaking)
-			(*nbreaking)++;
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code, "kind",
-		                                     c->kind, "tool", c->tool, "pointer", c->pointer,
-		                                     "message", c->message));
-	}
-	return arr;
-}
-
-static json_t *finding_json(const struct contract_finding *f)
-{
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", f->code, "message", f->message,
-	                      "pointer", f->pointer, "rule", f->spec ? "spec" : "usability");
-	if (o && f->tool)
-		json_object_set_new(o, "tool", json_string(f->tool));
-	return o;
-}
-
 /* Publishes the upstream's latest report: kept, for readers to pull
  * (hook_contract_published). Under hc->lock. */
 static void publish(struct hook_contract *hc, struct up_state *us, json_t *report)
@@ -289,18 +241,9 @@ static void publish(struct hook_contract *hc, struct up_state *us, json_t *repor
 	}
 }
 
-/* What the hook did with the page, for the report and the log. */
-struct verdict {
-	const char *action;   /* "forwarded", "filtered", "failed" */
-	size_t nbreaking;     /* breaking changes that count now */
-	int complete;         /* the last page of a listing seen from its start */
-	int unexamined;       /* more tools than the checker examines */
-	int passed;           /* no problem, no breaking change, all examined */
-};
-
 static json_t *build_report(struct up_state *us, const struct listing *l,
                             const struct contract_report *r, json_t *changes,
-                            const struct verdict *v)
+                            const struct contract_verdict *v)
 {
 	char now[32];
 	json_t *o = verdict_cache_report_json(us->vc, r);
@@ -326,136 +269,16 @@ static json_t *build_report(struct up_state *us, const struct listing *l,
 	return o;
 }
 
-/* One line per listing: verdict, score, counts, and the first codes;
- * into line (all but the "#<conn> " it is logged with). */
-static void format_listing(const struct up_state *us, const struct listing *l,
-                           const struct contract_report *r, const struct verdict *v,
-                           char *line, size_t cap)
-{
-	char codes[512] = "", nb[80];
-	size_t used = 0, shown = 0, more = 0;
-
-	for (size_t i = 0; i < contract_report_nfindings(r); i++) {
-		const struct contract_finding *f = contract_report_finding(r, i);
-		if (!f->problem)
-			continue;
-		if (shown >= 5) {
-			more++;
-			continue;
-		}
-		int w = snprintf(codes + used, sizeof(codes) - used, "%s%s%s%s%s", shown ? ", " : "",
-		                 f->code, f->tool ? " \"" : "", f->tool ? safe_name(nb, sizeof(nb), f->tool) : "",
-		                 f->tool ? "\"" : "");
-		if (w < 0 || (size_t)w >= sizeof(codes) - used)
-			break;
-		used += (size_t)w;
-		shown++;
-	}
-	if (more && used + 32 < sizeof(codes))
-		snprintf(codes + used, sizeof(codes) - used, " and %zu more", more);
-	snprintf(line, cap,
-	        "contract: upstream %s: tools/list %s, score %.2f, %zu tools on %zu page%s%s, "
-	        "%zu problem%s, %zu warning%s, %zu breaking change%s (mode %s: %s)%s%s",
-	        us->conf->name, v->passed ? "PASSED" : "FAILED",
-	        contract_report_score(r), contract_report_ntools(r), json_array_size(l->pages),
-	        json_array_size(l->pages) == 1 ? "" : "s", v->complete ? "" : " (listing not complete)",
-	        contract_report_nproblems(r), contract_report_nproblems(r) == 1 ? "" : "s",
-	        contract_report_nwarnings(r), contract_report_nwarnings(r) == 1 ? "" : "s",
-	        v->nbreaking, v->nbreaking == 1 ? "" : "s", mode_names[us->mode], v->action,
-	        *codes ? ": " : "", codes);
-}
-
-/* ---- answers -------------------------------------------------------------- */
-
-/* Replaces the response in m->msg by a JSON-RPC error with the same id.
- * data is stolen; reason: mode_reasons[]. */
-static void replace_with_error(struct inspect_msg *m, const char *reason, const char *message,
-                               json_t *data)
-{
-	json_t *err = json_object();
-	if (!err) {
-		json_decref(data);
-		return;
-	}
-	json_object_set_new(err, "code", json_integer(HOOK_CONTRACT_ERROR));
-	json_object_set_new(err, "message", json_string(message));
-	if (data)
-		json_object_set_new(err, "data", data);
-	json_object_del(m->msg, "result");
-	json_object_set_new(m->msg, "error", err);
-	m->modified = 1;
-	m->reason = reason;
-}
-
-struct msgbuf {
-	char s[1024];
-	size_t n, items, more;
-};
-
-static void mb_item(struct msgbuf *b, const char *code, const char *tool)
-{
-	char nb[80];
-	if (b->items >= 8 || b->n + 120 >= sizeof(b->s)) {
-		b->more++;
-		return;
-	}
-	int w = snprintf(b->s + b->n, sizeof(b->s) - b->n, "%s%s%s%s%s", b->items ? "; " : "", code,
-	                 tool ? " (tool \"" : "", tool ? safe_name(nb, sizeof(nb), tool) : "",
-	                 tool ? "\")" : "");
-	if (w > 0 && (size_t)w < sizeof(b->s) - b->n) {
-		b->n += (size_t)w;
-		b->items++;
-	}
-}
-
-/* The error that replaces a page in fail mode (and filter mode's refusals):
- * the message names each problem and breaking change (the first ones; data
- * lists them all). */
-static void answer_failed(const struct up_state *us, const struct contract_report *r,
-                          const struct drift_report *d, int complete, const char *extra,
-                          struct inspect_msg *m)
-{
-	struct msgbuf b = {.n = 0};
-	json_t *problems = json_array(), *changes = json_array();
-	size_t np = 0, nbk = 0;
-
-	b.n = (size_t)snprintf(b.s, sizeof(b.s), "tools/list from upstream %s failed the contract: ",
-	                       us->conf->name);
-	if (b.n >= sizeof(b.s))
-		b.n = sizeof(b.s) - 1;
-	for (size_t i = 0; r && i < contract_report_nfindings(r); i++) {
-		const struct contract_finding *f = contract_report_finding(r, i);
-		if (!f->problem)
-			continue;
-		np++;
-		mb_item(&b, f->code, f->tool);
-		json_array_append_new(problems, finding_json(f));
-	}
-	for (size_t i = 0; d && i < drift_report_nchanges(d); i++) {
-		const struct drift_change *c = drift_report_change(d, i);
-		if (!c->breaking || (!complete && strcmp(c->code, "tool-removed") == 0))
-			continue;
-		nbk++;
-		mb_item(&b, c->code, c->tool);
-		json_array_append_new(changes, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code,
-		                                         "kind", c->kind, "tool", c->tool, "pointer",
-		                                         c->pointer, "message", c->message));
-	}
-	if (extra)
-		mb_item(&b, extra, NULL);
-	if (b.more)
-		snprintf(b.s + b.n, sizeof(b.s) - b.n, "; and %zu more", b.more);
-	json_t *data = json_pack("{s:s,s:o,s:o,s:I,s:I,s:b}", "upstream", us->conf->name, "problems",
-	                         problems, "changes", changes, "nproblems", (json_int_t)np,
-	                         "breaking", (json_int_t)nbk, "complete", complete);
-	if (data && r)
-		json_object_set_new(data, "score", json_real(contract_report_score(r)));
-	if (data && extra)
-		json_object_set_new(data, "reason", json_string(extra));
-	replace_with_error(m, mode_reasons[us->mode], b.s, data);
-}
-
 /* ---- a page --------------------------------------------------------------- */
+
+/* Replaces m's page by the error of a refusal (contract_answer.h). */
+static void refuse(const struct up_state *us, struct inspect_msg *m,
+                   const struct contract_report *r, const struct drift_report *d, int complete,
+                   const char *extra)
+{
+	contract_answer_failed(m, HOOK_CONTRACT_ERROR, us->conf->name, mode_reasons[us->mode], r, d,
+	                       complete, extra);
+}
 
 static const char *cut_text(enum cut_reason c)
 {
@@ -486,7 +309,7 @@ static void page_of_cut_listing(struct hook_contract *hc, struct up_state *us, s
 	if (us->mode == MODE_REPORT)
 		return;
 	hc->stats.replies_failed++;
-	answer_failed(us, NULL, NULL, 0, cut_text(l->cut), m);
+	refuse(us, m, NULL, NULL, 0, cut_text(l->cut));
 }
 
 /* What one check did to the message, for the verdict cache. */
@@ -594,7 +417,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	size_t n = json_array_size(l->pages), idx = n - 1;
 	const json_t *pages[CONTRACT_MAX_PAGES];
 	struct contract_opts opts = {.era = l->era, .spec_only = us->spec_only};
-	struct verdict v = {.action = "forwarded"};
+	struct contract_verdict v = {.action = "forwarded"};
 
 	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
 		pages[i] = json_array_get(l->pages, i);
@@ -620,16 +443,15 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	v.complete = !next && !l->orphan;
 	v.unexamined = total_tools(l->pages) > CONTRACT_MAX_TOOLS ||
 	               (d && drift_report_truncated(d));
-	json_t *changes = relevant_changes(d, v.complete, &v.nbreaking);
+	json_t *changes = contract_answer_changes(d, v.complete, &v.nbreaking);
 	v.passed = contract_report_passed(r) && v.nbreaking == 0 && !v.unexamined;
 	hc->stats.pages++;
 
 	int over = 0;
 	if (us->mode == MODE_FAIL && !v.passed) {
 		v.action = "failed";
-		answer_failed(us, r, d, v.complete,
-		              v.unexamined ? "listing-too-long: more tools than mcpwarden checks" : NULL,
-		              m);
+		refuse(us, m, r, d, v.complete,
+		       v.unexamined ? "listing-too-long: more tools than mcpwarden checks" : NULL);
 		hc->stats.replies_failed++;
 		over = !loop;
 		if (!json_object_get(m->msg, "error"))
@@ -637,8 +459,8 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	} else if (us->mode == MODE_FILTER && (loop || v.unexamined)) {
 		/* Filtering cannot make a circular or unchecked listing whole. */
 		v.action = "failed";
-		answer_failed(us, r, NULL, v.complete,
-		              loop ? NULL : "listing-too-long: more tools than mcpwarden checks", m);
+		refuse(us, m, r, NULL, v.complete,
+		       loop ? NULL : "listing-too-long: more tools than mcpwarden checks");
 		hc->stats.replies_failed++;
 		if (!json_object_get(m->msg, "error"))
 			e->cacheable = 0;
@@ -664,7 +486,8 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	 * client (refused) or for the checker (loop, orphan page). */
 	line[0] = '\0';
 	if (v.complete || loop || l->orphan || strcmp(v.action, "failed") == 0) {
-		format_listing(us, l, r, &v, line, cap);
+		contract_answer_line(us->conf->name, mode_names[us->mode], json_array_size(l->pages), r, &v,
+		                     line, cap);
 		*level = v.passed ? LOG_INFO : LOG_WARN;
 		log_msg(*level, "#%llu %s", m->where->conn_id, line);
 	}
