@@ -138,9 +138,8 @@ static void mb_item(struct msgbuf *b, const char *code, const char *tool)
 }
 
 void contract_answer_failed(struct inspect_msg *m, int code, const char *upstream,
-                            const char *reason,
-                            const struct contract_report *r, const struct drift_report *d,
-                            int complete, const char *extra)
+                            const char *reason, const struct contract_report *r,
+                            const struct drift_report *d, int complete, const char *extra)
 {
 	struct msgbuf b = {.n = 0};
 	json_t *problems = json_array(), *changes = json_array();

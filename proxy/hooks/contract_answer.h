@@ -41,7 +41,7 @@ void contract_answer_line(const char *upstream, const char *mode, size_t npages,
  * ones; data lists them all) and extra, a reason of its own (NULL: none).
  * r and d may be NULL. Out of memory leaves m as it was. */
 void contract_answer_failed(struct inspect_msg *m, int code, const char *upstream,
-                            const char *reason, const struct contract_report *r, const struct drift_report *d,
-                            int complete, const char *extra);
+                            const char *reason, const struct contract_report *r,
+                            const struct drift_report *d, int complete, const char *extra);
 
 #endif

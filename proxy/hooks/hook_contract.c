@@ -1,8 +1,11 @@
 /* hook_contract: see hook_contract.h.
  *
- * Why this file is long (over 800 lines): listings, reports, pages and
- * the kept verdict all read and write the per-upstream struct up_state
- * under hc->lock.
+ * Why this file is long (about 800 lines): one page's path (find its
+ * listing, check it, decide the reply, publish the report, keep or replay
+ * the verdict) reads and writes the per-upstream struct up_state under
+ * hc->lock; what has no such state is elsewhere: the section's parsing
+ * (contract_conf.c), how a verdict reads (contract_answer.c), the caches
+ * (verdict_cache.c), the listings in progress (tools.c, tools_raw).
  *
  *   hook_contract
  *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
@@ -27,7 +30,6 @@
  */
 #include "proxy/hooks/hook_contract.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,6 +41,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/contract_answer.h"
+#include "proxy/hooks/contract_conf.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/hooks/tools.h"
 #include "proxy/hooks/verdict_cache.h"
@@ -49,9 +52,6 @@
 
 #define META_VERSION_KEY "io.modelcontextprotocol/protocolVersion"
 
-enum contract_mode { MODE_REPORT = 0, MODE_FILTER, MODE_FAIL, MODE_OFF };
-
-static const char *const mode_names[] = {"report", "filter", "fail", "off"};
 /* The reason a refusal gives (m->reason): the record's rule, a
  * mcpwarden_policy_decisions_total label (docs/contract.md). */
 static const char *const mode_reasons[] = {"contract:report", "contract:filter", "contract:fail",
@@ -67,11 +67,7 @@ enum cut_reason {
 
 struct up_state {
 	const struct px_upstream_conf *conf;  /* borrowed: ctx->cfg lifetime */
-	enum contract_mode mode;
-	int spec_only;
-	const char *baseline_file;   /* borrowed from conf->contract, or NULL */
-	json_t *baseline;            /* owned: the loaded document, or NULL */
-	const json_t *baseline_tools;/* borrowed from baseline */
+	struct contract_conf cf;     /* its "contract" section (contract_conf.h) */
 	json_t *latest;              /* owned: latest report, or NULL; never
 	                                changed once published (readers of
 	                                hook_contract_published keep a
@@ -119,27 +115,6 @@ struct hook_contract {
 };
 
 /* ---- small helpers -------------------------------------------------------- */
-
-/* Appends to a fixed error buffer, one line per error. */
-static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
-{
-	size_t used = err && errlen ? strnlen(err, errlen) : 0;
-	(*nerr)++;
-	if (!err || used + 1 >= errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err + used, errlen - used, fmt, ap);
-	va_end(ap);
-	used = strnlen(err, errlen);
-	if (used + 1 < errlen) {
-		err[used] = '\n';
-		err[used + 1] = '\0';
-	}
-}
 
 static const char *request_cursor(const json_t *req)
 {
@@ -256,11 +231,11 @@ static json_t *build_report(struct up_state *us, const struct listing *l,
 	json_object_set_new(o, "breaking", json_integer((json_int_t)v->nbreaking));
 	json_object_set_new(o, "passed", json_boolean(v->passed));
 	json_object_set_new(o, "upstream", json_string(us->conf->name));
-	json_object_set_new(o, "mode", json_string(mode_names[us->mode]));
-	json_object_set_new(o, "spec_only", json_boolean(us->spec_only));
+	json_object_set_new(o, "mode", json_string(contract_mode_name(us->cf.mode)));
+	json_object_set_new(o, "spec_only", json_boolean(us->cf.spec_only));
 	json_object_set_new(o, "era", l->era ? json_string(l->era) : json_null());
 	json_object_set_new(o, "baseline",
-	                    us->baseline_file ? json_string(us->baseline_file) : json_null());
+	                    us->cf.baseline_file ? json_string(us->cf.baseline_file) : json_null());
 	json_object_set_new(o, "pages", json_integer((json_int_t)json_array_size(l->pages)));
 	json_object_set_new(o, "complete", json_boolean(v->complete));
 	json_object_set_new(o, "action", json_string(v->action));
@@ -276,7 +251,7 @@ static void refuse(const struct up_state *us, struct inspect_msg *m,
                    const struct contract_report *r, const struct drift_report *d, int complete,
                    const char *extra)
 {
-	contract_answer_failed(m, HOOK_CONTRACT_ERROR, us->conf->name, mode_reasons[us->mode], r, d,
+	contract_answer_failed(m, HOOK_CONTRACT_ERROR, us->conf->name, mode_reasons[us->cf.mode], r, d,
 	                       complete, extra);
 }
 
@@ -303,10 +278,10 @@ static void page_of_cut_listing(struct hook_contract *hc, struct up_state *us, s
 		log_msg(LOG_WARN, "#%llu contract: upstream %s: tools/list cut (%s): pages from here on "
 		                  "are not checked%s",
 		        m->where->conn_id, us->conf->name, cut_text(l->cut),
-		        us->mode == MODE_REPORT ? "" : ", the client gets an error");
+		        us->cf.mode == CONTRACT_MODE_REPORT ? "" : ", the client gets an error");
 		l->logged = 1;
 	}
-	if (us->mode == MODE_REPORT)
+	if (us->cf.mode == CONTRACT_MODE_REPORT)
 		return;
 	hc->stats.replies_failed++;
 	refuse(us, m, NULL, NULL, 0, cut_text(l->cut));
@@ -416,7 +391,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 {
 	size_t n = json_array_size(l->pages), idx = n - 1;
 	const json_t *pages[CONTRACT_MAX_PAGES];
-	struct contract_opts opts = {.era = l->era, .spec_only = us->spec_only};
+	struct contract_opts opts = {.era = l->era, .spec_only = us->cf.spec_only};
 	struct contract_verdict v = {.action = "forwarded"};
 
 	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
@@ -430,9 +405,9 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	}
 	hc->stats.tools_checked += checked == UINT64_MAX ? contract_report_ntools(r) : checked;
 	struct drift_report *d = NULL;
-	if (us->baseline_tools) {
+	if (us->cf.baseline_tools) {
 		json_t *all = joined_tools(l->pages);
-		d = all ? drift_diff(us->baseline_tools, all) : NULL;
+		d = all ? drift_diff(us->cf.baseline_tools, all) : NULL;
 		json_decref(all);
 	}
 	const char *next = page_next_cursor(json_array_get(l->pages, idx));
@@ -448,7 +423,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	hc->stats.pages++;
 
 	int over = 0;
-	if (us->mode == MODE_FAIL && !v.passed) {
+	if (us->cf.mode == CONTRACT_MODE_FAIL && !v.passed) {
 		v.action = "failed";
 		refuse(us, m, r, d, v.complete,
 		       v.unexamined ? "listing-too-long: more tools than mcpwarden checks" : NULL);
@@ -456,7 +431,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 		over = !loop;
 		if (!json_object_get(m->msg, "error"))
 			e->cacheable = 0; /* out of memory: the reply went out unchanged */
-	} else if (us->mode == MODE_FILTER && (loop || v.unexamined)) {
+	} else if (us->cf.mode == CONTRACT_MODE_FILTER && (loop || v.unexamined)) {
 		/* Filtering cannot make a circular or unchecked listing whole. */
 		v.action = "failed";
 		refuse(us, m, r, NULL, v.complete,
@@ -464,7 +439,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 		hc->stats.replies_failed++;
 		if (!json_object_get(m->msg, "error"))
 			e->cacheable = 0;
-	} else if (us->mode == MODE_FILTER) {
+	} else if (us->cf.mode == CONTRACT_MODE_FILTER) {
 		size_t w = filter_page(l, idx, r, d, m, e);
 		if (w) {
 			v.action = "filtered";
@@ -486,8 +461,8 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	 * client (refused) or for the checker (loop, orphan page). */
 	line[0] = '\0';
 	if (v.complete || loop || l->orphan || strcmp(v.action, "failed") == 0) {
-		contract_answer_line(us->conf->name, mode_names[us->mode], json_array_size(l->pages), r, &v,
-		                     line, cap);
+		contract_answer_line(us->conf->name, contract_mode_name(us->cf.mode),
+		                     json_array_size(l->pages), r, &v, line, cap);
 		*level = v.passed ? LOG_INFO : LOG_WARN;
 		log_msg(*level, "#%llu %s", m->where->conn_id, line);
 	}
@@ -554,7 +529,7 @@ static void replay(struct hook_contract *hc, struct up_state *us, const struct k
 			json_object_del(m->msg, "result");
 			json_object_set_new(m->msg, "error", err);
 			m->modified = 1;
-			m->reason = mode_reasons[us->mode];
+			m->reason = mode_reasons[us->cf.mode];
 		}
 	} else if (c->nwithheld) {
 		json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
@@ -673,7 +648,7 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 		if (strcmp(hc->ups[i].conf->name, m->where->upstream) == 0) {
 			/* off: not even parsed pages are kept; the benchmark's
 			 * baseline for what checking costs. */
-			if (hc->ups[i].mode != MODE_OFF)
+			if (hc->ups[i].cf.mode != CONTRACT_MODE_OFF)
 				on_page(hc, i, m);
 			break;
 		}
@@ -684,65 +659,6 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 }
 
 /* ---- setup ---------------------------------------------------------------- */
-
-static void load_section(struct up_state *us, size_t i, char *err, size_t errlen, int *nerr)
-{
-	const json_t *c = us->conf->contract;
-	const char *key;
-	json_t *val;
-	char where[64];
-
-	snprintf(where, sizeof(where), "$.upstreams[%zu].contract", i);
-	if (!c)
-		return;
-	if (!json_is_object(c)) {
-		err_add(err, errlen, nerr, "%s: must be an object", where);
-		return;
-	}
-	json_object_foreach((json_t *)(uintptr_t)c, key, val) {
-		if (strcmp(key, "mode") == 0) {
-			const char *s = json_string_value(val);
-			size_t k = 0;
-			while (s && k < 4 && strcmp(s, mode_names[k]) != 0)
-				k++;
-			if (!s || k == 4)
-				err_add(err, errlen, nerr, "%s.mode: must be report, filter, fail or off",
-				        where);
-			else
-				us->mode = (enum contract_mode)k;
-		} else if (strcmp(key, "spec_only") == 0) {
-			if (!json_is_boolean(val))
-				err_add(err, errlen, nerr, "%s.spec_only: must be true or false", where);
-			else
-				us->spec_only = json_is_true(val);
-		} else if (strcmp(key, "baseline") == 0) {
-			const char *file = json_string_value(val);
-			json_error_t jerr;
-			if (!file || !*file) {
-				err_add(err, errlen, nerr, "%s.baseline: must be a file name", where);
-				continue;
-			}
-			us->baseline_file = file;
-			us->baseline = json_load_file(file, 0, &jerr);
-			if (!us->baseline) {
-				if (jerr.line > 0)
-					err_add(err, errlen, nerr, "%s.baseline: %s:%d:%d: %s", where, file,
-					        jerr.line, jerr.column, jerr.text);
-				else
-					err_add(err, errlen, nerr, "%s.baseline: %s", where, jerr.text);
-				continue;
-			}
-			us->baseline_tools = drift_tools_of(us->baseline);
-			if (!us->baseline_tools)
-				err_add(err, errlen, nerr,
-				        "%s.baseline: %s holds no tool list ({\"tools\":[...]}, a tools/list "
-				        "response or an array)",
-				        where, file);
-		} else {
-			err_add(err, errlen, nerr, "%s.%s: unknown key", where, key);
-		}
-	}
-}
 
 /* The hook's state for cfg, every contract section parsed and every
  * baseline loaded; NULL with the errors in err. */
@@ -760,13 +676,13 @@ static struct hook_contract *hook_contract_new(const struct px_config *cfg, char
 		if (hc)
 			free(hc->ups);
 		free(hc);
-		err_add(err, errlen, &nerr, "out of memory");
+		contract_conf_error(err, errlen, &nerr, "out of memory");
 		return NULL;
 	}
 	hc->nups = cfg->nups;
 	for (size_t i = 0; i < cfg->nups; i++) {
 		hc->ups[i].conf = &cfg->ups[i];
-		load_section(&hc->ups[i], i, err, errlen, &nerr);
+		contract_conf_load(&hc->ups[i].cf, cfg->ups[i].contract, i, err, errlen, &nerr);
 		/* NULL when out of memory: every listing is then checked afresh. */
 		hc->ups[i].vc = verdict_cache_new();
 	}
@@ -795,7 +711,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	int slot = inspect_add(ctx->insp, "contract", contract_on_message, NULL, hc);
 	if (slot < 0 || pthread_mutex_init(&hc->lock, NULL) != 0) {
 		int nerr = 0;
-		err_add(err, errlen, &nerr, "contract: too many message hooks");
+		contract_conf_error(err, errlen, &nerr, "contract: too many message hooks");
 		hook_contract_free(hc);
 		return -1;
 	}
@@ -803,10 +719,10 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	hc->locked = 1; /* taken by contract_on_message for tool listings only */
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
-		if (us->mode != MODE_REPORT || us->baseline || us->spec_only)
+		if (us->cf.mode != CONTRACT_MODE_REPORT || us->cf.baseline || us->cf.spec_only)
 			log_msg(LOG_INFO, "upstream %s: tool-list contract mode %s%s%s%s", us->conf->name,
-			        mode_names[us->mode], us->spec_only ? ", spec rules only" : "",
-			        us->baseline ? ", baseline " : "", us->baseline ? us->baseline_file : "");
+			        contract_mode_name(us->cf.mode), us->cf.spec_only ? ", spec rules only" : "",
+			        us->cf.baseline ? ", baseline " : "", us->cf.baseline ? us->cf.baseline_file : "");
 	}
 	ctx->contract = hc;
 	return 0;
@@ -818,7 +734,7 @@ void hook_contract_free(struct hook_contract *hc)
 		return;
 	tools_raw_free(hc->raw);
 	for (size_t i = 0; i < hc->nups; i++) {
-		json_decref(hc->ups[i].baseline);
+		contract_conf_clear(&hc->ups[i].cf);
 		json_decref(hc->ups[i].latest);
 		verdict_cache_free(hc->ups[i].vc);
 	}
@@ -883,6 +799,7 @@ static int contract_uninspected_ok(void *arg, const struct inspect_where *where)
 	const struct hook_contract *hc = arg;
 	for (size_t i = 0; where->upstream && i < hc->nups; i++)
 		if (strcmp(hc->ups[i].conf->name, where->upstream) == 0)
-			return hc->ups[i].mode != MODE_FILTER && hc->ups[i].mode != MODE_FAIL;
+			return hc->ups[i].cf.mode != CONTRACT_MODE_FILTER &&
+			       hc->ups[i].cf.mode != CONTRACT_MODE_FAIL;
 	return 1;
 }
