@@ -1,16 +1,20 @@
 /* hook_contract: see hook_contract.h.
  *
- * Why this file is long (over 800 lines): listings, reports, pages and the verdict cache all read
- * and write the per-upstream struct up_state under hc->lock; the verdict
- * cache (its own section, a tuning layer) is what to move out first, once
- * up_state has accessors.
+ * Why this file is long (about 800 lines): one page's path (find its
+ * listing, check it, decide the reply, publish the report, keep or replay
+ * the verdict) reads and writes the per-upstream struct up_state under
+ * hc->lock; what has no such state is elsewhere: the section's parsing
+ * (contract_conf.c), how a verdict reads (contract_answer.c), the caches
+ * (verdict_cache.c), the listings in progress (tools.c, tools_raw).
  *
  *   hook_contract
  *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
- *     │                report (owned JSON)
- *     └─ head ⇄ … ⇄ tail   listings in progress, most recently used first
- *          listing: (upstream, session) + deep copies of its pages +
- *                   the nextCursor that continues it
+ *     │                report (owned JSON), verdict_cache
+ *     └─ raw           listings in progress as the upstream sent them,
+ *                      per (upstream, session), least recently used
+ *                      evicted first: the tools tracker's module keeps the
+ *                      paging (tools.h, tools_raw); each carries the
+ *                      hook's struct listing (withheld names, cut)
  *
  * A page that more pages follow is kept as a deep copy: later hooks may
  * rewrite the message in place, and the checker re-reads every page of
@@ -18,17 +22,14 @@
  * (most listings have one) is checked and the listing dropped within the
  * call, so it is only referenced.
  *
- * Each upstream also keeps the verdict on its last one-page listing (see
- * hook_contract.h, "Unchanged lists"): the result's bytes as they arrived,
- * and what checking them did (counters, log line, report, the reply's
- * change). A listing with the same bytes replays it instead of checking.
- * And it keeps a memo of per-tool results with the last one-page
- * listing's text and tool spans ("Changed lists"), so that a listing with
- * other bytes costs the tools that changed.
+ * What checking the last one-page listing did (struct kept_verdict:
+ * counters, log line, report, the reply's change) is kept in the
+ * upstream's verdict_cache (hook_contract.h, "Unchanged lists"), which
+ * also holds the per-tool memo and the listing's text ("Changed lists");
+ * that module's head gives what each layer saves.
  */
 #include "proxy/hooks/hook_contract.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,7 +40,11 @@
 #include "checks/drift.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/hooks/contract_answer.h"
+#include "proxy/hooks/contract_conf.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/tools.h"
+#include "proxy/hooks/verdict_cache.h"
 #include "proxy/base/clock.h"
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
@@ -47,9 +52,6 @@
 
 #define META_VERSION_KEY "io.modelcontextprotocol/protocolVersion"
 
-enum contract_mode { MODE_REPORT = 0, MODE_FILTER, MODE_FAIL, MODE_OFF };
-
-static const char *const mode_names[] = {"report", "filter", "fail", "off"};
 /* The reason a refusal gives (m->reason): the record's rule, a
  * mcpwarden_policy_decisions_total label (docs/contract.md). */
 static const char *const mode_reasons[] = {"contract:report", "contract:filter", "contract:fail",
@@ -65,38 +67,20 @@ enum cut_reason {
 
 struct up_state {
 	const struct px_upstream_conf *conf;  /* borrowed: ctx->cfg lifetime */
-	enum contract_mode mode;
-	int spec_only;
-	const char *baseline_file;   /* borrowed from conf->contract, or NULL */
-	json_t *baseline;            /* owned: the loaded document, or NULL */
-	const json_t *baseline_tools;/* borrowed from baseline */
+	struct contract_conf cf;     /* its "contract" section (contract_conf.h) */
 	json_t *latest;              /* owned: latest report, or NULL; never
 	                                changed once published (readers of
 	                                hook_contract_published keep a
 	                                reference) */
 	uint64_t published_us;       /* Unix time latest was published */
 	uint64_t published;          /* reports published so far */
-	struct verdict_cache *cache; /* owned: last one-page listing's verdict, or NULL */
-	struct contract_memo *memo;  /* owned: per-tool results of the last
-	                                one-page listing, or NULL */
-	struct contract_text *texts; /* owned: scratch, CONTRACT_MAX_TOOLS */
-	struct jparse_elem *spans;   /* owned: scratch, CONTRACT_MAX_TOOLS */
-	/* The text of the last listing checked with the memo and where its
-	 * tools sit in it, so that the next one is skimmed only where it
-	 * differs (jparse_elements_since). */
-	char *prev;                  /* owned copy, or NULL */
-	size_t prev_len, prev_cap;
-	struct jparse_elem *prev_spans; /* owned: CONTRACT_MAX_TOOLS, into prev */
-	size_t nprev;
-	int prev_now;                /* prev is the page being checked now */
+	struct verdict_cache *vc;    /* owned: the last one-page listing's
+	                                verdict, memo and text (verdict_cache.h) */
 };
 
-/* What checking a one-page listing did, to do again for the same bytes. */
-struct verdict_cache {
-	char *bytes;                 /* owned: the result's text as it arrived;
-	                                NULL: it is up_state.prev (shared) */
-	size_t len;
-	char *era;                   /* owned, or NULL */
+/* What checking a one-page listing did, to do again for the same bytes
+ * (kept in the upstream's verdict_cache). */
+struct kept_verdict {
 	enum log_level level;
 	char line[1024];             /* the log line after "#<conn> " */
 	json_t *report;              /* owned: as published ("time" is renewed) */
@@ -106,16 +90,14 @@ struct verdict_cache {
 	struct hook_contract_stats delta;  /* what the check added to the counters */
 };
 
+/* What the hook adds to a listing in progress (its user data in
+ * hc->raw, freed with it: listing_free). */
 struct listing {
-	struct listing *prev, *next;  /* LRU links, owned by hook_contract */
-	size_t up;
-	char *session;       /* owned: "" when the exchange had no session */
-	char *era;           /* owned, or NULL: era of the first page */
-	json_t *pages;       /* owned: array of deep-copied page results */
-	json_t *filtered;    /* owned: names withheld so far (filter mode) */
-	size_t bytes;        /* serialised size of pages */
-	char *next_cursor;   /* owned: the last page's nextCursor, or NULL */
+	struct tools_raw_listing *raw; /* the listing this belongs to */
+	const json_t *pages; /* borrowed from raw: its page results */
+	const char *era;     /* borrowed from raw, or NULL: era of the first page */
 	int orphan;          /* began with a cursor no listing knew */
+	json_t *filtered;    /* owned: names withheld so far (filter mode) */
 	int logged;          /* the cut was logged */
 	enum cut_reason cut;
 };
@@ -128,64 +110,11 @@ struct hook_contract {
 	struct px_ctx *ctx;          /* borrowed */
 	struct up_state *ups;        /* owned array, ctx->cfg->nups entries */
 	size_t nups;
-	struct listing *head, *tail; /* owned list */
-	size_t nlistings;
-	size_t bytes;                /* sum of listings' bytes */
+	struct tools_raw *raw;       /* owned: listings in progress (tools.h) */
 	struct hook_contract_stats stats;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
-
-static char *dup_str(const char *s)
-{
-	if (!s)
-		return NULL;
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
-/* Appends to a fixed error buffer, one line per error. */
-static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void err_add(char *err, size_t errlen, int *nerr, const char *fmt, ...)
-{
-	size_t used = err && errlen ? strnlen(err, errlen) : 0;
-	(*nerr)++;
-	if (!err || used + 1 >= errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err + used, errlen - used, fmt, ap);
-	va_end(ap);
-	used = strnlen(err, errlen);
-	if (used + 1 < errlen) {
-		err[used] = '\n';
-		err[used + 1] = '\0';
-	}
-}
-
-/* A name made safe for one log or message line: at most 64 bytes, control
- * characters and quotes replaced. */
-static const char *safe_name(char *buf, size_t cap, const char *s)
-{
-	size_t j = 0;
-	if (!s)
-		return "(no name)";
-	for (size_t i = 0; s[i] && j + 4 < cap && i < 64; i++) {
-		unsigned char c = (unsigned char)s[i];
-		buf[j++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
-	}
-	if (strlen(s) > 64 && j + 4 < cap) {
-		memcpy(buf + j, "...", 3);
-		j += 3;
-	}
-	buf[j] = '\0';
-	return buf;
-}
 
 static const char *request_cursor(const json_t *req)
 {
@@ -227,12 +156,11 @@ static void utc_now(char *buf, size_t cap)
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void cache_free(struct verdict_cache *c)
+static void kept_free(void *arg)
 {
+	struct kept_verdict *c = arg;
 	if (!c)
 		return;
-	free(c->bytes);
-	free(c->era);
 	json_decref(c->report);
 	json_decref(c->error);
 	free(c->withheld);
@@ -241,138 +169,39 @@ static void cache_free(struct verdict_cache *c)
 
 /* ---- listings ------------------------------------------------------------- */
 
-static void listing_unlink(struct hook_contract *hc, struct listing *l)
+static void listing_free(void *arg)
 {
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		hc->head = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
-	else
-		hc->tail = l->prev;
-	l->prev = l->next = NULL;
-}
-
-static void listing_push_front(struct hook_contract *hc, struct listing *l)
-{
-	l->prev = NULL;
-	l->next = hc->head;
-	if (hc->head)
-		hc->head->prev = l;
-	hc->head = l;
-	if (!hc->tail)
-		hc->tail = l;
-}
-
-static void listing_free(struct listing *l)
-{
-	if (!l)
-		return;
-	free(l->session);
-	free(l->era);
-	free(l->next_cursor);
-	json_decref(l->pages);
+	struct listing *l = arg;
 	json_decref(l->filtered);
 	free(l);
 }
 
-static void listing_remove(struct hook_contract *hc, struct listing *l)
-{
-	listing_unlink(hc, l);
-	hc->nlistings--;
-	hc->bytes -= l->bytes;
-	listing_free(l);
-}
-
-/* Evicts least recently used listings (never `keep`) until within bounds,
- * with room for `more` listings of `bytes` more (a replayed page stands
- * for a listing that would have been added and dropped). */
-static void listings_make_room(struct hook_contract *hc, const struct listing *keep, size_t more,
-                               size_t bytes)
-{
-	while (hc->nlistings + more > HOOK_CONTRACT_MAX_LISTINGS ||
-	       hc->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
-		struct listing *victim = hc->tail;
-		if (victim == keep)
-			victim = victim->prev;
-		if (!victim)
-			return;
-		log_msg(LOG_DEBUG, "contract: listing of upstream %s evicted (%zu in progress, %zu bytes)",
-		        hc->ups[victim->up].conf->name, hc->nlistings, hc->bytes);
-		hc->stats.evicted++;
-		listing_remove(hc, victim);
-	}
-}
-
-static void listings_bound(struct hook_contract *hc, const struct listing *keep)
-{
-	listings_make_room(hc, keep, 0, 0);
-}
-
-/* The listing of (up, session) that `cursor` continues, most recent first. */
-static struct listing *listing_find(struct hook_contract *hc, size_t up, const char *session,
-                                    const char *cursor)
-{
-	for (struct listing *l = hc->head; l; l = l->next)
-		if (l->up == up && l->next_cursor && strcmp(l->next_cursor, cursor) == 0 &&
-		    strcmp(l->session, session) == 0)
-			return l;
-	return NULL;
-}
-
+/* A new listing of (up, session) in hc->raw, with the hook's part. */
 static struct listing *listing_new(struct hook_contract *hc, size_t up, const char *session,
                                    const char *era, int orphan)
 {
 	struct listing *l = calloc(1, sizeof(*l));
-	if (!l)
-		return NULL;
-	l->up = up;
-	l->orphan = orphan;
-	l->session = dup_str(session);
-	l->era = dup_str(era);
-	l->pages = json_array();
-	l->filtered = json_array();
-	if (!l->session || (era && !l->era) || !l->pages || !l->filtered) {
-		listing_free(l);
+	if (!l || !(l->filtered = json_array())) {
+		free(l);
 		return NULL;
 	}
-	listing_push_front(hc, l);
-	hc->nlistings++;
+	l->raw = tools_raw_begin(hc->raw, up, hc->ups[up].conf->name, session, era, orphan, l);
+	if (!l->raw)
+		return NULL; /* l freed with it */
+	l->pages = tools_raw_pages(l->raw);
+	l->era = tools_raw_era(l->raw);
+	l->orphan = orphan;
 	return l;
 }
 
+static struct listing *listing_find(struct hook_contract *hc, size_t up, const char *session,
+                                    const char *cursor)
+{
+	struct tools_raw_listing *raw = tools_raw_find(hc->raw, up, session, cursor);
+	return raw ? tools_raw_user(raw) : NULL;
+}
+
 /* ---- reports -------------------------------------------------------------- */
-
-/* The changes that count now: all of them for a complete listing; before
- * the last page a tool missing from the pages seen so far may still come,
- * so tool-removed waits. Returns a new array; *nbreaking its breaking
- * count. */
-static json_t *relevant_changes(const struct drift_report *d, int complete, size_t *nbreaking)
-{
-	json_t *arr = json_array();
-	*nbreaking = 0;
-	for (size_t i = 0; d && arr && i < drift_report_nchanges(d); i++) {
-		const struct drift_change *c = drift_report_change(d, i);
-		if (!complete && strcmp(c->code, "tool-removed") == 0)
-			continue;
-		if (c->breaking)
-			(*nbreaking)++;
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code, "kind",
-		                                     c->kind, "tool", c->tool, "pointer", c->pointer,
-		                                     "message", c->message));
-	}
-	return arr;
-}
-
-static json_t *finding_json(const struct contract_finding *f)
-{
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", f->code, "message", f->message,
-	                      "pointer", f->pointer, "rule", f->spec ? "spec" : "usability");
-	if (o && f->tool)
-		json_object_set_new(o, "tool", json_string(f->tool));
-	return o;
-}
 
 /* Publishes the upstream's latest report: kept, for readers to pull
  * (hook_contract_published). Under hc->lock. */
@@ -387,21 +216,12 @@ static void publish(struct hook_contract *hc, struct up_state *us, json_t *repor
 	}
 }
 
-/* What the hook did with the page, for the report and the log. */
-struct verdict {
-	const char *action;   /* "forwarded", "filtered", "failed" */
-	size_t nbreaking;     /* breaking changes that count now */
-	int complete;         /* the last page of a listing seen from its start */
-	int unexamined;       /* more tools than the checker examines */
-	int passed;           /* no problem, no breaking change, all examined */
-};
-
 static json_t *build_report(struct up_state *us, const struct listing *l,
                             const struct contract_report *r, json_t *changes,
-                            const struct verdict *v)
+                            const struct contract_verdict *v)
 {
 	char now[32];
-	json_t *o = contract_report_json_memo(r, us->memo);
+	json_t *o = verdict_cache_report_json(us->vc, r);
 	if (!o) {
 		json_decref(changes);
 		return NULL;
@@ -411,11 +231,11 @@ static json_t *build_report(struct up_state *us, const struct listing *l,
 	json_object_set_new(o, "breaking", json_integer((json_int_t)v->nbreaking));
 	json_object_set_new(o, "passed", json_boolean(v->passed));
 	json_object_set_new(o, "upstream", json_string(us->conf->name));
-	json_object_set_new(o, "mode", json_string(mode_names[us->mode]));
-	json_object_set_new(o, "spec_only", json_boolean(us->spec_only));
+	json_object_set_new(o, "mode", json_string(contract_mode_name(us->cf.mode)));
+	json_object_set_new(o, "spec_only", json_boolean(us->cf.spec_only));
 	json_object_set_new(o, "era", l->era ? json_string(l->era) : json_null());
 	json_object_set_new(o, "baseline",
-	                    us->baseline_file ? json_string(us->baseline_file) : json_null());
+	                    us->cf.baseline_file ? json_string(us->cf.baseline_file) : json_null());
 	json_object_set_new(o, "pages", json_integer((json_int_t)json_array_size(l->pages)));
 	json_object_set_new(o, "complete", json_boolean(v->complete));
 	json_object_set_new(o, "action", json_string(v->action));
@@ -424,136 +244,16 @@ static json_t *build_report(struct up_state *us, const struct listing *l,
 	return o;
 }
 
-/* One line per listing: verdict, score, counts, and the first codes;
- * into line (all but the "#<conn> " it is logged with). */
-static void format_listing(const struct up_state *us, const struct listing *l,
-                           const struct contract_report *r, const struct verdict *v,
-                           char *line, size_t cap)
-{
-	char codes[512] = "", nb[80];
-	size_t used = 0, shown = 0, more = 0;
-
-	for (size_t i = 0; i < contract_report_nfindings(r); i++) {
-		const struct contract_finding *f = contract_report_finding(r, i);
-		if (!f->problem)
-			continue;
-		if (shown >= 5) {
-			more++;
-			continue;
-		}
-		int w = snprintf(codes + used, sizeof(codes) - used, "%s%s%s%s%s", shown ? ", " : "",
-		                 f->code, f->tool ? " \"" : "", f->tool ? safe_name(nb, sizeof(nb), f->tool) : "",
-		                 f->tool ? "\"" : "");
-		if (w < 0 || (size_t)w >= sizeof(codes) - used)
-			break;
-		used += (size_t)w;
-		shown++;
-	}
-	if (more && used + 32 < sizeof(codes))
-		snprintf(codes + used, sizeof(codes) - used, " and %zu more", more);
-	snprintf(line, cap,
-	        "contract: upstream %s: tools/list %s, score %.2f, %zu tools on %zu page%s%s, "
-	        "%zu problem%s, %zu warning%s, %zu breaking change%s (mode %s: %s)%s%s",
-	        us->conf->name, v->passed ? "PASSED" : "FAILED",
-	        contract_report_score(r), contract_report_ntools(r), json_array_size(l->pages),
-	        json_array_size(l->pages) == 1 ? "" : "s", v->complete ? "" : " (listing not complete)",
-	        contract_report_nproblems(r), contract_report_nproblems(r) == 1 ? "" : "s",
-	        contract_report_nwarnings(r), contract_report_nwarnings(r) == 1 ? "" : "s",
-	        v->nbreaking, v->nbreaking == 1 ? "" : "s", mode_names[us->mode], v->action,
-	        *codes ? ": " : "", codes);
-}
-
-/* ---- answers -------------------------------------------------------------- */
-
-/* Replaces the response in m->msg by a JSON-RPC error with the same id.
- * data is stolen; reason: mode_reasons[]. */
-static void replace_with_error(struct inspect_msg *m, const char *reason, const char *message,
-                               json_t *data)
-{
-	json_t *err = json_object();
-	if (!err) {
-		json_decref(data);
-		return;
-	}
-	json_object_set_new(err, "code", json_integer(HOOK_CONTRACT_ERROR));
-	json_object_set_new(err, "message", json_string(message));
-	if (data)
-		json_object_set_new(err, "data", data);
-	json_object_del(m->msg, "result");
-	json_object_set_new(m->msg, "error", err);
-	m->modified = 1;
-	m->reason = reason;
-}
-
-struct msgbuf {
-	char s[1024];
-	size_t n, items, more;
-};
-
-static void mb_item(struct msgbuf *b, const char *code, const char *tool)
-{
-	char nb[80];
-	if (b->items >= 8 || b->n + 120 >= sizeof(b->s)) {
-		b->more++;
-		return;
-	}
-	int w = snprintf(b->s + b->n, sizeof(b->s) - b->n, "%s%s%s%s%s", b->items ? "; " : "", code,
-	                 tool ? " (tool \"" : "", tool ? safe_name(nb, sizeof(nb), tool) : "",
-	                 tool ? "\")" : "");
-	if (w > 0 && (size_t)w < sizeof(b->s) - b->n) {
-		b->n += (size_t)w;
-		b->items++;
-	}
-}
-
-/* The error that replaces a page in fail mode (and filter mode's refusals):
- * the message names each problem and breaking change (the first ones; data
- * lists them all). */
-static void answer_failed(const struct up_state *us, const struct contract_report *r,
-                          const struct drift_report *d, int complete, const char *extra,
-                          struct inspect_msg *m)
-{
-	struct msgbuf b = {.n = 0};
-	json_t *problems = json_array(), *changes = json_array();
-	size_t np = 0, nbk = 0;
-
-	b.n = (size_t)snprintf(b.s, sizeof(b.s), "tools/list from upstream %s failed the contract: ",
-	                       us->conf->name);
-	if (b.n >= sizeof(b.s))
-		b.n = sizeof(b.s) - 1;
-	for (size_t i = 0; r && i < contract_report_nfindings(r); i++) {
-		const struct contract_finding *f = contract_report_finding(r, i);
-		if (!f->problem)
-			continue;
-		np++;
-		mb_item(&b, f->code, f->tool);
-		json_array_append_new(problems, finding_json(f));
-	}
-	for (size_t i = 0; d && i < drift_report_nchanges(d); i++) {
-		const struct drift_change *c = drift_report_change(d, i);
-		if (!c->breaking || (!complete && strcmp(c->code, "tool-removed") == 0))
-			continue;
-		nbk++;
-		mb_item(&b, c->code, c->tool);
-		json_array_append_new(changes, json_pack("{s:s,s:s,s:s?,s:s,s:s}", "code", c->code,
-		                                         "kind", c->kind, "tool", c->tool, "pointer",
-		                                         c->pointer, "message", c->message));
-	}
-	if (extra)
-		mb_item(&b, extra, NULL);
-	if (b.more)
-		snprintf(b.s + b.n, sizeof(b.s) - b.n, "; and %zu more", b.more);
-	json_t *data = json_pack("{s:s,s:o,s:o,s:I,s:I,s:b}", "upstream", us->conf->name, "problems",
-	                         problems, "changes", changes, "nproblems", (json_int_t)np,
-	                         "breaking", (json_int_t)nbk, "complete", complete);
-	if (data && r)
-		json_object_set_new(data, "score", json_real(contract_report_score(r)));
-	if (data && extra)
-		json_object_set_new(data, "reason", json_string(extra));
-	replace_with_error(m, mode_reasons[us->mode], b.s, data);
-}
-
 /* ---- a page --------------------------------------------------------------- */
+
+/* Replaces m's page by the error of a refusal (contract_answer.h). */
+static void refuse(const struct up_state *us, struct inspect_msg *m,
+                   const struct contract_report *r, const struct drift_report *d, int complete,
+                   const char *extra)
+{
+	contract_answer_failed(m, HOOK_CONTRACT_ERROR, us->conf->name, mode_reasons[us->cf.mode], r, d,
+	                       complete, extra);
+}
 
 static const char *cut_text(enum cut_reason c)
 {
@@ -578,13 +278,13 @@ static void page_of_cut_listing(struct hook_contract *hc, struct up_state *us, s
 		log_msg(LOG_WARN, "#%llu contract: upstream %s: tools/list cut (%s): pages from here on "
 		                  "are not checked%s",
 		        m->where->conn_id, us->conf->name, cut_text(l->cut),
-		        us->mode == MODE_REPORT ? "" : ", the client gets an error");
+		        us->cf.mode == CONTRACT_MODE_REPORT ? "" : ", the client gets an error");
 		l->logged = 1;
 	}
-	if (us->mode == MODE_REPORT)
+	if (us->cf.mode == CONTRACT_MODE_REPORT)
 		return;
 	hc->stats.replies_failed++;
-	answer_failed(us, NULL, NULL, 0, cut_text(l->cut), m);
+	refuse(us, m, NULL, NULL, 0, cut_text(l->cut));
 }
 
 /* What one check did to the message, for the verdict cache. */
@@ -665,46 +365,6 @@ static json_t *joined_tools(const json_t *pages)
 	return all;
 }
 
-/* Before prev changes: a verdict kept on its bytes goes. */
-static void prev_release(struct up_state *us)
-{
-	if (us->cache && !us->cache->bytes) {
-		cache_free(us->cache);
-		us->cache = NULL;
-	}
-}
-
-/* prev[0..len) := raw[0..len), prev holding plen bytes of the previous
- * text: a text of the same length (a description edited in place) is
- * copied where it differs only. */
-static void prev_update(char *prev, size_t plen, const char *raw, size_t len)
-{
-	size_t i = 0, j = len;
-	if (plen == len) {
-		while (i + 4096 <= len && memcmp(prev + i, raw + i, 4096) == 0)
-			i += 4096;
-		while (j >= i + 4096 && memcmp(prev + j - 4096, raw + j - 4096, 4096) == 0)
-			j -= 4096;
-	}
-	memcpy(prev + i, raw + i, j - i);
-}
-
-static void memo_free(struct up_state *us)
-{
-	prev_release(us);
-	contract_memo_free(us->memo);
-	free(us->texts);
-	free(us->spans);
-	free(us->prev);
-	free(us->prev_spans);
-	us->memo = NULL;
-	us->texts = NULL;
-	us->spans = NULL;
-	us->prev = NULL;
-	us->prev_spans = NULL;
-	us->prev_len = us->prev_cap = us->nprev = 0;
-}
-
 /* contract_check() of the listing's pages. A listing of one page whose
  * text the transport kept (the common case: a client listing tools
  * again) goes through the upstream's memo: only tools whose text is new
@@ -715,54 +375,11 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
                                            const struct inspect_msg *m, uint64_t *checked)
 {
 	*checked = UINT64_MAX; /* a plain check: every tool examined */
-	/* Only a whole listing in one page, the kind the verdict cache keeps:
-	 * pages of longer ones would push its bytes out of prev. */
-	const json_t *tools = n == 1 && !orphan && !page_next_cursor(pages[0])
-	                          ? page_tools(pages[0]) : NULL;
-	if (!json_is_array(tools) || !m->result_raw || m->result_raw_len > HOOK_CONTRACT_CACHE_BYTES ||
-	    json_array_size(tools) > CONTRACT_MAX_TOOLS || json_is_array(pages[0]))
+	/* Only a whole listing in one page, the kind the verdict is kept for. */
+	if (n != 1 || orphan || page_next_cursor(pages[0]) || !json_is_object(pages[0]))
 		return contract_check(pages, n, opts);
-	if (!us->memo) {
-		us->memo = contract_memo_new();
-		us->texts = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->texts));
-		us->spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->spans));
-		us->prev_spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*us->prev_spans));
-		if (!us->memo || !us->texts || !us->spans || !us->prev_spans) {
-			memo_free(us);
-			return contract_check(pages, n, opts);
-		}
-	}
-	const char *raw = m->result_raw;
-	long k = jparse_elements_since(raw, m->result_raw_len, "tools", us->spans, CONTRACT_MAX_TOOLS,
-	                               us->prev, us->prev_len, us->prev_spans, us->nprev);
-	us->nprev = 0;
-	if (k < 0 || (size_t)k != json_array_size(tools))
-		return contract_check(pages, n, opts);
-	for (long i = 0; i < k; i++)
-		us->texts[i] = (struct contract_text){us->spans[i].at, us->spans[i].len,
-		                                      us->spans[i].same_as};
-	struct contract_report *r = contract_check_memo(pages[0], us->texts, (size_t)k, opts,
-	                                                us->memo);
-	if (!r)
-		return NULL; /* prev (nprev 0 now) and the memo may disagree: no hints next time */
-	*checked = contract_memo_rechecked(us->memo);
-	/* Keep this text for the next listing's skim (and the verdict cache). */
-	prev_release(us);
-	if (us->prev_cap < m->result_raw_len) {
-		char *p = realloc(us->prev, m->result_raw_len);
-		if (!p)
-			return r;
-		us->prev = p;
-		us->prev_cap = m->result_raw_len;
-	}
-	prev_update(us->prev, us->prev_len, raw, m->result_raw_len);
-	us->prev_len = m->result_raw_len;
-	for (long i = 0; i < k; i++)
-		us->prev_spans[i] = (struct jparse_elem){us->prev + (us->spans[i].at - raw),
-		                                         us->spans[i].len, 0};
-	us->nprev = (size_t)k;
-	us->prev_now = 1;
-	return r;
+	return verdict_cache_check(us->vc, pages[0], m->result_raw, m->result_raw_len, opts,
+	                           checked);
 }
 
 /* Checks the listing with its newest page and decides what the client
@@ -774,8 +391,8 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 {
 	size_t n = json_array_size(l->pages), idx = n - 1;
 	const json_t *pages[CONTRACT_MAX_PAGES];
-	struct contract_opts opts = {.era = l->era, .spec_only = us->spec_only};
-	struct verdict v = {.action = "forwarded"};
+	struct contract_opts opts = {.era = l->era, .spec_only = us->cf.spec_only};
+	struct contract_verdict v = {.action = "forwarded"};
 
 	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
 		pages[i] = json_array_get(l->pages, i);
@@ -788,9 +405,9 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	}
 	hc->stats.tools_checked += checked == UINT64_MAX ? contract_report_ntools(r) : checked;
 	struct drift_report *d = NULL;
-	if (us->baseline_tools) {
+	if (us->cf.baseline_tools) {
 		json_t *all = joined_tools(l->pages);
-		d = all ? drift_diff(us->baseline_tools, all) : NULL;
+		d = all ? drift_diff(us->cf.baseline_tools, all) : NULL;
 		json_decref(all);
 	}
 	const char *next = page_next_cursor(json_array_get(l->pages, idx));
@@ -801,29 +418,28 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	v.complete = !next && !l->orphan;
 	v.unexamined = total_tools(l->pages) > CONTRACT_MAX_TOOLS ||
 	               (d && drift_report_truncated(d));
-	json_t *changes = relevant_changes(d, v.complete, &v.nbreaking);
+	json_t *changes = contract_answer_changes(d, v.complete, &v.nbreaking);
 	v.passed = contract_report_passed(r) && v.nbreaking == 0 && !v.unexamined;
 	hc->stats.pages++;
 
 	int over = 0;
-	if (us->mode == MODE_FAIL && !v.passed) {
+	if (us->cf.mode == CONTRACT_MODE_FAIL && !v.passed) {
 		v.action = "failed";
-		answer_failed(us, r, d, v.complete,
-		              v.unexamined ? "listing-too-long: more tools than mcpwarden checks" : NULL,
-		              m);
+		refuse(us, m, r, d, v.complete,
+		       v.unexamined ? "listing-too-long: more tools than mcpwarden checks" : NULL);
 		hc->stats.replies_failed++;
 		over = !loop;
 		if (!json_object_get(m->msg, "error"))
 			e->cacheable = 0; /* out of memory: the reply went out unchanged */
-	} else if (us->mode == MODE_FILTER && (loop || v.unexamined)) {
+	} else if (us->cf.mode == CONTRACT_MODE_FILTER && (loop || v.unexamined)) {
 		/* Filtering cannot make a circular or unchecked listing whole. */
 		v.action = "failed";
-		answer_failed(us, r, NULL, v.complete,
-		              loop ? NULL : "listing-too-long: more tools than mcpwarden checks", m);
+		refuse(us, m, r, NULL, v.complete,
+		       loop ? NULL : "listing-too-long: more tools than mcpwarden checks");
 		hc->stats.replies_failed++;
 		if (!json_object_get(m->msg, "error"))
 			e->cacheable = 0;
-	} else if (us->mode == MODE_FILTER) {
+	} else if (us->cf.mode == CONTRACT_MODE_FILTER) {
 		size_t w = filter_page(l, idx, r, d, m, e);
 		if (w) {
 			v.action = "filtered";
@@ -845,7 +461,8 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	 * client (refused) or for the checker (loop, orphan page). */
 	line[0] = '\0';
 	if (v.complete || loop || l->orphan || strcmp(v.action, "failed") == 0) {
-		format_listing(us, l, r, &v, line, cap);
+		contract_answer_line(us->conf->name, contract_mode_name(us->cf.mode),
+		                     json_array_size(l->pages), r, &v, line, cap);
 		*level = v.passed ? LOG_INFO : LOG_WARN;
 		log_msg(*level, "#%llu %s", m->where->conn_id, line);
 	}
@@ -853,8 +470,7 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	if (!report || !v.complete || loop)
 		e->cacheable = 0;
 	publish(hc, us, report);
-	free(l->next_cursor);
-	l->next_cursor = dup_str(next);
+	tools_raw_set_next(l->raw, next);
 	contract_report_free(r);
 	drift_report_free(d);
 	/* Over: the last page, or a failure the client cannot page past. A cut
@@ -863,19 +479,6 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 }
 
 /* ---- the verdict cache ---------------------------------------------------- */
-
-static int same_era(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* Whether m's page is the upstream's last one-page listing again. */
-static int cache_hit(const struct up_state *us, const struct inspect_msg *m, const char *era)
-{
-	const struct verdict_cache *c = us->cache;
-	return c && m->result_raw && m->result_raw_len == c->len && same_era(era, c->era) &&
-	       memcmp(m->result_raw, c->bytes ? c->bytes : us->prev, c->len) == 0;
-}
 
 static void stats_add(struct hook_contract_stats *to, const struct hook_contract_stats *d)
 {
@@ -899,13 +502,13 @@ static struct hook_contract_stats stats_sub(const struct hook_contract_stats *a,
 }
 
 /* Does again what checking these bytes did last time. */
-static void replay(struct hook_contract *hc, struct up_state *us, struct inspect_msg *m)
+static void replay(struct hook_contract *hc, struct up_state *us, const struct kept_verdict *c,
+                   struct inspect_msg *m)
 {
-	struct verdict_cache *c = us->cache;
 	char now[32];
 
 	/* A listing would have been added and dropped: the same evictions. */
-	listings_make_room(hc, NULL, 1, c->len);
+	tools_raw_make_room(hc->raw, 1, m->result_raw_len);
 	stats_add(&hc->stats, &c->delta);
 	hc->stats.replayed++;
 	if (c->line[0])
@@ -926,7 +529,7 @@ static void replay(struct hook_contract *hc, struct up_state *us, struct inspect
 			json_object_del(m->msg, "result");
 			json_object_set_new(m->msg, "error", err);
 			m->modified = 1;
-			m->reason = mode_reasons[us->mode];
+			m->reason = mode_reasons[us->cf.mode];
 		}
 	} else if (c->nwithheld) {
 		json_t *tools = json_object_get(json_object_get(m->msg, "result"), "tools");
@@ -942,18 +545,9 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
                      struct effect *e, const struct hook_contract_stats *delta,
                      const char *line, enum log_level level)
 {
-	struct verdict_cache *c = calloc(1, sizeof(*c));
-	/* The memo kept these bytes already: share them (prev_release drops
-	 * this verdict before they change). */
-	int shared = us->prev_now && us->prev_len == m->result_raw_len;
-	if (!c || (!shared && !(c->bytes = malloc(m->result_raw_len))) ||
-	    (era && !(c->era = dup_str(era)))) {
-		cache_free(c);
+	struct kept_verdict *c = calloc(1, sizeof(*c));
+	if (!c)
 		return;
-	}
-	if (!shared)
-		memcpy(c->bytes, m->result_raw, m->result_raw_len);
-	c->len = m->result_raw_len;
 	c->level = level;
 	snprintf(c->line, sizeof(c->line), "%s", line);
 	c->report = json_incref(us->latest);
@@ -964,12 +558,11 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
 	if (m->modified && !json_object_get(m->msg, "result")) {
 		/* Replaced by an error (fail mode, or a refusal in filter mode). */
 		if (!(c->error = jparse_copy(json_object_get(m->msg, "error")))) {
-			cache_free(c);
+			kept_free(c);
 			return;
 		}
 	}
-	cache_free(us->cache);
-	us->cache = c;
+	verdict_cache_keep(us->vc, m->result_raw, m->result_raw_len, era, c, kept_free);
 }
 
 /* ---- a listing's page --------------------------------------------------------- */
@@ -983,14 +576,13 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	struct listing *l = cursor ? listing_find(hc, up, session, cursor) : NULL;
 	const char *era = cursor ? NULL : message_era(m);
 
-	us->prev_now = 0;
-	if (!cursor && cache_hit(us, m, era)) {
-		replay(hc, us, m);
+	const struct kept_verdict *kept =
+		cursor ? NULL : verdict_cache_lookup(us->vc, m->result_raw, m->result_raw_len, era);
+	if (kept) {
+		replay(hc, us, kept, m);
 		return;
 	}
 	if (l) {
-		listing_unlink(hc, l);
-		listing_push_front(hc, l);
 		if (!l->cut && json_array_size(l->pages) >= CONTRACT_MAX_PAGES)
 			l->cut = CUT_PAGES;
 		if (l->cut) {
@@ -1011,7 +603,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	/* The size as it arrived when the transport knows it: serialising a
 	 * large list only to measure it cost more than checking it. */
 	size_t bytes = m->result_raw ? m->result_raw_len : json_dumpb(result, NULL, 0, JSON_COMPACT);
-	if (l->bytes + bytes > HOOK_CONTRACT_MAX_BYTES) {
+	if (tools_raw_bytes(l->raw) + bytes > HOOK_CONTRACT_MAX_BYTES) {
 		l->cut = CUT_BYTES;
 		page_of_cut_listing(hc, us, l, m);
 		return;
@@ -1019,18 +611,13 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	/* A last page is checked and dropped before this call returns: a
 	 * reference is enough. One more pages follow is kept past it. */
 	int last = !page_next_cursor(result);
-	json_t *page = last ? json_incref(result) : jparse_copy(result);
-	if (!page || json_array_append_new(l->pages, page) < 0) {
+	if (tools_raw_add(hc->raw, l->raw, result, bytes, last) < 0) {
 		log_msg(LOG_ERROR, "contract: out of memory: tools/list forwarded unchecked");
-		listing_remove(hc, l);
 		return;
 	}
-	l->bytes += bytes;
-	hc->bytes += bytes;
-	listings_bound(hc, l);
 
 	struct effect e = {.cacheable = !cursor && last && m->result_raw &&
-	                                m->result_raw_len <= HOOK_CONTRACT_CACHE_BYTES};
+	                                m->result_raw_len <= VERDICT_CACHE_BYTES};
 	struct hook_contract_stats before = hc->stats;
 	char line[1024];
 	enum log_level level = LOG_INFO;
@@ -1041,7 +628,7 @@ static void on_page(struct hook_contract *hc, size_t up, struct inspect_msg *m)
 	}
 	free(e.withheld);
 	if (over)
-		listing_remove(hc, l);
+		tools_raw_remove(hc->raw, l->raw);
 }
 
 static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m)
@@ -1061,7 +648,7 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 		if (strcmp(hc->ups[i].conf->name, m->where->upstream) == 0) {
 			/* off: not even parsed pages are kept; the benchmark's
 			 * baseline for what checking costs. */
-			if (hc->ups[i].mode != MODE_OFF)
+			if (hc->ups[i].cf.mode != CONTRACT_MODE_OFF)
 				on_page(hc, i, m);
 			break;
 		}
@@ -1073,65 +660,6 @@ static enum inspect_verdict contract_on_message(void *arg, struct inspect_msg *m
 
 /* ---- setup ---------------------------------------------------------------- */
 
-static void load_section(struct up_state *us, size_t i, char *err, size_t errlen, int *nerr)
-{
-	const json_t *c = us->conf->contract;
-	const char *key;
-	json_t *val;
-	char where[64];
-
-	snprintf(where, sizeof(where), "$.upstreams[%zu].contract", i);
-	if (!c)
-		return;
-	if (!json_is_object(c)) {
-		err_add(err, errlen, nerr, "%s: must be an object", where);
-		return;
-	}
-	json_object_foreach((json_t *)(uintptr_t)c, key, val) {
-		if (strcmp(key, "mode") == 0) {
-			const char *s = json_string_value(val);
-			size_t k = 0;
-			while (s && k < 4 && strcmp(s, mode_names[k]) != 0)
-				k++;
-			if (!s || k == 4)
-				err_add(err, errlen, nerr, "%s.mode: must be report, filter, fail or off",
-				        where);
-			else
-				us->mode = (enum contract_mode)k;
-		} else if (strcmp(key, "spec_only") == 0) {
-			if (!json_is_boolean(val))
-				err_add(err, errlen, nerr, "%s.spec_only: must be true or false", where);
-			else
-				us->spec_only = json_is_true(val);
-		} else if (strcmp(key, "baseline") == 0) {
-			const char *file = json_string_value(val);
-			json_error_t jerr;
-			if (!file || !*file) {
-				err_add(err, errlen, nerr, "%s.baseline: must be a file name", where);
-				continue;
-			}
-			us->baseline_file = file;
-			us->baseline = json_load_file(file, 0, &jerr);
-			if (!us->baseline) {
-				if (jerr.line > 0)
-					err_add(err, errlen, nerr, "%s.baseline: %s:%d:%d: %s", where, file,
-					        jerr.line, jerr.column, jerr.text);
-				else
-					err_add(err, errlen, nerr, "%s.baseline: %s", where, jerr.text);
-				continue;
-			}
-			us->baseline_tools = drift_tools_of(us->baseline);
-			if (!us->baseline_tools)
-				err_add(err, errlen, nerr,
-				        "%s.baseline: %s holds no tool list ({\"tools\":[...]}, a tools/list "
-				        "response or an array)",
-				        where, file);
-		} else {
-			err_add(err, errlen, nerr, "%s.%s: unknown key", where, key);
-		}
-	}
-}
-
 /* The hook's state for cfg, every contract section parsed and every
  * baseline loaded; NULL with the errors in err. */
 static struct hook_contract *hook_contract_new(const struct px_config *cfg, char *err,
@@ -1142,15 +670,21 @@ static struct hook_contract *hook_contract_new(const struct px_config *cfg, char
 	if (err && errlen)
 		err[0] = '\0';
 	struct hook_contract *hc = calloc(1, sizeof(*hc));
-	if (!hc || !(hc->ups = calloc(cfg->nups ? cfg->nups : 1, sizeof(*hc->ups)))) {
+	if (!hc || !(hc->ups = calloc(cfg->nups ? cfg->nups : 1, sizeof(*hc->ups))) ||
+	    !(hc->raw = tools_raw_new(HOOK_CONTRACT_MAX_LISTINGS, HOOK_CONTRACT_MAX_BYTES,
+	                              listing_free))) {
+		if (hc)
+			free(hc->ups);
 		free(hc);
-		err_add(err, errlen, &nerr, "out of memory");
+		contract_conf_error(err, errlen, &nerr, "out of memory");
 		return NULL;
 	}
 	hc->nups = cfg->nups;
 	for (size_t i = 0; i < cfg->nups; i++) {
 		hc->ups[i].conf = &cfg->ups[i];
-		load_section(&hc->ups[i], i, err, errlen, &nerr);
+		contract_conf_load(&hc->ups[i].cf, cfg->ups[i].contract, i, err, errlen, &nerr);
+		/* NULL when out of memory: every listing is then checked afresh. */
+		hc->ups[i].vc = verdict_cache_new();
 	}
 	if (nerr) {
 		hook_contract_free(hc);
@@ -1177,7 +711,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	int slot = inspect_add(ctx->insp, "contract", contract_on_message, NULL, hc);
 	if (slot < 0 || pthread_mutex_init(&hc->lock, NULL) != 0) {
 		int nerr = 0;
-		err_add(err, errlen, &nerr, "contract: too many message hooks");
+		contract_conf_error(err, errlen, &nerr, "contract: too many message hooks");
 		hook_contract_free(hc);
 		return -1;
 	}
@@ -1185,10 +719,10 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	hc->locked = 1; /* taken by contract_on_message for tool listings only */
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
-		if (us->mode != MODE_REPORT || us->baseline || us->spec_only)
+		if (us->cf.mode != CONTRACT_MODE_REPORT || us->cf.baseline || us->cf.spec_only)
 			log_msg(LOG_INFO, "upstream %s: tool-list contract mode %s%s%s%s", us->conf->name,
-			        mode_names[us->mode], us->spec_only ? ", spec rules only" : "",
-			        us->baseline ? ", baseline " : "", us->baseline ? us->baseline_file : "");
+			        contract_mode_name(us->cf.mode), us->cf.spec_only ? ", spec rules only" : "",
+			        us->cf.baseline ? ", baseline " : "", us->cf.baseline ? us->cf.baseline_file : "");
 	}
 	ctx->contract = hc;
 	return 0;
@@ -1198,13 +732,11 @@ void hook_contract_free(struct hook_contract *hc)
 {
 	if (!hc)
 		return;
-	while (hc->head)
-		listing_remove(hc, hc->head);
+	tools_raw_free(hc->raw);
 	for (size_t i = 0; i < hc->nups; i++) {
-		json_decref(hc->ups[i].baseline);
+		contract_conf_clear(&hc->ups[i].cf);
 		json_decref(hc->ups[i].latest);
-		memo_free(&hc->ups[i]); /* first: it may free a cache sharing its text */
-		cache_free(hc->ups[i].cache);
+		verdict_cache_free(hc->ups[i].vc);
 	}
 	free(hc->ups);
 	if (hc->locked)
@@ -1255,6 +787,7 @@ void hook_contract_published(struct hook_contract *hc, const char *upstream,
 void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contract_stats *out)
 {
 	*out = hc->stats;
+	out->evicted = tools_raw_evicted(hc->raw);
 }
 
 /* inspect_uninspected_fn (issue 17): a tools/list reply too big to inspect
@@ -1266,6 +799,7 @@ static int contract_uninspected_ok(void *arg, const struct inspect_where *where)
 	const struct hook_contract *hc = arg;
 	for (size_t i = 0; where->upstream && i < hc->nups; i++)
 		if (strcmp(hc->ups[i].conf->name, where->upstream) == 0)
-			return hc->ups[i].mode != MODE_FILTER && hc->ups[i].mode != MODE_FAIL;
+			return hc->ups[i].cf.mode != CONTRACT_MODE_FILTER &&
+			       hc->ups[i].cf.mode != CONTRACT_MODE_FAIL;
 	return 1;
 }

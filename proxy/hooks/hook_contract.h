@@ -16,7 +16,9 @@
  * asked with a cursor no listing knows (its listing was evicted, or the
  * proxy restarted) is checked on its own and never counts as complete.
  * Until the last page arrives a listing is "not complete": no-tools and
- * the baseline's tool-removed wait for the end.
+ * the baseline's tool-removed wait for the end. The pages are kept by the
+ * tools tracker's module (proxy/hooks/tools.h, "Listings as the upstream
+ * sent them"), which says why that view is not the tracker's own.
  *
  * Modes, per upstream ("contract": {"mode": ...}):
  *   report  forward unchanged; log one line per listing (score, counts,
@@ -45,10 +47,11 @@
  * (with a new time), counters, and the same reply to the client (the
  * same tools withheld in filter mode, the same error in fail mode). The
  * bytes are compared whole (no hash to collide), one result of at most
- * HOOK_CONTRACT_CACHE_BYTES per upstream.
+ * VERDICT_CACHE_BYTES per upstream (proxy/hooks/verdict_cache.h, which
+ * keeps it, says what it saves).
  *
  * Changed lists. A one-page listing whose bytes differ (of at most
- * HOOK_CONTRACT_CACHE_BYTES) is checked through the upstream's memo
+ * VERDICT_CACHE_BYTES) is checked through the upstream's memo
  * (checks/contract.h, "Incremental checking"): only tools whose text is
  * new since the previous such listing are checked, the rest replayed;
  * the tools' texts are located by skimming only where the result's text
@@ -81,7 +84,6 @@ struct hook_contract;
 
 #define HOOK_CONTRACT_MAX_LISTINGS 256
 #define HOOK_CONTRACT_MAX_BYTES    (64u * 1024 * 1024)
-#define HOOK_CONTRACT_CACHE_BYTES  (4u * 1024 * 1024)
 
 /* Validates the "contract" section of every upstream in ctx->cfg
  *   {"mode": "report"|"filter"|"fail"|"off",   default "report"

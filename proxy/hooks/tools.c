@@ -20,6 +20,7 @@
 
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 
@@ -509,4 +510,220 @@ int tools_stats(struct tools *tr, const char *upstream, struct tools_stats *out)
 	int rc = stats(tr, upstream, out);
 	pthread_mutex_unlock(&tr->lock);
 	return rc;
+}
+
+/* ---- listings as the upstream sent them (tools.h) --------------------------
+ *
+ *   tools_raw ── head ⇄ … ⇄ tail   listings in progress, most recently
+ *                                  used first: (upstream, session), its
+ *                                  pages, the nextCursor that continues it
+ */
+
+struct tools_raw_listing {
+	struct tools_raw_listing *prev, *next;  /* LRU links, owned by tools_raw */
+	size_t up;
+	const char *name;    /* borrowed: the upstream's, for log lines */
+	char *session;       /* owned: "" when the exchange had no session */
+	char *era;           /* owned, or NULL: era of the first page */
+	json_t *pages;       /* owned: array of page results */
+	size_t bytes;        /* the pages' size, as the caller counted it */
+	char *next_cursor;   /* owned: the last page's nextCursor, or NULL */
+	int orphan;          /* began with a cursor no listing knew */
+	void *user;          /* owned through tools_raw.user_free */
+};
+
+struct tools_raw {
+	struct tools_raw_listing *head, *tail;
+	size_t n, bytes;     /* listings, and the sum of their bytes */
+	size_t max_listings, max_bytes;
+	void (*user_free)(void *);
+	uint64_t evicted;
+};
+
+struct tools_raw *tools_raw_new(size_t max_listings, size_t max_bytes, void (*user_free)(void *))
+{
+	struct tools_raw *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->max_listings = max_listings;
+	r->max_bytes = max_bytes;
+	r->user_free = user_free;
+	return r;
+}
+
+static void raw_unlink(struct tools_raw *r, struct tools_raw_listing *l)
+{
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		r->head = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	else
+		r->tail = l->prev;
+	l->prev = l->next = NULL;
+}
+
+static void raw_push_front(struct tools_raw *r, struct tools_raw_listing *l)
+{
+	l->prev = NULL;
+	l->next = r->head;
+	if (r->head)
+		r->head->prev = l;
+	r->head = l;
+	if (!r->tail)
+		r->tail = l;
+}
+
+static void raw_listing_free(const struct tools_raw *r, struct tools_raw_listing *l)
+{
+	if (l->user && r->user_free)
+		r->user_free(l->user);
+	free(l->session);
+	free(l->era);
+	free(l->next_cursor);
+	json_decref(l->pages);
+	free(l);
+}
+
+void tools_raw_remove(struct tools_raw *r, struct tools_raw_listing *l)
+{
+	raw_unlink(r, l);
+	r->n--;
+	r->bytes -= l->bytes;
+	raw_listing_free(r, l);
+}
+
+void tools_raw_free(struct tools_raw *r)
+{
+	if (!r)
+		return;
+	while (r->head)
+		tools_raw_remove(r, r->head);
+	free(r);
+}
+
+/* Evicts least recently used listings (never keep) until `more` listings
+ * of `bytes` more fit. */
+static void raw_make_room(struct tools_raw *r, const struct tools_raw_listing *keep, size_t more,
+                          size_t bytes)
+{
+	while (r->n + more > r->max_listings || r->bytes + bytes > r->max_bytes) {
+		struct tools_raw_listing *victim = r->tail;
+		if (victim == keep)
+			victim = victim->prev;
+		if (!victim)
+			return;
+		log_msg(LOG_DEBUG, "contract: listing of upstream %s evicted (%zu in progress, %zu bytes)",
+		        victim->name, r->n, r->bytes);
+		r->evicted++;
+		tools_raw_remove(r, victim);
+	}
+}
+
+void tools_raw_make_room(struct tools_raw *r, size_t more, size_t bytes)
+{
+	raw_make_room(r, NULL, more, bytes);
+}
+
+struct tools_raw_listing *tools_raw_find(struct tools_raw *r, size_t up, const char *session,
+                                         const char *cursor)
+{
+	if (!cursor)
+		return NULL;
+	for (struct tools_raw_listing *l = r->head; l; l = l->next) {
+		if (l->up == up && l->next_cursor && strcmp(l->next_cursor, cursor) == 0 &&
+		    strcmp(l->session, session) == 0) {
+			raw_unlink(r, l);
+			raw_push_front(r, l);
+			return l;
+		}
+	}
+	return NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+struct tools_raw_listing *tools_raw_begin(struct tools_raw *r, size_t up, const char *name,
+                                          const char *session, const char *era, int orphan,
+                                          void *user)
+{
+	struct tools_raw_listing *l = calloc(1, sizeof(*l));
+	if (!l) {
+		if (user && r->user_free)
+			r->user_free(user);
+		return NULL;
+	}
+	l->up = up;
+	l->name = name;
+	l->orphan = orphan;
+	l->user = user;
+	l->session = dup_or_null(session ? session : "");
+	l->era = dup_or_null(era);
+	l->pages = json_array();
+	if (!l->session || (era && !l->era) || !l->pages) {
+		raw_listing_free(r, l);
+		return NULL;
+	}
+	raw_push_front(r, l);
+	r->n++;
+	return l;
+}
+
+int tools_raw_add(struct tools_raw *r, struct tools_raw_listing *l, json_t *page, size_t bytes,
+                  int last)
+{
+	json_t *kept = last ? json_incref(page) : jparse_copy(page);
+	if (!kept || json_array_append_new(l->pages, kept) < 0) {
+		tools_raw_remove(r, l);
+		return -1;
+	}
+	l->bytes += bytes;
+	r->bytes += bytes;
+	raw_make_room(r, l, 0, 0);
+	return 0;
+}
+
+void tools_raw_set_next(struct tools_raw_listing *l, const char *next_cursor)
+{
+	free(l->next_cursor);
+	l->next_cursor = dup_or_null(next_cursor);
+}
+
+const json_t *tools_raw_pages(const struct tools_raw_listing *l)
+{
+	return l->pages;
+}
+
+size_t tools_raw_bytes(const struct tools_raw_listing *l)
+{
+	return l->bytes;
+}
+
+size_t tools_raw_upstream(const struct tools_raw_listing *l)
+{
+	return l->up;
+}
+
+const char *tools_raw_era(const struct tools_raw_listing *l)
+{
+	return l->era;
+}
+
+int tools_raw_orphan(const struct tools_raw_listing *l)
+{
+	return l->orphan;
+}
+
+void *tools_raw_user(const struct tools_raw_listing *l)
+{
+	return l->user;
+}
+
+uint64_t tools_raw_evicted(const struct tools_raw *r)
+{
+	return r ? r->evicted : 0;
 }

@@ -37,6 +37,10 @@
  * shape says it is a listing page (tools_page_of), subscribers still hear
  * of it.
  *
+ * The same module keeps, for the contract checker that runs before this
+ * hook, each listing in progress as the upstream sent it (tools_raw,
+ * below): one place for paging, two views.
+ *
  * Readers: the 2026-07-28 Mcp-Param-* header checks (proxy/mcp/mirror.h,
  * through tools_get); the policy hook (hook_policy.h), which subscribes
  * to every page and list_changed (tools_subscribe) and keeps the hints
@@ -134,5 +138,79 @@ struct tools_stats {
 
 /* Fills out for one upstream; returns 0, or -1 when nothing is known of it. */
 int tools_stats(struct tools *tr, const char *upstream, struct tools_stats *out);
+
+/* ---- Listings as the upstream sent them ------------------------------------
+ *
+ * For a hook that judges a listing before clients see it (the contract
+ * checker, registered before the tracker's hook, which may withhold or
+ * fail pages): each listing in progress with its pages as they came, per
+ * (upstream, session), so that its pages can be judged together. Kept
+ * apart from the tracker's view above on purpose, which keeps one listing
+ * per upstream, merged by name, as clients may see it:
+ *   - a listing is one client's paging (two sessions paging at once are
+ *     two listings; for the tracker the second first page supersedes);
+ *   - a page continues a listing only when asked with the very cursor its
+ *     last page named as nextCursor (what a checker needs to call the
+ *     pages one listing); a page asked with a cursor no listing knows (its
+ *     listing was evicted, or the proxy restarted) starts an "orphan"
+ *     listing that never counts as complete;
+ *   - pages are kept whole (deep copies: later hooks may rewrite the
+ *     message in place), whatever their resultType or shape: judging a
+ *     malformed page is the reader's business.
+ * Bounded: at most max_listings listings and max_bytes bytes of pages (as
+ * counted by the caller), the least recently used listing evicted first.
+ * Not thread-safe: the reader uses it under its own lock. */
+struct tools_raw;
+struct tools_raw_listing;
+
+/* A new, empty set (owned; tools_raw_free). user_free (may be NULL) frees
+ * a listing's user data when the listing goes. NULL when out of memory. */
+struct tools_raw *tools_raw_new(size_t max_listings, size_t max_bytes,
+                                void (*user_free)(void *));
+void tools_raw_free(struct tools_raw *r); /* accepts NULL */
+
+/* The listing of (up, session) that a page asked with cursor continues,
+ * made the most recently used, or NULL (cursor NULL: a first page never
+ * continues one). up is the caller's index of the upstream. */
+struct tools_raw_listing *tools_raw_find(struct tools_raw *r, size_t up, const char *session,
+                                         const char *cursor);
+
+/* A new listing of (up, session) (strings copied), in the era of its
+ * first page (NULL: none); orphan: it begins with a cursor no listing
+ * knew. user (owned, may be NULL) is the reader's, freed with the
+ * listing. name (borrowed, the upstream's) is for log lines. NULL when out
+ * of memory (user is then freed). */
+struct tools_raw_listing *tools_raw_begin(struct tools_raw *r, size_t up, const char *name,
+                                          const char *session, const char *era, int orphan,
+                                          void *user);
+
+/* Appends page (a result object; copied unless last: a last page is read
+ * and the listing dropped before the caller returns, so a reference
+ * does) of `bytes` bytes to l, then evicts other listings until within
+ * the bounds. Returns 0, or -1 when out of memory (l is removed). */
+int tools_raw_add(struct tools_raw *r, struct tools_raw_listing *l, json_t *page, size_t bytes,
+                  int last);
+
+/* Evicts least recently used listings until `more` listings of `bytes`
+ * more would fit (a page judged without a listing stands for one that
+ * would have been added and dropped). */
+void tools_raw_make_room(struct tools_raw *r, size_t more, size_t bytes);
+
+/* Drops l. */
+void tools_raw_remove(struct tools_raw *r, struct tools_raw_listing *l);
+
+/* Sets the cursor that continues l (copied; NULL: none). */
+void tools_raw_set_next(struct tools_raw_listing *l, const char *next_cursor);
+
+/* A listing's parts (borrowed from l). */
+const json_t *tools_raw_pages(const struct tools_raw_listing *l); /* array of results */
+size_t tools_raw_bytes(const struct tools_raw_listing *l);
+size_t tools_raw_upstream(const struct tools_raw_listing *l);
+const char *tools_raw_era(const struct tools_raw_listing *l);
+int tools_raw_orphan(const struct tools_raw_listing *l);
+void *tools_raw_user(const struct tools_raw_listing *l);
+
+/* Listings evicted so far. */
+uint64_t tools_raw_evicted(const struct tools_raw *r);
 
 #endif

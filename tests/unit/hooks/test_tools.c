@@ -612,6 +612,92 @@ static void test_subscribers(void **state)
 	tools_unsubscribe(NULL, &h);
 }
 
+/* ---- listings as the upstream sent them (tools_raw) -------------------------- */
+
+static int raw_freed;
+
+static void raw_user_free(void *u)
+{
+	raw_freed++;
+	free(u);
+}
+
+static void test_raw_pages_continue_by_cursor_and_session(void **state)
+{
+	(void)state;
+	struct tools_raw *r = tools_raw_new(8, 1 << 20, raw_user_free);
+	json_t *p1 = th_json("{'tools':[{'name':'a'}],'nextCursor':'c1'}");
+	json_t *p2 = th_json("{'tools':[{'name':'b'}]}");
+	raw_freed = 0;
+	assert_non_null(r);
+
+	struct tools_raw_listing *l = tools_raw_begin(r, 0, "up", "s1", "2025-06-18", 0, malloc(1));
+	assert_non_null(l);
+	assert_int_equal(tools_raw_add(r, l, p1, 100, 0), 0);
+	tools_raw_set_next(l, "c1");
+	/* A page that more follow is a copy: later hooks may rewrite the message. */
+	json_object_set_new(p1, "tools", json_array());
+	assert_int_equal(json_array_size(json_object_get(json_array_get(tools_raw_pages(l), 0),
+	                                                 "tools")), 1);
+	/* Only the very cursor, in the same session and upstream, continues it. */
+	assert_null(tools_raw_find(r, 0, "s1", NULL));
+	assert_null(tools_raw_find(r, 0, "s1", "c2"));
+	assert_null(tools_raw_find(r, 0, "s2", "c1"));
+	assert_null(tools_raw_find(r, 1, "s1", "c1"));
+	assert_ptr_equal(tools_raw_find(r, 0, "s1", "c1"), l);
+	assert_int_equal(tools_raw_add(r, l, p2, 50, 1), 0);
+	assert_int_equal(json_array_size(tools_raw_pages(l)), 2);
+	assert_ptr_equal(json_array_get(tools_raw_pages(l), 1), p2); /* the last: by reference */
+	assert_int_equal(tools_raw_bytes(l), 150);
+	assert_string_equal(tools_raw_era(l), "2025-06-18");
+	assert_int_equal(tools_raw_orphan(l), 0);
+	assert_int_equal(tools_raw_upstream(l), 0);
+	assert_non_null(tools_raw_user(l));
+	tools_raw_remove(r, l);
+	assert_int_equal(raw_freed, 1);
+	assert_int_equal(tools_raw_evicted(r), 0);
+	tools_raw_free(r);
+	json_decref(p1);
+	json_decref(p2);
+}
+
+static void test_raw_bounded_least_recently_used(void **state)
+{
+	(void)state;
+	struct tools_raw *r = tools_raw_new(2, 1000, raw_user_free);
+	json_t *p = th_json("{'tools':[],'nextCursor':'n'}");
+	struct tools_raw_listing *l[3];
+	char sid[8];
+	raw_freed = 0;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(sid, sizeof(sid), "s%d", i);
+		l[i] = tools_raw_begin(r, 0, "up", sid, NULL, 0, malloc(1));
+		assert_int_equal(tools_raw_add(r, l[i], p, 10, 0), 0);
+		tools_raw_set_next(l[i], "n");
+		if (i == 1)
+			assert_ptr_equal(tools_raw_find(r, 0, "s0", "n"), l[0]); /* s0 used again */
+	}
+	/* Three listings, two fit: s1, the least recently used, went. */
+	assert_int_equal(tools_raw_evicted(r), 1);
+	assert_int_equal(raw_freed, 1);
+	assert_null(tools_raw_find(r, 0, "s1", "n"));
+	assert_ptr_equal(tools_raw_find(r, 0, "s0", "n"), l[0]);
+	/* Bytes: a page that fills the bound evicts the others, never its own. */
+	assert_int_equal(tools_raw_add(r, l[2], p, 985, 0), 0);
+	assert_int_equal(tools_raw_evicted(r), 2);
+	assert_null(tools_raw_find(r, 0, "s0", "n"));
+	assert_ptr_equal(tools_raw_find(r, 0, "s2", "n"), l[2]);
+	/* Room for a listing that would have been added: the last one goes too. */
+	tools_raw_make_room(r, 1, 100);
+	assert_int_equal(tools_raw_evicted(r), 3);
+	assert_null(tools_raw_find(r, 0, "s2", "n"));
+	assert_int_equal(raw_freed, 3);
+	tools_raw_free(r);
+	tools_raw_free(NULL);
+	json_decref(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -627,6 +713,8 @@ int main(void)
 		T(test_cap_upstreams),
 		cmocka_unit_test(test_null_arguments),
 		cmocka_unit_test(test_setup_on_ctx),
+		cmocka_unit_test(test_raw_pages_continue_by_cursor_and_session),
+		cmocka_unit_test(test_raw_bounded_least_recently_used),
 		T(test_same_bytes_keep_the_listing),
 		T(test_cursor_loop),
 		T(test_changes),

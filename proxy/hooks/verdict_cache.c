@@ -1,0 +1,201 @@
+/* verdict_cache: see verdict_cache.h (the measured gain of each layer).
+ *
+ *   verdict_cache
+ *     ├─ verdict   opaque, owned   + the bytes it is for (own copy, or
+ *     │                              NULL: the skim's text, shared)
+ *     ├─ memo      checks/contract.h per-tool results
+ *     └─ text, spans               the last listing checked with the
+ *                                  memo, where its tools sit in it
+ */
+#include "proxy/hooks/verdict_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks/contract.h"
+#include "proxy/base/jparse.h"
+
+struct verdict_cache {
+	/* The verdict layer. */
+	void *verdict;               /* owned through free_fn, or NULL */
+	void (*free_fn)(void *);
+	char *bytes;                 /* owned copy, or NULL: shares text */
+	size_t len;
+	char *era;                   /* owned, or NULL */
+	int text_now;                /* text holds the page being checked now */
+	/* The memo and skim layers (allocated on first use). */
+	struct contract_memo *memo;
+	struct contract_text *texts; /* scratch, CONTRACT_MAX_TOOLS */
+	struct jparse_elem *spans;   /* scratch, CONTRACT_MAX_TOOLS */
+	char *text;                  /* owned copy of the last listing, or NULL */
+	size_t text_len, text_cap;
+	struct jparse_elem *text_spans; /* CONTRACT_MAX_TOOLS, into text */
+	size_t nspans;
+};
+
+static void verdict_drop(struct verdict_cache *vc)
+{
+	if (vc->verdict && vc->free_fn)
+		vc->free_fn(vc->verdict);
+	free(vc->bytes);
+	free(vc->era);
+	vc->verdict = NULL;
+	vc->bytes = NULL;
+	vc->era = NULL;
+	vc->len = 0;
+}
+
+static void memo_drop(struct verdict_cache *vc)
+{
+	if (vc->verdict && !vc->bytes)
+		verdict_drop(vc); /* it shares the text freed here */
+	contract_memo_free(vc->memo);
+	free(vc->texts);
+	free(vc->spans);
+	free(vc->text);
+	free(vc->text_spans);
+	vc->memo = NULL;
+	vc->texts = NULL;
+	vc->spans = NULL;
+	vc->text = NULL;
+	vc->text_spans = NULL;
+	vc->text_len = vc->text_cap = vc->nspans = 0;
+}
+
+struct verdict_cache *verdict_cache_new(void)
+{
+	return calloc(1, sizeof(struct verdict_cache));
+}
+
+void verdict_cache_free(struct verdict_cache *vc)
+{
+	if (!vc)
+		return;
+	memo_drop(vc);
+	verdict_drop(vc);
+	free(vc);
+}
+
+static int same_era(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+void *verdict_cache_lookup(struct verdict_cache *vc, const char *raw, size_t len,
+                           const char *era)
+{
+	if (!vc)
+		return NULL;
+	vc->text_now = 0;
+	if (!vc->verdict || !raw || len != vc->len || !same_era(era, vc->era))
+		return NULL;
+	return memcmp(raw, vc->bytes ? vc->bytes : vc->text, len) == 0 ? vc->verdict : NULL;
+}
+
+void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, const char *era,
+                        void *verdict, void (*free_fn)(void *))
+{
+	if (!vc || !raw || len > VERDICT_CACHE_BYTES) {
+		if (verdict && free_fn)
+			free_fn(verdict);
+		return;
+	}
+	/* The skim kept these bytes already: share them (the verdict goes
+	 * before they change). */
+	int shared = vc->text_now && vc->text_len == len;
+	char *bytes = NULL, *e = NULL;
+	if ((!shared && !(bytes = malloc(len ? len : 1))) || (era && !(e = strdup(era)))) {
+		free(bytes);
+		if (verdict && free_fn)
+			free_fn(verdict);
+		return;
+	}
+	if (bytes)
+		memcpy(bytes, raw, len);
+	verdict_drop(vc);
+	vc->verdict = verdict;
+	vc->free_fn = free_fn;
+	vc->bytes = bytes;
+	vc->len = len;
+	vc->era = e;
+}
+
+/* text[0..len) := raw[0..len), text holding tlen bytes of the previous
+ * listing: a text of the same length (a description edited in place) is
+ * copied where it differs only. */
+static void text_update(char *text, size_t tlen, const char *raw, size_t len)
+{
+	size_t i = 0, j = len;
+	if (tlen == len) {
+		while (i + 4096 <= len && memcmp(text + i, raw + i, 4096) == 0)
+			i += 4096;
+		while (j >= i + 4096 && memcmp(text + j - 4096, raw + j - 4096, 4096) == 0)
+			j -= 4096;
+	}
+	memcpy(text + i, raw + i, j - i);
+}
+
+static int memo_ready(struct verdict_cache *vc)
+{
+	if (vc->memo)
+		return 1;
+	vc->memo = contract_memo_new();
+	vc->texts = malloc(CONTRACT_MAX_TOOLS * sizeof(*vc->texts));
+	vc->spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*vc->spans));
+	vc->text_spans = malloc(CONTRACT_MAX_TOOLS * sizeof(*vc->text_spans));
+	if (vc->memo && vc->texts && vc->spans && vc->text_spans)
+		return 1;
+	memo_drop(vc);
+	return 0;
+}
+
+/* Keeps raw as the text the next listing is skimmed against. */
+static void text_keep(struct verdict_cache *vc, const char *raw, size_t len, long k)
+{
+	if (vc->verdict && !vc->bytes)
+		verdict_drop(vc); /* it shares the text about to change */
+	if (vc->text_cap < len) {
+		char *p = realloc(vc->text, len);
+		if (!p)
+			return;
+		vc->text = p;
+		vc->text_cap = len;
+	}
+	text_update(vc->text, vc->text_len, raw, len);
+	vc->text_len = len;
+	for (long i = 0; i < k; i++)
+		vc->text_spans[i] = (struct jparse_elem){vc->text + (vc->spans[i].at - raw),
+		                                         vc->spans[i].len, 0};
+	vc->nspans = (size_t)k;
+	vc->text_now = 1;
+}
+
+struct contract_report *verdict_cache_check(struct verdict_cache *vc, const json_t *page,
+                                            const char *raw, size_t len,
+                                            const struct contract_opts *opts, uint64_t *checked)
+{
+	const json_t *tools = json_object_get(page, "tools");
+	*checked = UINT64_MAX; /* a plain check: every tool examined */
+	if (!vc || !json_is_array(tools) || !raw || len > VERDICT_CACHE_BYTES ||
+	    json_array_size(tools) > CONTRACT_MAX_TOOLS || !memo_ready(vc))
+		return contract_check(&page, 1, opts);
+	long k = jparse_elements_since(raw, len, "tools", vc->spans, CONTRACT_MAX_TOOLS, vc->text,
+	                               vc->text_len, vc->text_spans, vc->nspans);
+	vc->nspans = 0;
+	if (k < 0 || (size_t)k != json_array_size(tools))
+		return contract_check(&page, 1, opts);
+	for (long i = 0; i < k; i++)
+		vc->texts[i] = (struct contract_text){vc->spans[i].at, vc->spans[i].len,
+		                                      vc->spans[i].same_as};
+	struct contract_report *r = contract_check_memo(page, vc->texts, (size_t)k, opts, vc->memo);
+	if (!r)
+		return NULL; /* the text (no spans now) and the memo may disagree: no hints next time */
+	*checked = contract_memo_rechecked(vc->memo);
+	text_keep(vc, raw, len, k);
+	return r;
+}
+
+json_t *verdict_cache_report_json(struct verdict_cache *vc, const struct contract_report *r)
+{
+	return contract_report_json_memo(r, vc ? vc->memo : NULL);
+}
