@@ -1190,7 +1190,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 			        mode_names[us->mode], us->spec_only ? ", spec rules only" : "",
 			        us->baseline ? ", baseline " : "", us->baseline ? us->baseline_file : "");
 	}
-	ctx->contract = hc;
+	ctx->proc->contract = hc;
 	return 0;
 }
 
