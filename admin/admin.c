@@ -210,7 +210,7 @@ static void ep_contract(struct admin_x *ax)
 	for (size_t i = 0; i < cfg->nups; i++) {
 		struct hook_contract_published pub;
 		char when[40];
-		hook_contract_published(adm->ctx->contract, cfg->ups[i].name, &pub);
+		hook_contract_published(adm->ctx->proc->contract, cfg->ups[i].name, &pub);
 		if (pub.report)
 			hook_record_time(pub.time_us, when, sizeof(when));
 		json_t *o = json_object();
@@ -265,7 +265,7 @@ static void ep_metrics(struct admin_x *ax)
 	json_t **reports = metrics_snapshot_alloc(&s, cfg->nups, sizeof(*reports));
 	for (size_t i = 0; reports && i < cfg->nups; i++) {
 		struct hook_contract_published pub;
-		hook_contract_published(adm->ctx->contract, cfg->ups[i].name, &pub);
+		hook_contract_published(adm->ctx->proc->contract, cfg->ups[i].name, &pub);
 		reports[i] = pub.report;
 	}
 	char *text = NULL;
@@ -324,7 +324,7 @@ static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
                                     struct evbuffer *body)
 {
 	struct px_ctx *ctx = conn_ctx(c);
-	struct admin *adm = ctx->admin;
+	struct admin *adm = ctx->proc->admin;
 	struct admin_x *ax = calloc(1, sizeof(*ax));
 
 	evbuffer_free(body); /* no endpoint takes a body */
@@ -585,7 +585,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 
 	if (err && errlen)
 		err[0] = '\0';
-	ctx->admin = NULL;
+	ctx->proc->admin = NULL;
 	admin_conf_parse(&e, ctx->cfg->admin, &ac);
 	if (e.count)
 		goto fail;
@@ -621,7 +621,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		goto oom;
 
 	if (!ac.off) {
-		/* Until ctx->admin is set nothing can reach the adapter: the
+		/* Until ctx->proc->admin is set nothing can reach the adapter: the
 		 * listener only accepts once the loop runs. */
 		char lerr[512];
 		adm->lst = listener_new(ctx, ac.host, ac.port, &admin_ops, 0, lerr, sizeof(lerr));
@@ -658,7 +658,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	/* The recorder takes adm->lock itself, only to publish (see
 	 * hook_record_set_lock): its hooks run without it. */
 	hook_record_set_lock(adm->rec, &adm->lock);
-	ctx->admin = adm;
+	ctx->proc->admin = adm;
 	if (adm->lst)
 		log_msg(LOG_INFO, "admin endpoint on %s://%s/%s", adm->https ? "https" : "http",
 		        listener_address(adm->lst), adm->token ? " (token required)" : "");

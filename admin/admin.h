@@ -48,7 +48,7 @@ struct admin;
 struct ssl_ctx_st;
 
 /* Parses ctx->cfg->admin, builds the recorder and, unless "off", the
- * listener; sets ctx->admin (NULL when the endpoint is off and no call log
+ * listener; sets ctx->proc->admin (NULL when the endpoint is off and no call log
  * is wanted). Call once the upstreams exist. Returns 0, or -1 with every
  * configuration error, one per line, in err ("$.admin.ring_size: …").
  * When listen was left at its default and that address cannot be bound,

@@ -1,14 +1,15 @@
-/* ctx: struct px_ctx, the runtime root of one worker. main() builds one per
- * worker (one event loop, one thread each) and passes it down; nothing else
- * is global but the log level.
+/* ctx: struct px_ctx, the runtime root of one worker, and struct px_proc,
+ * what the workers share. main() builds one px_ctx per worker (one event
+ * loop, one thread each) and passes it down; nothing else is global but
+ * the log level.
  *
  * A worker's own parts (its loop, listener socket, connections, upstream
- * pools, translated sessions, counters) are touched only by its thread.
- * The parts every worker shares (configuration modules, policy, contract
- * state, the admin endpoint, session and tool tables) are the same objects
- * in every worker's ctx; each guards itself with a mutex. Worker 0 runs on
- * the main thread, owns the shared parts and alone handles signals and
- * the admin endpoint. Worker to worker: proxy/net/inbox.h. */
+ * pools, translated sessions, counters) are in struct px_ctx and touched
+ * only by its thread. What every worker shares (policy, contract state,
+ * the admin endpoint, session and tool tables, process-wide counters) is
+ * in struct px_proc, which each ctx points at. Worker 0 runs on the main
+ * thread, owns the px_proc and alone handles signals and the admin
+ * endpoint. Worker to worker: proxy/net/inbox.h. */
 #ifndef MCPWARDEN_CTX_H
 #define MCPWARDEN_CTX_H
 
@@ -43,23 +44,46 @@ struct px_stats {
 	uint64_t yields;    /* times the loop gave its core away (proxy/net/loop.h) */
 };
 
-/* What the workers count together: atomics (px_shared_*). */
-struct px_shared {
-	unsigned long long next_conn_id;  /* ids unique across workers */
-	size_t client_conns;              /* open client connections, all workers */
-	size_t translated_sessions;       /* open translated sessions, all workers */
+/* What the process shares: built by worker 0 (proxy/main.c) before the
+ * other workers start and torn down after they stopped. Every worker's ctx
+ * points at the one px_proc (borrowed); nothing is copied into a worker.
+ * The modules below guard themselves (a mutex or atomics each); the
+ * counters are atomics (__atomic_*); the rest is written by worker 0 only,
+ * before the workers start or while they are stopped. */
+struct px_proc {
+	struct px_ctx **workers;      /* owned array (index = worker_id) */
+	size_t nworkers;
+	/* Worker 0 only: the other workers whose loops still run. Its own
+	 * loop, which alone reads the signals, ends after theirs. */
+	size_t workers_running;
+	unsigned long long next_conn_id;  /* atomic: ids unique across workers */
+	size_t client_conns;              /* atomic: open client connections */
+	size_t translated_sessions;       /* atomic: open translated sessions */
+	struct affinity *affinity;    /* owned: translated session id -> worker */
+	struct sessid *sessions;      /* owned: session ids seen issued / ended */
+	struct tools *tools;          /* owned: tools as each upstream last listed them */
+	struct peers *peers;          /* owned: open connections per client address */
+	struct sesslimit *sesslimit;  /* owned: pass-through sessions' slots (sesslimit.c) */
+	/* Modules plugged into the hook chain; each NULL when not configured. */
+	struct admin *admin;              /* owned: admin/admin.c */
+	struct hook_policy *policy;       /* owned: proxy/hooks/hook_policy.c */
+	struct hook_contract *contract;   /* owned: proxy/hooks/hook_contract.c */
+	/* SIGHUP re-reads the configuration from the same command line. */
+	int argc;
+	char **argv;                  /* borrowed: main's */
+	/* Configs replaced by a reload, kept until exit: exchanges that began
+	 * under one still point into it. A reload is a deliberate act, so the
+	 * list stays short. */
+	struct px_config **retired;   /* owned */
+	size_t nretired;
 };
 
+/* One worker: its loop and everything only its thread touches. */
 struct px_ctx {
 	struct event_base *base;      /* owned */
 	unsigned worker_id;           /* 0: the main thread's */
+	struct px_proc *proc;         /* borrowed: what the process shares */
 	struct inbox *inbox;          /* owned: work other threads hand this loop */
-	/* Shared: every worker's ctx (index = worker_id), owned by worker 0. */
-	struct px_ctx **workers;
-	size_t nworkers;
-	struct px_shared *shared;     /* shared, owned by worker 0 */
-	struct affinity *affinity;    /* shared, owned by worker 0: translated
-	                               * session id -> the worker holding it */
 	/* This worker's view of the configuration (owned by worker 0, with
 	 * the retired ones): a reload hands each worker the new one. */
 	const struct px_config *cfg;
@@ -76,28 +100,11 @@ struct px_ctx {
 	 * deadline passed (they were answered; their bytes are leaving). */
 	int draining;
 	struct event *drain_timer;    /* owned */
-	/* Worker 0 only: the other workers whose loops still run. Its own
-	 * loop, which alone reads the signals, ends after theirs. */
-	size_t workers_running;
-	struct ssl_ctx_st *tls_server;  /* owned: TLS on the client listener, or NULL */
-	struct sessid *sessions;      /* owned: session ids seen issued / ended */
-	struct tools *tools;          /* owned: tools as each upstream last listed them */
-	struct peers *peers;          /* owned: open connections per client address */
-	/* SIGHUP re-reads the configuration from the same command line. */
-	int argc;
-	char **argv;                  /* borrowed: main's */
-	/* Configs replaced by a reload, kept until exit: exchanges that began
-	 * under one still point into it. A reload is a deliberate act, so the
-	 * list stays short. */
-	struct px_config **retired;   /* owned */
-	size_t nretired;
+	/* Owned reference: TLS on the client listener, or NULL. Per worker,
+	 * so a reload swaps it on each worker's own thread. */
+	struct ssl_ctx_st *tls_server;
 	struct session_table *translated; /* owned: translated sessions (session.c) */
-	struct sesslimit *sesslimit;  /* owned: pass-through sessions' slots (sesslimit.c) */
 	struct px_stats stats;
-	/* Shared modules plugged into the hook; each NULL when not configured. */
-	struct admin *admin;              /* owned: admin/admin.c */
-	struct hook_policy *policy;       /* owned: proxy/hooks/hook_policy.c */
-	struct hook_contract *contract;   /* owned: proxy/hooks/hook_contract.c */
 };
 
 /* Event priorities (event_base_priority_init): everything runs at the

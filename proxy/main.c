@@ -123,7 +123,7 @@ static void drain_worker(void *arg)
 static void worker_done(void *arg)
 {
 	struct px_ctx *ctx = arg;
-	ctx->workers_running--;
+	ctx->proc->workers_running--;
 	listener_drain_check(ctx);
 }
 
@@ -136,8 +136,8 @@ static void stop_worker(void *arg)
 /* Runs fn on every worker but the caller's (worker 0) loop. */
 static void post_others(struct px_ctx *ctx, inbox_fn fn)
 {
-	for (size_t i = 1; i < ctx->nworkers; i++)
-		if (inbox_post(ctx->workers[i]->inbox, fn, NULL, ctx->workers[i]) < 0)
+	for (size_t i = 1; i < ctx->proc->nworkers; i++)
+		if (inbox_post(ctx->proc->workers[i]->inbox, fn, NULL, ctx->proc->workers[i]) < 0)
 			log_msg(LOG_ERROR, "worker %zu: out of memory telling it to stop", i);
 }
 
@@ -152,7 +152,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	/* Every worker's client connections, and this one's admin ones. */
-	size_t open = __atomic_load_n(&ctx->shared->client_conns, __ATOMIC_RELAXED) + ctx->nconns_low;
+	size_t open = __atomic_load_n(&ctx->proc->client_conns, __ATOMIC_RELAXED) + ctx->nconns_low;
 	log_msg(LOG_INFO, "%s: draining %zu connections", sig == SIGINT ? "SIGINT" : "SIGTERM", open);
 	post_others(ctx, drain_worker);
 	drain_worker(ctx);
@@ -232,7 +232,7 @@ static void reload(struct px_ctx *ctx)
 	SSL_CTX *tls = NULL, *admin_tls = NULL;
 	char what[512];
 
-	struct px_config *next = config_from_argv(ctx->argc, ctx->argv, &action, err, sizeof(err));
+	struct px_config *next = config_from_argv(ctx->proc->argc, ctx->proc->argv, &action, err, sizeof(err));
 	if (!next) {
 		log_msg(LOG_ERROR, "SIGHUP: the new configuration has errors; still running the old one:\n%s",
 		        err);
@@ -253,34 +253,34 @@ static void reload(struct px_ctx *ctx)
 		log_msg(LOG_ERROR, "SIGHUP: %s; still running the old configuration", err);
 		goto fail;
 	}
-	if (admin_tls_load(ctx->admin, &admin_tls, err, sizeof(err)) < 0) {
+	if (admin_tls_load(ctx->proc->admin, &admin_tls, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "SIGHUP: admin.tls: %s; still running the old configuration", err);
 		goto fail;
 	}
-	struct px_config **r = realloc(ctx->retired, (ctx->nretired + 1) * sizeof(*r));
+	struct px_config **r = realloc(ctx->proc->retired, (ctx->proc->nretired + 1) * sizeof(*r));
 	if (!r || hook_policy_reload(ctx, next, err, sizeof(err)) < 0) {
 		if (r)
-			ctx->retired = r;
+			ctx->proc->retired = r;
 		log_msg(LOG_ERROR, "SIGHUP: %s; still running the old configuration",
 		        r ? err : "out of memory");
 		goto fail;
 	}
-	ctx->retired = r;
-	ctx->retired[ctx->nretired++] = (struct px_config *)(uintptr_t)ctx->cfg;
+	ctx->proc->retired = r;
+	ctx->proc->retired[ctx->proc->nretired++] = (struct px_config *)(uintptr_t)ctx->cfg;
 	if (tls) {
 		tls_describe(tls, what, sizeof(what));
 		log_msg(LOG_INFO, "SIGHUP: new client connections get TLS certificate %s", what);
 	}
 	/* The new credentials are masked before any worker can send them
 	 * (workers switch on their own next loop turn). */
-	admin_add_credentials(ctx->admin, next);
-	for (size_t i = 0; i < ctx->nworkers; i++)
-		if (apply_to(ctx->workers[i], next, tls) < 0)
+	admin_add_credentials(ctx->proc->admin, next);
+	for (size_t i = 0; i < ctx->proc->nworkers; i++)
+		if (apply_to(ctx->proc->workers[i], next, tls) < 0)
 			log_msg(LOG_ERROR, "SIGHUP: worker %zu: out of memory; it keeps the old "
 			                   "configuration", i);
 	tls_ctx_free(tls);
 	/* The admin endpoint lives on this thread (worker 0). */
-	admin_tls_swap(ctx->admin, admin_tls);
+	admin_tls_swap(ctx->proc->admin, admin_tls);
 	log_setup(next->log_level, next->log_json);
 	log_msg(LOG_INFO, "SIGHUP: configuration reloaded");
 	return;
@@ -426,16 +426,14 @@ static void worker_teardown(struct px_ctx *ctx)
 
 static void ctx_teardown(struct px_ctx *ctx)
 {
-	size_t n = ctx->nworkers;
+	size_t n = ctx->proc->nworkers;
 	/* From here on no worker tells another anything (a closing
 	 * connection would wake the others' listeners). */
-	for (size_t i = 0; i < n; i++)
-		if (ctx->workers[i])
-			ctx->workers[i]->nworkers = 1;
+	ctx->proc->nworkers = 1;
 	/* The other workers first: their connections' exchanges end in the
 	 * shared hooks (the recorder) that worker 0 owns. */
 	for (size_t i = 1; i < n; i++) {
-		struct px_ctx *w = ctx->workers[i];
+		struct px_ctx *w = ctx->proc->workers[i];
 		if (!w)
 			continue;
 		worker_teardown(w);
@@ -445,23 +443,22 @@ static void ctx_teardown(struct px_ctx *ctx)
 		free(w);
 	}
 	worker_teardown(ctx);
-	hook_contract_free(ctx->contract);
-	hook_policy_free(ctx->policy);
-	admin_free(ctx->admin);
+	hook_contract_free(ctx->proc->contract);
+	hook_policy_free(ctx->proc->policy);
+	admin_free(ctx->proc->admin);
 	inspect_free(ctx->insp);
-	tools_free(ctx->tools);
-	sessid_free(ctx->sessions);
-	sesslimit_free(ctx->sesslimit);
-	peers_free(ctx->peers);
-	affinity_free(ctx->affinity);
+	tools_free(ctx->proc->tools);
+	sessid_free(ctx->proc->sessions);
+	sesslimit_free(ctx->proc->sesslimit);
+	peers_free(ctx->proc->peers);
+	affinity_free(ctx->proc->affinity);
 	if (ctx->base)
 		event_base_free(ctx->base);
 	config_free((struct px_config *)(uintptr_t)ctx->cfg);
-	for (size_t i = 0; i < ctx->nretired; i++)
-		config_free(ctx->retired[i]);
-	free(ctx->retired);
-	free(ctx->workers);
-	free(ctx->shared);
+	for (size_t i = 0; i < ctx->proc->nretired; i++)
+		config_free(ctx->proc->retired[i]);
+	free(ctx->proc->retired);
+	free(ctx->proc->workers);
 }
 
 /* A worker's own parts: loop, inbox, upstream pools, translated sessions,
@@ -512,21 +509,9 @@ static struct px_ctx *worker_new(struct px_ctx *ctx0, unsigned id, const char *p
 		return NULL;
 	}
 	w->worker_id = id;
-	w->workers = ctx0->workers;
-	w->nworkers = ctx0->nworkers;
-	w->shared = ctx0->shared;
-	w->affinity = ctx0->affinity;
+	w->proc = ctx0->proc;
 	w->cfg = ctx0->cfg;
-	w->sessions = ctx0->sessions;
-	w->tools = ctx0->tools;
-	w->peers = ctx0->peers;
-	w->sesslimit = ctx0->sesslimit;
-	w->admin = ctx0->admin;
-	w->policy = ctx0->policy;
-	w->contract = ctx0->contract;
-	w->argc = ctx0->argc;
-	w->argv = ctx0->argv;
-	ctx0->workers[id] = w;
+	ctx0->proc->workers[id] = w;
 	w->base = base_new();
 	w->insp = inspect_clone(ctx0->insp);
 	if (ctx0->tls_server && SSL_CTX_up_ref(ctx0->tls_server))
@@ -555,19 +540,18 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	ctx->cfg = cfg;
 	ctx->base = base_new();
 	ctx->insp = inspect_new();
-	ctx->sessions = sessid_new(LIMIT_SESSION_IDS);
-	ctx->peers = peers_new();
-	ctx->shared = calloc(1, sizeof(*ctx->shared));
-	ctx->affinity = affinity_new();
-	ctx->sesslimit = sesslimit_new(LIMIT_SESSLIMIT_ENTRIES);
-	ctx->workers = calloc(n, sizeof(*ctx->workers));
-	if (!ctx->base || !ctx->insp || !ctx->sessions || !ctx->peers || !ctx->shared ||
-	    !ctx->affinity || !ctx->sesslimit || !ctx->workers) {
+	ctx->proc->sessions = sessid_new(LIMIT_SESSION_IDS);
+	ctx->proc->peers = peers_new();
+	ctx->proc->affinity = affinity_new();
+	ctx->proc->sesslimit = sesslimit_new(LIMIT_SESSLIMIT_ENTRIES);
+	ctx->proc->workers = calloc(n, sizeof(*ctx->proc->workers));
+	if (!ctx->base || !ctx->insp || !ctx->proc->sessions || !ctx->proc->peers ||
+	    !ctx->proc->affinity || !ctx->proc->sesslimit || !ctx->proc->workers) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
-	ctx->workers[0] = ctx;
-	ctx->nworkers = 1;
+	ctx->proc->workers[0] = ctx;
+	ctx->proc->nworkers = 1;
 	if (preflight(cfg, err, sizeof(err)) > 0) {
 		log_msg(LOG_ERROR, "configuration errors:\n%s", err);
 		return -1;
@@ -593,8 +577,8 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
 		return -1;
 	}
-	ctx->tools = tools_setup(ctx, 0);
-	if (!ctx->tools)
+	ctx->proc->tools = tools_setup(ctx, 0);
+	if (!ctx->proc->tools)
 		return -1;
 	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
@@ -616,13 +600,13 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		log_msg(LOG_ERROR, "%s", err);
 		return -1;
 	}
-	ctx->nworkers = n;
+	ctx->proc->nworkers = n;
 	if (worker_setup(ctx, port, n > 1) < 0)
 		return -1;
 	for (unsigned i = 1; i < n; i++) {
 		if (!worker_new(ctx, i, port)) {
 			/* What was built is torn down with the rest. */
-			ctx->nworkers = i + (ctx->workers[i] != NULL);
+			ctx->proc->nworkers = i + (ctx->proc->workers[i] != NULL);
 			return -1;
 		}
 	}
@@ -637,7 +621,7 @@ static void *worker_main(void *arg)
 	loop_run(ctx->base, ctx->cfg->yield_after_us, &ctx->stats.yields);
 	/* Worker 0 keeps its loop (and so the signals) running until every
 	 * worker has said this. */
-	struct px_ctx *ctx0 = ctx->workers[0];
+	struct px_ctx *ctx0 = ctx->proc->workers[0];
 	if (inbox_post(ctx0->inbox, worker_done, NULL, ctx0) < 0)
 		log_msg(LOG_ERROR, "worker %u: out of memory telling worker 0 it stopped",
 		        ctx->worker_id);
@@ -652,8 +636,8 @@ static size_t workers_start(struct px_ctx *ctx, pthread_t *threads)
 	size_t started = 1;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (; started < ctx->nworkers; started++) {
-		int rc = pthread_create(&threads[started], NULL, worker_main, ctx->workers[started]);
+	for (; started < ctx->proc->nworkers; started++) {
+		int rc = pthread_create(&threads[started], NULL, worker_main, ctx->proc->workers[started]);
 		if (rc != 0) {
 			log_msg(LOG_ERROR, "cannot start worker %zu: %s", started, strerror(rc));
 			break;
@@ -678,7 +662,8 @@ int main(int argc, char **argv)
 {
 	enum config_action action;
 	char err[8192];
-	struct px_ctx ctx = {0};
+	struct px_proc proc = {0};
+	struct px_ctx ctx = {.proc = &proc};
 
 	/* Before any jansson value exists: free must know where each came
 	 * from. Without it jansson just keeps malloc. */
@@ -718,8 +703,8 @@ int main(int argc, char **argv)
 	log_setup(cfg->log_level, cfg->log_json);
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
-	ctx.argc = argc;
-	ctx.argv = argv;
+	proc.argc = argc;
+	proc.argv = argv;
 	if (ctx_setup(&ctx, cfg) < 0) {
 		if (!ctx.cfg)
 			config_free(cfg);
@@ -739,19 +724,19 @@ int main(int argc, char **argv)
 		        cfg->ups[i].name, cfg->ups[i].path, cfg->ups[i].url_safe,
 		        config_transport_str(cfg->ups[i].transport),
 		        cfg->ups[i].sse_path ? cfg->ups[i].sse_path : "off");
-	if (ctx.nworkers > 1)
-		log_msg(LOG_INFO, "%zu workers (one event loop per thread)", ctx.nworkers);
+	if (proc.nworkers > 1)
+		log_msg(LOG_INFO, "%zu workers (one event loop per thread)", proc.nworkers);
 	pthread_t threads[PX_MAX_WORKERS];
 	size_t started = workers_start(&ctx, threads);
 	/* Read by worker 0's loop only, which has not run yet. */
-	ctx.workers_running = started - 1;
-	if (started == ctx.nworkers)
+	proc.workers_running = started - 1;
+	if (started == proc.nworkers)
 		loop_run(ctx.base, ctx.cfg->yield_after_us, &ctx.stats.yields);
 	/* However worker 0's loop ended, the others stop too. */
 	post_others(&ctx, ctx.draining ? drain_worker : stop_worker);
 	for (size_t i = 1; i < started; i++)
 		pthread_join(threads[i], NULL);
-	int rc = started == ctx.nworkers ? 0 : 1;
+	int rc = started == proc.nworkers ? 0 : 1;
 	log_msg(LOG_INFO, "stopped");
 	event_free(sigterm);
 	event_free(sigint);

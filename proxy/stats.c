@@ -22,15 +22,15 @@
 static void source_workers(void *arg, struct metrics_snapshot *s)
 {
 	const struct px_ctx *ctx = arg;
-	struct metrics_worker *workers = metrics_snapshot_alloc(s, ctx->nworkers, sizeof(*workers));
+	struct metrics_worker *workers = metrics_snapshot_alloc(s, ctx->proc->nworkers, sizeof(*workers));
 	if (!workers)
 		return;
 	/* Open connections on the MCP listener, every worker's: each
 	 * connection knows its listener, so admin connections are not among
 	 * them. */
-	s->client_connections = __atomic_load_n(&ctx->shared->client_conns, __ATOMIC_RELAXED);
-	for (size_t w = 0; w < ctx->nworkers; w++) {
-		const struct px_ctx *wc = ctx->workers[w];
+	s->client_connections = __atomic_load_n(&ctx->proc->client_conns, __ATOMIC_RELAXED);
+	for (size_t w = 0; w < ctx->proc->nworkers; w++) {
+		const struct px_ctx *wc = ctx->proc->workers[w];
 		struct inspect_stats is;
 		inspect_get_stats(wc->insp, &is);
 		s->connections_total += px_stat_get(&wc->stats.connections);
@@ -53,7 +53,7 @@ static void source_workers(void *arg, struct metrics_snapshot *s)
 		workers[w].yields_total = px_stat_get(&wc->stats.yields);
 	}
 	s->workers = workers;
-	s->nworkers = ctx->nworkers;
+	s->nworkers = ctx->proc->nworkers;
 }
 
 /* The configured upstreams with their idle pooled connections, over
@@ -68,8 +68,8 @@ static void source_upstreams(void *arg, struct metrics_snapshot *s)
 		ups[i].name = ctx->cfg->ups[i].name;
 		ups[i].reachable = -1;
 		/* Another worker's pool count, read as it changes: a gauge. */
-		for (size_t w = 0; w < ctx->nworkers; w++)
-			ups[i].idle_connections += upstream_idle_count(ctx->workers[w]->ups[i]);
+		for (size_t w = 0; w < ctx->proc->nworkers; w++)
+			ups[i].idle_connections += upstream_idle_count(ctx->proc->workers[w]->ups[i]);
 	}
 	s->ups = ups;
 	s->nups = ctx->nups;
@@ -79,10 +79,10 @@ static void source_upstreams(void *arg, struct metrics_snapshot *s)
 static void source_sesslimit(void *arg, struct metrics_snapshot *s)
 {
 	const struct px_ctx *ctx = arg;
-	if (!ctx->sesslimit)
+	if (!ctx->proc->sesslimit)
 		return;
 	struct sesslimit_stats sl;
-	sesslimit_get_stats(ctx->sesslimit, &sl);
+	sesslimit_get_stats(ctx->proc->sesslimit, &sl);
 	for (size_t k = 0; k < 2; k++) {
 		s->session_refused[k] = sl.refused[k];
 		s->session_slots[k] = sl.held[k];
@@ -100,8 +100,8 @@ static void source_policy(void *arg, struct metrics_snapshot *s)
 		return;
 	struct hook_policy_stats st;
 	size_t n;
-	hook_policy_get_stats(ctx->policy, &st);
-	const struct policy *p = hook_policy_current(ctx->policy);
+	hook_policy_get_stats(ctx->proc->policy, &st);
+	const struct policy *p = hook_policy_current(ctx->proc->policy);
 	*mp = (struct metrics_policy){
 		.active = p != NULL,
 		.dry_run_mode = p ? policy_dry_run(p) : 0,
@@ -116,7 +116,7 @@ static void source_policy(void *arg, struct metrics_snapshot *s)
 		.reloads = st.reloads,
 		.reload_failures = st.reload_failures,
 	};
-	struct policy_rule_stats *rs = hook_policy_rule_stats(ctx->policy, &n);
+	struct policy_rule_stats *rs = hook_policy_rule_stats(ctx->proc->policy, &n);
 	struct metrics_policy_rule *out = n ? metrics_snapshot_alloc(s, n, sizeof(*out)) : NULL;
 	for (size_t i = 0; out && i < n; i++)
 		out[i] = (struct metrics_policy_rule){
@@ -148,7 +148,7 @@ int stats_register(struct px_ctx *ctx)
 		{"policy", source_policy},
 	};
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
-		if (admin_add_metrics_source(ctx->admin, sources[i].name, sources[i].fn, ctx) < 0)
+		if (admin_add_metrics_source(ctx->proc->admin, sources[i].name, sources[i].fn, ctx) < 0)
 			return -1;
 	return 0;
 }

@@ -13,9 +13,9 @@
 
 struct px_ctx;
 
-/* Registers the sources with ctx->admin (nothing when the endpoint and
+/* Registers the sources with ctx->proc->admin (nothing when the endpoint and
  * the call log are off). ctx is worker 0's and must outlive the admin
- * endpoint; the sources read ctx->workers at each scrape, so they may be
+ * endpoint; the sources read ctx->proc->workers at each scrape, so they may be
  * registered before the workers exist. Returns 0, or -1 when the
  * metrics' source table is full. */
 int stats_register(struct px_ctx *ctx);

@@ -724,7 +724,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 			        contract_mode_name(us->cf.mode), us->cf.spec_only ? ", spec rules only" : "",
 			        us->cf.baseline ? ", baseline " : "", us->cf.baseline ? us->cf.baseline_file : "");
 	}
-	ctx->contract = hc;
+	ctx->proc->contract = hc;
 	return 0;
 }
 

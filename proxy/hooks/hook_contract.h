@@ -91,10 +91,10 @@ struct hook_contract;
  *    "spec_only": false}                 usability rules become warnings
  * loads each baseline (a {"tools":[...]} document, a whole JSON-RPC
  * response or a bare array), and registers the hook on ctx->insp. On
- * success sets ctx->contract (owned by ctx: hook_contract_free) and
+ * success sets ctx->proc->contract (owned by ctx: hook_contract_free) and
  * returns 0. On failure writes every error, one per line, located like
  * "$.upstreams[0].contract.mode: must be report, filter, fail or off", into
- * err and returns -1 (ctx->contract stays NULL). ctx must outlive the
+ * err and returns -1 (ctx->proc->contract stays NULL). ctx must outlive the
  * hook. */
 int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen);
 

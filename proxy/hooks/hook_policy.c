@@ -1192,19 +1192,19 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	inspect_set_uninspected(ctx->insp, hp->slot, policy_uninspected_ok);
 	/* The tools it judges by come from the tracker, which main sets up
 	 * first. */
-	if (tools_subscribe(ctx->tools, &tracker_events, hp) < 0) {
+	if (tools_subscribe(ctx->proc->tools, &tracker_events, hp) < 0) {
 		hook_policy_free(hp);
 		snprintf(err, errlen, "policy: no tools/list tracker to learn the tools from");
 		return -1;
 	}
-	ctx->policy = hp;
+	ctx->proc->policy = hp;
 	return 0;
 }
 
 int hook_policy_reload(struct px_ctx *ctx, const struct px_config *newcfg, char *err,
                        size_t errlen)
 {
-	struct hook_policy *hp = ctx->policy;
+	struct hook_policy *hp = ctx->proc->policy;
 	struct staged s;
 
 	if (!hp) {
@@ -1241,7 +1241,7 @@ void hook_policy_free(struct hook_policy *hp)
 		return;
 	/* Before the tracker (ctx teardown frees it after this). */
 	if (hp->ctx)
-		tools_unsubscribe(hp->ctx->tools, hp);
+		tools_unsubscribe(hp->ctx->proc->tools, hp);
 	/* No worker runs any more: the readers' views go with them. */
 	while (hp->readers) {
 		struct reader *r = hp->readers;

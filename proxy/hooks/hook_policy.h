@@ -6,7 +6,7 @@
  *     notifications/tools/list_changed marks the list stale and the next
  *     listing replaces it), at most HOOK_POLICY_MAX_TOOLS per upstream,
  *     as the tools/list tracker (proxy/hooks/tools.h, which must be in
- *     ctx->tools) hears them from the upstream: before a hook ahead of
+ *     ctx->proc->tools) hears them from the upstream: before a hook ahead of
  *     this one (the contract) withholds tools or fails the listing;
  *   - judges every client->server request and notification that carries a
  *     method, and server->client ones for the rules that name a method:
@@ -59,10 +59,10 @@ struct hook_policy;
 /* Compiles cfg->policy when present (errors with their JSON location,
  * one per line), reads the baselines named in the upstreams' contracts,
  * registers the hook with ctx->insp and stores the module in
- * ctx->policy. With no policy configured the hook is still registered:
+ * ctx->proc->policy. With no policy configured the hook is still registered:
  * it only remembers tool lists (so a policy added by a reload knows the
  * tools clients listed before) and forwards everything. Returns 0, or -1
- * with err set (nothing registered, ctx->policy untouched). */
+ * with err set (nothing registered, ctx->proc->policy untouched). */
 int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen);
 
 /* Compiles newcfg->policy (and its baselines). On success the new policy

@@ -85,7 +85,7 @@ int tools_attach(struct tools *tr, struct inspect *in);
 
 /* tools_new + tools_attach on ctx->insp: what main() calls, after the
  * contract hook and before the policy hook. Returns the tracker (owned by the caller:
- * store it in ctx->tools and free it in teardown), or NULL (logged). */
+ * store it in ctx->proc->tools and free it in teardown), or NULL (logged). */
 struct tools *tools_setup(struct px_ctx *ctx, size_t max_tools);
 
 /* The tool named `tool` as `upstream` last listed it (a new reference:

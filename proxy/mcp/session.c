@@ -282,7 +282,7 @@ static void touch(struct session *s)
  * table_remove(). Without workers (tests) the table's own count. */
 static size_t *shared_count(const struct session_table *t)
 {
-	return t->ctx && t->ctx->shared ? &t->ctx->shared->translated_sessions : NULL;
+	return t->ctx && t->ctx->proc ? &t->ctx->proc->translated_sessions : NULL;
 }
 
 static int take_place(struct session_table *t)
@@ -315,8 +315,8 @@ static void table_remove(struct session_table *t, struct session *s)
 	lru_unlink(t, s);
 	t->count--;
 	give_place(t);
-	if (t->ctx && t->ctx->affinity)
-		affinity_forget(t->ctx->affinity, s->id);
+	if (t->ctx && t->ctx->proc->affinity)
+		affinity_forget(t->ctx->proc->affinity, s->id);
 }
 
 static void schedule_reap(struct session_table *t)
@@ -754,8 +754,8 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 	t->stats.opened++;
 	/* Other workers hand requests naming it to this one. Should this
 	 * fail (out of memory), they answer 404 and the client starts over. */
-	if (t->ctx && t->ctx->affinity)
-		affinity_set(t->ctx->affinity, s->id, t->ctx->worker_id);
+	if (t->ctx && t->ctx->proc->affinity)
+		affinity_set(t->ctx->proc->affinity, s->id, t->ctx->worker_id);
 	const struct px_upstream_conf *uc = up_conf(s);
 	log_msg(LOG_INFO, "session %.8s… opened: %s client, upstream %s", s->id, face_str(face),
 	        uc ? uc->name : "-");

@@ -459,7 +459,7 @@ static int check_mirrored_headers(struct exchange *ex, enum mirror_era era)
 	if (era != MIRROR_ERA_2026)
 		return 0;
 	const char *tool = json_is_object(ex->body) ? jrpc_tool_name(ex->body) : NULL;
-	json_t *def = tool ? tools_get(ex->ctx->tools, ex->uc->name, tool) : NULL;
+	json_t *def = tool ? tools_get(ex->ctx->proc->tools, ex->uc->name, tool) : NULL;
 	int rc = mirror_check(ex->req, ex->body, def, &r);
 	json_decref(def);
 	if (rc == 0)
@@ -962,7 +962,7 @@ static void note_session_end(struct exchange *ex, int status)
 		return;
 	if ((status == 404 && (m == HM_POST || m == HM_GET || m == HM_DELETE)) ||
 	    (m == HM_DELETE && status >= 200 && status < 300))
-		sessid_ended(ex->ctx->sessions, ex->up_index, sid);
+		sessid_ended(ex->ctx->proc->sessions, ex->up_index, sid);
 }
 
 static int up_on_head(void *arg, const struct http_msg *resp)
@@ -986,7 +986,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	if (sid && strlen(sid) < sizeof(ex->reply_session)) {
 		memcpy(ex->reply_session, sid, strlen(sid) + 1);
 		ex->where.reply_session_id = ex->reply_session;
-		sessid_issued(ex->ctx->sessions, ex->up_index, sid);
+		sessid_issued(ex->ctx->proc->sessions, ex->up_index, sid);
 	}
 	note_session_end(ex, status);
 	if (notifications_only(ex) && status >= 200 && status < 300) {
@@ -1364,7 +1364,7 @@ static int method_not_served(struct exchange *ex)
 static int session_ended(struct exchange *ex)
 {
 	if (!ex->is_mcp || !ex->where.session_id ||
-	    sessid_lookup(ex->ctx->sessions, ex->up_index, ex->where.session_id) != SESSID_ENDED)
+	    sessid_lookup(ex->ctx->proc->sessions, ex->up_index, ex->where.session_id) != SESSID_ENDED)
 		return 0;
 	/* MUST be 404, so the client starts a new session; servers that say
 	 * 400 here would leave it stuck. */
@@ -1432,7 +1432,7 @@ static int session_over_cap(struct exchange *ex)
 	}
 	if (cap == 0)
 		return 0;
-	enum sesslimit_rc rc = sesslimit_acquire(ex->ctx->sesslimit, ex->up_index,
+	enum sesslimit_rc rc = sesslimit_acquire(ex->ctx->proc->sesslimit, ex->up_index,
 	                                         ex->where.session_id, ex->slot_kind, cap, &ex->slot);
 	if (rc == SESSLIMIT_OK)
 		return 0;
@@ -1600,7 +1600,7 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 static void http_replied(struct exchange *ex)
 {
 	if (ex->slot) {
-		sesslimit_release(ex->ctx->sesslimit, ex->slot, ex->slot_kind);
+		sesslimit_release(ex->ctx->proc->sesslimit, ex->slot, ex->slot_kind);
 		ex->slot = NULL;
 	}
 }

@@ -1181,7 +1181,7 @@ struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *re
 	char path[1024], sid[128];
 	const char *id = NULL;
 
-	if (ctx->nworkers < 2 || !ctx->affinity || !ctx->translated)
+	if (ctx->proc->nworkers < 2 || !ctx->proc->affinity || !ctx->translated)
 		return NULL;
 	http_url_path(path, sizeof(path), url);
 	for (size_t i = 0; i < cfg->nups && !id; i++) {
@@ -1190,8 +1190,8 @@ struct px_ctx *transport_sse_route(struct px_ctx *ctx, const struct http_msg *re
 		else if (strcmp(path, cfg->ups[i].path) == 0)
 			id = http_msg_get(req, HH_MCP_SESSION_ID);
 	}
-	int w = affinity_get(ctx->affinity, id);
-	return w >= 0 && (size_t)w < ctx->nworkers ? ctx->workers[w] : NULL;
+	int w = affinity_get(ctx->proc->affinity, id);
+	return w >= 0 && (size_t)w < ctx->proc->nworkers ? ctx->proc->workers[w] : NULL;
 }
 
 struct transport_sse_ex *transport_sse_start(struct conn *c, const struct http_msg *req,

@@ -66,7 +66,7 @@ struct transport_sse_link {
 struct transport_sse_ex;
 
 /* The session table, with the limits of ctx->cfg and this module as the
- * sessions' client face (main.c stores it in ctx->sessions). */
+ * sessions' client face (main.c stores it in ctx->proc->sessions). */
 struct session_table *transport_sse_sessions_new(struct px_ctx *ctx);
 
 /* Whether the request is this module's: a legacy path of an upstream, or

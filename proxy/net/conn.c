@@ -100,7 +100,7 @@ static const unsigned conn_next_states[] = {
  * its reply, or a pending deferred event). */
 enum conn_flag {
 	CF_PLAIN = 1u << 0,             /* no TLS: direct writes possible */
-	CF_COUNTED = 1u << 1,           /* counted in ctx->peers */
+	CF_COUNTED = 1u << 1,           /* counted in ctx->proc->peers */
 	CF_TIMEOUTS_SET = 1u << 2,      /* the idle timeouts (idle, bev's write) are timeouts_ms */
 	/* The head is complete: the body deadline starts, unless the body
 	 * completes in the same feed (most requests), which then sets and
@@ -157,7 +157,7 @@ struct conn {
 	unsigned long long id;
 	char peer[64];
 	char ip[48];                    /* peer address without port */
-	/* Key in ctx->peers: the adapter's name and the address. Each listener
+	/* Key in ctx->proc->peers: the adapter's name and the address. Each listener
 	 * (client, admin) gives an address its own share of
 	 * limits.max_connections_per_client, so a flood of admin connections
 	 * from 127.0.0.1 cannot lock MCP clients on 127.0.0.1 out, and the
@@ -317,7 +317,7 @@ static void conn_free(struct conn *c)
 	int moved = (c->flags & CF_HANDED_OFF) != 0;
 	const struct conn_owner *owner = c->owner;
 	if (c->flags & CF_COUNTED)
-		peers_remove(ctx->peers, c->share);
+		peers_remove(ctx->proc->peers, c->share);
 	deadline_free(c->dl);
 	deadline_free(c->idle);
 	if (c->probe_ev)
@@ -1086,7 +1086,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	c->ops = ops;
 	c->owner = owner;
 	c->probe_fd = -1;
-	c->id = __atomic_add_fetch(&ctx->shared->next_conn_id, 1, __ATOMIC_RELAXED);
+	c->id = __atomic_add_fetch(&ctx->proc->next_conn_id, 1, __ATOMIC_RELAXED);
 	char ip[INET6_ADDRSTRLEN] = "?";
 	int port = 0;
 	if (sa->sa_family == AF_INET) {
@@ -1153,7 +1153,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	read_on(c);
 	bufferevent_enable(c->bev, EV_WRITE);
 	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
-	size_t n = peers_add(ctx->peers, c->share);
+	size_t n = peers_add(ctx->proc->peers, c->share);
 	flag_put(c, CF_COUNTED, n > 0);
 	size_t cap = ctx->cfg->limits.max_connections_per_client;
 	if (cap && n > cap) {

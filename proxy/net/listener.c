@@ -46,9 +46,9 @@ static const struct conn_owner client_owner, low_owner;
 static int slot_take(struct px_ctx *ctx)
 {
 	size_t cap = ctx->cfg->limits.max_connections;
-	if (__atomic_add_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) <= cap)
+	if (__atomic_add_fetch(&ctx->proc->client_conns, 1, __ATOMIC_RELAXED) <= cap)
 		return 1;
-	__atomic_sub_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&ctx->proc->client_conns, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -232,16 +232,16 @@ static void note_closed(struct px_ctx *ctx, int slot)
 {
 	int was_full = 0;
 	if (slot)
-		was_full = __atomic_sub_fetch(&ctx->shared->client_conns, 1, __ATOMIC_RELAXED) + 1 >=
+		was_full = __atomic_sub_fetch(&ctx->proc->client_conns, 1, __ATOMIC_RELAXED) + 1 >=
 		           ctx->cfg->limits.max_connections;
 	if (ctx->lst)
 		listener_update(ctx->lst);
 	/* The cap on client connections is shared: when this close made
 	 * room, a worker that paused its listener must hear of it. */
-	if (was_full && ctx->nworkers > 1)
-		for (size_t i = 0; i < ctx->nworkers; i++)
-			if (ctx->workers[i] != ctx)
-				inbox_post(ctx->workers[i]->inbox, wake_listener, NULL, ctx->workers[i]);
+	if (was_full && ctx->proc->nworkers > 1)
+		for (size_t i = 0; i < ctx->proc->nworkers; i++)
+			if (ctx->proc->workers[i] != ctx)
+				inbox_post(ctx->proc->workers[i]->inbox, wake_listener, NULL, ctx->proc->workers[i]);
 	listener_drain_check(ctx);
 }
 
@@ -266,7 +266,8 @@ void listener_drain_check(struct px_ctx *ctx)
 {
 	/* Worker 0 outlives the others: it reads the signals, and a second
 	 * one must exit at once whichever worker still drains. */
-	if (ctx->draining && ctx->nconns == 0 && ctx->workers_running == 0)
+	int others_running = ctx->worker_id == 0 && ctx->proc->workers_running > 0;
+	if (ctx->draining && ctx->nconns == 0 && !others_running)
 		event_base_loopexit(ctx->base, NULL);
 }
 
@@ -295,7 +296,7 @@ void listener_update(struct listener *l)
 		unpark(l);
 	size_t open = l->ops->low_priority
 	                      ? ctx->nconns_low
-	                      : __atomic_load_n(&ctx->shared->client_conns, __ATOMIC_RELAXED);
+	                      : __atomic_load_n(&ctx->proc->client_conns, __ATOMIC_RELAXED);
 	int full = l->parked || open >= ctx->cfg->limits.max_connections;
 	if (full && !l->paused) {
 		evconnlistener_disable(l->evl);

@@ -49,6 +49,7 @@ static uint64_t published(struct hook_contract *hc, const char *upstream)
 struct fx {
 	struct px_config cfg;
 	struct px_upstream_conf ups[2];
+	struct px_proc proc;
 	struct px_ctx ctx;
 	char err[2048];
 	char files[4][64];
@@ -76,6 +77,7 @@ static int fx_setup(struct fx *f, json_t *a_conf)
 	f->ups[0].contract = a_conf;
 	f->ups[1].name = "b";
 	f->ctx.cfg = &f->cfg;
+	f->ctx.proc = &f->proc;
 	f->ctx.insp = inspect_new();
 	assert_non_null(f->ctx.insp);
 	return hook_contract_setup(&f->ctx, f->err, sizeof(f->err));
@@ -93,7 +95,7 @@ static struct fx *fx_new(const char *a_conf)
 
 static void fx_free(struct fx *f)
 {
-	hook_contract_free(f->ctx.contract);
+	hook_contract_free(f->proc.contract);
 	inspect_free(f->ctx.insp);
 	json_decref(f->ups[0].contract);
 	for (int i = 0; i < f->nfiles; i++)
@@ -187,7 +189,7 @@ static char *expect_failed(struct sent s, const char *code_in_data)
 
 static json_t *report(struct fx *f, const char *up)
 {
-	json_t *r = hook_contract_report(f->ctx.contract, up);
+	json_t *r = hook_contract_report(f->proc.contract, up);
 	assert_non_null(r);
 	return r;
 }
@@ -226,7 +228,7 @@ static void test_report_mode_clean(void **state)
 {
 	(void)state;
 	struct fx *f = fx_new(NULL);
-	assert_null(hook_contract_report(f->ctx.contract, "a"));
+	assert_null(hook_contract_report(f->proc.contract, "a"));
 	expect_forwarded(exchange(f, "s1", NULL, clean), clean);
 	json_t *r = report(f, "a");
 	assert_true(json_is_true(json_object_get(r, "passed")));
@@ -239,7 +241,7 @@ static void test_report_mode_clean(void **state)
 	assert_true(json_real_value(json_object_get(r, "score")) == 1.0);
 	json_decref(r);
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.pages, 1);
 	assert_int_equal(st.listings, 1);
 	assert_int_equal(st.listings_failed, 0);
@@ -261,7 +263,7 @@ static void test_report_mode_broken_forwarded(void **state)
 	assert_true(json_real_value(json_object_get(r, "score")) < 0.34);
 	json_decref(r);
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.listings_failed, 1);
 	assert_int_equal(st.replies_failed, 0);
 	fx_free(f);
@@ -272,9 +274,9 @@ static void test_off_mode_checks_nothing(void **state)
 	(void)state;
 	struct fx *f = fx_new("{'mode':'off'}");
 	expect_forwarded(exchange(f, "s1", NULL, broken), broken);
-	assert_null(hook_contract_report(f->ctx.contract, "a"));
+	assert_null(hook_contract_report(f->proc.contract, "a"));
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.pages, 0);
 	assert_int_equal(st.listings, 0);
 	/* Upstream "b" (report by default) is still checked. */
@@ -311,7 +313,7 @@ static void test_filter_mode_withholds_broken_tools(void **state)
 	/* A clean listing is not re-serialised. */
 	expect_forwarded(exchange(f, "s1", NULL, clean), clean);
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.tools_filtered, 2);
 	fx_free(f);
 }
@@ -338,7 +340,7 @@ static void test_fail_mode_answers_error(void **state)
 	/* A clean listing passes untouched in fail mode. */
 	expect_forwarded(exchange(f, "s1", NULL, clean), clean);
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.replies_failed, 1);
 	fx_free(f);
 }
@@ -373,7 +375,7 @@ static void test_other_messages_ignored(void **state)
 	                         .request = lreq, .where = &wx};
 	inspect_message(f->ctx.insp, &mx);
 	assert_false(mx.modified);
-	assert_null(hook_contract_report(f->ctx.contract, "a"));
+	assert_null(hook_contract_report(f->proc.contract, "a"));
 	json_decref(req);
 	json_decref(resp);
 	json_decref(lreq);
@@ -464,7 +466,7 @@ static void test_cursor_loop_report(void **state)
 	expect_forwarded(exchange(f, "s1", "x", p2), p2);
 	expect_forwarded(exchange(f, "s1", "x", p2), p2);
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.pages, 2);
 	fx_free(f);
 }
@@ -517,7 +519,7 @@ static void test_page_cap(void **state)
 		assert_false(json_is_true(json_object_get(r, "complete")));
 		json_decref(r);
 		struct hook_contract_stats st;
-		hook_contract_get_stats(f->ctx.contract, &st);
+		hook_contract_get_stats(f->proc.contract, &st);
 		assert_int_equal(st.pages, 20);
 		fx_free(f);
 	}
@@ -712,7 +714,7 @@ static void expect_setup_error(const char *conf, const char *want)
 	assert_int_equal(fx_setup(f, th_json(conf)), -1);
 	if (!strstr(f->err, want))
 		fail_msg("error \"%s\" lacks \"%s\"", f->err, want);
-	assert_null(f->ctx.contract);
+	assert_null(f->proc.contract);
 	inspect_free(f->ctx.insp);
 	json_decref(f->ups[0].contract);
 	free(f);
@@ -759,18 +761,18 @@ static void test_reports_json(void **state)
 {
 	(void)state;
 	struct fx *f = fx_new(NULL);
-	uint64_t calls = published(f->ctx.contract, "b");
+	uint64_t calls = published(f->proc.contract, "b");
 	expect_forwarded(exchange_ex(f, "b", "s9", "2025-06-18", NULL, clean, NULL), clean);
 	/* Published for readers too. */
-	assert_int_equal(published(f->ctx.contract, "b"), calls + 1);
-	assert_int_equal(published(f->ctx.contract, "a"), 0);
+	assert_int_equal(published(f->proc.contract, "b"), calls + 1);
+	assert_int_equal(published(f->proc.contract, "a"), 0);
 	struct hook_contract_published pub;
-	hook_contract_published(f->ctx.contract, "b", &pub);
+	hook_contract_published(f->proc.contract, "b", &pub);
 	assert_true(pub.time_us > 0);
 	assert_string_equal(json_string_value(json_object_get(pub.report, "upstream")), "b");
 	assert_true(json_is_true(json_object_get(pub.report, "passed")));
 	json_decref(pub.report);
-	json_t *all = hook_contract_reports(f->ctx.contract);
+	json_t *all = hook_contract_reports(f->proc.contract);
 	assert_true(json_is_null(json_object_get(all, "a")));
 	json_t *b = json_object_get(all, "b");
 	assert_string_equal(json_string_value(json_object_get(b, "upstream")), "b");
@@ -781,7 +783,7 @@ static void test_reports_json(void **state)
 	assert_null(strstr(d, "s9"));
 	free(d);
 	json_decref(all);
-	assert_null(hook_contract_report(f->ctx.contract, "nope"));
+	assert_null(hook_contract_report(f->proc.contract, "nope"));
 	fx_free(f);
 }
 
@@ -797,7 +799,7 @@ static void test_bounded_listings(void **state)
 		expect_forwarded(exchange(f, sid, NULL, p1), p1);
 	}
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	assert_int_equal(st.evicted, 44);
 	fx_free(f);
 	/* An evicted listing's next page is checked on its own. */
@@ -849,7 +851,7 @@ static struct sent exchange_raw(struct fx *f, const char *sid, const char *proto
 static struct hook_contract_stats stats_of(struct fx *f)
 {
 	struct hook_contract_stats st;
-	hook_contract_get_stats(f->ctx.contract, &st);
+	hook_contract_get_stats(f->proc.contract, &st);
 	return st;
 }
 
@@ -863,7 +865,7 @@ static void expect_replayed_twice(const char *mode, const char *list, int modifi
 	struct fx *f = fx_new(conf);
 	struct sent a = exchange_raw(f, "s1", "2025-11-25", list, NULL);
 	json_t *ra = report(f, "a");
-	uint64_t calls = published(f->ctx.contract, "a");
+	uint64_t calls = published(f->proc.contract, "a");
 	struct sent b = exchange_raw(f, "s2", "2025-11-25", list, NULL);
 	json_t *rb = report(f, "a");
 
@@ -880,7 +882,7 @@ static void expect_replayed_twice(const char *mode, const char *list, int modifi
 		fail_msg("replayed reply differs:\n%s\n%s", x, y);
 	}
 	/* Published again, equal but for its time. */
-	assert_int_equal(published(f->ctx.contract, "a"), calls + 1);
+	assert_int_equal(published(f->proc.contract, "a"), calls + 1);
 	json_object_del(ra, "time");
 	json_object_del(rb, "time");
 	assert_true(json_equal(ra, rb));
@@ -998,8 +1000,8 @@ static void test_changed_list_same_as_fresh(void **state)
 			assert_int_equal(a.v, b.v);
 			assert_int_equal(a.modified, b.modified);
 			assert_true(json_equal(a.msg, b.msg));
-			json_t *ra = hook_contract_report(warm->ctx.contract, "a");
-			json_t *rb = hook_contract_report(fresh->ctx.contract, "a");
+			json_t *ra = hook_contract_report(warm->proc.contract, "a");
+			json_t *rb = hook_contract_report(fresh->proc.contract, "a");
 			json_object_del(ra, "time");
 			json_object_del(rb, "time");
 			assert_true(json_equal(ra, rb));

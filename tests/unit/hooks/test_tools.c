@@ -364,7 +364,8 @@ static enum inspect_verdict noop(void *arg, struct inspect_msg *m)
 static void test_setup_on_ctx(void **state)
 {
 	(void)state;
-	struct px_ctx ctx = {0};
+	struct px_proc proc = {0};
+	struct px_ctx ctx = {.proc = &proc};
 	ctx.insp = inspect_new();
 	struct tools *tc = tools_setup(&ctx, 0);
 	assert_non_null(tc);

@@ -234,7 +234,7 @@ static void upsrv_stop(struct upsrv *s)
 struct rig {
 	struct event_base *base;
 	struct px_config *cfg;       /* owned */
-	struct px_shared shared;
+	struct px_proc proc;
 	struct px_ctx ctx;
 	struct upstream *up;         /* owned: ctx.ups[0] */
 	struct upsrv srv;
@@ -306,16 +306,16 @@ static void rig_start(struct rig *r, int serve)
 	 * transport), one worker (no handoff). */
 	r->ctx.base = r->base;
 	r->ctx.cfg = r->cfg;
-	r->ctx.shared = &r->shared;
-	r->ctx.nworkers = 1;
+	r->ctx.proc = &r->proc;
+	r->proc.nworkers = 1;
 	r->ctx.insp = inspect_new();
-	r->ctx.sessions = sessid_new(LIMIT_SESSION_IDS);
-	r->ctx.sesslimit = sesslimit_new(LIMIT_SESSLIMIT_ENTRIES);
-	r->ctx.peers = peers_new();
+	r->proc.sessions = sessid_new(LIMIT_SESSION_IDS);
+	r->proc.sesslimit = sesslimit_new(LIMIT_SESSLIMIT_ENTRIES);
+	r->proc.peers = peers_new();
 	assert_non_null(r->ctx.insp);
-	assert_non_null(r->ctx.sessions);
-	assert_non_null(r->ctx.sesslimit);
-	assert_non_null(r->ctx.peers);
+	assert_non_null(r->proc.sessions);
+	assert_non_null(r->proc.sesslimit);
+	assert_non_null(r->proc.peers);
 	struct upstream_opts uo = {
 		.base = r->base,
 		.max_header_bytes = r->cfg->limits.max_header_bytes,
@@ -353,9 +353,9 @@ static void rig_stop(struct rig *r)
 		event_base_loop(r->base, EVLOOP_NONBLOCK);
 	event_free(r->crd);
 	close(r->cfd);
-	sessid_free(r->ctx.sessions);
-	sesslimit_free(r->ctx.sesslimit);
-	peers_free(r->ctx.peers);
+	sessid_free(r->proc.sessions);
+	sesslimit_free(r->proc.sesslimit);
+	peers_free(r->proc.peers);
 	inspect_free(r->ctx.insp);
 	config_free(r->cfg);
 	event_base_free(r->base);

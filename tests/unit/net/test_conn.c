@@ -165,7 +165,7 @@ static const struct conn_owner test_owner = {.closed = t_closed};
 struct fixture {
 	struct event_base *base;
 	struct px_config cfg;
-	struct px_shared shared;
+	struct px_proc proc;
 	struct px_ctx ctx;
 	int cfd;                  /* the client's end */
 	struct event *rd;         /* reads cfd into got */
@@ -209,9 +209,9 @@ static struct fixture *fixture_new(void)
 	f->cfg.timeouts.body_ms = 5000;
 	f->ctx.base = f->base;
 	f->ctx.cfg = &f->cfg;
-	f->ctx.shared = &f->shared;
-	f->ctx.peers = peers_new();
-	assert_non_null(f->ctx.peers);
+	f->ctx.proc = &f->proc;
+	f->proc.peers = peers_new();
+	assert_non_null(f->proc.peers);
 	return f;
 }
 
@@ -239,7 +239,7 @@ static void fixture_free(struct fixture *f)
 	event_free(f->rd);
 	if (f->cfd >= 0)
 		close(f->cfd);
-	peers_free(f->ctx.peers);
+	peers_free(f->proc.peers);
 	event_base_free(f->base);
 	free(f);
 }

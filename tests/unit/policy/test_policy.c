@@ -1129,6 +1129,7 @@ static void test_read_only_preset(void **state)
 
 /* A px_ctx with two upstreams ("staging", "prod") and an inspect chain. */
 struct rig {
+	struct px_proc proc;
 	struct px_ctx ctx;
 	struct px_config cfg;
 	struct px_upstream_conf up[2];
@@ -1148,6 +1149,7 @@ static void rig_init(struct rig *r, size_t nups, json_t *policy /* stolen */,
 	r->cfg.ups = r->up;
 	r->cfg.nups = nups;
 	r->cfg.policy = policy;
+	r->ctx.proc = &r->proc;
 	r->ctx.cfg = &r->cfg;
 	r->ctx.insp = inspect_new();
 	assert_non_null(r->ctx.insp);
@@ -1158,18 +1160,18 @@ static void rig_start(struct rig *r, json_t *policy /* stolen */, const char *ba
 	char err[2048];
 	rig_init(r, 2, policy, baseline);
 	/* As main does: the tracker the hook learns tools from, first. */
-	r->ctx.tools = tools_setup(&r->ctx, 0);
-	assert_non_null(r->ctx.tools);
+	r->proc.tools = tools_setup(&r->ctx, 0);
+	assert_non_null(r->proc.tools);
 	if (hook_policy_setup(&r->ctx, err, sizeof(err)) < 0)
 		fail_msg("hook_policy_setup: %s", err);
-	assert_non_null(r->ctx.policy);
+	assert_non_null(r->proc.policy);
 }
 
 static void rig_stop(struct rig *r)
 {
-	hook_policy_free(r->ctx.policy);
+	hook_policy_free(r->proc.policy);
 	inspect_free(r->ctx.insp);
-	tools_free(r->ctx.tools);
+	tools_free(r->proc.tools);
 	json_decref(r->cfg.policy);
 	json_decref(r->up[0].contract);
 }
@@ -1308,7 +1310,7 @@ static void test_glue_preset_calls(void **state)
 	struct rig r;
 	struct xch x;
 	rig_start(&r, preset_json(), NULL);
-	assert_true(hook_policy_active(r.ctx.policy));
+	assert_true(hook_policy_active(r.proc.policy));
 
 	/* Before any listing, a call is refused as an unknown tool. */
 	x_begin(&x, "staging", NULL);
@@ -1349,18 +1351,18 @@ static void test_glue_preset_calls(void **state)
 	x_end(&r, &x);
 
 	struct hook_policy_stats st;
-	hook_policy_get_stats(r.ctx.policy, &st);
+	hook_policy_get_stats(r.proc.policy, &st);
 	assert_int_equal(st.allowed, 1);
 	assert_int_equal(st.denied, 5);
 	assert_int_equal(st.unknown_tool, 2);
 	assert_int_equal(st.listings, 1);
-	const struct policy *p = hook_policy_current(r.ctx.policy);
+	const struct policy *p = hook_policy_current(r.proc.policy);
 	struct policy_rule_stats rs;
 	assert_int_equal(policy_stats(p, 1, &rs), 0);
 	assert_string_equal(rs.rule, "not-read-only");
 	assert_int_equal(rs.denied, 3);
 
-	json_t *sj = hook_policy_stats_json(r.ctx.policy);
+	json_t *sj = hook_policy_stats_json(r.proc.policy);
 	assert_non_null(sj);
 	assert_true(json_is_true(json_object_get(sj, "active")));
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(sj, "totals"), "denied")),
@@ -1438,10 +1440,10 @@ static void test_glue_hide(void **state)
 	x_end(&r, &x);
 
 	struct hook_policy_stats st;
-	hook_policy_get_stats(r.ctx.policy, &st);
+	hook_policy_get_stats(r.proc.policy, &st);
 	assert_int_equal(st.tools_hidden, 4);
 	struct policy_rule_stats rs;
-	policy_stats(hook_policy_current(r.ctx.policy), 0, &rs);
+	policy_stats(hook_policy_current(r.proc.policy), 0, &rs);
 	assert_int_equal(rs.hidden, 3);
 	assert_int_equal(rs.denied, 1);
 	rig_stop(&r);
@@ -1509,8 +1511,8 @@ static void test_glue_learns_the_upstream_listing(void **state)
 	struct xch x;
 	char err[512];
 	rig_init(&r, 1, J("{}"), NULL);
-	r.ctx.tools = tools_setup(&r.ctx, 0);
-	assert_non_null(r.ctx.tools);
+	r.proc.tools = tools_setup(&r.ctx, 0);
+	assert_non_null(r.proc.tools);
 	assert_true(inspect_add(r.ctx.insp, "withhold", withhold_broken, NULL, NULL) >= 0);
 	assert_int_equal(hook_policy_setup(&r.ctx, err, sizeof(err)), 0);
 
@@ -1578,17 +1580,17 @@ static void test_glue_reload(void **state)
 	 * off. */
 	next.policy = NULL;
 	assert_int_equal(hook_policy_reload(&r.ctx, &next, err, sizeof(err)), 0);
-	assert_false(hook_policy_active(r.ctx.policy));
-	assert_null(hook_policy_current(r.ctx.policy));
+	assert_false(hook_policy_active(r.proc.policy));
+	assert_null(hook_policy_current(r.proc.policy));
 	x_begin(&x1, "staging", NULL);
 	assert_forwarded(tcall(&r, &x1, "never-listed", NULL));
 	x_end(&r, &x1);
 
 	struct hook_policy_stats st;
-	hook_policy_get_stats(r.ctx.policy, &st);
+	hook_policy_get_stats(r.proc.policy, &st);
 	assert_int_equal(st.reloads, 2);
 	assert_int_equal(st.reload_failures, 1);
-	json_t *sj = hook_policy_stats_json(r.ctx.policy);
+	json_t *sj = hook_policy_stats_json(r.proc.policy);
 	assert_true(json_is_false(json_object_get(sj, "active")));
 	json_decref(sj);
 	rig_stop(&r);
@@ -1760,7 +1762,7 @@ static void test_glue_no_policy_then_reload(void **state)
 	struct seen s;
 	char err[256];
 	rig_start(&r, NULL, NULL);
-	assert_false(hook_policy_active(r.ctx.policy));
+	assert_false(hook_policy_active(r.proc.policy));
 	list_tools(&r, "prod", "{'tools':[{'name':'a','inputSchema':{}}]}");
 	x_begin(&x, "prod", NULL);
 	assert_forwarded(tcall(&r, &x, "zz", NULL));
@@ -1800,7 +1802,7 @@ static void test_glue_dry_run_and_log(void **state)
 	assert_string_equal(s.reason, "dry-run:unknown-tool");
 	x_end(&r, &x);
 	struct hook_policy_stats st;
-	hook_policy_get_stats(r.ctx.policy, &st);
+	hook_policy_get_stats(r.proc.policy, &st);
 	assert_int_equal(st.logged, 3);
 	assert_int_equal(st.dry_run, 2);
 	assert_int_equal(st.denied, 0);
@@ -1894,7 +1896,7 @@ static void test_glue_baseline(void **state)
 	assert_has(err, "policy: upstream staging: baseline");
 	assert_int_equal(hook_policy_setup(&r.ctx, err, sizeof(err)), -1);
 	assert_has(err, "policy: upstream staging: baseline");
-	assert_null(r.ctx.policy);
+	assert_null(r.proc.policy);
 	rig_stop(&r);
 }
 
@@ -1921,7 +1923,7 @@ static void test_glue_cap(void **state)
 	free(text);
 
 	struct hook_policy_stats st;
-	hook_policy_get_stats(r.ctx.policy, &st);
+	hook_policy_get_stats(r.proc.policy, &st);
 	assert_int_equal(st.tools_over_cap, 2);
 	x_begin(&x, "staging", NULL);
 	assert_forwarded(tcall(&r, &x, "t0", NULL));
@@ -2123,7 +2125,7 @@ static void test_glue_threads(void **state)
 	}
 	assert_int_equal(refused + forwarded, (unsigned long)THR_READERS * THR_ROUNDS * 5);
 	struct hook_policy_stats st;
-	hook_policy_get_stats(r.ctx.policy, &st);
+	hook_policy_get_stats(r.proc.policy, &st);
 	assert_int_equal(st.allowed, forwarded);
 	assert_int_equal(st.denied, refused);
 	assert_true(st.reloads > 0);
