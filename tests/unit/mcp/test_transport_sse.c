@@ -105,6 +105,12 @@ int conn_reply_json(struct conn *c, int status, const json_t *body)
 	return 0;
 }
 
+int conn_reply_error(struct conn *c, int status, const json_t *body, const char *message)
+{
+	(void)message;
+	return conn_reply_json(c, status, body);
+}
+
 void conn_abort(struct conn *c, const char *reason)
 {
 	(void)reason;
