@@ -15,6 +15,7 @@
 #
 #   DURATION=10 ROUNDS=3 CONNS=50 WARMUP=2 SG_SESSIONS=10 \
 #   TARGETS="direct nginx mw-full mw-off supergateway" SCENARIOS="json sse list"
+#   TARGETS="mw-old mw-full" MW_OLD_BIN=/path/to/old/mcpwarden: two builds side by side
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -46,6 +47,13 @@ start_target() { # T
 		mw_config "$WORK/mw-full.json" "$p" "$UP" full "$(bench_free_port)"
 		start_mcpwarden mw-full "$WORK/mw-full.json" "$p"
 		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="mcpwarden, full inspection" ;;
+	mw-old)
+		# The same full inspection through another build (MW_OLD_BIN), so a
+		# change's cost shows in one run beside the current binary.
+		[ -x "${MW_OLD_BIN:-}" ] || bench_die "mw-old needs MW_OLD_BIN=<path of an mcpwarden binary>"
+		mw_config "$WORK/mw-old.json" "$p" "$UP" full "$(bench_free_port)"
+		MCPWARDEN=$MW_OLD_BIN start_mcpwarden mw-old "$WORK/mw-old.json" "$p"
+		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="mcpwarden $(basename "$(dirname "$MW_OLD_BIN")"), full inspection" ;;
 	mw-off)
 		mw_config "$WORK/mw-off.json" "$p" "$UP" off
 		start_mcpwarden mw-off "$WORK/mw-off.json" "$p"
