@@ -230,6 +230,7 @@ struct client {
 
 static struct px_upstream_conf ucf;
 static struct px_config cfg;
+static struct px_proc proc;
 static struct px_ctx ctx;
 static struct client clients[MAX_EX];
 static size_t nclients;
@@ -250,7 +251,8 @@ static int setup(void **state)
 	cfg.limits.max_output_bytes = 1 << 20;
 	cfg.timeouts.session_idle_ms = 60000;
 	cfg.timeouts.request_ms = 60000;
-	ctx = (struct px_ctx){0};
+	proc = (struct px_proc){.nworkers = 1};
+	ctx = (struct px_ctx){.proc = &proc};
 	ctx.base = event_base_new();
 	ctx.cfg = &cfg;
 	ctx.insp = inspect_new();
