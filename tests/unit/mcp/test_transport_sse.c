@@ -317,7 +317,8 @@ static const char *got(struct client *cl)
 	static char buf[4096];
 	size_t n = evbuffer_get_length(cl->c.out);
 	assert_true(n < sizeof(buf));
-	memcpy(buf, evbuffer_pullup(cl->c.out, -1), n);
+	if (n)
+		memcpy(buf, evbuffer_pullup(cl->c.out, -1), n);
 	buf[n] = '\0';
 	return buf;
 }
