@@ -82,6 +82,30 @@
 /* (No trust window: a pooled connection is peeked at before every reuse,
  * however briefly it was idle; see upconn_alive in proxy/net/upstream.c.) */
 
+/* ---- JSON Schema validator (checks/jschema.h) ----------------------------
+ * Past any of these, jschema_compile() fails or jschema_validate() stops,
+ * with a finding naming the limit (code JSCHEMA_LIMIT), never a hang. */
+/* Nesting of subschemas inside one schema document (compile). */
+#define LIMIT_JSCHEMA_SCHEMA_DEPTH  128
+/* Subschemas (compiled nodes) in one schema document, lazily compiled
+ * $ref targets included (compile). */
+#define LIMIT_JSCHEMA_NODES         20000
+/* $ref/$dynamicRef frames nested in one validation: bounds recursive
+ * schemas on deep instances; a cycle that makes no progress on the
+ * instance is caught before it (the same subschema at the same instance
+ * location twice on the stack). */
+#define LIMIT_JSCHEMA_REF_DEPTH     128
+/* Nesting of subschema evaluations in one validation (instance depth plus
+ * in-place applicators). */
+#define LIMIT_JSCHEMA_EVAL_DEPTH    512
+/* Work units per validation: one per subschema evaluated, per property or
+ * item visited, per uniqueItems comparison, per regex search. */
+#define LIMIT_JSCHEMA_STEPS         200000
+/* Bytes of a JSON Pointer or message in a jschema_error (truncated past). */
+#define LIMIT_JSCHEMA_PTR_BYTES     256
+#define LIMIT_JSCHEMA_MSG_BYTES     192
+/* ---- end of the JSON Schema validator's block ---------------------------- */
+
 /* timeouts.connect_ms: TCP connect to an upstream; 502 past it. */
 #define TIMEOUT_CONNECT_MS          5000
 /* timeouts.request_ms: from sending a request upstream to its response

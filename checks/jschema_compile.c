@@ -1,0 +1,1190 @@
+/* jschema_compile.c: a schema document -> struct jschema (jschema_int.h).
+ *
+ * Two passes. The walk creates one node per subschema in a keyword
+ * position, checks each keyword's value (a bad one is a JSCHEMA_INVALID
+ * finding with its pointer), registers resources ($id) and anchors, and
+ * queues every $ref/$dynamicRef. Then the queue is resolved: a reference
+ * is resolved against its node's base URI (RFC 3986 section 5.2), its
+ * document must be one of this document's resources (else
+ * JSCHEMA_REMOTE_REF), and its fragment is a JSON Pointer or an anchor. A
+ * pointer to a location the walk did not compile (inside an unknown
+ * keyword, or a draft-07 $ref's ignored siblings) is compiled then, which
+ * may queue more references; the queue ends because each location is
+ * compiled once and nodes are capped (LIMIT_JSCHEMA_NODES).
+ *
+ * Why this file is long: the keyword table and the URI resolution belong
+ * with the walk that uses them; split, each part would export its
+ * internals to the other.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks/jschema_int.h"
+
+#define URI_MAX 1024
+
+struct pending {
+	struct jsnode *node;
+	const char *ref; /* borrowed */
+	int dynamic;
+};
+
+/* The compiler's state; one per jschema_compile() call. */
+struct jsc {
+	struct jschema *s;
+	struct jschema_error *why;
+	int failed;
+	struct pending *q;
+	size_t nq, capq;
+};
+
+static int grow(void **arr, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 8;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*arr, n * size);
+	if (p == NULL)
+		return -1;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+static void fail(struct jsc *c, enum jschema_code code, const char *path, const char *kw,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void fail(struct jsc *c, enum jschema_code code, const char *path, const char *kw,
+                 const char *fmt, ...)
+{
+	if (c->failed)
+		return;
+	c->failed = 1;
+	if (c->why == NULL)
+		return;
+	char msg[LIMIT_JSCHEMA_MSG_BYTES];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	jschema_set_error(c->why, code, path, kw, "%s", msg);
+}
+
+static void oom(struct jsc *c, const char *path)
+{
+	fail(c, JSCHEMA_LIMIT, path, "", "out of memory");
+}
+
+/* path + "/" + escaped key, owned by the caller. */
+static char *path_join(const char *path, const char *key)
+{
+	size_t pl = strlen(path), extra = 0;
+	for (const char *k = key; *k; k++)
+		extra += *k == '~' || *k == '/';
+	char *p = malloc(pl + strlen(key) + extra + 2);
+	if (p == NULL)
+		return NULL;
+	memcpy(p, path, pl);
+	char *o = p + pl;
+	*o++ = '/';
+	for (const char *k = key; *k; k++) {
+		if (*k == '~' || *k == '/') {
+			*o++ = '~';
+			*o++ = *k == '~' ? '0' : '1';
+		} else {
+			*o++ = *k;
+		}
+	}
+	*o = '\0';
+	return p;
+}
+
+/* ---- URIs (RFC 3986) ------------------------------------------------------------ */
+
+struct uri {
+	const char *scheme, *auth, *path, *query, *frag;
+	size_t lscheme, lauth, lpath, lquery, lfrag;
+	int has_scheme, has_auth, has_query, has_frag;
+};
+
+static void uri_parse(const char *s, struct uri *u)
+{
+	memset(u, 0, sizeof *u);
+	const char *p = s;
+	/* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":" */
+	if (isalpha((unsigned char)*p)) {
+		const char *q = p + 1;
+		while (isalnum((unsigned char)*q) || *q == '+' || *q == '-' || *q == '.')
+			q++;
+		if (*q == ':') {
+			u->has_scheme = 1;
+			u->scheme = p;
+			u->lscheme = (size_t)(q - p);
+			p = q + 1;
+		}
+	}
+	if (p[0] == '/' && p[1] == '/') {
+		p += 2;
+		u->has_auth = 1;
+		u->auth = p;
+		while (*p && *p != '/' && *p != '?' && *p != '#')
+			p++;
+		u->lauth = (size_t)(p - u->auth);
+	}
+	u->path = p;
+	while (*p && *p != '?' && *p != '#')
+		p++;
+	u->lpath = (size_t)(p - u->path);
+	if (*p == '?') {
+		u->has_query = 1;
+		u->query = ++p;
+		while (*p && *p != '#')
+			p++;
+		u->lquery = (size_t)(p - u->query);
+	}
+	if (*p == '#') {
+		u->has_frag = 1;
+		u->frag = p + 1;
+		u->lfrag = strlen(u->frag);
+	}
+}
+
+/* RFC 3986 5.2.4, in place on a NUL-terminated path. */
+static void remove_dots(char *in)
+{
+	char *out = in, *r = in;
+	size_t o = 0;
+
+	while (*r) {
+		if (strncmp(r, "../", 3) == 0) {
+			r += 3;
+		} else if (strncmp(r, "./", 2) == 0) {
+			r += 2;
+		} else if (strncmp(r, "/./", 3) == 0) {
+			r += 2;
+		} else if (strcmp(r, "/.") == 0) {
+			r[1] = '\0';
+		} else if (strncmp(r, "/../", 4) == 0 || strcmp(r, "/..") == 0) {
+			if (r[3] == '/')
+				r += 3;
+			else {
+				r += 2;
+				*r = '/';
+			}
+			while (o > 0 && out[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--;
+		} else if (strcmp(r, ".") == 0 || strcmp(r, "..") == 0) {
+			break;
+		} else {
+			do
+				out[o++] = *r++;
+			while (*r && *r != '/');
+		}
+	}
+	out[o] = '\0';
+}
+
+static int cat(char *out, size_t *o, const char *s, size_t n)
+{
+	if (*o + n >= URI_MAX)
+		return -1;
+	memcpy(out + *o, s, n);
+	*o += n;
+	out[*o] = '\0';
+	return 0;
+}
+
+/* The target URI of reference ref against base (both NUL-terminated);
+ * -1 when too long. */
+static int uri_resolve(const char *base, const char *ref, char *out)
+{
+	struct uri b, r;
+	char path[URI_MAX];
+	size_t o = 0;
+	const struct uri *auth_from, *query_from;
+
+	uri_parse(base, &b);
+	uri_parse(ref, &r);
+	if (r.lpath >= URI_MAX || b.lpath + r.lpath + 2 >= URI_MAX)
+		return -1;
+	if (r.has_scheme || r.has_auth) {
+		auth_from = &r;
+		query_from = &r;
+		memcpy(path, r.path, r.lpath);
+		path[r.lpath] = '\0';
+		remove_dots(path);
+	} else if (r.lpath == 0) {
+		auth_from = &b;
+		query_from = r.has_query ? &r : &b;
+		memcpy(path, b.path, b.lpath);
+		path[b.lpath] = '\0';
+	} else {
+		auth_from = &b;
+		query_from = &r;
+		if (r.path[0] == '/') {
+			memcpy(path, r.path, r.lpath);
+			path[r.lpath] = '\0';
+		} else if (b.has_auth && b.lpath == 0) {
+			path[0] = '/';
+			memcpy(path + 1, r.path, r.lpath);
+			path[r.lpath + 1] = '\0';
+		} else {
+			size_t keep = b.lpath;
+			while (keep > 0 && b.path[keep - 1] != '/')
+				keep--;
+			memcpy(path, b.path, keep);
+			memcpy(path + keep, r.path, r.lpath);
+			path[keep + r.lpath] = '\0';
+		}
+		remove_dots(path);
+	}
+	out[0] = '\0';
+	const struct uri *sch = r.has_scheme ? &r : &b;
+	if (sch->has_scheme && (cat(out, &o, sch->scheme, sch->lscheme) || cat(out, &o, ":", 1)))
+		return -1;
+	if (auth_from->has_auth &&
+	    (cat(out, &o, "//", 2) || cat(out, &o, auth_from->auth, auth_from->lauth)))
+		return -1;
+	if (cat(out, &o, path, strlen(path)))
+		return -1;
+	if (query_from->has_query &&
+	    (cat(out, &o, "?", 1) || cat(out, &o, query_from->query, query_from->lquery)))
+		return -1;
+	if (r.has_frag && (cat(out, &o, "#", 1) || cat(out, &o, r.frag, r.lfrag)))
+		return -1;
+	return 0;
+}
+
+/* Splits uri at '#': uri keeps the document, the fragment is returned
+ * (NULL when none). */
+static char *split_frag(char *uri)
+{
+	char *h = strchr(uri, '#');
+	if (h == NULL)
+		return NULL;
+	*h = '\0';
+	return h + 1;
+}
+
+static void percent_decode(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (s[0] == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2])) {
+			char hex[3] = {s[1], s[2], 0};
+			*o++ = (char)strtol(hex, NULL, 16);
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* ---- registries ----------------------------------------------------------------- */
+
+static long find_res(const struct jschema *s, const char *uri)
+{
+	for (size_t i = 0; i < s->nres; i++)
+		if (strcmp(s->res[i].uri, uri) == 0)
+			return (long)i;
+	return -1;
+}
+
+static long add_res(struct jsc *c, const char *uri, struct jsnode *root, const json_t *json)
+{
+	struct jschema *s = c->s;
+	long have = find_res(s, uri);
+	if (have >= 0)
+		return have;
+	if (grow((void **)&s->res, &s->capres, s->nres + 1, sizeof *s->res))
+		return -1;
+	char *u = strdup(uri);
+	if (u == NULL)
+		return -1;
+	s->res[s->nres] = (struct jsres){.uri = u, .root = root, .json = json};
+	return (long)s->nres++;
+}
+
+static int add_anchor(struct jsc *c, unsigned res, const char *name, struct jsnode *n, int dynamic)
+{
+	struct jschema *s = c->s;
+	if (grow((void **)&s->anchors, &s->capanchors, s->nanchors + 1, sizeof *s->anchors))
+		return -1;
+	s->anchors[s->nanchors++] =
+		(struct jsanchor){.resource = res, .name = name, .node = n, .dynamic = dynamic};
+	return 0;
+}
+
+static struct jsnode *find_anchor(const struct jschema *s, unsigned res, const char *name)
+{
+	for (size_t i = 0; i < s->nanchors; i++)
+		if (s->anchors[i].resource == res && strcmp(s->anchors[i].name, name) == 0)
+			return s->anchors[i].node;
+	return NULL;
+}
+
+static struct jsnode *new_node(struct jsc *c, const json_t *src, char *path, unsigned res)
+{
+	struct jschema *s = c->s;
+	if (path == NULL) {
+		oom(c, "");
+		return NULL;
+	}
+	if (s->nnodes >= LIMIT_JSCHEMA_NODES) {
+		fail(c, JSCHEMA_LIMIT, path, "", "more than %d subschemas (LIMIT_JSCHEMA_NODES)",
+		     LIMIT_JSCHEMA_NODES);
+		free(path);
+		return NULL;
+	}
+	struct jsnode *n = calloc(1, sizeof *n);
+	if (n == NULL || grow((void **)&s->nodes, &s->capnodes, s->nnodes + 1, sizeof *s->nodes)) {
+		free(n);
+		oom(c, path);
+		free(path);
+		return NULL;
+	}
+	n->path = path;
+	n->src = src;
+	n->resource = res;
+	n->kind = json_is_true(src) ? JSN_TRUE : json_is_false(src) ? JSN_FALSE : JSN_SCHEMA;
+	s->nodes[s->nnodes++] = n;
+	return n;
+}
+
+/* ---- the walk ---------------------------------------------------------------------- */
+
+static struct jsnode *walk(struct jsc *c, const json_t *j, char *path, unsigned res, int depth);
+
+static struct jsnode *sub(struct jsc *c, struct jsnode *n, const json_t *j, const char *kw,
+                          int depth)
+{
+	char *p = path_join(n->path, kw);
+	return walk(c, j, p, n->resource, depth + 1);
+}
+
+static struct jsnode *sub_at(struct jsc *c, struct jsnode *n, const json_t *j, const char *kw,
+                             const char *key, int depth)
+{
+	char *p1 = path_join(n->path, kw);
+	if (p1 == NULL) {
+		oom(c, n->path);
+		return NULL;
+	}
+	char *p = path_join(p1, key);
+	free(p1);
+	return walk(c, j, p, n->resource, depth + 1);
+}
+
+static int is_schema(const json_t *j)
+{
+	return json_is_object(j) || json_is_boolean(j);
+}
+
+/* A non-negative integer keyword value (1.0 counts). */
+static int get_count(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw, size_t *out)
+{
+	double d;
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (size_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_real(v) && (d = json_real_value(v)) >= 0 && d == floor(d)) {
+		*out = d > 1e18 ? (size_t)1e18 : (size_t)d;
+		return 0;
+	}
+	fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be a non-negative integer", kw);
+	return -1;
+}
+
+static const json_t *get_number(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw)
+{
+	if (!json_is_number(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be a number", kw);
+		return NULL;
+	}
+	return v;
+}
+
+static int type_bit(const char *t)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} types[] = {
+		{"null", JT_NULL},  {"boolean", JT_BOOL}, {"object", JT_OBJ},  {"array", JT_ARR},
+		{"number", JT_NUM}, {"string", JT_STR},   {"integer", JT_INT},
+	};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (strcmp(t, types[i].name) == 0)
+			return (int)types[i].bit;
+	return 0;
+}
+
+static int kw_type(struct jsc *c, struct jsnode *n, const json_t *v)
+{
+	if (json_is_string(v)) {
+		int b = type_bit(json_string_value(v));
+		if (!b) {
+			fail(c, JSCHEMA_INVALID, n->path, "type", "unknown type \"%.40s\"",
+			     json_string_value(v));
+			return -1;
+		}
+		n->types = (unsigned)b;
+	} else if (json_is_array(v)) {
+		size_t i;
+		const json_t *t;
+		json_array_foreach(v, i, t) {
+			int b = json_is_string(t) ? type_bit(json_string_value(t)) : 0;
+			if (!b) {
+				char kw[32];
+				snprintf(kw, sizeof kw, "type/%zu", i);
+				fail(c, JSCHEMA_INVALID, n->path, kw, "type entries must be type names");
+				return -1;
+			}
+			n->types |= (unsigned)b;
+		}
+	} else {
+		fail(c, JSCHEMA_INVALID, n->path, "type", "type must be a string or an array");
+		return -1;
+	}
+	n->has |= KW_TYPE;
+	return 0;
+}
+
+static int string_array(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw)
+{
+	size_t i;
+	const json_t *t;
+	if (!json_is_array(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be an array of strings", kw);
+		return -1;
+	}
+	json_array_foreach(v, i, t) {
+		if (!json_is_string(t)) {
+			fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be an array of strings", kw);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int schema_list(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw,
+                       struct jsnode ***out, size_t *nout, int depth, int allow_empty)
+{
+	if (!json_is_array(v) || (!allow_empty && json_array_size(v) == 0)) {
+		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be a non-empty array of schemas", kw);
+		return -1;
+	}
+	size_t len = json_array_size(v);
+	*out = calloc(len ? len : 1, sizeof **out);
+	if (*out == NULL) {
+		oom(c, n->path);
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char idx[24];
+		snprintf(idx, sizeof idx, "%zu", i);
+		(*out)[i] = sub_at(c, n, json_array_get(v, i), kw, idx, depth);
+		if ((*out)[i] == NULL)
+			return -1;
+		*nout = i + 1;
+	}
+	return 0;
+}
+
+/* A keyword whose value must be one schema. */
+static int one_schema(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw,
+                      struct jsnode **out, int depth)
+{
+	if (!is_schema(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be a schema (object or boolean)", kw);
+		return -1;
+	}
+	*out = sub(c, n, v, kw, depth);
+	return *out ? 0 : -1;
+}
+
+static int cmp_prop(const void *a, const void *b)
+{
+	return strcmp(((const struct jsprop *)a)->name, ((const struct jsprop *)b)->name);
+}
+
+static int kw_properties(struct jsc *c, struct jsnode *n, const json_t *v, int depth)
+{
+	const char *key;
+	const json_t *val;
+	if (!json_is_object(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, "properties", "properties must be an object");
+		return -1;
+	}
+	n->props = calloc(json_object_size(v) + 1, sizeof *n->props);
+	if (n->props == NULL) {
+		oom(c, n->path);
+		return -1;
+	}
+	json_object_foreach((json_t *)(uintptr_t)v, key, val) {
+		if (!is_schema(val)) {
+			char *p = path_join(n->path, "properties");
+			fail(c, JSCHEMA_INVALID, p ? p : n->path, key, "a property's schema must be an object or boolean");
+			free(p);
+			return -1;
+		}
+		struct jsnode *child = sub_at(c, n, val, "properties", key, depth);
+		if (child == NULL)
+			return -1;
+		n->props[n->nprops++] = (struct jsprop){.name = key, .node = child};
+	}
+	qsort(n->props, n->nprops, sizeof *n->props, cmp_prop);
+	return 0;
+}
+
+static struct jsre *compile_re(struct jsc *c, const char *path, const char *kw, const json_t *v)
+{
+	char err[128] = "";
+	struct jsre *re = jsre_compile(json_string_value(v), json_string_length(v), err, sizeof err);
+	if (re == NULL)
+		fail(c, JSCHEMA_UNSUPPORTED, path, kw, "pattern not supported: %.100s", err);
+	return re;
+}
+
+static int kw_pattern_props(struct jsc *c, struct jsnode *n, const json_t *v, int depth)
+{
+	const char *key;
+	const json_t *val;
+	if (!json_is_object(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, "patternProperties", "patternProperties must be an object");
+		return -1;
+	}
+	n->pats = calloc(json_object_size(v) + 1, sizeof *n->pats);
+	if (n->pats == NULL) {
+		oom(c, n->path);
+		return -1;
+	}
+	json_object_foreach((json_t *)(uintptr_t)v, key, val) {
+		char *p = path_join(n->path, "patternProperties");
+		if (p == NULL) {
+			oom(c, n->path);
+			return -1;
+		}
+		if (!is_schema(val)) {
+			fail(c, JSCHEMA_INVALID, p, key, "a pattern's schema must be an object or boolean");
+			free(p);
+			return -1;
+		}
+		json_t *ks = json_string(key);
+		struct jsre *re = ks ? compile_re(c, p, key, ks) : NULL;
+		json_decref(ks);
+		free(p);
+		if (re == NULL) {
+			if (!c->failed)
+				oom(c, n->path);
+			return -1;
+		}
+		n->pats[n->npats++] = (struct jspat){.re = re, .src = key};
+		struct jsnode *child = sub_at(c, n, val, "patternProperties", key, depth);
+		if (child == NULL)
+			return -1;
+		n->pats[n->npats - 1].node = child;
+	}
+	return 0;
+}
+
+/* dependentRequired (names), dependentSchemas (schemas), or draft-07
+ * dependencies (either per key). */
+static int kw_deps(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw, int names_ok,
+                   int schemas_ok, int depth)
+{
+	const char *key;
+	const json_t *val;
+	if (!json_is_object(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be an object", kw);
+		return -1;
+	}
+	void *p = realloc(n->deps, (n->ndeps + json_object_size(v) + 1) * sizeof *n->deps);
+	if (p == NULL) {
+		oom(c, n->path);
+		return -1;
+	}
+	n->deps = p;
+	json_object_foreach((json_t *)(uintptr_t)v, key, val) {
+		struct jsdep *d = &n->deps[n->ndeps];
+		*d = (struct jsdep){.key = key, .kw = kw};
+		if (names_ok && json_is_array(val)) {
+			if (string_array(c, n, val, kw))
+				return -1;
+			d->names = val;
+		} else if (schemas_ok && is_schema(val)) {
+			d->node = sub_at(c, n, val, kw, key, depth);
+			if (d->node == NULL)
+				return -1;
+		} else {
+			fail(c, JSCHEMA_INVALID, n->path, kw, "%s/%.40s has the wrong type", kw, key);
+			return -1;
+		}
+		n->ndeps++;
+	}
+	return 0;
+}
+
+static int queue_ref(struct jsc *c, struct jsnode *n, const json_t *v, const char *kw, int dynamic)
+{
+	if (!json_is_string(v)) {
+		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be a string", kw);
+		return -1;
+	}
+	if (grow((void **)&c->q, &c->capq, c->nq + 1, sizeof *c->q)) {
+		oom(c, n->path);
+		return -1;
+	}
+	c->q[c->nq++] = (struct pending){.node = n, .ref = json_string_value(v), .dynamic = dynamic};
+	return 0;
+}
+
+/* $id / $anchor / $dynamicAnchor: may start a resource (returns its
+ * index through *res). */
+static int identifiers(struct jsc *c, struct jsnode *n, const json_t *j, unsigned *res)
+{
+	int d7 = c->s->dialect == JSCHEMA_DRAFT7;
+	const json_t *id = json_object_get(j, "$id");
+	if (id && !(d7 && json_object_get(j, "$ref"))) {
+		char abs[URI_MAX];
+		if (!json_is_string(id)) {
+			fail(c, JSCHEMA_INVALID, n->path, "$id", "$id must be a string");
+			return -1;
+		}
+		if (uri_resolve(c->s->res[*res].uri, json_string_value(id), abs)) {
+			fail(c, JSCHEMA_INVALID, n->path, "$id", "$id too long");
+			return -1;
+		}
+		char *frag = split_frag(abs);
+		if (!d7 && frag && *frag) {
+			fail(c, JSCHEMA_INVALID, n->path, "$id", "$id must not have a fragment");
+			return -1;
+		}
+		if (json_string_value(id)[0] != '#') {
+			long r = add_res(c, abs, n, j);
+			if (r < 0) {
+				oom(c, n->path);
+				return -1;
+			}
+			*res = (unsigned)r;
+			n->resource = *res;
+		}
+		/* draft-07: "#name" (or "uri#name") is a location-independent id;
+		 * the name is borrowed from the $id string itself. */
+		const char *hash = strchr(json_string_value(id), '#');
+		if (d7 && hash && hash[1] && add_anchor(c, *res, hash + 1, n, 0)) {
+			oom(c, n->path);
+			return -1;
+		}
+	}
+	if (d7)
+		return 0;
+	const json_t *a = json_object_get(j, "$anchor");
+	if (a) {
+		if (!json_is_string(a)) {
+			fail(c, JSCHEMA_INVALID, n->path, "$anchor", "$anchor must be a string");
+			return -1;
+		}
+		if (add_anchor(c, *res, json_string_value(a), n, 0)) {
+			oom(c, n->path);
+			return -1;
+		}
+	}
+	const json_t *da = json_object_get(j, "$dynamicAnchor");
+	if (da) {
+		if (!json_is_string(da)) {
+			fail(c, JSCHEMA_INVALID, n->path, "$dynamicAnchor", "$dynamicAnchor must be a string");
+			return -1;
+		}
+		n->dyn_anchor = json_string_value(da);
+		if (add_anchor(c, *res, n->dyn_anchor, n, 1)) {
+			oom(c, n->path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The keywords both dialects share. */
+static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth)
+{
+	const json_t *v;
+	int d7 = c->s->dialect == JSCHEMA_DRAFT7;
+
+	if ((v = json_object_get(j, "type")) && kw_type(c, n, v))
+		return -1;
+	if ((v = json_object_get(j, "enum"))) {
+		if (!json_is_array(v)) {
+			fail(c, JSCHEMA_INVALID, n->path, "enum", "enum must be an array");
+			return -1;
+		}
+		n->enum_ = v;
+		n->has |= KW_ENUM;
+	}
+	if ((v = json_object_get(j, "const"))) {
+		n->const_ = v;
+		n->has |= KW_CONST;
+	}
+	if ((v = json_object_get(j, "multipleOf"))) {
+		if (!json_is_number(v) || json_number_value(v) <= 0) {
+			fail(c, JSCHEMA_INVALID, n->path, "multipleOf", "multipleOf must be a number > 0");
+			return -1;
+		}
+		n->multiple_of = v;
+		n->has |= KW_MULTIPLE | KW_NUM_ANY;
+	}
+	static const struct {
+		const char *kw;
+		size_t off;
+		uint32_t bit;
+	} nums[] = {
+		{"maximum", offsetof(struct jsnode, maximum), KW_MAX},
+		{"exclusiveMaximum", offsetof(struct jsnode, ex_maximum), KW_EXMAX},
+		{"minimum", offsetof(struct jsnode, minimum), KW_MIN},
+		{"exclusiveMinimum", offsetof(struct jsnode, ex_minimum), KW_EXMIN},
+	};
+	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+		if ((v = json_object_get(j, nums[i].kw)) == NULL)
+			continue;
+		if (!get_number(c, n, v, nums[i].kw))
+			return -1;
+		*(const json_t **)(void *)((char *)n + nums[i].off) = v;
+		n->has |= nums[i].bit | KW_NUM_ANY;
+	}
+	static const struct {
+		const char *kw;
+		size_t off;
+		uint32_t bit;
+	} counts[] = {
+		{"maxLength", offsetof(struct jsnode, max_len), KW_MAXLEN | KW_STR_ANY},
+		{"minLength", offsetof(struct jsnode, min_len), KW_MINLEN | KW_STR_ANY},
+		{"maxItems", offsetof(struct jsnode, max_items), KW_MAXITEMS | KW_ARR_ANY},
+		{"minItems", offsetof(struct jsnode, min_items), KW_MINITEMS | KW_ARR_ANY},
+		{"maxProperties", offsetof(struct jsnode, max_props), KW_MAXPROPS | KW_OBJ_ANY},
+		{"minProperties", offsetof(struct jsnode, min_props), KW_MINPROPS | KW_OBJ_ANY},
+		{"minContains", offsetof(struct jsnode, min_contains), KW_MINCONTAINS},
+		{"maxContains", offsetof(struct jsnode, max_contains), KW_MAXCONTAINS},
+	};
+	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+		if ((v = json_object_get(j, counts[i].kw)) == NULL)
+			continue;
+		if (d7 && (counts[i].bit & (KW_MINCONTAINS | KW_MAXCONTAINS)))
+			continue;
+		if (get_count(c, n, v, counts[i].kw, (size_t *)(void *)((char *)n + counts[i].off)))
+			return -1;
+		n->has |= counts[i].bit;
+	}
+	if ((v = json_object_get(j, "pattern"))) {
+		if (!json_is_string(v)) {
+			fail(c, JSCHEMA_INVALID, n->path, "pattern", "pattern must be a string");
+			return -1;
+		}
+		if ((n->pattern = compile_re(c, n->path, "pattern", v)) == NULL)
+			return -1;
+		n->has |= KW_STR_ANY;
+	}
+	if ((v = json_object_get(j, "format"))) {
+		if (!json_is_string(v)) {
+			fail(c, JSCHEMA_INVALID, n->path, "format", "format must be a string");
+			return -1;
+		}
+		n->format_name = json_string_value(v);
+		n->format = jschema_format_of(n->format_name);
+		if ((c->s->flags & JSCHEMA_FORMAT_ASSERT) && n->format != JF_OTHER)
+			n->has |= KW_FORMAT | KW_STR_ANY;
+	}
+	if ((v = json_object_get(j, "uniqueItems"))) {
+		if (!json_is_boolean(v)) {
+			fail(c, JSCHEMA_INVALID, n->path, "uniqueItems", "uniqueItems must be a boolean");
+			return -1;
+		}
+		if (json_is_true(v))
+			n->has |= KW_UNIQUE | KW_ARR_ANY;
+	}
+	if ((v = json_object_get(j, "required"))) {
+		if (string_array(c, n, v, "required"))
+			return -1;
+		n->required = v;
+		n->has |= KW_REQUIRED | KW_OBJ_ANY;
+	}
+	if ((v = json_object_get(j, "properties")) && kw_properties(c, n, v, depth))
+		return -1;
+	if ((v = json_object_get(j, "patternProperties")) && kw_pattern_props(c, n, v, depth))
+		return -1;
+	if ((v = json_object_get(j, "additionalProperties")) &&
+	    one_schema(c, n, v, "additionalProperties", &n->addl_props, depth))
+		return -1;
+	if ((v = json_object_get(j, "propertyNames")) &&
+	    one_schema(c, n, v, "propertyNames", &n->prop_names, depth))
+		return -1;
+	if (n->nprops || n->npats || n->addl_props || n->prop_names)
+		n->has |= KW_OBJ_ANY;
+	if ((v = json_object_get(j, "contains")) && one_schema(c, n, v, "contains", &n->contains, depth))
+		return -1;
+	if ((v = json_object_get(j, "allOf")) &&
+	    schema_list(c, n, v, "allOf", &n->all_of, &n->nall_of, depth, 0))
+		return -1;
+	if ((v = json_object_get(j, "anyOf")) &&
+	    schema_list(c, n, v, "anyOf", &n->any_of, &n->nany_of, depth, 0))
+		return -1;
+	if ((v = json_object_get(j, "oneOf")) &&
+	    schema_list(c, n, v, "oneOf", &n->one_of, &n->none_of, depth, 0))
+		return -1;
+	if ((v = json_object_get(j, "not")) && one_schema(c, n, v, "not", &n->not_, depth))
+		return -1;
+	if ((v = json_object_get(j, "if"))) {
+		if (one_schema(c, n, v, "if", &n->if_, depth))
+			return -1;
+		if ((v = json_object_get(j, "then")) && one_schema(c, n, v, "then", &n->then_, depth))
+			return -1;
+		if ((v = json_object_get(j, "else")) && one_schema(c, n, v, "else", &n->else_, depth))
+			return -1;
+	}
+	/* Keywords under definitions/$defs are compiled so $refs into them
+	 * find their node, base URI and anchors. */
+	const char *defs_kw[] = {"$defs", "definitions"};
+	for (size_t i = 0; i < 2; i++) {
+		const char *key;
+		const json_t *val;
+		if ((v = json_object_get(j, defs_kw[i])) == NULL)
+			continue;
+		if (!json_is_object(v)) {
+			fail(c, JSCHEMA_INVALID, n->path, defs_kw[i], "%s must be an object", defs_kw[i]);
+			return -1;
+		}
+		json_object_foreach((json_t *)(uintptr_t)v, key, val) {
+			if (!is_schema(val)) {
+				fail(c, JSCHEMA_INVALID, n->path, defs_kw[i], "%s/%.40s must be a schema",
+				     defs_kw[i], key);
+				return -1;
+			}
+			if (sub_at(c, n, val, defs_kw[i], key, depth) == NULL)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int kw_draft7(struct jsc *c, struct jsnode *n, const json_t *j, int depth)
+{
+	const json_t *v;
+	if ((v = json_object_get(j, "items"))) {
+		if (json_is_array(v)) {
+			if (schema_list(c, n, v, "items", &n->prefix, &n->nprefix, depth, 1))
+				return -1;
+			if ((v = json_object_get(j, "additionalItems")) &&
+			    one_schema(c, n, v, "additionalItems", &n->addl_items, depth))
+				return -1;
+		} else if (one_schema(c, n, v, "items", &n->items, depth)) {
+			return -1;
+		}
+	}
+	if ((v = json_object_get(j, "dependencies")) && kw_deps(c, n, v, "dependencies", 1, 1, depth))
+		return -1;
+	return 0;
+}
+
+static int kw_2020(struct jsc *c, struct jsnode *n, const json_t *j, int depth)
+{
+	const json_t *v;
+	if ((v = json_object_get(j, "prefixItems")) &&
+	    schema_list(c, n, v, "prefixItems", &n->prefix, &n->nprefix, depth, 0))
+		return -1;
+	if ((v = json_object_get(j, "items")) && one_schema(c, n, v, "items", &n->items, depth))
+		return -1;
+	if ((v = json_object_get(j, "dependentRequired")) &&
+	    kw_deps(c, n, v, "dependentRequired", 1, 0, depth))
+		return -1;
+	if ((v = json_object_get(j, "dependentSchemas")) &&
+	    kw_deps(c, n, v, "dependentSchemas", 0, 1, depth))
+		return -1;
+	if ((v = json_object_get(j, "unevaluatedProperties")) &&
+	    one_schema(c, n, v, "unevaluatedProperties", &n->uneval_props, depth))
+		return -1;
+	if ((v = json_object_get(j, "unevaluatedItems")) &&
+	    one_schema(c, n, v, "unevaluatedItems", &n->uneval_items, depth))
+		return -1;
+	if (n->uneval_props || n->uneval_items)
+		n->has |= KW_NEEDS_EV;
+	/* draft-07's dependencies, kept by 2020-12 implementations for
+	 * compatibility (the suite's optional/dependencies-compatibility). */
+	if ((v = json_object_get(j, "dependencies")) && kw_deps(c, n, v, "dependencies", 1, 1, depth))
+		return -1;
+	if ((v = json_object_get(j, "$dynamicRef")) && queue_ref(c, n, v, "$dynamicRef", 1))
+		return -1;
+	return 0;
+}
+
+static struct jsnode *walk(struct jsc *c, const json_t *j, char *path, unsigned res, int depth)
+{
+	if (c->failed) {
+		free(path);
+		return NULL;
+	}
+	struct jsnode *n = new_node(c, j, path, res);
+	if (n == NULL)
+		return NULL;
+	if (n->kind != JSN_SCHEMA)
+		return n;
+	if (!json_is_object(j)) {
+		fail(c, JSCHEMA_INVALID, n->path, "", "a schema must be an object or a boolean");
+		return NULL;
+	}
+	if (depth > LIMIT_JSCHEMA_SCHEMA_DEPTH) {
+		fail(c, JSCHEMA_LIMIT, n->path, "", "subschemas nested deeper than %d (LIMIT_JSCHEMA_SCHEMA_DEPTH)",
+		     LIMIT_JSCHEMA_SCHEMA_DEPTH);
+		return NULL;
+	}
+	if (identifiers(c, n, j, &res))
+		return NULL;
+	const json_t *ref = json_object_get(j, "$ref");
+	if (ref && queue_ref(c, n, ref, "$ref", 0))
+		return NULL;
+	/* draft-07: "All other properties in a "$ref" object MUST be ignored." */
+	if (ref && c->s->dialect == JSCHEMA_DRAFT7)
+		return n;
+	if (kw_common(c, n, j, depth))
+		return NULL;
+	if ((c->s->dialect == JSCHEMA_DRAFT7 ? kw_draft7 : kw_2020)(c, n, j, depth))
+		return NULL;
+	if (n->nprefix || n->items || n->addl_items || n->contains || n->uneval_items)
+		n->has |= KW_ARR_ANY;
+	if (n->ndeps || n->uneval_props)
+		n->has |= KW_OBJ_ANY;
+	return n;
+}
+
+/* ---- references ---------------------------------------------------------------------- */
+
+/* The value at RFC 6901 pointer ptr (already percent-decoded) in doc. */
+static const json_t *pointer_get(const json_t *doc, const char *ptr)
+{
+	char tok[512];
+	while (*ptr == '/' && doc) {
+		size_t n = 0;
+		for (ptr++; *ptr && *ptr != '/'; ptr++) {
+			char ch = *ptr;
+			if (ch == '~' && (ptr[1] == '0' || ptr[1] == '1'))
+				ch = *++ptr == '0' ? '~' : '/';
+			if (n + 1 >= sizeof tok)
+				return NULL;
+			tok[n++] = ch;
+		}
+		tok[n] = '\0';
+		if (json_is_object(doc)) {
+			doc = json_object_get(doc, tok);
+		} else if (json_is_array(doc)) {
+			char *end;
+			if (n == 0 || (n > 1 && tok[0] == '0'))
+				return NULL;
+			unsigned long i = strtoul(tok, &end, 10);
+			if (*end)
+				return NULL;
+			doc = json_array_get(doc, i);
+		} else {
+			return NULL;
+		}
+	}
+	return *ptr ? NULL : doc;
+}
+
+static struct jsnode *node_of(const struct jschema *s, const json_t *j)
+{
+	for (size_t i = 0; i < s->nnodes; i++)
+		if (s->nodes[i]->src == j)
+			return s->nodes[i];
+	return NULL;
+}
+
+static int resolve(struct jsc *c, const struct pending *p)
+{
+	struct jschema *s = c->s;
+	const char *kw = p->dynamic ? "$dynamicRef" : "$ref";
+	char abs[URI_MAX];
+	if (uri_resolve(s->res[p->node->resource].uri, p->ref, abs)) {
+		fail(c, JSCHEMA_INVALID, p->node->path, kw, "%s too long", kw);
+		return -1;
+	}
+	char *frag = split_frag(abs);
+	long r = find_res(s, abs);
+	if (r < 0) {
+		fail(c, JSCHEMA_REMOTE_REF, p->node->path, kw,
+		     "%s \"%.100s\" is in another document (no remote fetch)", kw, p->ref);
+		return -1;
+	}
+	struct jsres *res = &s->res[r];
+	struct jsnode *t = res->root;
+	if (frag)
+		percent_decode(frag);
+	if (frag && frag[0] == '/') {
+		const json_t *j = pointer_get(res->json, frag);
+		if (j == NULL) {
+			fail(c, JSCHEMA_INVALID, p->node->path, kw, "%s \"%.100s\" points to nothing", kw,
+			     p->ref);
+			return -1;
+		}
+		t = json_is_boolean(j) ? NULL : node_of(s, j);
+		if (t == NULL) {
+			char *path = malloc(strlen(res->root->path) + strlen(frag) + 1);
+			if (path)
+				strcat(strcpy(path, res->root->path), frag);
+			t = walk(c, j, path, (unsigned)r, 0);
+			if (t == NULL)
+				return -1;
+		}
+	} else if (frag && frag[0]) {
+		t = find_anchor(s, (unsigned)r, frag);
+		if (t == NULL) {
+			fail(c, JSCHEMA_INVALID, p->node->path, kw, "%s \"%.100s\": no such anchor", kw,
+			     p->ref);
+			return -1;
+		}
+	}
+	if (!p->dynamic) {
+		p->node->ref = t;
+		return 0;
+	}
+	p->node->dynref = t;
+	/* Dynamic only when the initial target bookends the anchor. */
+	if (frag && frag[0] && frag[0] != '/' && t->dyn_anchor && strcmp(t->dyn_anchor, frag) == 0)
+		for (size_t i = 0; i < s->nanchors; i++)
+			if (s->anchors[i].node == t && s->anchors[i].dynamic)
+				p->node->dynref_name = s->anchors[i].name;
+	return 0;
+}
+
+/* ---- API ------------------------------------------------------------------------------- */
+
+static int dialect_of(const json_t *schema, enum jschema_dialect *d)
+{
+	const json_t *v = json_is_object(schema) ? json_object_get(schema, "$schema") : NULL;
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v))
+		return -1;
+	const char *u = json_string_value(v);
+	if (strncmp(u, "https://", 8) == 0)
+		u += 8;
+	else if (strncmp(u, "http://", 7) == 0)
+		u += 7;
+	else
+		return -1;
+	if (strcmp(u, "json-schema.org/draft-07/schema#") == 0 ||
+	    strcmp(u, "json-schema.org/draft-07/schema") == 0) {
+		*d = JSCHEMA_DRAFT7;
+		return 0;
+	}
+	if (strcmp(u, "json-schema.org/draft/2020-12/schema") == 0 ||
+	    strcmp(u, "json-schema.org/draft/2020-12/schema#") == 0) {
+		*d = JSCHEMA_2020_12;
+		return 0;
+	}
+	return -1;
+}
+
+/* The base URI of a document without $id: never equal to a remote one. */
+#define DEFAULT_BASE "urn:mcpwarden:jschema:root"
+
+struct jschema *jschema_compile(const json_t *schema, enum jschema_dialect default_dialect,
+                                unsigned flags, struct jschema_error *why)
+{
+	struct jsc c = {.why = why};
+	if (why)
+		memset(why, 0, sizeof *why);
+	if (schema == NULL || !is_schema(schema)) {
+		fail(&c, JSCHEMA_INVALID, "", "", "a schema must be an object or a boolean");
+		return NULL;
+	}
+	struct jschema *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		oom(&c, "");
+		return NULL;
+	}
+	c.s = s;
+	s->doc = json_incref((json_t *)(uintptr_t)schema);
+	s->flags = flags;
+	s->dialect = default_dialect;
+	if (dialect_of(schema, &s->dialect)) {
+		const json_t *v = json_object_get(schema, "$schema");
+		fail(&c, JSCHEMA_UNSUPPORTED, "", "$schema", "unsupported $schema \"%.100s\"",
+		     json_is_string(v) ? json_string_value(v) : "(not a string)");
+		goto fail;
+	}
+	if (add_res(&c, DEFAULT_BASE, NULL, schema) < 0) {
+		oom(&c, "");
+		goto fail;
+	}
+	s->root = walk(&c, schema, strdup(""), 0, 0);
+	if (s->root == NULL)
+		goto fail;
+	s->res[0].root = s->root;
+	for (size_t i = 0; i < c.nq; i++) {
+		struct pending p = c.q[i]; /* resolve() may grow c.q */
+		if (resolve(&c, &p))
+			goto fail;
+	}
+	free(c.q);
+	return s;
+fail:
+	free(c.q);
+	jschema_free(s);
+	return NULL;
+}
+
+enum jschema_dialect jschema_dialect_of(const struct jschema *s)
+{
+	return s->dialect;
+}
+
+const char *jschema_code_str(enum jschema_code code)
+{
+	switch (code) {
+	case JSCHEMA_VIOLATION: return "violation";
+	case JSCHEMA_LIMIT: return "limit";
+	case JSCHEMA_INVALID: return "invalid-schema";
+	case JSCHEMA_UNSUPPORTED: return "unsupported";
+	case JSCHEMA_REMOTE_REF: return "remote-ref";
+	}
+	return "?";
+}
+
+static void node_free(struct jsnode *n)
+{
+	jsre_free(n->pattern);
+	for (size_t i = 0; i < n->npats; i++)
+		jsre_free(n->pats[i].re);
+	free(n->pats);
+	free(n->props);
+	free(n->deps);
+	free(n->prefix);
+	free(n->all_of);
+	free(n->any_of);
+	free(n->one_of);
+	free(n->path);
+	free(n);
+}
+
+void jschema_free(struct jschema *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->nnodes; i++)
+		node_free(s->nodes[i]);
+	free(s->nodes);
+	for (size_t i = 0; i < s->nres; i++)
+		free(s->res[i].uri);
+	free(s->res);
+	free(s->anchors);
+	json_decref(s->doc);
+	free(s);
+}
