@@ -439,7 +439,7 @@ static int kw_type(struct jsc *c, struct jsnode *n, const json_t *v)
 			return -1;
 		}
 		n->types = (unsigned)b;
-	} else if (json_is_array(v)) {
+	} else if (json_is_array(v) && json_array_size(v) > 0) {
 		size_t i;
 		const json_t *t;
 		json_array_foreach(v, i, t) {
@@ -453,7 +453,7 @@ static int kw_type(struct jsc *c, struct jsnode *n, const json_t *v)
 			n->types |= (unsigned)b;
 		}
 	} else {
-		fail(c, JSCHEMA_INVALID, n->path, "type", "type must be a string or an array");
+		fail(c, JSCHEMA_INVALID, n->path, "type", "type must be a string or a non-empty array");
 		return -1;
 	}
 	n->has |= KW_TYPE;
