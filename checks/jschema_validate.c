@@ -83,68 +83,78 @@ static void ev_merge(struct jsev *dst, const struct jsev *src)
 
 /* ---- findings ----------------------------------------------------------------------- */
 
-static void put_ptr(char *out, size_t cap, size_t *o, const char *s)
+/* Appends "..." at *o (room for it and the NUL is always kept). */
+static void ellipsis(char *out, size_t *o)
 {
-	for (; *s && *o + 4 < cap; s++) {
-		if (*s == '~' || *s == '/') {
+	memcpy(out + *o, "...", 4);
+	*o += 3;
+}
+
+/* Appends s to out[*o..cap) escaped as a pointer token (escape) or as is
+ * (already a pointer: an escape pair is never split); keeps 4 bytes for
+ * "...". Returns 1 when s was cut (and "..." appended). */
+static int put_ptr(char *out, size_t cap, size_t *o, const char *s, int escape)
+{
+	for (; *s; s++) {
+		int pair = escape ? (*s == '~' || *s == '/') : *s == '~';
+		if (*o + (pair ? 2 : 1) + 4 > cap) {
+			ellipsis(out, o);
+			return 1;
+		}
+		if (escape && pair) {
 			out[(*o)++] = '~';
 			out[(*o)++] = *s == '~' ? '0' : '1';
+		} else if (pair && s[1]) {
+			out[(*o)++] = *s++;
+			out[(*o)++] = *s;
 		} else {
 			out[(*o)++] = *s;
 		}
 	}
-	if (*s) {
-		memcpy(out + cap - 4, "...", 4);
-		*o = cap - 1;
-	}
 	out[*o] = '\0';
+	return 0;
 }
 
 void jschema_set_error(struct jschema_error *e, enum jschema_code code, const char *base,
                        const char *kw, const char *fmt, ...)
 {
 	va_list ap;
+	size_t o = 0;
 	if (e == NULL)
 		return;
 	e->code = code;
 	e->keyword = kw && *kw ? kw : NULL;
-	size_t bl = strlen(base), o;
-	if (bl >= sizeof e->schema_ptr - 4) {
-		memcpy(e->schema_ptr, base, sizeof e->schema_ptr - 4);
-		memcpy(e->schema_ptr + sizeof e->schema_ptr - 4, "...", 4);
-	} else {
-		memcpy(e->schema_ptr, base, bl + 1);
-		o = bl;
-		if (kw && *kw) {
-			e->schema_ptr[o++] = '/';
-			/* kw may already be a pointer tail ("type/1"): copy as is. */
-			size_t kl = strlen(kw);
-			if (o + kl + 1 > sizeof e->schema_ptr)
-				kl = sizeof e->schema_ptr - o - 1;
-			memcpy(e->schema_ptr + o, kw, kl);
-			e->schema_ptr[o + kl] = '\0';
-		}
-	}
+	e->schema_ptr[0] = '\0';
+	/* kw may already be a pointer tail ("type/1"): copied as is. */
+	if (!put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, base, 0) && kw && *kw &&
+	    !put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, "/", 0))
+		put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, kw, 0);
 	va_start(ap, fmt);
 	vsnprintf(e->message, sizeof e->message, fmt, ap);
 	va_end(ap);
+	/* Messages quote names and $refs from the documents: keep them one
+	 * line (a log line, a record field). */
+	for (char *m = e->message; *m; m++)
+		if ((unsigned char)*m < 0x20 || *m == 0x7f)
+			*m = '?';
 }
 
 static void render_instance(const struct jsv *v, char *out, size_t cap)
 {
 	size_t o = 0;
 	out[0] = '\0';
-	for (unsigned i = 0; i < v->nseg && o + 4 < cap; i++) {
-		out[o++] = '/';
-		if (v->seg[i].key) {
-			put_ptr(out, cap, &o, v->seg[i].key);
-		} else {
-			char num[24];
+	for (unsigned i = 0; i < v->nseg; i++) {
+		if (put_ptr(out, cap, &o, "/", 0))
+			return;
+		char num[24];
+		const char *tok = v->seg[i].key;
+		if (tok == NULL) {
 			snprintf(num, sizeof num, "%zu", v->seg[i].idx);
-			put_ptr(out, cap, &o, num);
+			tok = num;
 		}
+		if (put_ptr(out, cap, &o, tok, 1))
+			return;
 	}
-	out[o < cap ? o : cap - 1] = '\0';
 }
 
 /* Records a violation of n's keyword kw (unless quiet). Returns 0, so a
