@@ -744,14 +744,17 @@ static int32_t parse_group(struct parser *ps)
 	return n;
 }
 
-/* A decimal number at the current position (saturating); -1 when none. */
+/* A decimal number at the current position, saturating at 10^9 (any
+ * count that large is over the program cap, unless its operand is empty);
+ * -1 when there is none. */
 static int64_t decimal(struct parser *ps)
 {
 	int64_t v = -1;
 	int c;
 	while ((c = peek(ps)) >= '0' && c <= '9') {
 		v = v < 0 ? 0 : v;
-		v = v > 1000000000 ? v : v * 10 + (c - '0');
+		v = v * 10 + (c - '0');
+		v = v > 1000000000 ? 1000000000 : v;
 		ps->pos++;
 	}
 	return v;

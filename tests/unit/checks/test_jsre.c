@@ -455,6 +455,9 @@ static void test_limit_program(void **state)
 	refused("a{20000}", "repetition over", 1);
 	refused("(?:(?:a{100}){100}){100}", "repetition over", 19);
 	refused("a{0,99999999999999}", "repetition over", 1);
+	refused("a{4294967297}", "repetition over", 1); /* 2^32 + 1 saturates, never wraps */
+	MATCH("^(?:){4294967297,99999999999999}$", "");
+	refused("(?:){3,2}", "numbers out of order", 4);
 	/* ^a{19998} is 19999 instructions plus MATCH: the cap exactly */
 	char err[200];
 	struct jsre *re = jsre_compile("^a{19998}", 9, err, sizeof err);
