@@ -106,6 +106,26 @@
 #define LIMIT_JSCHEMA_MSG_BYTES     192
 /* ---- end of the JSON Schema validator's block ---------------------------- */
 
+/* JSON Schema regular expressions (checks/jsre.c): not configurable; a
+ * pattern over a compile-time cap is refused with a located reason, the
+ * schema's validator reports it. */
+/* Bytes of one pattern. Schema patterns are tens of bytes; this bounds the
+ * parser's node array before any other cap applies. */
+#define LIMIT_JSRE_PATTERN_BYTES    (32u * 1024)
+/* Instructions of one compiled pattern, counted repetition expanded
+ * (a{1000} is 1000, (?:a{1000}){1000} a million: refused). The VM's
+ * memory per search is a few words per instruction. */
+#define LIMIT_JSRE_PROGRAM          20000
+/* Code point ranges of all the character classes of one pattern (\p{L} is
+ * 684 of them; a class copied by a repetition is stored once). */
+#define LIMIT_JSRE_RANGES           65536
+/* Nesting of groups (the parser and the compiler recurse on it). */
+#define LIMIT_JSRE_DEPTH            128
+/* VM steps (an instruction visited or a thread stepped) in one search:
+ * about 20-60 ms. Past it jsre_search answers -1 (no guess); a small
+ * pattern gets there only on a subject of megabytes. */
+#define LIMIT_JSRE_STEPS            20000000u
+
 /* timeouts.connect_ms: TCP connect to an upstream; 502 past it. */
 #define TIMEOUT_CONNECT_MS          5000
 /* timeouts.request_ms: from sending a request upstream to its response
