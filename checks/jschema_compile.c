@@ -81,6 +81,20 @@ static void oom(struct jsc *c, const char *path)
 	fail(c, JSCHEMA_LIMIT, path, "", "out of memory");
 }
 
+static char *path_join(const char *path, const char *key);
+
+/* A finding at path/<key escaped>, naming keyword kw (static). */
+static void fail_key(struct jsc *c, enum jschema_code code, const char *path, const char *key,
+                     const char *kw, const char *msg, const char *detail)
+{
+	int first = !c->failed;
+	char *full = path_join(path, key);
+	fail(c, code, full ? full : path, "", "%s%.100s", msg, detail);
+	if (first && c->why)
+		c->why->keyword = kw;
+	free(full);
+}
+
 /* path + "/" + escaped key, owned by the caller. */
 static char *path_join(const char *path, const char *key)
 {
@@ -287,6 +301,141 @@ static void percent_decode(char *s)
 		}
 	}
 	*o = '\0';
+}
+
+/* ---- keyword presence --------------------------------------------------------------
+ * Each schema object's keys are looked up once in this sorted table; the
+ * walk then asks jansson only for keywords that are there (most of the
+ * compile time went to hashing absent keyword names). */
+
+enum kw_index {
+	K_S_anchor,
+	K_S_defs,
+	K_S_dynamicAnchor,
+	K_S_dynamicRef,
+	K_S_id,
+	K_S_ref,
+	K_additionalItems,
+	K_additionalProperties,
+	K_allOf,
+	K_anyOf,
+	K_const,
+	K_contains,
+	K_definitions,
+	K_dependencies,
+	K_dependentRequired,
+	K_dependentSchemas,
+	K_else,
+	K_enum,
+	K_exclusiveMaximum,
+	K_exclusiveMinimum,
+	K_format,
+	K_if,
+	K_items,
+	K_maxContains,
+	K_maxItems,
+	K_maxLength,
+	K_maxProperties,
+	K_maximum,
+	K_minContains,
+	K_minItems,
+	K_minLength,
+	K_minProperties,
+	K_minimum,
+	K_multipleOf,
+	K_not,
+	K_oneOf,
+	K_pattern,
+	K_patternProperties,
+	K_prefixItems,
+	K_properties,
+	K_propertyNames,
+	K_required,
+	K_then,
+	K_type,
+	K_unevaluatedItems,
+	K_unevaluatedProperties,
+	K_uniqueItems,
+	K_COUNT,
+};
+
+static const char *const kw_names[] = {
+	"$anchor",
+	"$defs",
+	"$dynamicAnchor",
+	"$dynamicRef",
+	"$id",
+	"$ref",
+	"additionalItems",
+	"additionalProperties",
+	"allOf",
+	"anyOf",
+	"const",
+	"contains",
+	"definitions",
+	"dependencies",
+	"dependentRequired",
+	"dependentSchemas",
+	"else",
+	"enum",
+	"exclusiveMaximum",
+	"exclusiveMinimum",
+	"format",
+	"if",
+	"items",
+	"maxContains",
+	"maxItems",
+	"maxLength",
+	"maxProperties",
+	"maximum",
+	"minContains",
+	"minItems",
+	"minLength",
+	"minProperties",
+	"minimum",
+	"multipleOf",
+	"not",
+	"oneOf",
+	"pattern",
+	"patternProperties",
+	"prefixItems",
+	"properties",
+	"propertyNames",
+	"required",
+	"then",
+	"type",
+	"unevaluatedItems",
+	"unevaluatedProperties",
+	"uniqueItems",
+};
+
+static uint64_t kw_mask(const json_t *j)
+{
+	uint64_t m = 0;
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)(uintptr_t)j, key, v) {
+		size_t lo = 0, hi = K_COUNT;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strcmp(key, kw_names[mid]);
+			if (c == 0) {
+				m |= 1ull << mid;
+				break;
+			}
+			if (c < 0)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	return m;
+}
+
+/* The value of keyword k in n's object, or NULL. */
+static const json_t *kw_get(const struct jsnode *n, const json_t *j, enum kw_index k)
+{
+	return (n->kwmask >> k) & 1 ? json_object_get(j, kw_names[k]) : NULL;
 }
 
 /* ---- registries ----------------------------------------------------------------- */
@@ -534,7 +683,8 @@ static int kw_properties(struct jsc *c, struct jsnode *n, const json_t *v, int d
 	json_object_foreach((json_t *)(uintptr_t)v, key, val) {
 		if (!is_schema(val)) {
 			char *p = path_join(n->path, "properties");
-			fail(c, JSCHEMA_INVALID, p ? p : n->path, key, "a property's schema must be an object or boolean");
+			fail_key(c, JSCHEMA_INVALID, p ? p : n->path, key, "properties",
+			         "a property's schema must be an object or boolean", "");
 			free(p);
 			return -1;
 		}
@@ -547,12 +697,14 @@ static int kw_properties(struct jsc *c, struct jsnode *n, const json_t *v, int d
 	return 0;
 }
 
-static struct jsre *compile_re(struct jsc *c, const char *path, const char *kw, const json_t *v)
+/* The pattern v, found at path/<key>; a refusal names keyword kw. */
+static struct jsre *compile_re(struct jsc *c, const char *path, const char *key, const char *kw,
+                               const json_t *v)
 {
 	char err[128] = "";
 	struct jsre *re = jsre_compile(json_string_value(v), json_string_length(v), err, sizeof err);
 	if (re == NULL)
-		fail(c, JSCHEMA_UNSUPPORTED, path, kw, "pattern not supported: %.100s", err);
+		fail_key(c, JSCHEMA_UNSUPPORTED, path, key, kw, "pattern not supported: ", err);
 	return re;
 }
 
@@ -576,12 +728,13 @@ static int kw_pattern_props(struct jsc *c, struct jsnode *n, const json_t *v, in
 			return -1;
 		}
 		if (!is_schema(val)) {
-			fail(c, JSCHEMA_INVALID, p, key, "a pattern's schema must be an object or boolean");
+			fail_key(c, JSCHEMA_INVALID, p, key, "patternProperties",
+			         "a pattern's schema must be an object or boolean", "");
 			free(p);
 			return -1;
 		}
 		json_t *ks = json_string(key);
-		struct jsre *re = ks ? compile_re(c, p, key, ks) : NULL;
+		struct jsre *re = ks ? compile_re(c, p, key, "patternProperties", ks) : NULL;
 		json_decref(ks);
 		free(p);
 		if (re == NULL) {
@@ -654,8 +807,8 @@ static int queue_ref(struct jsc *c, struct jsnode *n, const json_t *v, const cha
 static int identifiers(struct jsc *c, struct jsnode *n, const json_t *j, unsigned *res)
 {
 	int d7 = c->s->dialect == JSCHEMA_DRAFT7;
-	const json_t *id = json_object_get(j, "$id");
-	if (id && !(d7 && json_object_get(j, "$ref"))) {
+	const json_t *id = kw_get(n, j, K_S_id);
+	if (id && !(d7 && kw_get(n, j, K_S_ref))) {
 		char abs[URI_MAX];
 		if (!json_is_string(id)) {
 			fail(c, JSCHEMA_INVALID, n->path, "$id", "$id must be a string");
@@ -689,7 +842,7 @@ static int identifiers(struct jsc *c, struct jsnode *n, const json_t *j, unsigne
 	}
 	if (d7)
 		return 0;
-	const json_t *a = json_object_get(j, "$anchor");
+	const json_t *a = kw_get(n, j, K_S_anchor);
 	if (a) {
 		if (!json_is_string(a)) {
 			fail(c, JSCHEMA_INVALID, n->path, "$anchor", "$anchor must be a string");
@@ -700,7 +853,7 @@ static int identifiers(struct jsc *c, struct jsnode *n, const json_t *j, unsigne
 			return -1;
 		}
 	}
-	const json_t *da = json_object_get(j, "$dynamicAnchor");
+	const json_t *da = kw_get(n, j, K_S_dynamicAnchor);
 	if (da) {
 		if (!json_is_string(da)) {
 			fail(c, JSCHEMA_INVALID, n->path, "$dynamicAnchor", "$dynamicAnchor must be a string");
@@ -721,9 +874,9 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 	const json_t *v;
 	int d7 = c->s->dialect == JSCHEMA_DRAFT7;
 
-	if ((v = json_object_get(j, "type")) && kw_type(c, n, v))
+	if ((v = kw_get(n, j, K_type)) && kw_type(c, n, v))
 		return -1;
-	if ((v = json_object_get(j, "enum"))) {
+	if ((v = kw_get(n, j, K_enum))) {
 		if (!json_is_array(v)) {
 			fail(c, JSCHEMA_INVALID, n->path, "enum", "enum must be an array");
 			return -1;
@@ -731,11 +884,11 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 		n->enum_ = v;
 		n->has |= KW_ENUM;
 	}
-	if ((v = json_object_get(j, "const"))) {
+	if ((v = kw_get(n, j, K_const))) {
 		n->const_ = v;
 		n->has |= KW_CONST;
 	}
-	if ((v = json_object_get(j, "multipleOf"))) {
+	if ((v = kw_get(n, j, K_multipleOf))) {
 		if (!json_is_number(v) || json_number_value(v) <= 0) {
 			fail(c, JSCHEMA_INVALID, n->path, "multipleOf", "multipleOf must be a number > 0");
 			return -1;
@@ -745,16 +898,17 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 	}
 	static const struct {
 		const char *kw;
+		enum kw_index k;
 		size_t off;
 		uint32_t bit;
 	} nums[] = {
-		{"maximum", offsetof(struct jsnode, maximum), KW_MAX},
-		{"exclusiveMaximum", offsetof(struct jsnode, ex_maximum), KW_EXMAX},
-		{"minimum", offsetof(struct jsnode, minimum), KW_MIN},
-		{"exclusiveMinimum", offsetof(struct jsnode, ex_minimum), KW_EXMIN},
+		{"maximum", K_maximum, offsetof(struct jsnode, maximum), KW_MAX},
+		{"exclusiveMaximum", K_exclusiveMaximum, offsetof(struct jsnode, ex_maximum), KW_EXMAX},
+		{"minimum", K_minimum, offsetof(struct jsnode, minimum), KW_MIN},
+		{"exclusiveMinimum", K_exclusiveMinimum, offsetof(struct jsnode, ex_minimum), KW_EXMIN},
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-		if ((v = json_object_get(j, nums[i].kw)) == NULL)
+		if ((v = kw_get(n, j, nums[i].k)) == NULL)
 			continue;
 		if (!get_number(c, n, v, nums[i].kw))
 			return -1;
@@ -763,20 +917,21 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 	}
 	static const struct {
 		const char *kw;
+		enum kw_index k;
 		size_t off;
 		uint32_t bit;
 	} counts[] = {
-		{"maxLength", offsetof(struct jsnode, max_len), KW_MAXLEN | KW_STR_ANY},
-		{"minLength", offsetof(struct jsnode, min_len), KW_MINLEN | KW_STR_ANY},
-		{"maxItems", offsetof(struct jsnode, max_items), KW_MAXITEMS | KW_ARR_ANY},
-		{"minItems", offsetof(struct jsnode, min_items), KW_MINITEMS | KW_ARR_ANY},
-		{"maxProperties", offsetof(struct jsnode, max_props), KW_MAXPROPS | KW_OBJ_ANY},
-		{"minProperties", offsetof(struct jsnode, min_props), KW_MINPROPS | KW_OBJ_ANY},
-		{"minContains", offsetof(struct jsnode, min_contains), KW_MINCONTAINS},
-		{"maxContains", offsetof(struct jsnode, max_contains), KW_MAXCONTAINS},
+		{"maxLength", K_maxLength, offsetof(struct jsnode, max_len), KW_MAXLEN | KW_STR_ANY},
+		{"minLength", K_minLength, offsetof(struct jsnode, min_len), KW_MINLEN | KW_STR_ANY},
+		{"maxItems", K_maxItems, offsetof(struct jsnode, max_items), KW_MAXITEMS | KW_ARR_ANY},
+		{"minItems", K_minItems, offsetof(struct jsnode, min_items), KW_MINITEMS | KW_ARR_ANY},
+		{"maxProperties", K_maxProperties, offsetof(struct jsnode, max_props), KW_MAXPROPS | KW_OBJ_ANY},
+		{"minProperties", K_minProperties, offsetof(struct jsnode, min_props), KW_MINPROPS | KW_OBJ_ANY},
+		{"minContains", K_minContains, offsetof(struct jsnode, min_contains), KW_MINCONTAINS},
+		{"maxContains", K_maxContains, offsetof(struct jsnode, max_contains), KW_MAXCONTAINS},
 	};
 	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-		if ((v = json_object_get(j, counts[i].kw)) == NULL)
+		if ((v = kw_get(n, j, counts[i].k)) == NULL)
 			continue;
 		if (d7 && (counts[i].bit & (KW_MINCONTAINS | KW_MAXCONTAINS)))
 			continue;
@@ -784,16 +939,16 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 			return -1;
 		n->has |= counts[i].bit;
 	}
-	if ((v = json_object_get(j, "pattern"))) {
+	if ((v = kw_get(n, j, K_pattern))) {
 		if (!json_is_string(v)) {
 			fail(c, JSCHEMA_INVALID, n->path, "pattern", "pattern must be a string");
 			return -1;
 		}
-		if ((n->pattern = compile_re(c, n->path, "pattern", v)) == NULL)
+		if ((n->pattern = compile_re(c, n->path, "pattern", "pattern", v)) == NULL)
 			return -1;
 		n->has |= KW_STR_ANY;
 	}
-	if ((v = json_object_get(j, "format"))) {
+	if ((v = kw_get(n, j, K_format))) {
 		if (!json_is_string(v)) {
 			fail(c, JSCHEMA_INVALID, n->path, "format", "format must be a string");
 			return -1;
@@ -803,7 +958,7 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 		if ((c->s->flags & JSCHEMA_FORMAT_ASSERT) && n->format != JF_OTHER)
 			n->has |= KW_FORMAT | KW_STR_ANY;
 	}
-	if ((v = json_object_get(j, "uniqueItems"))) {
+	if ((v = kw_get(n, j, K_uniqueItems))) {
 		if (!json_is_boolean(v)) {
 			fail(c, JSCHEMA_INVALID, n->path, "uniqueItems", "uniqueItems must be a boolean");
 			return -1;
@@ -811,52 +966,53 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 		if (json_is_true(v))
 			n->has |= KW_UNIQUE | KW_ARR_ANY;
 	}
-	if ((v = json_object_get(j, "required"))) {
+	if ((v = kw_get(n, j, K_required))) {
 		if (string_array(c, n, v, "required"))
 			return -1;
 		n->required = v;
 		n->has |= KW_REQUIRED | KW_OBJ_ANY;
 	}
-	if ((v = json_object_get(j, "properties")) && kw_properties(c, n, v, depth))
+	if ((v = kw_get(n, j, K_properties)) && kw_properties(c, n, v, depth))
 		return -1;
-	if ((v = json_object_get(j, "patternProperties")) && kw_pattern_props(c, n, v, depth))
+	if ((v = kw_get(n, j, K_patternProperties)) && kw_pattern_props(c, n, v, depth))
 		return -1;
-	if ((v = json_object_get(j, "additionalProperties")) &&
+	if ((v = kw_get(n, j, K_additionalProperties)) &&
 	    one_schema(c, n, v, "additionalProperties", &n->addl_props, depth))
 		return -1;
-	if ((v = json_object_get(j, "propertyNames")) &&
+	if ((v = kw_get(n, j, K_propertyNames)) &&
 	    one_schema(c, n, v, "propertyNames", &n->prop_names, depth))
 		return -1;
 	if (n->nprops || n->npats || n->addl_props || n->prop_names)
 		n->has |= KW_OBJ_ANY;
-	if ((v = json_object_get(j, "contains")) && one_schema(c, n, v, "contains", &n->contains, depth))
+	if ((v = kw_get(n, j, K_contains)) && one_schema(c, n, v, "contains", &n->contains, depth))
 		return -1;
-	if ((v = json_object_get(j, "allOf")) &&
+	if ((v = kw_get(n, j, K_allOf)) &&
 	    schema_list(c, n, v, "allOf", &n->all_of, &n->nall_of, depth, 0))
 		return -1;
-	if ((v = json_object_get(j, "anyOf")) &&
+	if ((v = kw_get(n, j, K_anyOf)) &&
 	    schema_list(c, n, v, "anyOf", &n->any_of, &n->nany_of, depth, 0))
 		return -1;
-	if ((v = json_object_get(j, "oneOf")) &&
+	if ((v = kw_get(n, j, K_oneOf)) &&
 	    schema_list(c, n, v, "oneOf", &n->one_of, &n->none_of, depth, 0))
 		return -1;
-	if ((v = json_object_get(j, "not")) && one_schema(c, n, v, "not", &n->not_, depth))
+	if ((v = kw_get(n, j, K_not)) && one_schema(c, n, v, "not", &n->not_, depth))
 		return -1;
-	if ((v = json_object_get(j, "if"))) {
+	if ((v = kw_get(n, j, K_if))) {
 		if (one_schema(c, n, v, "if", &n->if_, depth))
 			return -1;
-		if ((v = json_object_get(j, "then")) && one_schema(c, n, v, "then", &n->then_, depth))
+		if ((v = kw_get(n, j, K_then)) && one_schema(c, n, v, "then", &n->then_, depth))
 			return -1;
-		if ((v = json_object_get(j, "else")) && one_schema(c, n, v, "else", &n->else_, depth))
+		if ((v = kw_get(n, j, K_else)) && one_schema(c, n, v, "else", &n->else_, depth))
 			return -1;
 	}
 	/* Keywords under definitions/$defs are compiled so $refs into them
 	 * find their node, base URI and anchors. */
 	const char *defs_kw[] = {"$defs", "definitions"};
+	const enum kw_index defs_k[] = {K_S_defs, K_definitions};
 	for (size_t i = 0; i < 2; i++) {
 		const char *key;
 		const json_t *val;
-		if ((v = json_object_get(j, defs_kw[i])) == NULL)
+		if ((v = kw_get(n, j, defs_k[i])) == NULL)
 			continue;
 		if (!json_is_object(v)) {
 			fail(c, JSCHEMA_INVALID, n->path, defs_kw[i], "%s must be an object", defs_kw[i]);
@@ -878,18 +1034,18 @@ static int kw_common(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 static int kw_draft7(struct jsc *c, struct jsnode *n, const json_t *j, int depth)
 {
 	const json_t *v;
-	if ((v = json_object_get(j, "items"))) {
+	if ((v = kw_get(n, j, K_items))) {
 		if (json_is_array(v)) {
 			if (schema_list(c, n, v, "items", &n->prefix, &n->nprefix, depth, 1))
 				return -1;
-			if ((v = json_object_get(j, "additionalItems")) &&
+			if ((v = kw_get(n, j, K_additionalItems)) &&
 			    one_schema(c, n, v, "additionalItems", &n->addl_items, depth))
 				return -1;
 		} else if (one_schema(c, n, v, "items", &n->items, depth)) {
 			return -1;
 		}
 	}
-	if ((v = json_object_get(j, "dependencies")) && kw_deps(c, n, v, "dependencies", 1, 1, depth))
+	if ((v = kw_get(n, j, K_dependencies)) && kw_deps(c, n, v, "dependencies", 1, 1, depth))
 		return -1;
 	return 0;
 }
@@ -897,30 +1053,30 @@ static int kw_draft7(struct jsc *c, struct jsnode *n, const json_t *j, int depth
 static int kw_2020(struct jsc *c, struct jsnode *n, const json_t *j, int depth)
 {
 	const json_t *v;
-	if ((v = json_object_get(j, "prefixItems")) &&
+	if ((v = kw_get(n, j, K_prefixItems)) &&
 	    schema_list(c, n, v, "prefixItems", &n->prefix, &n->nprefix, depth, 0))
 		return -1;
-	if ((v = json_object_get(j, "items")) && one_schema(c, n, v, "items", &n->items, depth))
+	if ((v = kw_get(n, j, K_items)) && one_schema(c, n, v, "items", &n->items, depth))
 		return -1;
-	if ((v = json_object_get(j, "dependentRequired")) &&
+	if ((v = kw_get(n, j, K_dependentRequired)) &&
 	    kw_deps(c, n, v, "dependentRequired", 1, 0, depth))
 		return -1;
-	if ((v = json_object_get(j, "dependentSchemas")) &&
+	if ((v = kw_get(n, j, K_dependentSchemas)) &&
 	    kw_deps(c, n, v, "dependentSchemas", 0, 1, depth))
 		return -1;
-	if ((v = json_object_get(j, "unevaluatedProperties")) &&
+	if ((v = kw_get(n, j, K_unevaluatedProperties)) &&
 	    one_schema(c, n, v, "unevaluatedProperties", &n->uneval_props, depth))
 		return -1;
-	if ((v = json_object_get(j, "unevaluatedItems")) &&
+	if ((v = kw_get(n, j, K_unevaluatedItems)) &&
 	    one_schema(c, n, v, "unevaluatedItems", &n->uneval_items, depth))
 		return -1;
 	if (n->uneval_props || n->uneval_items)
 		n->has |= KW_NEEDS_EV;
 	/* draft-07's dependencies, kept by 2020-12 implementations for
 	 * compatibility (the suite's optional/dependencies-compatibility). */
-	if ((v = json_object_get(j, "dependencies")) && kw_deps(c, n, v, "dependencies", 1, 1, depth))
+	if ((v = kw_get(n, j, K_dependencies)) && kw_deps(c, n, v, "dependencies", 1, 1, depth))
 		return -1;
-	if ((v = json_object_get(j, "$dynamicRef")) && queue_ref(c, n, v, "$dynamicRef", 1))
+	if ((v = kw_get(n, j, K_S_dynamicRef)) && queue_ref(c, n, v, "$dynamicRef", 1))
 		return -1;
 	return 0;
 }
@@ -940,6 +1096,7 @@ static struct jsnode *walk(struct jsc *c, const json_t *j, char *path, unsigned 
 		fail(c, JSCHEMA_INVALID, n->path, "", "a schema must be an object or a boolean");
 		return NULL;
 	}
+	n->kwmask = kw_mask(j);
 	if (depth > LIMIT_JSCHEMA_SCHEMA_DEPTH) {
 		fail(c, JSCHEMA_LIMIT, n->path, "", "subschemas nested deeper than %d (LIMIT_JSCHEMA_SCHEMA_DEPTH)",
 		     LIMIT_JSCHEMA_SCHEMA_DEPTH);
@@ -947,7 +1104,7 @@ static struct jsnode *walk(struct jsc *c, const json_t *j, char *path, unsigned 
 	}
 	if (identifiers(c, n, j, &res))
 		return NULL;
-	const json_t *ref = json_object_get(j, "$ref");
+	const json_t *ref = kw_get(n, j, K_S_ref);
 	if (ref && queue_ref(c, n, ref, "$ref", 0))
 		return NULL;
 	/* draft-07: "All other properties in a "$ref" object MUST be ignored." */

@@ -119,6 +119,7 @@ struct jsnode {
 	unsigned resource;      /* index into jschema.res: its base URI */
 	char *path;             /* owned: JSON Pointer from the document root */
 	const json_t *src;      /* borrowed: this subschema's JSON */
+	uint64_t kwmask;        /* compile only: which keywords the object has */
 
 	const json_t *enum_, *const_;
 	const json_t *multiple_of, *maximum, *ex_maximum, *minimum, *ex_minimum;

@@ -347,6 +347,56 @@ static void test_long_pointer_truncated(void **state)
 	free(inst);
 }
 
+/* Regression (fuzz_jschema, corpus crash-control-char-in-message): a
+ * message quoting a $ref with a newline stays one line. */
+static void test_regress_message_one_line(void **state)
+{
+	(void)state;
+	struct jschema_error e = compile_err("{'$ref':'#no\\nsuch'}", JSCHEMA_2020_12);
+	assert_non_null(strstr(e.message, "no?such"));
+	for (const char *m = e.message; *m; m++)
+		assert_true((unsigned char)*m >= 0x20);
+}
+
+/* Regression (fuzz_jschema, corpus crash-pointer-cut-in-escape): a pointer
+ * cut at LIMIT_JSCHEMA_PTR_BYTES never splits a ~1 escape. */
+static void test_regress_truncation_keeps_escapes(void **state)
+{
+	(void)state;
+	for (size_t pad = 0; pad < 4; pad++) {
+		char key[600], schema[800];
+		memset(key, 'p', pad);
+		for (size_t i = pad; i < sizeof key - 1; i++)
+			key[i] = '/';
+		key[sizeof key - 1] = '\0';
+		snprintf(schema, sizeof schema, "{'properties':{'%s':false}}", key);
+		char inst[800];
+		snprintf(inst, sizeof inst, "{'%s':1}", key);
+		struct jschema_error e = one_error(schema, inst);
+		for (const char *p = e.instance_ptr; *p; p++)
+			if (*p == '~')
+				assert_true(p[1] == '0' || p[1] == '1');
+		for (const char *p = e.schema_ptr; *p; p++)
+			if (*p == '~')
+				assert_true(p[1] == '0' || p[1] == '1');
+		assert_non_null(strstr(e.instance_ptr, "..."));
+	}
+}
+
+/* Regression (fuzz_jschema, corpus crash-tilde-in-pattern-key): the
+ * pointer of a bad patternProperties entry escapes its key. */
+static void test_regress_pattern_key_escaped(void **state)
+{
+	(void)state;
+	struct jschema_error e = compile_err("{'patternProperties':{'a~b/c':3}}", JSCHEMA_2020_12);
+	assert_string_equal(e.schema_ptr, "/patternProperties/a~0b~1c");
+	assert_string_equal(e.keyword, "patternProperties");
+	e = compile_err("{'properties':{'x':{'pattern':'(a)\\\\1'}}}", JSCHEMA_2020_12);
+	assert_int_equal(e.code, JSCHEMA_UNSUPPORTED);
+	assert_string_equal(e.schema_ptr, "/properties/x/pattern");
+	assert_string_equal(e.keyword, "pattern");
+}
+
 /* ---- compile findings --------------------------------------------------------------- */
 
 static void test_compile_findings(void **state)
@@ -523,6 +573,9 @@ int main(void)
 		cmocka_unit_test(test_error_pointers),
 		cmocka_unit_test(test_error_count_and_cap),
 		cmocka_unit_test(test_long_pointer_truncated),
+		cmocka_unit_test(test_regress_message_one_line),
+		cmocka_unit_test(test_regress_truncation_keeps_escapes),
+		cmocka_unit_test(test_regress_pattern_key_escaped),
 		cmocka_unit_test(test_compile_findings),
 		cmocka_unit_test(test_dialects),
 		cmocka_unit_test(test_ref_cycle_is_a_finding),
