@@ -178,6 +178,15 @@ struct jschema {
 	size_t nanchors, capanchors;
 };
 
+/* jschema_uri.c. The target of reference ref against base (both
+ * NUL-terminated) into out (JSCHEMA_URI_MAX bytes); -1 when too long. */
+#define JSCHEMA_URI_MAX 1024
+int jschema_uri_resolve(const char *base, const char *ref, char *out);
+/* Cuts uri at '#' (uri keeps the document); returns the fragment or NULL. */
+char *jschema_uri_split_frag(char *uri);
+/* %XX -> byte, in place. */
+void jschema_uri_percent_decode(char *s);
+
 /* jschema_format.c: 1 when s[0..len) is a valid instance of format f. */
 int jschema_format_ok(enum jschema_fmt f, const char *s, size_t len);
 enum jschema_fmt jschema_format_of(const char *name);

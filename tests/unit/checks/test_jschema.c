@@ -228,6 +228,18 @@ static void test_refs(void **state)
 	assert_true(valid("{'$id':'http://e.com/root','$defs':{'a':{'$id':'a.json','type':'null'}},"
 	                  "'$ref':'http://e.com/a.json'}",
 	                  "null"));
+	/* Relative $id and $ref resolve against the base URI (RFC 3986). */
+	const char *rel = "{'$id':'http://e.com/a/b.json','$defs':{'x':{'$id':'../c/d.json?q#','type':'null'}},"
+	                  "'properties':{'p':{'$ref':'/c/./d.json?q'},'u':{'$ref':'urn:x#/a'}}}";
+	struct jschema_error e = compile_err(rel, JSCHEMA_2020_12);
+	assert_int_equal(e.code, JSCHEMA_REMOTE_REF);
+	assert_string_equal(e.schema_ptr, "/properties/u/$ref");
+	assert_true(valid("{'$id':'http://e.com/a/b.json','$defs':{'x':{'$id':'../c/d.json?q#','type':'null'}},"
+	                  "'properties':{'p':{'$ref':'/c/./d.json?q'}}}", "{'p':null}"));
+	assert_false(valid("{'$id':'http://e.com/a/b.json','$defs':{'x':{'$id':'../c/d.json?q#','type':'null'}},"
+	                   "'properties':{'p':{'$ref':'/c/./d.json?q'}}}", "{'p':1}"));
+	assert_false(valid("{'$id':'urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed','$defs':{'b':{'type':'null'}},"
+	                   "'$ref':'urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed#/$defs/b'}", "1"));
 	/* A recursive schema on a deep instance. */
 	const char *tree = "{'type':'object','properties':{'kids':{'type':'array','items':{'$ref':'#'}}}}";
 	assert_true(valid(tree, "{'kids':[{'kids':[{}]}]}"));
