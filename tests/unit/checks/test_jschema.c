@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include <cmocka.h>
 #include <jansson.h>
 
@@ -568,6 +570,49 @@ static void test_shared_schema_survives_caller(void **state)
 	jschema_free(NULL);
 }
 
+/* One compiled schema validated from several threads at once: the same
+ * answers as alone (nothing in the compiled form is written). */
+struct shared_run {
+	const struct jschema *s;
+	json_t *ok, *bad;
+	int wrong;
+};
+
+static void *validate_many(void *arg)
+{
+	struct shared_run *r = arg;
+	for (int i = 0; i < 2000; i++) {
+		struct jschema_error e[2];
+		if (jschema_validate(r->s, r->ok, e, 2) != 0 || jschema_validate(r->s, r->bad, e, 2) != 2 ||
+		    strcmp(e[1].instance_ptr, "/n") != 0 || jschema_valid(r->s, r->bad) != 0)
+			r->wrong++;
+	}
+	return NULL;
+}
+
+static void test_shared_across_threads(void **state)
+{
+	(void)state;
+	struct jschema *s = compile_ok("{'$defs':{'n':{'type':'integer','minimum':0}},'properties':{"
+	                               "'p':{'pattern':'^/[a-z]+$'},'n':{'$ref':'#/$defs/n'}},"
+	                               "'unevaluatedProperties':false}",
+	                               JSCHEMA_2020_12, 0);
+	struct shared_run runs[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		runs[i] = (struct shared_run){.s = s, .ok = th_json("{'p':'/abc','n':3}"),
+		                              .bad = th_json("{'p':'abc','n':-1}")};
+		assert_int_equal(pthread_create(&th[i], NULL, validate_many, &runs[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(runs[i].wrong, 0);
+		json_decref(runs[i].ok);
+		json_decref(runs[i].bad);
+	}
+	jschema_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -595,6 +640,7 @@ int main(void)
 		cmocka_unit_test(test_depth_limits),
 		cmocka_unit_test(test_node_limit),
 		cmocka_unit_test(test_shared_schema_survives_caller),
+		cmocka_unit_test(test_shared_across_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
