@@ -609,6 +609,11 @@ static int queue_ref(struct jsc *c, struct jsnode *n, const json_t *v, const cha
 		fail(c, JSCHEMA_INVALID, n->path, kw, "%s must be a string", kw);
 		return -1;
 	}
+	if (c->nq >= LIMIT_JSCHEMA_REFS) {
+		fail(c, JSCHEMA_LIMIT, n->path, kw, "more than %d $ref/$dynamicRef (LIMIT_JSCHEMA_REFS)",
+		     LIMIT_JSCHEMA_REFS);
+		return -1;
+	}
 	if (grow((void **)&c->q, &c->capq, c->nq + 1, sizeof *c->q)) {
 		oom(c, n->path);
 		return -1;
@@ -621,6 +626,11 @@ static int queue_ref(struct jsc *c, struct jsnode *n, const json_t *v, const cha
  * index through *res). */
 static int identifiers(struct jsc *c, struct jsnode *n, const json_t *j, unsigned *res)
 {
+	if (c->s->nres + c->s->nanchors >= LIMIT_JSCHEMA_IDS) {
+		fail(c, JSCHEMA_LIMIT, n->path, "", "more than %d $id/$anchor/$dynamicAnchor (LIMIT_JSCHEMA_IDS)",
+		     LIMIT_JSCHEMA_IDS);
+		return -1;
+	}
 	int d7 = c->s->dialect == JSCHEMA_DRAFT7;
 	const json_t *id = kw_get(n, j, K_S_id);
 	if (id && !(d7 && kw_get(n, j, K_S_ref))) {

@@ -762,11 +762,13 @@ static int vref(struct jsv *v, const struct jsnode *n, const struct jsnode *t, c
 
 /* $dynamicRef: the outermost resource of the dynamic scope with a
  * $dynamicAnchor of that name, else the static target. */
-static const struct jsnode *dyn_target(const struct jsv *v, const struct jsnode *n)
+static const struct jsnode *dyn_target(struct jsv *v, const struct jsnode *n)
 {
 	if (n->dynref_name == NULL)
 		return n->dynref;
 	const struct jschema *s = v->s;
+	/* The scan's cost, in steps: bounded like everything else. */
+	v->steps += v->nscope * (1 + s->nanchors / 8);
 	for (unsigned i = 0; i < v->nscope; i++)
 		for (size_t k = 0; k < s->nanchors; k++)
 			if (s->anchors[k].dynamic && s->anchors[k].resource == v->scope[i] &&
@@ -953,6 +955,11 @@ static int run(const struct jschema *s, const json_t *x, struct jschema_error *o
                int quiet)
 {
 	/* On the stack (about 12 KiB): no allocation for a plain validation. */
+	if (s == NULL || x == NULL) {
+		if (out && n)
+			jschema_set_error(&out[0], JSCHEMA_LIMIT, "", "", "no schema or no instance");
+		return -1;
+	}
 	struct jsv vs, *v = &vs;
 	v->s = s;
 	v->out = out;

@@ -90,6 +90,11 @@
 /* Subschemas (compiled nodes) in one schema document, lazily compiled
  * $ref targets included (compile). */
 #define LIMIT_JSCHEMA_NODES         20000
+/* $ref/$dynamicRef keywords in one schema document, and identifiers
+ * ($id resources plus anchors): resolving each is a scan, so these bound
+ * compile time on a hostile listing (tool schemas have a handful). */
+#define LIMIT_JSCHEMA_REFS          1024
+#define LIMIT_JSCHEMA_IDS           1024
 /* $ref/$dynamicRef frames nested in one validation: bounds recursive
  * schemas on deep instances; a cycle that makes no progress on the
  * instance is caught before it (the same subschema at the same instance

@@ -559,6 +559,34 @@ static void test_node_limit(void **state)
 	json_decref(schema);
 }
 
+static void test_ref_and_id_limits(void **state)
+{
+	(void)state;
+	json_t *all = json_array();
+	for (int i = 0; i < LIMIT_JSCHEMA_REFS + 1; i++)
+		json_array_append_new(all, json_pack("{s:s}", "$ref", "#"));
+	json_t *schema = json_pack("{s:o}", "allOf", all);
+	struct jschema_error e;
+	assert_null(jschema_compile(schema, JSCHEMA_2020_12, 0, &e));
+	assert_int_equal(e.code, JSCHEMA_LIMIT);
+	assert_non_null(strstr(e.message, "LIMIT_JSCHEMA_REFS"));
+	json_decref(schema);
+
+	json_t *defs = json_object();
+	for (int i = 0; i < LIMIT_JSCHEMA_IDS + 1; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "a%d", i);
+		json_object_set_new(defs, k, json_pack("{s:s}", "$anchor", k));
+	}
+	schema = json_pack("{s:o}", "$defs", defs);
+	assert_null(jschema_compile(schema, JSCHEMA_2020_12, 0, &e));
+	assert_non_null(strstr(e.message, "LIMIT_JSCHEMA_IDS"));
+	json_decref(schema);
+	/* No schema or no instance: a limit finding, not a crash. */
+	assert_int_equal(jschema_validate(NULL, NULL, &e, 1), -1);
+	assert_int_equal(e.code, JSCHEMA_LIMIT);
+}
+
 static void test_shared_schema_survives_caller(void **state)
 {
 	(void)state;
@@ -639,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_step_limit),
 		cmocka_unit_test(test_depth_limits),
 		cmocka_unit_test(test_node_limit),
+		cmocka_unit_test(test_ref_and_id_limits),
 		cmocka_unit_test(test_shared_schema_survives_caller),
 		cmocka_unit_test(test_shared_across_threads),
 	};
