@@ -51,10 +51,12 @@ enum jschema_code {
 };
 
 /* One finding, bounded (no allocation, nothing borrowed but keyword, which
- * is a static string or points into the compiled schema). instance_ptr and
- * schema_ptr are RFC 6901 JSON Pointers ("" is the root); schema_ptr names
- * the keyword ("/properties/a/type"). Compile findings leave instance_ptr
- * empty. Pointers past LIMIT_JSCHEMA_PTR_BYTES end in "...". */
+ * is a static string or points into the compiled schema, and is never
+ * NULL: "" for a finding about a whole subschema, "false" for the boolean
+ * schema false). instance_ptr and schema_ptr are RFC 6901 JSON Pointers
+ * ("" is the root); schema_ptr names the keyword ("/properties/a/type").
+ * Compile findings leave instance_ptr empty. Pointers past
+ * LIMIT_JSCHEMA_PTR_BYTES end in "..."; messages are one line. */
 struct jschema_error {
 	enum jschema_code code;
 	const char *keyword;

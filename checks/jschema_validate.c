@@ -123,7 +123,7 @@ void jschema_set_error(struct jschema_error *e, enum jschema_code code, const ch
 	if (e == NULL)
 		return;
 	e->code = code;
-	e->keyword = kw && *kw ? kw : NULL;
+	e->keyword = kw ? kw : "";
 	e->schema_ptr[0] = '\0';
 	/* kw may already be a pointer tail ("type/1"): copied as is. */
 	if (!put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, base, 0) && kw && *kw &&
@@ -864,7 +864,14 @@ static int vkeywords(struct jsv *v, const struct jsnode *n, const json_t *x, str
 			return ok;
 	}
 	if ((n->has & KW_TYPE) && !type_ok(n->types, x)) {
-		violation(v, n, "type", "%s is not allowed here", type_name(x));
+		char want[80] = "";
+		static const char *const names[] = {"null",   "boolean", "object", "array",
+		                                    "number", "string",  "integer"};
+		for (unsigned b = 0; b < 7; b++)
+			if (n->types & (1u << b))
+				snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s",
+				         want[0] ? " or " : "", names[b]);
+		violation(v, n, "type", "%s where %s is expected", type_name(x), want);
 		if (v->quiet)
 			return 0;
 		ok = 0;
@@ -918,7 +925,14 @@ static int vnode(struct jsv *v, const struct jsnode *n, const json_t *x, struct 
 	if (n->kind == JSN_TRUE)
 		return 1;
 	if (n->kind == JSN_FALSE)
-		return violation(v, n, "", "the schema false allows nothing");
+	{
+		size_t before = v->nerr;
+		violation(v, n, "", "the schema false allows nothing");
+		/* The pointer is the subschema itself; the keyword names it. */
+		if (v->nerr > before && v->nerr <= v->n && v->out)
+			v->out[v->nerr - 1].keyword = "false";
+		return 0;
+	}
 	if (++v->steps > LIMIT_JSCHEMA_STEPS)
 		return limit(v, n, "", "more than LIMIT_JSCHEMA_STEPS work units");
 	if (v->depth >= LIMIT_JSCHEMA_EVAL_DEPTH - 1 || v->nseg >= LIMIT_JSCHEMA_EVAL_DEPTH - 1)

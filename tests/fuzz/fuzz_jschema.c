@@ -14,7 +14,7 @@
  *     some is invalid, and a limit hit by the fast path is a limit for the
  *     full walk too (which does at least the same work).
  *  3. Every finding written is well formed: code VIOLATION (or LIMIT in
- *     out[0] with -1), a keyword pointer and instance pointer of pointer
+ *     out[0] with -1), a keyword (never NULL), a keyword pointer and instance pointer of pointer
  *     syntax, a one-line message; never more written than asked for.
  *  4. Validation is deterministic: the same answer twice, also with a
  *     smaller output array.
@@ -83,6 +83,7 @@ static int pointer_ok(const char *p, size_t cap)
 static void check_error(const struct jschema_error *e, int limit)
 {
 	CHECK(e->code == (limit ? JSCHEMA_LIMIT : JSCHEMA_VIOLATION));
+	CHECK(e->keyword != NULL);
 	CHECK(one_line(e->message, sizeof e->message) && e->message[0]);
 	CHECK(pointer_ok(e->schema_ptr, sizeof e->schema_ptr));
 	CHECK(pointer_ok(e->instance_ptr, sizeof e->instance_ptr));
@@ -138,6 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				CHECK(one_line(why.message, sizeof why.message) && why.message[0]);
 				CHECK(pointer_ok(why.schema_ptr, sizeof why.schema_ptr));
 				CHECK(why.instance_ptr[0] == '\0');
+				CHECK(why.keyword != NULL);
 				continue;
 			}
 			/* Compiling is deterministic, and why may be NULL. */

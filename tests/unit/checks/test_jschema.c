@@ -327,6 +327,14 @@ static void test_error_pointers(void **state)
 	assert_string_equal(e.schema_ptr, "/$defs/n/minimum");
 	assert_string_equal(e.instance_ptr, "/v");
 
+	e = one_error("{'properties':{'a':false}}", "{'a':1}");
+	assert_string_equal(e.schema_ptr, "/properties/a");
+	assert_string_equal(e.keyword, "false");
+	assert_string_equal(e.instance_ptr, "/a");
+
+	e = one_error("{'type':['string','null']}", "1.5");
+	assert_string_equal(e.message, "number where null or string is expected");
+
 	/* anyOf is one violation, not one per branch. */
 	e = one_error("{'anyOf':[{'type':'string'},{'type':'null'}]}", "1");
 	assert_string_equal(e.keyword, "anyOf");
