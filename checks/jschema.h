@@ -22,7 +22,11 @@
  * "patternProperties" use checks/jsre.h (ECMA-262 subset, step-bounded).
  *
  * Not here: remote documents and meta-schema validation of the schema
- * itself ($vocabulary is ignored), content* assertions, "default".
+ * itself ($vocabulary is ignored; a "$schema" below the root is too: one
+ * dialect per document), content* assertions, "default". The keyword
+ * values are checked as far as evaluation needs (a misspelt type, a
+ * non-array enum, a $ref to nowhere are JSCHEMA_INVALID with the pointer
+ * of the first bad keyword), not against the meta-schema in full.
  */
 #ifndef MCPWARDEN_CHECKS_JSCHEMA_H
 #define MCPWARDEN_CHECKS_JSCHEMA_H
@@ -87,6 +91,12 @@ int jschema_validate(const struct jschema *s, const json_t *instance, struct jsc
 /* Like jschema_validate() but answers only valid (1), invalid (0) or
  * limit hit (-1); stops at the first violation (the fast path). */
 int jschema_valid(const struct jschema *s, const json_t *instance);
+
+/* The default dialect of an MCP protocol version ("2025-06-18"): draft-07
+ * up to 2025-06-18, 2020-12 from 2025-11-25 (SEP-1613) and for any later
+ * version; NULL or a version that is not a YYYY-MM-DD date: draft-07 (the
+ * dialect the first versions' schemas were generated in). */
+enum jschema_dialect jschema_dialect_for_era(const char *protocol_version);
 
 /* The dialect the schema was compiled in. */
 enum jschema_dialect jschema_dialect_of(const struct jschema *s);

@@ -1123,6 +1123,17 @@ fail:
 	return NULL;
 }
 
+enum jschema_dialect jschema_dialect_for_era(const char *v)
+{
+	/* Versions are dates, so they compare as strings. */
+	if (v == NULL || strlen(v) != 10 || v[4] != '-' || v[7] != '-')
+		return JSCHEMA_DRAFT7;
+	for (size_t i = 0; i < 10; i++)
+		if (i != 4 && i != 7 && (v[i] < '0' || v[i] > '9'))
+			return JSCHEMA_DRAFT7;
+	return strcmp(v, "2025-11-25") >= 0 ? JSCHEMA_2020_12 : JSCHEMA_DRAFT7;
+}
+
 enum jschema_dialect jschema_dialect_of(const struct jschema *s)
 {
 	return s->dialect;

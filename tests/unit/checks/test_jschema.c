@@ -476,6 +476,16 @@ static void test_dialects(void **state)
 	assert_string_equal(e.keyword, "$schema");
 	e = compile_err("{'$schema':'https://json-schema.org/draft/2019-09/schema'}", JSCHEMA_DRAFT7);
 	assert_int_equal(e.code, JSCHEMA_UNSUPPORTED);
+	e = compile_err("{'$schema':3}", JSCHEMA_DRAFT7);
+	assert_int_equal(e.code, JSCHEMA_UNSUPPORTED);
+	/* The era's default. */
+	assert_int_equal(jschema_dialect_for_era("2024-11-05"), JSCHEMA_DRAFT7);
+	assert_int_equal(jschema_dialect_for_era("2025-03-26"), JSCHEMA_DRAFT7);
+	assert_int_equal(jschema_dialect_for_era("2025-06-18"), JSCHEMA_DRAFT7);
+	assert_int_equal(jschema_dialect_for_era("2025-11-25"), JSCHEMA_2020_12);
+	assert_int_equal(jschema_dialect_for_era("2026-07-28"), JSCHEMA_2020_12);
+	assert_int_equal(jschema_dialect_for_era(NULL), JSCHEMA_DRAFT7);
+	assert_int_equal(jschema_dialect_for_era("DRAFT-2026-v1"), JSCHEMA_DRAFT7);
 }
 
 /* ---- limits -------------------------------------------------------------------------- */
