@@ -233,25 +233,36 @@ static int uri_ok(const char *s, size_t len)
 			return 0;
 		}
 	}
-	/* The authority, when there is one, holds at most one '@' and a
-	 * bracketed or plain host. */
-	const char *p = memchr(s, ':', len);
-	if (p && (size_t)(p - s) + 2 < len && p[1] == '/' && p[2] == '/') {
-		const char *a = p + 3, *end = s + len;
-		const char *e = a;
+	/* One '#' at most (the fragment holds none), and brackets only around
+	 * an IP literal host in the authority. */
+	const char *hash = memchr(s, '#', len);
+	if (hash && memchr(hash + 1, '#', len - (size_t)(hash + 1 - s)))
+		return 0;
+	const char *p = memchr(s, ':', len), *end = s + len;
+	const char *h = NULL, *e = p + 1;
+	if ((size_t)(p - s) + 2 < len && p[1] == '/' && p[2] == '/') {
+		const char *a = p + 3;
+		e = a;
 		while (e < end && *e != '/' && *e != '?' && *e != '#')
 			e++;
-		const char *h = memrchr(a, '@', (size_t)(e - a));
+		h = memrchr(a, '@', (size_t)(e - a));
 		h = h ? h + 1 : a;
 		if (h < e && *h == '[') {
 			const char *rb = memchr(h, ']', (size_t)(e - h));
-			if (rb == NULL)
+			if (rb == NULL || memchr(h + 1, '[', (size_t)(rb - h - 1)) ||
+			    memchr(rb + 1, ']', (size_t)(e - rb - 1)) || memchr(rb + 1, '[', (size_t)(e - rb - 1)))
+				return 0;
+			if (rb + 1 < e && rb[1] != ':')
 				return 0;
 		} else {
-			for (const char *q = h; q < e; q++)
-				if (*q == '[' || *q == ']')
-					return 0;
+			h = NULL;
 		}
+	}
+	for (const char *q = p + 1; q < end; q++) {
+		if (*q != '[' && *q != ']')
+			continue;
+		if (h == NULL || q < h || q >= e)
+			return 0;
 	}
 	return 1;
 }

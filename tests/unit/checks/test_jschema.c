@@ -299,6 +299,13 @@ static void test_format(void **state)
 		assert_int_equal(validate(s, cases[i].bad, NULL, 0), 1);
 		jschema_free(s);
 	}
+	/* uri: one '#', brackets only around an IP literal host. */
+	struct jschema *u = compile_ok("{'format':'uri'}", JSCHEMA_2020_12, JSCHEMA_FORMAT_ASSERT);
+	assert_int_equal(validate(u, "'ldap://[2001:db8::7]/c=GB?objectClass?one'", NULL, 0), 0);
+	assert_int_equal(validate(u, "'http://a/b#c#d'", NULL, 0), 1);
+	assert_int_equal(validate(u, "'http:/]foo'", NULL, 0), 1);
+	assert_int_equal(validate(u, "'mailto:a@b[c'", NULL, 0), 1);
+	jschema_free(u);
 }
 
 /* ---- findings ------------------------------------------------------------------- */
