@@ -836,7 +836,8 @@ static int vapplicators(struct jsv *v, const struct jsnode *n, const json_t *x, 
 			ok = 0;
 		}
 	}
-	if (n->if_) {
+	/* A lone "if" asserts nothing: evaluated only for its annotations. */
+	if (n->if_ && (n->then_ || n->else_ || ev)) {
 		r = vquiet(v, n->if_, x, ev);
 		if (r < 0)
 			return -1;
