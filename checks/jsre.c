@@ -165,12 +165,11 @@ static uint32_t utf8_at(const unsigned char *s, size_t len, size_t pos, size_t *
 /* ---- the tree ---------------------------------------------------------------- */
 
 enum ntype {
-	N_EMPTY,  /* matches the empty string */
 	N_CHAR,   /* val: a code point */
 	N_ANY,    /* '.' */
 	N_CLASS,  /* val: a class index */
 	N_ASSERT, /* val: an enum assertion */
-	N_CAT,    /* child, then its next siblings, in order */
+	N_CAT,    /* child, then its next siblings, in order (none: the empty string) */
 	N_ALT,    /* any one of child and its next siblings */
 	N_REPEAT, /* child min..max times (max REP_INF: unbounded) */
 };
@@ -259,7 +258,7 @@ static int32_t node_new(struct parser *ps, uint32_t type, uint32_t val)
 	n->val = val;
 	n->min = n->max = 0;
 	n->child = n->next = -1;
-	n->size = (type == N_EMPTY || type == N_CAT || type == N_ALT) ? 0 : 1;
+	n->size = (type == N_CAT || type == N_ALT) ? 0 : 1; /* lists add their members' */
 	return (int32_t)ps->nnodes++;
 }
 
@@ -982,7 +981,6 @@ static void emit(struct emitter *e, int32_t i)
 {
 	const struct node *n = &e->nodes[i];
 	switch (n->type) {
-	case N_EMPTY: break;
 	case N_CHAR: put(e, OP_CHAR, n->val, 0); break;
 	case N_ANY: put(e, OP_ANY, 0, 0); break;
 	case N_CLASS: put(e, OP_CLASS, n->val, 0); break;
