@@ -420,6 +420,39 @@ static void test_finding_text_cut_in_a_character(void **state)
 	fx_free(f);
 }
 
+/* A 1,000-tool listing: indexed once, a schema compiled only when its
+ * tool is called. */
+static void test_large_listing_compiles_lazily(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(1, 1, 0);
+	json_t *tools = json_array();
+	for (int i = 0; i < 1000; i++)
+		json_array_append_new(tools, json_pack("{s:s%,s:{s:s,s:{s:{s:s}},s:[s]}}", "name",
+		                                       "t", (size_t)1, "inputSchema", "type", "object",
+		                                       "properties", "n", "type", "integer",
+		                                       "required", "n"));
+	for (int i = 0; i < 1000; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "t%d", i);
+		json_object_set_new(json_array_get(tools, (size_t)i), "name", json_string(name));
+	}
+	char *text = json_dumps(tools, JSON_COMPACT);
+	json_decref(tools);
+	list(f, text);
+	free(text);
+	struct call c = call(f, "2025-06-18", "t999", "{'n':'x'}", NULL);
+	assert_string_equal(note_str(c.req_notes, 0, "instance"), "/n");
+	call_free(&c);
+	c = call(f, "2025-06-18", "t0", "{'n':1}", NULL);
+	assert_null(c.req_notes);
+	call_free(&c);
+	struct hook_validate_stats st;
+	hook_validate_get_stats(f->proc.validate, &st);
+	assert_int_equal(st.compiled, 2);
+	fx_free(f);
+}
+
 /* ---- results ------------------------------------------------------------------- */
 
 static void test_result_valid_and_invalid(void **state)
@@ -596,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_dialect_by_era),
 		cmocka_unit_test(test_schema_unusable),
 		cmocka_unit_test(test_findings_bounded),
+		cmocka_unit_test(test_large_listing_compiles_lazily),
 		cmocka_unit_test(test_finding_text_cut_in_a_character),
 		cmocka_unit_test(test_result_valid_and_invalid),
 		cmocka_unit_test(test_result_fail_is_32004),
