@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -616,6 +617,84 @@ static void test_formats_opt_in(void **state)
 	fx_free(f);
 }
 
+/* ---- workers ------------------------------------------------------------------- */
+
+/* Several workers (each its own clone of the chain, as in the proxy) call
+ * while one of them lists other tools now and then: every call is judged
+ * by one listing or the next, never by a freed one (run under TSan and
+ * ASan). */
+struct worker {
+	struct fx *f;
+	struct inspect *in;
+	int lister;
+	int bad;        /* calls judged neither way */
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+	char proto[] = "2025-06-18";
+	for (int i = 0; i < 300; i++) {
+		if (wk->lister && i % 50 == 0) {
+			json_t *req = json_pack("{s:s,s:i,s:s,s:{}}", "jsonrpc", "2.0", "id", 100000 + i,
+			                        "method", "tools/list", "params");
+			json_t *resp = json_pack("{s:s,s:i,s:{s:o}}", "jsonrpc", "2.0", "id", 100000 + i,
+			                         "result", "tools",
+			                         th_json(i % 100 ? TOOLS
+			                                         : "[{'name':'add','inputSchema':{'type':"
+			                                           "'object','required':['a']}}]"));
+			struct inspect_where w = {.upstream = "a", .http_method = "POST"};
+			struct inspect_msg mc = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST,
+			                         .msg = req, .request = req, .where = &w};
+			inspect_message(wk->in, &mc);
+			struct inspect_msg ms = {.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT,
+			                         .msg = resp, .request = req, .where = &w};
+			inspect_message(wk->in, &ms);
+			json_decref(req);
+			json_decref(resp);
+		}
+		json_t *req = json_pack("{s:s,s:i,s:s,s:{s:s,s:{s:i}}}", "jsonrpc", "2.0", "id", i,
+		                        "method", "tools/call", "params", "name", "add", "arguments",
+		                        "a", i);
+		struct inspect_where w = {.upstream = "a", .http_method = "POST", .protocol = proto};
+		struct inspect_msg mc = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST, .msg = req,
+		                         .request = req, .where = &w};
+		enum inspect_verdict v = inspect_message(wk->in, &mc);
+		if (v != INSPECT_FORWARD)
+			wk->bad++;
+		json_decref(mc.answer);
+		json_decref(req);
+	}
+	return NULL;
+}
+
+static void test_workers_share_the_tables(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(1, 1, 0);
+	list(f, TOOLS);
+	struct worker wk[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		wk[i] = (struct worker){.f = f, .in = inspect_clone(f->ctx.insp), .lister = i == 0};
+		assert_non_null(wk[i].in);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &wk[i]), 0);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(wk[i].bad, 0);
+		inspect_free(wk[i].in);
+	}
+	struct hook_validate_stats st;
+	hook_validate_get_stats(f->proc.validate, &st);
+	assert_int_equal(st.calls_checked, 1200);
+	json_t *s = hook_validate_summary(f->proc.validate, "a");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "add"), "calls")), 1200);
+	json_decref(s);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_result_without_request_paired),
 		cmocka_unit_test(test_counters_and_summary),
 		cmocka_unit_test(test_formats_opt_in),
+		cmocka_unit_test(test_workers_share_the_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
