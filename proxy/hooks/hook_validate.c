@@ -651,6 +651,16 @@ static void id_key(const json_t *id, char *buf, size_t cap)
 		snprintf(buf, cap, "-");
 }
 
+/* Whether a call's answer may come without its request: a legacy SSE
+ * client (answers on its GET stream) or a legacy upstream (answers on the
+ * proxy's stream to it). Only those calls are remembered: a Streamable
+ * exchange carries its request with its answers. */
+static int out_of_band(const struct inspect_where *w)
+{
+	return w && ((w->client_transport && strcmp(w->client_transport, "sse") == 0) ||
+	             (w->upstream_transport && strcmp(w->upstream_transport, "sse") == 0));
+}
+
 static void pend_put(struct hook_validate *hv, size_t up, const struct inspect_msg *m,
                      const char *tool)
 {
@@ -744,7 +754,7 @@ static enum inspect_verdict on_call(struct hook_validate *hv, struct vup *u, siz
 	}
 	/* A result to check later: remember the call for a reply that comes
 	 * without its request. */
-	if (t && t->schema[VK_RESULT] && u->results != VALIDATE_OFF)
+	if (t && t->schema[VK_RESULT] && u->results != VALIDATE_OFF && out_of_band(m->where))
 		pend_put(hv, idx, m, tool);
 	snap_unref(s);
 	enum inspect_verdict v = INSPECT_FORWARD;
@@ -778,6 +788,8 @@ static void on_result(struct hook_validate *hv, struct vup *u, size_t idx,
 	}
 	if (m->request) {
 		tool = jrpc_tool_name(m->request);
+		if (out_of_band(m->where)) /* it came with its request after all */
+			(void)pend_take(hv, idx, m, tool_buf, sizeof(tool_buf));
 	} else if (pend_take(hv, idx, m, tool_buf, sizeof(tool_buf)) == 0) {
 		tool = tool_buf;
 	}
@@ -838,7 +850,7 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	if (m->kind == JRPC_ERROR) {
 		/* An error answers the call: nothing to check, the pairing goes. */
 		char tool[LIMIT_VALIDATE_KEY_BYTES];
-		if (!m->request)
+		if (out_of_band(m->where))
 			(void)pend_take(hv, idx, m, tool, sizeof(tool));
 		return INSPECT_FORWARD;
 	}

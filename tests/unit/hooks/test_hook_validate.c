@@ -136,7 +136,9 @@ static struct call call_ex(struct fx *f, const char *proto, const char *tool, co
 	if (args)
 		json_object_set_new(json_object_get(req, "params"), "arguments", th_json(args));
 	struct inspect_where w = {.conn_id = 7, .upstream = "a", .http_method = "POST",
-	                          .protocol = proto, .session_id = "s1"};
+	                          .protocol = proto, .session_id = "s1",
+	                          .client_transport = orphan ? "sse" : "streamable_http",
+	                          .upstream_transport = "streamable_http"};
 	struct inspect_msg mc = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST, .msg = req,
 	                         .request = req, .where = &w};
 	c.v = inspect_message(f->ctx.insp, &mc);
