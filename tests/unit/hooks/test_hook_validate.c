@@ -42,14 +42,17 @@ struct fx {
 	char err[512];
 	json_t *seen;       /* the last message's notes, as observers see them */
 	int observed;
+	pthread_mutex_t lock; /* observe() runs on the workers' threads too */
 };
 
 static enum inspect_verdict observe(void *arg, struct inspect_msg *m)
 {
 	struct fx *f = arg;
+	pthread_mutex_lock(&f->lock);
 	json_decref(f->seen);
 	f->seen = m->notes ? json_deep_copy(m->notes) : NULL;
 	f->observed++;
+	pthread_mutex_unlock(&f->lock);
 	return INSPECT_FORWARD;
 }
 
@@ -58,6 +61,7 @@ static struct fx *fx_new(int args, int results, int formats)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
+	pthread_mutex_init(&f->lock, NULL);
 	f->cfg.ups = f->ups;
 	f->cfg.nups = 1;
 	f->ups[0].name = "a";
@@ -81,6 +85,7 @@ static void fx_free(struct fx *f)
 	hook_validate_free(f->proc.validate);
 	tools_free(f->proc.tools);
 	json_decref(f->seen);
+	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
 
