@@ -82,6 +82,28 @@
 /* (No trust window: a pooled connection is peeked at before every reuse,
  * however briefly it was idle; see upconn_alive in proxy/net/upstream.c.) */
 
+/* ---- The live contract (proxy/hooks/hook_validate.c) -----------------------
+ * Not configurable; each bounds what one upstream's traffic can make the
+ * hook keep. */
+/* Findings listed per message (notes, the answer's text, the record); the
+ * rest are counted, and the answer says how many more. */
+#define LIMIT_VALIDATE_FINDINGS     16
+/* Tools with counters of their own per upstream; calls to further tools
+ * are counted under "(other tools)". */
+#define LIMIT_VALIDATE_TOOLS        1024
+/* Calls remembered for a result that comes without its request (legacy
+ * SSE, translated sessions); past it the oldest is forgotten and its
+ * result goes unchecked. */
+#define LIMIT_VALIDATE_PENDING      1024
+/* Bytes kept of a session id, a JSON-RPC id and a tool name for that
+ * pairing and for counter names (longer ones are cut). */
+#define LIMIT_VALIDATE_KEY_BYTES    128
+/* One log line per finding code and tool per this interval; the lines
+ * held back are counted (hook_validate_stats.logs_suppressed) and the
+ * next line says how many. */
+#define LIMIT_VALIDATE_LOG_INTERVAL_US (10u * 1000 * 1000)
+/* ---- end of the live contract's block --------------------------------------- */
+
 /* ---- JSON Schema validator (checks/jschema.h) ----------------------------
  * Past any of these, jschema_compile() fails or jschema_validate() stops,
  * with a finding naming the limit (code JSCHEMA_LIMIT), never a hang. */
