@@ -466,7 +466,11 @@ static const struct key_spec upstream_keys[] = {
 	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
 	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {"headers", JSON_OBJECT},
 	{"tls", JSON_OBJECT}, {"transport", JSON_STRING}, {"sse_path", JSON_STRING},
-	{"messages_path", JSON_STRING}, {NULL, 0},
+	{"messages_path", JSON_STRING}, {"validation", JSON_OBJECT}, {NULL, 0},
+};
+
+static const struct key_spec upstream_validation_keys[] = {
+	{"arguments", JSON_STRING}, {"results", JSON_STRING}, {"formats", JSON_TRUE}, {NULL, 0},
 };
 
 static const struct key_spec upstream_tls_keys[] = {
@@ -769,6 +773,49 @@ static int legacy_paths(struct errs *e, struct px_config *cfg)
 	return e->count > before ? -1 : 0;
 }
 
+/* Defaults of an upstream's "validation" (hook_validate.h: report). */
+static void validation_defaults(struct px_upstream_conf *u)
+{
+	u->validation.arguments = 1;
+	u->validation.results = 1;
+	u->validation.formats = 0;
+}
+
+/* "off" 0, "report" 1, "fail" 2 (enum validate_mode), or -1. */
+static int validation_mode(const char *s)
+{
+	static const char *const names[] = {"off", "report", "fail"};
+	for (int k = 0; k < 3; k++)
+		if (strcmp(s, names[k]) == 0)
+			return k;
+	return -1;
+}
+
+/* upstreams[i].validation: {"arguments", "results": off|report|fail,
+ * "formats": bool}, each error located ("$.upstreams[0].validation.results"). */
+static void load_validation(struct errs *e, const char *where, json_t *vj,
+                            struct px_upstream_conf *u)
+{
+	char w2[80];
+	snprintf(w2, sizeof(w2), "%s.validation", where);
+	check_keys(e, w2, vj, upstream_validation_keys);
+	static const char *const keys[] = {"arguments", "results"};
+	int *out[] = {&u->validation.arguments, &u->validation.results};
+	for (int k = 0; k < 2; k++) {
+		const char *v = json_string_value(json_object_get(vj, keys[k]));
+		if (!v)
+			continue; /* absent, or a type error check_keys reported */
+		int m = validation_mode(v);
+		if (m < 0)
+			errs_add(e, "%s.%s: must be off, report or fail", w2, keys[k]);
+		else
+			*out[k] = m;
+	}
+	json_t *f = json_object_get(vj, "formats");
+	if (json_is_boolean(f))
+		u->validation.formats = json_is_true(f);
+}
+
 static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config *cfg)
 {
 	char where[64];
@@ -787,6 +834,10 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 	u->connect_timeout_ms = cfg->timeouts.connect_ms;
 	u->request_timeout_ms = cfg->timeouts.request_ms;
 	u->contract = json_incref(json_object_get(uj, "contract"));
+	validation_defaults(u);
+	json_t *vj = json_object_get(uj, "validation");
+	if (json_is_object(vj))
+		load_validation(e, where, vj, u);
 	json_t *hj = json_object_get(uj, "headers");
 	if (json_is_object(hj))
 		load_headers(e, where, hj, u);
@@ -1159,6 +1210,7 @@ static void apply_cli(struct errs *e, const struct cli *cli, struct px_config *c
 		cfg->nups = 1;
 		struct px_upstream_conf *u = &cfg->ups[0];
 		u->name = strdup("default");
+		validation_defaults(u);
 		u->connect_timeout_ms = cfg->timeouts.connect_ms;
 		u->request_timeout_ms = cfg->timeouts.request_ms;
 		u->path = strdup(cli->path ? cli->path : "/mcp");
@@ -1288,6 +1340,12 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		    a->tls_insecure_skip_verify != b->tls_insecure_skip_verify ||
 		    json_differs(a->contract, b->contract))
 			return "an upstream's name, paths, URL, transport, TLS or contract settings";
+		/* The live contract's modes are read once, when its tables
+		 * per upstream are built (proxy/hooks/hook_validate.c). */
+		if (a->validation.arguments != b->validation.arguments ||
+		    a->validation.results != b->validation.results ||
+		    a->validation.formats != b->validation.formats)
+			return "an upstream's validation settings";
 	}
 	return NULL;
 }

@@ -59,6 +59,14 @@ struct px_upstream_conf {
 	/* owned reference: this upstream's "contract" section, parsed by the
 	 * contract hook (NULL when absent) */
 	json_t *contract;
+	/* "validation": the live contract's modes (proxy/hooks/hook_validate.h,
+	 * whose enum validate_mode the two modes hold: 0 off, 1 report, 2 fail;
+	 * an int here, as this header includes nothing above base/). Default
+	 * report, report, formats false. */
+	struct {
+		int arguments, results;
+		int formats;  /* "format" asserted for the common formats */
+	} validation;
 	struct px_header *headers;  /* owned array: "headers" */
 	size_t nheaders;
 	enum px_transport transport;  /* "transport" */

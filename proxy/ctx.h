@@ -26,6 +26,7 @@ struct conn;
 struct admin;
 struct hook_policy;
 struct hook_contract;
+struct hook_validate;
 struct sessid;
 struct tools;
 struct peers;
@@ -68,6 +69,7 @@ struct px_proc {
 	struct admin *admin;              /* owned: admin/admin.c */
 	struct hook_policy *policy;       /* owned: proxy/hooks/hook_policy.c */
 	struct hook_contract *contract;   /* owned: proxy/hooks/hook_contract.c */
+	struct hook_validate *validate;   /* owned: proxy/hooks/hook_validate.c */
 	/* SIGHUP re-reads the configuration from the same command line. */
 	int argc;
 	char **argv;                  /* borrowed: main's */

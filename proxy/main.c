@@ -32,6 +32,7 @@
 #include "proxy/net/inbox.h"
 #include "proxy/hooks/hook_contract.h"
 #include "proxy/hooks/hook_policy.h"
+#include "proxy/hooks/hook_validate.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jarena.h"
 #include "proxy/net/listener.h"
@@ -445,6 +446,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	worker_teardown(ctx);
 	hook_contract_free(ctx->proc->contract);
 	hook_policy_free(ctx->proc->policy);
+	hook_validate_free(ctx->proc->validate);
 	admin_free(ctx->proc->admin);
 	inspect_free(ctx->insp);
 	tools_free(ctx->proc->tools);
@@ -572,7 +574,8 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	 * to policy and to the 2026 header checks, as it is to clients);
 	 * policy then, deciding every call (the checker passes client
 	 * messages through) and hiding tools from the listing it is given;
-	 * observers (recorder) see everything last. */
+	 * the live contract next, judging what policy let through; observers
+	 * (recorder) see everything last. */
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
 		return -1;
@@ -582,6 +585,12 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		return -1;
 	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
+		return -1;
+	}
+	/* The live contract after policy (a denied call is not validated),
+	 * before the observers, which record its findings. */
+	if (hook_validate_setup(ctx, err, sizeof(err)) < 0) {
+		log_msg(LOG_ERROR, "validation: %s", err);
 		return -1;
 	}
 	if (admin_setup(ctx, err, sizeof(err)) < 0) {

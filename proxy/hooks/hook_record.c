@@ -490,6 +490,23 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	return "ok";
 }
 
+/* The findings a deciding hook attached to m (inspect_msg.notes: the live
+ * contract's) onto r's "findings", each as compact JSON text, masked like
+ * every other text a record shows (a message may quote a property name
+ * or a number the client sent). */
+static void add_findings(const struct hook_record *hr, struct record_text_rec *r,
+                         const json_t *notes)
+{
+	for (size_t i = 0; i < json_array_size(notes); i++) {
+		char *t = json_dumps(json_array_get(notes, i), JSON_COMPACT | JSON_ENSURE_ASCII);
+		char *masked = t ? redact_text(hr->rd, t) : NULL;
+		if (masked)
+			record_text_add_json(r, RT_FINDINGS, masked, strlen(masked));
+		free(masked);
+		free(t);
+	}
+}
+
 /* m->msg's kind: the transport classified it, unless a hook rewrote it. */
 static enum jrpc_kind msg_kind(const struct inspect_msg *m)
 {
@@ -866,6 +883,7 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 		return;
 	struct record_text_rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, rx->wall_us, "client", kind, m, method);
+	add_findings(hr, r, m->notes);
 	if (m->verdict != INSPECT_FORWARD) {
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked" (apply_verdict). */
@@ -893,6 +911,7 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 		return;
 	struct record_text_rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, clock_real_us(), "server", kind, m, method);
+	add_findings(hr, r, m->notes);
 	r->outcome = kind == RT_KIND_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m),
 	                                                    m->result_raw, m->result_raw_len)
 	                                      : "ok";
@@ -911,6 +930,7 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 {
 	struct record_text_rec *r = &p->rec;
 	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
+	add_findings(hr, r, m->notes);
 	apply_verdict(r, m);
 	settle(p);
 }

@@ -46,6 +46,12 @@
  *   latency_us       arrival to answer (unanswered: to the exchange's end)
  *   bytes_in, bytes_out   of the HTTP exchange that carried it (shared by
  *                    the records of one batch)
+ *   findings         only when there are some: what the live contract
+ *                    found (proxy/hooks/hook_validate.h) in the request
+ *                    and in its answer, one array, request's first:
+ *                    [{"code", "kind": "arguments"|"result", "instance",
+ *                    "schema" (JSON Pointers), "keyword", "message"}],
+ *                    masked like the other texts
  * Header values are never recorded: the session id and the client token's
  * name are the only header-derived fields.
  *

@@ -114,11 +114,15 @@ int inspect_add_observer(struct inspect *in, const char *name, inspect_message_f
 	return hook_add(in, name, on_message, on_exchange, arg, 1);
 }
 
+/* The observers, then the notes go (inspect.h: the message's last
+ * readers are the observers). */
 static void run_observers(struct inspect *in, struct inspect_msg *m)
 {
 	for (size_t i = 0; i < in->n; i++)
 		if (in->hooks[i].observer && in->hooks[i].on_message)
 			call(&in->hooks[i], m);
+	json_decref(m->notes);
+	m->notes = NULL;
 }
 
 enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)

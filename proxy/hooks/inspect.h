@@ -91,6 +91,11 @@ struct inspect_msg {
 	 * reason they gave (a static or hook-owned string), if any. */
 	enum inspect_verdict verdict;
 	const char *reason;
+	/* Findings a deciding hook attached for the observers (the live
+	 * contract's, hook_validate.h): an owned array of objects, or NULL. A
+	 * hook appends to it (creating it when NULL); inspect_message frees it
+	 * after the observers ran, so a transport never sees it. */
+	json_t *notes;
 };
 
 /* How an HTTP exchange ended. */

@@ -99,6 +99,30 @@ void record_text_set(struct record_text_rec *r, enum record_text_str f, const ch
 	sbuf_wrote(a, n + 1);
 }
 
+void record_text_add_json(struct record_text_rec *r, enum record_text_str f, const char *s,
+                          size_t n)
+{
+	struct sbuf *a = arena_of(r, f);
+	size_t old = r->str[f] ? r->len[f] : 0, at = r->str[f];
+	/* A new copy at the arena's end (the old one stays, unread): the
+	 * arena may move as it grows, so the old text is found by offset. */
+	char *w = sbuf_room(a, old + 1 + n + 1);
+	if (!w)
+		return;
+	if (old) {
+		memcpy(w, a->p + at - 1, old);
+		w[old] = ',';
+		memcpy(w + old + 1, s, n);
+	} else {
+		memcpy(w, s, n);
+	}
+	size_t len = old ? old + 1 + n : n;
+	w[len] = '\0';
+	r->str[f] = a->len + 1;
+	r->len[f] = r->esc[f] = len;
+	sbuf_wrote(a, len);
+}
+
 void record_text_set_cut(struct record_text_rec *r, enum record_text_str f, const char *s,
                          size_t max)
 {
@@ -277,7 +301,8 @@ struct words {
 	X("note", STR, RT_NOTE)                                          \
 	X("latency_us", FINISHED, offsetof(struct record_text_rec, latency_us))     \
 	X("bytes_in", FINISHED, offsetof(struct record_text_rec, bytes_in))         \
-	X("bytes_out", FINISHED, offsetof(struct record_text_rec, bytes_out))
+	X("bytes_out", FINISHED, offsetof(struct record_text_rec, bytes_out))    \
+	X("findings", JSON_OPT, RT_FINDINGS) /* only when there are some */
 
 enum member_kind {
 	M_TIME,       /* r->wall_us, RFC 3339 (put_time) */
@@ -293,6 +318,8 @@ enum member_kind {
 	M_OUTCOME,    /* r->outcome, or null */
 	M_COUNT,      /* the unsigned at offset arg */
 	M_FINISHED,   /* the uint64_t at offset arg once r->finished, else null */
+	M_JSON_OPT,   /* string member arg as a JSON array of its text, name and
+	               * all; nothing when it is null (an optional member) */
 };
 
 /* What a member's value writes at most beyond the escaped text of its
@@ -311,6 +338,7 @@ enum member_kind {
 #define ROOM_OUTCOME    4
 #define ROOM_COUNT      SBUF_I64_MAX
 #define ROOM_FINISHED   SBUF_I64_MAX
+#define ROOM_JSON_OPT   2
 
 /* A name is copied as MEMBER_NAME_MAX bytes whatever its length (a
  * fixed-size copy, no call), then the pointer moves by its length: the
@@ -356,6 +384,18 @@ static char *rec_write(struct record_text_clock *l, const struct record_text_rec
 	w += members[0].len - 1;
 	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
 		const struct member *m = &members[i];
+		if (m->kind == M_JSON_OPT) {
+			const char *j = record_text_get(r, (enum record_text_str)m->arg);
+			if (!j)
+				continue;
+			memcpy(w, m->name, MEMBER_NAME_MAX);
+			w += m->len;
+			*w++ = '[';
+			memcpy(w, j, r->len[m->arg]);
+			w += r->len[m->arg];
+			*w++ = ']';
+			continue;
+		}
 		if (i > 0 && m->kind != M_CONSTS) {
 			memcpy(w, m->name, MEMBER_NAME_MAX);
 			w += m->len;
@@ -412,6 +452,8 @@ static char *rec_write(struct record_text_clock *l, const struct record_text_rec
 			w = w_i64(w, v);
 			break;
 		}
+		case M_JSON_OPT:
+			break; /* above */
 		case M_FINISHED: {
 			uint64_t v;
 			memcpy(&v, (const char *)r + m->arg, sizeof(v));

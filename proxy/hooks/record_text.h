@@ -44,8 +44,11 @@ enum record_text_kind { RT_KIND_REQUEST, RT_KIND_NOTIFICATION, RT_KIND_RESPONSE 
 enum record_text_str {
 	RT_SESSION, RT_CLIENT, RT_CLIENT_NAME, RT_UPSTREAM, RT_PROTOCOL, RT_CLIENT_TRANSPORT,
 	RT_UPSTREAM_TRANSPORT, RT_METHOD, RT_TOOL, RT_ID, RT_ARGUMENTS, RT_PREVIEW,
-	RT_ERROR_MESSAGE, RT_RULE, RT_NOTE, RT_NSTR
+	RT_ERROR_MESSAGE, RT_RULE, RT_NOTE, RT_FINDINGS, RT_NSTR
 };
+/* RT_FINDINGS holds JSON text, not a string: the findings' objects,
+ * comma-separated, without the brackets (record_text_add_json); the
+ * member is written only when there are some. */
 #define RT_ANS_FIRST RT_PREVIEW
 /* Members kept as they are (the ring's keys, the metrics' labels and id
  * matching read them); the others are kept as the escaped text of their
@@ -136,6 +139,11 @@ struct record_block *record_text_block(struct hook_record_text *t, uint64_t seq)
  * that is not UTF-8 (header values can be anything, and JSON text must
  * be UTF-8) is null. Out of memory: null, and the arena's oom is set. */
 void record_text_set(struct record_text_rec *r, enum record_text_str f, const char *s, size_t n);
+/* Appends the JSON text s[0..n) (one or more values, comma-separated)
+ * to member f, kept as JSON text (RT_FINDINGS), after a comma when it
+ * holds some already. Out of memory: the arena's oom is set. */
+void record_text_add_json(struct record_text_rec *r, enum record_text_str f, const char *s,
+                          size_t n);
 /* record_text_set of s (NUL-terminated, or NULL) cut to max characters,
  * visibly (redact_cut). */
 void record_text_set_cut(struct record_text_rec *r, enum record_text_str f, const char *s,
