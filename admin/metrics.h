@@ -34,7 +34,7 @@
 #define METRICS_MAX_LABELS         10000
 #define METRICS_LABEL_MAX          128   /* bytes of one label value */
 #define METRICS_MAX_UPSTREAMS      256   /* contract entries kept */
-#define METRICS_SNAPSHOT_ALLOCS    8     /* arrays sources may hang on a snapshot */
+#define METRICS_SNAPSHOT_ALLOCS    12    /* arrays sources may hang on a snapshot */
 
 struct metrics;
 
