@@ -7,13 +7,21 @@
 // process counters on /metrics (checked by promtool); /contract's "live"
 // member per tool; and the admin page in headless Chromium showing a call's
 // findings when it is opened and the tools with the most violations.
+// A second suite puts an SDK server of our own (the low-level Server, which
+// does not check its own results) behind it, one tool answering on its
+// outputSchema, off it, or without structuredContent: the result findings
+// on records, /metrics and /contract.
 
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ListToolsRequestSchema, CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { freePort } from './lib/ports.mjs';
 import { startEverything, stopAll } from './lib/procs.mjs';
 import { connectClient, CALL_TIMEOUT } from './lib/mcp.mjs';
@@ -181,5 +189,98 @@ describe('live contract on the admin endpoint: records, /metrics, /contract, the
       await ctx.close().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// ---- results off their outputSchema ---------------------------------------
+
+const FORECAST = {
+  name: 'forecast',
+  description: 'Temperature of a city; city "drift" answers off the schema, "none" without structuredContent.',
+  inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  outputSchema: {
+    type: 'object',
+    properties: { temp: { type: 'number' }, city: { type: 'string' } },
+    required: ['temp'],
+  },
+};
+
+function forecast(city) {
+  if (city === 'none') return { content: [{ type: 'text', text: 'no structure' }] };
+  const structuredContent = { city, temp: city === 'drift' ? 'warm' : 21 };
+  return { content: [{ type: 'text', text: JSON.stringify(structuredContent) }], structuredContent };
+}
+
+/** A stateless Streamable HTTP server on the official SDK 1.x (one Server per request). */
+async function startDriftServer() {
+  const port = await freePort();
+  const srv = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const c of req) body += c;
+    const server = new Server({ name: 'drift-peer', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [FORECAST] }));
+    server.setRequestHandler(CallToolRequestSchema, async (r) => forecast(r.params.arguments?.city));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => { transport.close(); server.close(); });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body ? JSON.parse(body) : undefined);
+  });
+  await new Promise((resolve) => srv.listen(port, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${port}/mcp`, close: () => new Promise((resolve) => srv.close(resolve)) };
+}
+
+describe('live contract on results: findings on records, /metrics, /contract', () => {
+  let peer;
+  let w;
+  let s;
+
+  before(async () => {
+    peer = await startDriftServer();
+    w = await startAdminWarden({ upstreams: [{ name: 'drift', url: peer.url }] });
+    s = await connectClient(w.url, { name: 'admin-validate-results-it' });
+    await withTimeout(s.client.listTools(), CALL_TIMEOUT, 'tools/list');
+    // the SDK client checks results itself and throws on the two bad ones:
+    // report mode forwarded them unchanged
+    for (const city of ['Oslo', 'drift', 'none']) await call(s, 'forecast', { city });
+    await waitForCalls(w.admin, (calls) => calls.filter((r) => r.tool === 'forecast').length >= 3,
+      { what: 'the three forecast records' });
+  }, T);
+
+  after(async () => {
+    await s?.close();
+    await stopAll();
+    await peer?.close();
+  });
+
+  test('records: result-invalid with its pointers, structured-content-missing, none on a conforming result', T, async () => {
+    const calls = (await getCalls(w.admin, 'tool=forecast')).calls;
+    const by = (city) => calls.find((r) => (r.arguments ?? '').includes(`"${city}"`));
+    assert.deepEqual(codes(by('Oslo')), []);
+    assert.deepEqual(codes(by('drift')), ['result-invalid']);
+    const f = by('drift').findings[0];
+    assert.equal(f.kind, 'result');
+    assert.equal(f.instance, '/temp');
+    assert.match(f.schema, /^\/properties\/temp/);
+    assert.equal(f.keyword, 'type');
+    assert.deepEqual(codes(by('none')), ['structured-content-missing']);
+    assert.equal((await getCalls(w.admin, 'finding=result-invalid')).count, 1);
+    assert.equal((await getCalls(w.admin, 'finding=structured-content-missing')).count, 1);
+  });
+
+  test('/metrics and /contract count the results', T, async () => {
+    const text = (await adminGet(w.admin, '/metrics')).text;
+    const pc = await promtoolCheck(text);
+    assert.equal(pc.code, 0, pc.stdout + pc.stderr);
+    const F = 'mcpwarden_validation_findings_total';
+    assert.equal(metricValue(text, F, { upstream: 'drift', tool: 'forecast', code: 'result-invalid' }), 1);
+    assert.equal(metricValue(text, F, { upstream: 'drift', tool: 'forecast', code: 'structured-content-missing' }), 1);
+    assert.equal(metricValue(text, F, { upstream: 'drift', tool: 'forecast', code: 'arguments-invalid' }), undefined);
+    assert.ok(metricValue(text, 'mcpwarden_validation_results_checked_total') >= 3);
+    const live = (await adminGet(w.admin, '/contract')).json().upstreams[0].live;
+    assert.equal(live.forecast.calls, 3);
+    assert.equal(live.forecast.arguments_invalid, 0);
+    assert.equal(live.forecast.results, 3);
+    assert.equal(live.forecast.results_invalid, 2);
+    assert.equal(live.forecast.last.kind, 'result');
   });
 });
