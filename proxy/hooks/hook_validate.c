@@ -78,9 +78,11 @@ struct vtool {
 struct snap {
 	atomic_uint refs;
 	uint64_t changes;
+	uint64_t gen;             /* vup.gen when last known current (vup.lock) */
 	json_t *listing;          /* owned reference */
 	struct vtool *tools;      /* owned array */
 	size_t ntools;
+	int any_output;           /* a tool declares an outputSchema */
 	uint32_t *slots;          /* owned: 1 + index into tools, 0 empty */
 	size_t cap;               /* a power of two */
 };
@@ -101,6 +103,10 @@ struct vup {
 	int args, results, formats;
 	pthread_mutex_t lock;     /* guards cur */
 	struct snap *cur;         /* owned reference, or NULL */
+	/* Bumped (atomic) by every tools/list page and list_changed the
+	 * tracker tells of (tools_subscribe): while it has not moved, cur is
+	 * what the tracker holds, without asking it. */
+	uint64_t gen;
 	pthread_mutex_t stats_lock;
 	struct vstat *stats;      /* owned: stats_cap slots, open addressing */
 	size_t stats_cap, nstats;
@@ -118,6 +124,7 @@ struct vpend {
 
 struct hook_validate {
 	struct tools *tools;      /* borrowed: ctx->proc->tools */
+	int unsubscribed;         /* tools_subscribe failed: see snap_get */
 	struct vup *ups;          /* owned array */
 	size_t nups;
 	pthread_mutex_t pend_lock;
@@ -185,6 +192,7 @@ static struct snap *snap_new(json_t *listing, uint64_t changes)
 		 * boolean); anything else has nothing to validate against. */
 		t->schema[VK_ARGS] = json_is_object(in) || json_is_boolean(in) ? in : NULL;
 		t->schema[VK_RESULT] = json_is_object(out) || json_is_boolean(out) ? out : NULL;
+		s->any_output |= t->schema[VK_RESULT] != NULL;
 		for (int k = 0; k < 2; k++)
 			for (int d = 0; d < 2; d++)
 				atomic_init(&t->comp[k][d], NULL);
@@ -212,13 +220,25 @@ static struct vtool *snap_find(const struct snap *s, const char *name)
  * upstream has listed nothing yet (or memory ran out). */
 static struct snap *snap_get(struct hook_validate *hv, struct vup *u)
 {
+	/* The common case: no page since cur was known current. */
+	uint64_t gen = __atomic_load_n(&u->gen, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&u->lock);
+	struct snap *s = u->cur;
+	if (s && s->gen == gen && !hv->unsubscribed) {
+		atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&u->lock);
+		return s;
+	}
+	pthread_mutex_unlock(&u->lock);
 	uint64_t changes = 0;
 	json_t *listing = tools_listing(hv->tools, u->name, &changes);
 	if (!listing)
 		return NULL;
 	pthread_mutex_lock(&u->lock);
-	struct snap *s = u->cur;
+	s = u->cur;
 	if (s && s->changes == changes) {
+		/* A page came, the tools did not change: cur stays. */
+		s->gen = gen;
 		atomic_fetch_add(&s->refs, 1);
 		pthread_mutex_unlock(&u->lock);
 		json_decref(listing);
@@ -231,6 +251,7 @@ static struct snap *snap_get(struct hook_validate *hv, struct vup *u)
 	json_decref(listing);
 	if (!fresh)
 		return NULL;
+	fresh->gen = gen;
 	pthread_mutex_lock(&u->lock);
 	if (u->cur && u->cur->changes == changes) {
 		/* Another worker was first: its snapshot, with what it compiled. */
@@ -245,6 +266,23 @@ static struct snap *snap_get(struct hook_validate *hv, struct vup *u)
 	pthread_mutex_unlock(&u->lock);
 	return fresh;
 }
+
+/* The tracker's news (tools_subscribe): the upstream's gen moves. */
+static void gen_bump(void *arg, const char *upstream)
+{
+	struct hook_validate *hv = arg;
+	for (size_t i = 0; upstream && i < hv->nups; i++)
+		if (strcmp(hv->ups[i].name, upstream) == 0)
+			__atomic_add_fetch(&hv->ups[i].gen, 1, __ATOMIC_RELEASE);
+}
+
+static void on_page(void *arg, const char *upstream, const json_t *tools)
+{
+	(void)tools;
+	gen_bump(arg, upstream);
+}
+
+static const struct tools_events tracker_events = {on_page, gen_bump};
 
 /* t's schema of kind k compiled for dialect d: compiled on first use and
  * published for every worker; a schema that does not compile is kept as
@@ -447,6 +485,10 @@ static void attach(struct inspect_msg *m, struct vfound *f)
 static int check_instance(struct hook_validate *hv, struct vfound *f, const struct vcomp *c,
                           const json_t *instance, enum vkind kind, enum vcode bad)
 {
+	/* Most instances are valid: the quiet walk first, the one that lists
+	 * violations only for those that are not. */
+	if (jschema_valid(c->s, instance) == 1)
+		return 1;
 	struct jschema_error errs[LIMIT_VALIDATE_FINDINGS];
 	int n = jschema_validate(c->s, instance, errs, LIMIT_VALIDATE_FINDINGS);
 	if (n < 0) {
@@ -684,18 +726,21 @@ static void on_result(struct hook_validate *hv, struct vup *u, size_t idx,
 {
 	char tool_buf[LIMIT_VALIDATE_KEY_BYTES];
 	const char *tool = NULL;
+	if (m->request && (!m->request_method || strcmp(m->request_method, "tools/call") != 0))
+		return;
+	struct snap *s = snap_get(hv, u);
+	/* Most listings declare no outputSchema at all: nothing to look up. */
+	if (!s || (!s->any_output && m->request)) {
+		snap_unref(s);
+		return;
+	}
 	if (m->request) {
-		if (!m->request_method || strcmp(m->request_method, "tools/call") != 0)
-			return;
 		tool = jrpc_tool_name(m->request);
 	} else if (pend_take(hv, idx, m, tool_buf, sizeof(tool_buf)) == 0) {
 		tool = tool_buf;
 	}
-	if (!tool || m->kind != JRPC_RESULT)
-		return;
 	const json_t *result = json_object_get(m->msg, "result");
-	struct snap *s = snap_get(hv, u);
-	struct vtool *t = s ? snap_find(s, tool) : NULL;
+	struct vtool *t = tool ? snap_find(s, tool) : NULL;
 	if (!t || !t->schema[VK_RESULT] || !json_is_object(result)) {
 		snap_unref(s);
 		return;
@@ -771,6 +816,8 @@ void hook_validate_free(struct hook_validate *hv)
 {
 	if (!hv)
 		return;
+	if (!hv->unsubscribed)
+		tools_unsubscribe(hv->tools, hv);
 	for (size_t i = 0; i < hv->nups; i++) {
 		struct vup *u = &hv->ups[i];
 		snap_unref(u->cur);
@@ -830,6 +877,10 @@ int hook_validate_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		hook_validate_free(hv);
 		snprintf(err, errlen, "too many hooks");
 		return -1;
+	}
+	if (any && tools_subscribe(hv->tools, &tracker_events, hv) < 0) {
+		/* Without the news, every call asks the tracker (correct, slower). */
+		hv->unsubscribed = 1;
 	}
 	ctx->proc->validate = hv;
 	return 0;
