@@ -166,6 +166,12 @@ describe('live contract on the admin endpoint: records, /metrics, /contract, the
       await page.locator('#calls tbody tr', { hasText: 'a valid call' }).click();
       await page.waitForFunction(() => /a valid call/.test(document.querySelector('#detail-args')?.textContent ?? ''));
       assert.equal(await page.locator('#detail-findings').count(), 0);
+      // the finding filter: only the calls holding that code
+      await page.click('#detail-close');
+      await page.selectOption('#filter-finding', 'tool-unknown');
+      const only = await page.locator('#calls tbody tr td:nth-child(5)').allTextContents();
+      assert.deepEqual(only, ['no-such-tool']);
+      await page.click('#filter-clear');
       // worst first, from /contract's live member
       await page.waitForSelector('#violations tbody tr', { timeout: 7000 });
       const tools = await page.locator('#violations tbody tr').evaluateAll((trs) => trs.map((t) => t.dataset.tool));
