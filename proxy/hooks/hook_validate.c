@@ -312,12 +312,54 @@ static const struct vcomp *tool_schema(struct hook_validate *hv, const struct vu
 
 /* ---- findings ---------------------------------------------------------------- */
 
+/* Whether p[0..len) is one valid UTF-8 character (overlong forms and
+ * surrogates refused, as jansson refuses them). */
+static int utf8_char_ok(const unsigned char *p, size_t len)
+{
+	json_t *j = json_stringn((const char *)p, len);
+	json_decref(j);
+	return j != NULL;
+}
+
+/* A JSON string of s that is valid UTF-8 whatever s holds: a finding's
+ * pointers and message are cut at a byte bound (checks/jschema.h), which
+ * may split a character, and a property name is the client's bytes. Bytes
+ * that do not form a character become '?'. */
+static json_t *str_utf8(const char *s)
+{
+	if (!s)
+		return json_string("");
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char buf[LIMIT_JSCHEMA_PTR_BYTES + LIMIT_JSCHEMA_MSG_BYTES + 128];
+	size_t n = 0;
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p && n + 1 < sizeof(buf)) {
+		size_t len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3
+		           : (*p >> 3) == 30 ? 4 : 0;
+		size_t k = 1;
+		while (len && k < len && (p[k] & 0xC0) == 0x80)
+			k++;
+		if (len && k == len && n + len < sizeof(buf) && utf8_char_ok(p, len)) {
+			memcpy(buf + n, p, len);
+			n += len;
+			p += len;
+			continue;
+		}
+		buf[n++] = '?';
+		p++;
+	}
+	buf[n] = '\0';
+	return json_string(buf);
+}
+
 static json_t *finding_new(enum vcode code, enum vkind kind, const char *instance,
                            const char *schema, const char *keyword, const char *message)
 {
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "code", names[code], "kind", kind_names[kind],
-	                 "instance", instance ? instance : "", "schema", schema ? schema : "",
-	                 "keyword", keyword ? keyword : "", "message", message ? message : "");
+	return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o}", "code", names[code], "kind", kind_names[kind],
+	                 "instance", str_utf8(instance), "schema", str_utf8(schema), "keyword",
+	                 str_utf8(keyword), "message", str_utf8(message));
 }
 
 static json_t *finding_of(enum vcode code, enum vkind kind, const struct jschema_error *e)
@@ -896,10 +938,11 @@ static struct vup *up_named(struct hook_validate *hv, const char *upstream)
 
 static json_t *summary_item(const struct vstat *st)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:O}", "calls", (json_int_t)st->calls,
+	/* the last finding copied: the reader's thread owns what it gets */
+	return json_pack("{s:I,s:I,s:I,s:I,s:o}", "calls", (json_int_t)st->calls,
 	                 "arguments_invalid", (json_int_t)st->args_invalid, "results",
 	                 (json_int_t)st->results, "results_invalid", (json_int_t)st->results_invalid,
-	                 "last", st->last ? st->last : json_null());
+	                 "last", st->last ? json_deep_copy(st->last) : json_null());
 }
 
 json_t *hook_validate_summary(struct hook_validate *hv, const char *upstream)

@@ -400,6 +400,26 @@ static void test_findings_bounded(void **state)
 	fx_free(f);
 }
 
+/* A message cut inside a character (the validator cuts at a byte bound)
+ * still makes a finding: the stray bytes become '?'. */
+static void test_finding_text_cut_in_a_character(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(1, 1, 0);
+	list(f, "[{'name':'t','inputSchema':{'type':'object','additionalProperties':false}}]");
+	char args[512] = "{'a";
+	for (int i = 0; i < 100; i++)
+		strcat(args, "\xc3\xa9");
+	strcat(args, "':1}");
+	struct call c = call(f, "2025-06-18", "t", args, NULL);
+	assert_int_equal(json_array_size(c.req_notes), 1);
+	const char *msg = note_str(c.req_notes, 0, "message");
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "not allowed"));
+	call_free(&c);
+	fx_free(f);
+}
+
 /* ---- results ------------------------------------------------------------------- */
 
 static void test_result_valid_and_invalid(void **state)
@@ -576,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_dialect_by_era),
 		cmocka_unit_test(test_schema_unusable),
 		cmocka_unit_test(test_findings_bounded),
+		cmocka_unit_test(test_finding_text_cut_in_a_character),
 		cmocka_unit_test(test_result_valid_and_invalid),
 		cmocka_unit_test(test_result_fail_is_32004),
 		cmocka_unit_test(test_result_missing_structured_content),

@@ -572,6 +572,48 @@ static void test_load_yield_after(void **state)
 	           "$.yield_after_us: must be from 0 to 1000000");
 }
 
+/* upstreams[].validation: defaults report/report/false, each key parsed,
+ * errors located, a change needs a restart. */
+static void test_load_validation(void **state)
+{
+	(void)state;
+	char err[256];
+	struct px_config *a = load_text("{\"upstreams\": [{\"url\": \"http://h/\"}]}", err,
+	                                sizeof(err));
+	assert_non_null(a);
+	assert_int_equal(a->ups[0].validation.arguments, 1);
+	assert_int_equal(a->ups[0].validation.results, 1);
+	assert_int_equal(a->ups[0].validation.formats, 0);
+	struct px_config *b = load_text("{\"upstreams\": [{\"url\": \"http://h/\", \"validation\": "
+	                                "{\"arguments\": \"fail\", \"results\": \"off\", "
+	                                "\"formats\": true}}]}", err, sizeof(err));
+	assert_non_null(b);
+	assert_int_equal(b->ups[0].validation.arguments, 2);
+	assert_int_equal(b->ups[0].validation.results, 0);
+	assert_int_equal(b->ups[0].validation.formats, 1);
+	assert_string_equal(config_restart_needed(a, b), "an upstream's validation settings");
+	config_free(a);
+	config_free(b);
+	/* --upstream gets the defaults too */
+	char *argv[] = {"mcpwarden", "--upstream", "http://h/mcp"};
+	enum config_action act;
+	struct px_config *c = config_from_argv(3, argv, &act, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->ups[0].validation.arguments, 1);
+	assert_int_equal(c->ups[0].validation.results, 1);
+	config_free(c);
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\", \"validation\": {\"results\": "
+	           "\"strict\"}}]}",
+	           "$.upstreams[0].validation.results: must be off, report or fail");
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\", \"validation\": {\"argument\": "
+	           "\"fail\"}}]}",
+	           "$.upstreams[0].validation.argument: unknown key");
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\", \"validation\": {\"formats\": 1}}]}",
+	           "$.upstreams[0].validation.formats: must be true or false");
+	load_fails("{\"upstreams\": [{\"url\": \"http://h/\", \"validation\": \"fail\"}]}",
+	           "$.upstreams[0].validation: must be an object");
+}
+
 /* Every mistake is reported, one a line, not only the first. */
 static void test_load_reports_every_error(void **state)
 {
@@ -1399,6 +1441,7 @@ int main(void)
 		cmocka_unit_test(test_load_unknown_keys),
 		cmocka_unit_test(test_load_session_caps),
 		cmocka_unit_test(test_load_yield_after),
+		cmocka_unit_test(test_load_validation),
 		cmocka_unit_test(test_load_reports_every_error),
 		cmocka_unit_test(test_load_wrong_types),
 		cmocka_unit_test(test_load_bad_upstreams),
