@@ -29,6 +29,7 @@
 #include "admin/admin_conf.h"
 #include "admin/admin_int.h"
 #include "admin/calllog.h"
+#include "admin/contract_view.h"
 #include "admin/metrics.h"
 #include "admin/ring.h"
 #include "admin/secrets.h"
@@ -40,6 +41,7 @@
 #include "proxy/base/log.h"
 #include "proxy/hooks/hook_contract.h"
 #include "proxy/hooks/hook_record.h"
+#include "proxy/hooks/hook_validate.h"
 #include "proxy/hooks/redact.h"
 #include "proxy/net/conn.h"
 #include "proxy/net/http_parse.h"
@@ -197,6 +199,7 @@ static void ep_contract(struct admin_x *ax)
 	struct admin *adm = ax->adm;
 	const struct px_config *cfg = adm->ctx->cfg;
 	json_t *body = json_object(), *ups = json_array();
+	int oom = 0;
 
 	if (!body || !ups) {
 		json_decref(body);
@@ -213,16 +216,18 @@ static void ep_contract(struct admin_x *ax)
 		hook_contract_published(adm->ctx->proc->contract, cfg->ups[i].name, &pub);
 		if (pub.report)
 			hook_record_time(pub.time_us, when, sizeof(when));
-		json_t *o = json_object();
-		json_object_set_new(o, "upstream", json_string(cfg->ups[i].name));
-		json_object_set_new(o, "updated", pub.report ? json_string(when) : json_null());
-		json_object_set_new(o, "report", pub.report ? pub.report : json_null());
-		json_array_append_new(ups, o);
+		/* The live contract's per-tool summary beside the declared one
+		 * (admin/contract_view.h): a copy the hook made for us. */
+		json_t *live = hook_validate_summary(adm->ctx->proc->validate, cfg->ups[i].name);
+		if (json_array_append_new(ups, contract_view_upstream(cfg->ups[i].name,
+		                                                      pub.report ? when : NULL,
+		                                                      pub.report, live)) < 0)
+			oom = 1;
 	}
 	json_object_set_new(body, "upstreams", ups);
 	/* Tool names and findings are the upstream's words: credentials it
 	 * echoes there are masked as in records (rare endpoint, a copy). */
-	json_t *shown = redact_json(adm->rd, body);
+	json_t *shown = oom ? NULL : redact_json(adm->rd, body);
 	json_decref(body);
 	if (!shown) {
 		admin_reply_error(ax, 500, "out of memory");
@@ -274,6 +279,7 @@ static void ep_metrics(struct admin_x *ax)
 		for (size_t i = 0; i < cfg->nups; i++)
 			if (reports[i])
 				metrics_set_contract(adm->m, cfg->ups[i].name, reports[i]);
+		metrics_fold_validate(adm->m, &s);
 		fill_own(adm, &s);
 		text = metrics_render(adm->m, &s, &len);
 		admin_unlock(adm);

@@ -4,18 +4,21 @@
  * (proxy/hooks/sink.h): the ring of records (admin/ring.c), the metrics
  * (admin/metrics.c), the live streams (admin/calls.c) and the optional
  * JSON-lines log (admin/calllog.c). Everything else it shows it pulls when
- * asked: the contract hook's reports, and every module's counters through
- * the metrics sources the wiring registers (admin_add_metrics_source).
+ * asked: the contract hook's reports, the live contract's summaries, and
+ * every module's counters through the metrics sources the wiring
+ * registers (admin_add_metrics_source).
  * Endpoints (GET or HEAD):
  *
  *   /                 the live page (admin/page.html, built into the binary)
  *   /calls            records, newest first: ?limit=&since=&method=&tool=
- *                     &session=&outcome=
+ *                     &session=&outcome=&finding= (a finding code of the
+ *                     live contract, proxy/hooks/hook_validate.h)
  *   /calls/inflight   client requests still waiting for an answer, with age
  *   /calls/stream     text/event-stream of records as they are made; each
  *                     event's id is the record's seq; Last-Event-ID (or
  *                     ?since=) resumes from the ring; same filters as /calls
- *   /contract         latest contract report per upstream
+ *   /contract         latest contract report per upstream, and "live": the
+ *                     live contract's per-tool summary (hook_validate.h)
  *   /metrics          Prometheus text format
  *   /healthz          alive: 200 while the event loop runs
  *   /readyz           200 when every upstream accepts a TCP connection

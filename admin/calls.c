@@ -141,18 +141,40 @@ static int query_filter(struct admin_x *ax, const struct query *q, struct ring_f
 	return 0;
 }
 
+/* ?finding=<code> (/calls only: a stream's records are matched on their
+ * keys, and a finding is not one). Codes are lower-case words joined by
+ * '-' (proxy/hooks/hook_validate.h); anything else cannot match, so it
+ * is refused rather than answered with an empty list. Returns 0, or -1
+ * after replying 400. */
+static int query_finding(struct admin_x *ax, const struct query *q, struct ring_filter *f)
+{
+	const char *code = query_get(q, "finding");
+	if (!code || !*code)
+		return 0;
+	for (const char *p = code; *p; p++) {
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-')) {
+			admin_reply_error(ax, 400, "finding: a finding code such as arguments-invalid "
+			                           "(lower-case letters, digits and '-')");
+			return -1;
+		}
+	}
+	f->finding = code;
+	return 0;
+}
+
 /* ---- /calls, /calls/inflight ------------------------------------------------ */
 
 void calls_list(struct admin_x *ax, const char *qs)
 {
 	static const char *const allowed[] = {"limit", "since", "method", "tool", "session",
-	                                      "outcome", NULL};
+	                                      "outcome", "finding", NULL};
 	struct admin *adm = ax->adm;
 	struct query q;
 	struct ring_filter f = {0};
 	uint64_t limit = ADMIN_CALLS_DEFAULT;
 
-	if (parse_query(ax, qs, allowed, &q) < 0 || query_filter(ax, &q, &f) < 0)
+	if (parse_query(ax, qs, allowed, &q) < 0 || query_filter(ax, &q, &f) < 0 ||
+	    query_finding(ax, &q, &f) < 0)
 		return;
 	const char *l = query_get(&q, "limit");
 	if (l && (parse_u64(l, RING_MAX_SIZE, &limit) < 0 || limit == 0 ||

@@ -1,4 +1,6 @@
 /* metrics: see metrics.h.
+ * Why this file is long: it is the one writer of the exposition, every
+ * family's HELP text beside its samples, and the label tables they share.
  *
  * Each traffic-fed label dimension is a small intern table (open
  * addressing over a power-of-two array) mapping a label value to an index
@@ -57,6 +59,7 @@ struct contract_entry {
 struct metrics {
 	size_t max;
 	struct labels methods, tools, rules, server_methods;
+	struct labels vtools;     /* tools of the live contract's counts */
 	uint64_t *calls;          /* [method][outcome] */
 	uint64_t *tool_calls;     /* [tool][outcome] */
 	struct hist *method_lat;  /* [method] */
@@ -182,7 +185,8 @@ struct metrics *metrics_new(size_t max_labels)
 	m->max = max_labels;
 	if (labels_init(&m->methods, max_labels) < 0 || labels_init(&m->tools, max_labels) < 0 ||
 	    labels_init(&m->rules, max_labels) < 0 ||
-	    labels_init(&m->server_methods, max_labels) < 0)
+	    labels_init(&m->server_methods, max_labels) < 0 ||
+	    labels_init(&m->vtools, max_labels) < 0)
 		goto fail;
 	m->calls = calloc(n * NOUT, sizeof(*m->calls));
 	m->tool_calls = calloc(n * NOUT, sizeof(*m->tool_calls));
@@ -207,6 +211,7 @@ void metrics_free(struct metrics *m)
 	labels_fini(&m->tools);
 	labels_fini(&m->rules);
 	labels_fini(&m->server_methods);
+	labels_fini(&m->vtools);
 	free(m->calls);
 	free(m->tool_calls);
 	free(m->method_lat);
@@ -346,6 +351,68 @@ int metrics_set_contract(struct metrics *m, const char *upstream, const json_t *
 	e->passed = json_is_true(json_object_get(report, "passed"));
 	e->truncated = json_is_true(json_object_get(report, "truncated"));
 	return 0;
+}
+
+/* ---- the live contract's counts -------------------------------------------- */
+
+/* hook_validate.h's codes (stable API); anything else shows as "other". */
+static const char *const validate_codes[] = {
+	"arguments-invalid", "result-invalid", "structured-content-missing", "tool-unknown",
+	"no-listing", "schema-unusable", "validation-limit",
+};
+#define NVCODE (sizeof(validate_codes) / sizeof(validate_codes[0]))
+
+void metrics_validate_add(struct metrics_validate *v, const char *upstream, const char *tool,
+                          const char *code, uint64_t n)
+{
+	if (v->ncounts >= v->cap || !v->counts) {
+		v->left_out++;
+		return;
+	}
+	struct metrics_validate_count *c = &v->counts[v->ncounts++];
+	label_cut(upstream ? upstream : "", c->upstream);
+	label_cut(tool ? tool : "", c->tool);
+	/* A code is one of a short list: longer is not one of them. */
+	if (!code || strnlen(code, METRICS_CODE_MAX + 1) > METRICS_CODE_MAX)
+		code = OTHER_LABEL;
+	memcpy(c->code, code, strlen(code) + 1);
+	c->n = n;
+}
+
+static int vcount_cmp(const void *a, const void *b)
+{
+	const struct metrics_validate_count *x = a, *y = b;
+	int d = strcmp(x->upstream, y->upstream);
+	if (!d)
+		d = strcmp(x->tool, y->tool);
+	return d ? d : strcmp(x->code, y->code);
+}
+
+void metrics_fold_validate(struct metrics *m, struct metrics_snapshot *s)
+{
+	struct metrics_validate *v = s ? s->validate : NULL;
+	if (!v || !v->ncounts)
+		return;
+	for (size_t i = 0; i < v->ncounts; i++) {
+		struct metrics_validate_count *c = &v->counts[i];
+		size_t ti = labels_index(&m->vtools, c->tool);
+		/* the interned name is c->tool itself, or "other" */
+		memcpy(c->tool, m->vtools.name[ti], strlen(m->vtools.name[ti]) + 1);
+		size_t k = 0;
+		while (k < NVCODE && strcmp(c->code, validate_codes[k]) != 0)
+			k++;
+		if (k == NVCODE)
+			memcpy(c->code, OTHER_LABEL, sizeof(OTHER_LABEL));
+	}
+	qsort(v->counts, v->ncounts, sizeof(*v->counts), vcount_cmp);
+	size_t out = 0;
+	for (size_t i = 0; i < v->ncounts; i++) {
+		if (out && vcount_cmp(&v->counts[out - 1], &v->counts[i]) == 0)
+			v->counts[out - 1].n += v->counts[i].n;
+		else
+			v->counts[out++] = v->counts[i];
+	}
+	v->ncounts = out;
 }
 
 /* ---- exposition ----------------------------------------------------------- */
@@ -722,6 +789,49 @@ static void render_policy(struct out *o, const struct metrics_policy *p)
 	}
 }
 
+/* The live contract (struct metrics_validate, folded first): zeros and no
+ * series when there is none, like the policy's. */
+static void render_validate(struct out *o, const struct metrics_validate *v)
+{
+	static const struct metrics_validate none = {0};
+	static const char *const fam = "mcpwarden_validation_findings_total";
+
+	if (!v)
+		v = &none;
+	family(o, fam, "counter",
+	       "Live contract findings (calls and results checked against the listed schemas), "
+	       "by upstream, tool and code.");
+	for (size_t i = 0; i < v->ncounts; i++) {
+		const struct metrics_validate_count *c = &v->counts[i];
+		const char *const v3[][2] = {
+			{"upstream", c->upstream}, {"tool", c->tool}, {"code", c->code}};
+		out_str(o, fam);
+		for (size_t k = 0; k < 3; k++) {
+			out_fmt(o, "%s%s=\"", k ? "," : "{", v3[k][0]);
+			out_label_value(o, v3[k][1]);
+			out_str(o, "\"");
+		}
+		out_fmt(o, "} %llu\n", (unsigned long long)c->n);
+	}
+	scalar(o, "mcpwarden_validation_calls_checked_total", "counter",
+	       "tools/call requests whose arguments the live contract checked.", v->calls_checked);
+	scalar(o, "mcpwarden_validation_results_checked_total", "counter",
+	       "tools/call results the live contract checked against an outputSchema.",
+	       v->results_checked);
+	scalar(o, "mcpwarden_validation_schemas_compiled_total", "counter",
+	       "Tool schemas the live contract compiled (once per listing that changed them).",
+	       v->compiled);
+	scalar(o, "mcpwarden_validation_schema_compile_failures_total", "counter",
+	       "Of the compiled schemas, those unusable (nothing validated against them).",
+	       v->compile_failed);
+	scalar(o, "mcpwarden_validation_log_lines_suppressed_total", "counter",
+	       "Finding log lines held back by the per-code, per-tool rate limit.",
+	       v->logs_suppressed);
+	scalar(o, "mcpwarden_validation_counts_left_out", "gauge",
+	       "Counts this scrape could not copy (over its bound): shown from the next one.",
+	       v->left_out);
+}
+
 char *metrics_render(const struct metrics *m, const struct metrics_snapshot *snap, size_t *len)
 {
 	struct out o = {0};
@@ -773,6 +883,7 @@ char *metrics_render(const struct metrics *m, const struct metrics_snapshot *sna
 	       "Sessions open: opened minus closed (sessions that expire upstream are not seen).",
 	       metrics_sessions_open(m));
 	render_contract(&o, m);
+	render_validate(&o, snap ? snap->validate : NULL);
 	if (o.oom) {
 		free(o.buf);
 		return NULL;

@@ -34,7 +34,7 @@
 #define METRICS_MAX_LABELS         10000
 #define METRICS_LABEL_MAX          128   /* bytes of one label value */
 #define METRICS_MAX_UPSTREAMS      256   /* contract entries kept */
-#define METRICS_SNAPSHOT_ALLOCS    8     /* arrays sources may hang on a snapshot */
+#define METRICS_SNAPSHOT_ALLOCS    12    /* arrays sources may hang on a snapshot */
 
 struct metrics;
 
@@ -97,6 +97,32 @@ struct metrics_policy {
 	size_t nrules;
 };
 
+/* The live contract's counters (proxy/hooks/hook_validate.h): its process
+ * totals and one count per upstream x tool x code. Label values are copied
+ * (cut to METRICS_LABEL_MAX bytes, as on output), so they outlive the
+ * hook's iteration. */
+#define METRICS_CODE_MAX         32      /* bytes of a finding code */
+#define METRICS_VALIDATE_MAX     20000   /* counts one scrape copies */
+
+struct metrics_validate_count {
+	char upstream[METRICS_LABEL_MAX + 1], tool[METRICS_LABEL_MAX + 1];
+	char code[METRICS_CODE_MAX + 1];
+	uint64_t n;
+};
+
+struct metrics_validate {
+	uint64_t calls_checked, results_checked, compiled, compile_failed, findings,
+		logs_suppressed;
+	struct metrics_validate_count *counts;  /* cap entries (metrics_snapshot_alloc) */
+	size_t ncounts, cap;
+	uint64_t left_out;               /* counts past cap: shown from the next scrape */
+};
+
+/* Appends one count to v, its strings copied and cut (NULL counts as "");
+ * past v->cap it only counts v->left_out. */
+void metrics_validate_add(struct metrics_validate *v, const char *upstream, const char *tool,
+                          const char *code, uint64_t n);
+
 struct metrics_snapshot {
 	uint64_t client_connections;     /* open now */
 	uint64_t connections_total;      /* accepted since start */
@@ -116,6 +142,7 @@ struct metrics_snapshot {
 	const struct metrics_worker *workers;
 	size_t nworkers;
 	const struct metrics_policy *policy;  /* NULL: no policy module */
+	struct metrics_validate *validate;    /* NULL: no live contract */
 	/* What sources allocated for the pointers above (owned by s). */
 	void *owned[METRICS_SNAPSHOT_ALLOCS];
 	size_t nowned;
@@ -144,6 +171,17 @@ void metrics_collect(const struct metrics *m, struct metrics_snapshot *s);
  * the scrape fails rather than show a partial view). */
 void *metrics_snapshot_alloc(struct metrics_snapshot *s, size_t n, size_t size);
 void metrics_snapshot_release(struct metrics_snapshot *s);
+
+/* Folds s->validate onto the labels /metrics shows and keeps: a tool name
+ * is interned in m's own table for validation tools (at most max_labels
+ * distinct, later ones summed under "other", as every traffic-fed label:
+ * a client calling made-up tools costs breakdown, never memory), a code
+ * outside hook_validate.h's list becomes "other"; then the counts are
+ * sorted by upstream, tool, code and merged, so that each series shows
+ * once. A tool keeps its label for m's lifetime, so every rendered series
+ * only grows between scrapes. Call with the lock metrics_render runs
+ * under, before it; s may be NULL or have no validate. */
+void metrics_fold_validate(struct metrics *m, struct metrics_snapshot *s);
 
 /* Renders every family as Prometheus text into a new NUL-terminated
  * string (owned, free()); *len is its length. snap may be NULL. NULL when

@@ -11,8 +11,10 @@
 #include "admin/ring.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 
 enum { KEY_METHOD, KEY_TOOL, KEY_SESSION, KEY_OUTCOME, NKEYS };
 
@@ -147,11 +149,38 @@ static int key_match(const char *have, const char *want)
 	return have && strncmp(have, want, RING_KEY_MAX - 1) == 0;
 }
 
+/* Whether a record's top-level "findings" holds one whose code is code.
+ * Most records have none: two text searches rule them out without a
+ * parse, and only a record that names the code is parsed (a text match
+ * alone could be in arguments or a result preview). */
+static int finding_match(const char *json, size_t len, const char *code)
+{
+	char quoted[RING_KEY_MAX + 2];
+	int n = snprintf(quoted, sizeof(quoted), "\"%s\"", code);
+	if (n < 0 || (size_t)n >= sizeof(quoted) || !memmem(json, len, "\"findings\"", 10) ||
+	    !memmem(json, len, quoted, (size_t)n))
+		return 0;
+	json_t *rec = json_loadb(json, len, 0, NULL);
+	const json_t *list = json_object_get(rec, "findings"), *f;
+	size_t i;
+	int hit = 0;
+	json_array_foreach(list, i, f) {
+		const char *c = json_string_value(json_object_get(f, "code"));
+		if (c && strcmp(c, code) == 0) {
+			hit = 1;
+			break;
+		}
+	}
+	json_decref(rec);
+	return hit;
+}
+
 static int slot_match(const struct slot *s, const struct ring_filter *f)
 {
 	return key_match(s->key[KEY_METHOD], f->method) && key_match(s->key[KEY_TOOL], f->tool) &&
 	       key_match(s->key[KEY_SESSION], f->session) &&
-	       key_match(s->key[KEY_OUTCOME], f->outcome);
+	       key_match(s->key[KEY_OUTCOME], f->outcome) &&
+	       (!f->finding || finding_match(s->json, s->len, f->finding));
 }
 
 int ring_keys_match(const struct record_keys *k, const struct ring_filter *f)

@@ -46,6 +46,11 @@ struct ring_filter {
 	size_t limit;         /* at most this many records (0: no limit) */
 	uint64_t since;       /* only records with seq > since */
 	const char *method, *tool, *session, *outcome;  /* exact match */
+	/* A finding code (proxy/hooks/hook_validate.h): only records whose
+	 * top-level "findings" array holds one with this "code". Not a key:
+	 * read from the record's text (a search, then a parse of the records
+	 * that may hold it), so ring_keys_match ignores it. */
+	const char *finding;
 	int oldest_first;     /* 0: newest first (the /calls order) */
 };
 

@@ -13,6 +13,7 @@
 #include "proxy/config.h"
 #include "proxy/ctx.h"
 #include "proxy/hooks/hook_policy.h"
+#include "proxy/hooks/hook_validate.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/mcp/sesslimit.h"
 #include "proxy/net/upstream.h"
@@ -136,6 +137,55 @@ static void source_policy(void *arg, struct metrics_snapshot *s)
 	s->policy = mp;
 }
 
+static void validate_count_one(void *arg, const char *upstream, const char *tool,
+                               const char *code, uint64_t n)
+{
+	size_t *count = arg;
+	(void)upstream, (void)tool, (void)code, (void)n;
+	(*count)++;
+}
+
+static void validate_add_one(void *arg, const char *upstream, const char *tool,
+                             const char *code, uint64_t n)
+{
+	metrics_validate_add(arg, upstream, tool, code, n);
+}
+
+/* The live contract's totals and its counts per upstream x tool x code,
+ * copied (the hook lends its strings for one call only). Two passes: one
+ * to size the copy, one to fill it, with room for counts that appear in
+ * between (any past it are shown from the next scrape); at most
+ * METRICS_VALIDATE_MAX. The labels are folded later, by the metrics. */
+static void source_validate(void *arg, struct metrics_snapshot *s)
+{
+	const struct px_ctx *ctx = arg;
+	struct hook_validate *hv = ctx->proc->validate;
+	if (!hv)
+		return;
+	struct metrics_validate *v = metrics_snapshot_alloc(s, 1, sizeof(*v));
+	if (!v)
+		return;
+	struct hook_validate_stats st;
+	hook_validate_get_stats(hv, &st);
+	v->calls_checked = st.calls_checked;
+	v->results_checked = st.results_checked;
+	v->compiled = st.compiled;
+	v->compile_failed = st.compile_failed;
+	v->findings = st.findings;
+	v->logs_suppressed = st.logs_suppressed;
+	size_t n = 0;
+	hook_validate_foreach_count(hv, validate_count_one, &n);
+	size_t cap = n + n / 4 + 16;
+	if (cap > METRICS_VALIDATE_MAX)
+		cap = METRICS_VALIDATE_MAX;
+	v->counts = metrics_snapshot_alloc(s, cap, sizeof(*v->counts));
+	if (!v->counts)
+		return;
+	v->cap = cap;
+	hook_validate_foreach_count(hv, validate_add_one, v);
+	s->validate = v;
+}
+
 int stats_register(struct px_ctx *ctx)
 {
 	static const struct {
@@ -146,6 +196,7 @@ int stats_register(struct px_ctx *ctx)
 		{"upstreams", source_upstreams},
 		{"sesslimit", source_sesslimit},
 		{"policy", source_policy},
+		{"validate", source_validate},
 	};
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
 		if (admin_add_metrics_source(ctx->proc->admin, sources[i].name, sources[i].fn, ctx) < 0)

@@ -1,7 +1,7 @@
 /* stats: the wiring's sources for GET /metrics (admin/metrics.h
  * "sources"): what every worker counts (connections, requests, responses,
- * the inspect chain's messages), the upstream pools, the session caps and
- * the policy, each read through its own module's getter when a scrape
+ * the inspect chain's messages), the upstream pools, the session caps, the
+ * policy and the live contract (proxy/hooks/hook_validate.h), each read through its own module's getter when a scrape
  * asks. They live here, with the wiring, because the wiring alone sees
  * every module: the admin endpoint reads none of them itself.
  *

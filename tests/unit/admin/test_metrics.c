@@ -502,6 +502,132 @@ static void test_policy_counters(void **state)
 	metrics_free(m);
 }
 
+/* issue 19: the live contract's counts per upstream x tool x code and its
+ * process totals, from a fake snapshot as the source in proxy/stats.c
+ * fills it. */
+static struct metrics_validate *fake_validate(struct metrics_snapshot *s, size_t cap)
+{
+	struct metrics_validate *v = metrics_snapshot_alloc(s, 1, sizeof(*v));
+	assert_non_null(v);
+	v->counts = metrics_snapshot_alloc(s, cap, sizeof(*v->counts));
+	assert_non_null(v->counts);
+	v->cap = cap;
+	s->validate = v;
+	return v;
+}
+
+static void test_validate_counts(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_new(METRICS_DEFAULT_MAX_LABELS);
+	struct metrics_snapshot s = {0};
+	struct metrics_validate *v = fake_validate(&s, 8);
+	v->calls_checked = 12;
+	v->results_checked = 5;
+	v->compiled = 3;
+	v->compile_failed = 1;
+	v->logs_suppressed = 9;
+	metrics_validate_add(v, "staging", "get-sum", "arguments-invalid", 4);
+	metrics_validate_add(v, "staging", "get-sum", "result-invalid", 1);
+	metrics_validate_add(v, "prod", "ech\"o", "tool-unknown", 2);
+	metrics_validate_add(v, "prod", "echo", "made-up-code", 1);
+	metrics_validate_add(v, "prod", "echo", "another-made-up", 2);
+	metrics_fold_validate(m, &s);
+	char *t = render(m, &s);
+	has_line(t, "# TYPE mcpwarden_validation_findings_total counter");
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"staging\",tool=\"get-sum\","
+	            "code=\"arguments-invalid\"} 4");
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"staging\",tool=\"get-sum\","
+	            "code=\"result-invalid\"} 1");
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"prod\",tool=\"ech\\\"o\","
+	            "code=\"tool-unknown\"} 2");
+	/* codes outside hook_validate.h's list are one "other" series */
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"prod\",tool=\"echo\","
+	            "code=\"other\"} 3");
+	lacks(t, "made-up-code");
+	has_line(t, "mcpwarden_validation_calls_checked_total 12");
+	has_line(t, "mcpwarden_validation_results_checked_total 5");
+	has_line(t, "mcpwarden_validation_schemas_compiled_total 3");
+	has_line(t, "mcpwarden_validation_schema_compile_failures_total 1");
+	has_line(t, "mcpwarden_validation_log_lines_suppressed_total 9");
+	has_line(t, "mcpwarden_validation_counts_left_out 0");
+	free(t);
+	metrics_snapshot_release(&s);
+	metrics_free(m);
+}
+
+/* Without the hook: every family with zeros, no series. */
+static void test_validate_absent(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_new(METRICS_DEFAULT_MAX_LABELS);
+	metrics_fold_validate(m, NULL);
+	char *t = render(m, NULL);
+	has_line(t, "# TYPE mcpwarden_validation_findings_total counter");
+	has_line(t, "mcpwarden_validation_calls_checked_total 0");
+	lacks(t, "mcpwarden_validation_findings_total{");
+	free(t);
+	metrics_free(m);
+}
+
+/* Tools beyond max_labels are summed under "other", and the tools that
+ * got a label keep it on later scrapes whatever order the counts come in:
+ * every series only grows. A long tool name is cut the way labels are. */
+static void test_validate_cardinality(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_new(2);
+	char longname[METRICS_LABEL_MAX + 40];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+
+	struct metrics_snapshot s = {0};
+	struct metrics_validate *v = fake_validate(&s, 2);
+	metrics_validate_add(v, "u", "a", "arguments-invalid", 1);
+	metrics_validate_add(v, "u", "b", "arguments-invalid", 1);
+	metrics_validate_add(v, "u", "c", "arguments-invalid", 1); /* past cap */
+	assert_int_equal(v->left_out, 1);
+	metrics_fold_validate(m, &s);
+	char *t = render(m, &s);
+	has_line(t, "mcpwarden_validation_counts_left_out 1");
+	free(t);
+	metrics_snapshot_release(&s);
+
+	struct metrics_snapshot s2 = {0};
+	v = fake_validate(&s2, 8);
+	metrics_validate_add(v, "u", "d", "arguments-invalid", 5);
+	metrics_validate_add(v, "u", longname, "arguments-invalid", 7);
+	metrics_validate_add(v, "u", "c", "arguments-invalid", 2);
+	metrics_validate_add(v, "u", "b", "arguments-invalid", 3);
+	metrics_validate_add(v, "u", "a", "arguments-invalid", 4);
+	metrics_fold_validate(m, &s2);
+	t = render(m, &s2);
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"u\",tool=\"a\",code=\"arguments-invalid\"} 4");
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"u\",tool=\"b\",code=\"arguments-invalid\"} 3");
+	has_line(t, "mcpwarden_validation_findings_total{upstream=\"u\",tool=\"other\",code=\"arguments-invalid\"} 14");
+	lacks(t, "tool=\"c\"");
+	lacks(t, "tool=\"d\"");
+	lacks(t, "xxxxx");
+	free(t);
+	metrics_snapshot_release(&s2);
+
+	/* a cut name stays within METRICS_LABEL_MAX on its own label table */
+	struct metrics *m2 = metrics_new(4);
+	struct metrics_snapshot s3 = {0};
+	v = fake_validate(&s3, 2);
+	metrics_validate_add(v, "u", longname, "no-listing", 1);
+	metrics_validate_add(v, "u", longname + 1, "no-listing", 2); /* same once cut */
+	metrics_fold_validate(m2, &s3);
+	assert_int_equal(v->ncounts, 1);
+	assert_int_equal(v->counts[0].n, 3);
+	assert_int_equal(strlen(v->counts[0].tool), METRICS_LABEL_MAX);
+	t = render(m2, &s3);
+	free(t);
+	metrics_snapshot_release(&s3);
+	metrics_free(m2);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +642,9 @@ int main(void)
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_help_and_type_once_each),
+		cmocka_unit_test(test_validate_counts),
+		cmocka_unit_test(test_validate_absent),
+		cmocka_unit_test(test_validate_cardinality),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -333,6 +333,36 @@ static void test_swap_too_big_is_refused(void **state)
 	ring_free(r);
 }
 
+/* issue 19: ?finding=<code> matches records whose top-level "findings"
+ * holds that code, not records that only mention it elsewhere. */
+static void test_finding_filter(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+		"{\"n\":1}",
+		"{\"n\":2,\"findings\":[{\"code\":\"arguments-invalid\",\"kind\":\"arguments\"}]}",
+		"{\"n\":3,\"arguments\":\"{\\\"code\\\":\\\"arguments-invalid\\\"}\",\"findings\":[]}",
+		"{\"n\":4,\"findings\":[{\"code\":\"tool-unknown\"},{\"code\":\"result-invalid\"}]}",
+		"{\"n\":5,\"note\":\"\\\"arguments-invalid\\\" \\\"findings\\\"\"}",
+		"{\"n\":6,\"findings\":[{\"code\":\"arguments-invalid-x\"}]}",
+	};
+	struct ring *r = ring_new(8);
+	struct record_keys k = {"tools/call", "echo", "s1", "ok"};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		assert_int_not_equal(ring_append(r, &k, texts[i], strlen(texts[i])), 0);
+	struct ring_filter f = {.finding = "arguments-invalid"};
+	read_as(r, &f, "2");
+	f = (struct ring_filter){.finding = "result-invalid"};
+	read_as(r, &f, "4");
+	f = (struct ring_filter){.finding = "result-invalid", .tool = "other"};
+	read_as(r, &f, "");
+	f = (struct ring_filter){.finding = "no-listing"};
+	read_as(r, &f, "");
+	/* the stream's key match does not look at it */
+	assert_true(ring_keys_match(&k, &f));
+	ring_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_flood_stays_bounded),
 		cmocka_unit_test(test_swap_moves_blocks),
 		cmocka_unit_test(test_swap_too_big_is_refused),
+		cmocka_unit_test(test_finding_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
