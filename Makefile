@@ -125,6 +125,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 integration: $(BIN) node_modules/.package-lock.json
 	MCPWARDEN_BIN=$(abspath $(BIN)) node --test --test-concurrency=1 tests/integration/
 
+# The ajv differential's C side (tests/integration/jschema-differential.test.mjs):
+# tests/unit/checks/jschema_cli.c, built by the unit-test rule above.
+integration: $(BUILD)/tests/checks/jschema_cli
+
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
 test: layers $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard

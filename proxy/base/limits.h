@@ -82,6 +82,55 @@
 /* (No trust window: a pooled connection is peeked at before every reuse,
  * however briefly it was idle; see upconn_alive in proxy/net/upstream.c.) */
 
+/* ---- JSON Schema validator (checks/jschema.h) ----------------------------
+ * Past any of these, jschema_compile() fails or jschema_validate() stops,
+ * with a finding naming the limit (code JSCHEMA_LIMIT), never a hang. */
+/* Nesting of subschemas inside one schema document (compile). */
+#define LIMIT_JSCHEMA_SCHEMA_DEPTH  128
+/* Subschemas (compiled nodes) in one schema document, lazily compiled
+ * $ref targets included (compile). */
+#define LIMIT_JSCHEMA_NODES         20000
+/* $ref/$dynamicRef keywords in one schema document, and identifiers
+ * ($id resources plus anchors): resolving each is a scan, so these bound
+ * compile time on a hostile listing (tool schemas have a handful). */
+#define LIMIT_JSCHEMA_REFS          1024
+#define LIMIT_JSCHEMA_IDS           1024
+/* $ref/$dynamicRef frames nested in one validation: bounds recursive
+ * schemas on deep instances; a cycle that makes no progress on the
+ * instance is caught before it (the same subschema at the same instance
+ * location twice on the stack). */
+#define LIMIT_JSCHEMA_REF_DEPTH     128
+/* Nesting of subschema evaluations in one validation (instance depth plus
+ * in-place applicators). */
+#define LIMIT_JSCHEMA_EVAL_DEPTH    512
+/* Work units per validation: one per subschema evaluated, per property or
+ * item visited, per uniqueItems comparison, per regex search. */
+#define LIMIT_JSCHEMA_STEPS         200000
+/* Bytes of a JSON Pointer or message in a jschema_error (truncated past). */
+#define LIMIT_JSCHEMA_PTR_BYTES     256
+#define LIMIT_JSCHEMA_MSG_BYTES     192
+/* ---- end of the JSON Schema validator's block ---------------------------- */
+
+/* JSON Schema regular expressions (checks/jsre.c): not configurable; a
+ * pattern over a compile-time cap is refused with a located reason, the
+ * schema's validator reports it. */
+/* Bytes of one pattern. Schema patterns are tens of bytes; this bounds the
+ * parser's node array before any other cap applies. */
+#define LIMIT_JSRE_PATTERN_BYTES    (32u * 1024)
+/* Instructions of one compiled pattern, counted repetition expanded
+ * (a{1000} is 1000, (?:a{1000}){1000} a million: refused). The VM's
+ * memory per search is a few words per instruction. */
+#define LIMIT_JSRE_PROGRAM          20000
+/* Code point ranges of all the character classes of one pattern (\p{L} is
+ * 684 of them; a class copied by a repetition is stored once). */
+#define LIMIT_JSRE_RANGES           65536
+/* Nesting of groups (the parser and the compiler recurse on it). */
+#define LIMIT_JSRE_DEPTH            128
+/* VM steps (an instruction visited or a thread stepped) in one search:
+ * about 20-60 ms. Past it jsre_search answers -1 (no guess); a small
+ * pattern gets there only on a subject of megabytes. */
+#define LIMIT_JSRE_STEPS            20000000u
+
 /* timeouts.connect_ms: TCP connect to an upstream; 502 past it. */
 #define TIMEOUT_CONNECT_MS          5000
 /* timeouts.request_ms: from sending a request upstream to its response
