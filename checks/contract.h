@@ -106,6 +106,7 @@
 #define CONTRACT_MAX_DEPTH    32
 #define CONTRACT_MAX_NODES    4096
 #define CONTRACT_MAX_FINDINGS 4096
+#define CONTRACT_MAX_REMOTE_REFS 16 /* per schema, set aside to check the rest */
 
 struct contract_report;
 
