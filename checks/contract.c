@@ -11,7 +11,13 @@
  * are built in one growing buffer that each recursive step extends and cuts
  * back, so deep schemas cost no allocation per level.
  *
- * Leaves out: validating arguments against schemas (not written yet), the
+ * Schema validity is jschema's compile (checks/jschema.h): one walker of
+ * every subschema, not a second one here; what this file adds is the
+ * choice of dialect, setting aside what is reported already or cannot be
+ * read (remote $refs), and the mapping of its codes (contract.h, SCHEMA
+ * VALIDITY).
+ *
+ * Leaves out: validating arguments against schemas (hook_validate), the
  * baseline diff (drift.c), anything that needs the network ($ref to remote
  * documents is never followed, only "#..." inside the same schema).
  */
