@@ -345,6 +345,9 @@ struct ctx {
 	enum dialect_rule dialect;
 	size_t nstruct;           /* structural problems of the schema being
 	                             checked (check_schema), dropped or not */
+	int dialect_used;         /* the current tool has a schema without a
+	                             "$schema" string: its findings depend on
+	                             c->dialect (the memo's rule) */
 	/* current tool */
 	long rec;
 	size_t page, index;
@@ -696,6 +699,8 @@ static void check_validity(struct ctx *c, const json_t *s, const char *what)
 	struct jschema_error why;
 	json_t *copy = NULL;
 	enum jschema_dialect d = c->dialect == D_2020_12 ? JSCHEMA_2020_12 : JSCHEMA_DRAFT7;
+	if (!json_is_string(json_object_get(s, "$schema")))
+		c->dialect_used = 1;
 	int ok = compiles(s, d, (int)c->nstruct, &copy, &why);
 	/* No era: a schema that is valid in the other dialect is valid. A
 	 * "$schema" decides the dialect itself, so there is nothing to retry. */
@@ -1185,6 +1190,7 @@ static void check_tool(struct ctx *c, const json_t *tool, size_t *split)
 {
 	c->budget = CONTRACT_MAX_NODES;
 	c->nheaders = 0;
+	c->dialect_used = 0;
 	int more = check_tool_head(c, tool);
 	*split = c->r->nf;
 	if (!more)
@@ -1284,6 +1290,11 @@ struct memo_ent {
 	size_t json_index;
 	int json_spec_only;
 	unsigned long gen;        /* the last check that used it */
+	/* The dialect rule it was made under, and whether its findings
+	 * depend on it (a schema without "$schema"): clients of several eras
+	 * listing one upstream must not empty the memo each time. */
+	enum dialect_rule dialect;
+	int dialect_used;
 	int dying;                /* being freed (an entry may sit at several
 	                             positions) */
 };
@@ -1297,7 +1308,6 @@ struct contract_memo {
 	size_t tabcap;
 	int tab_built;
 	int modern;               /* the era rules the entries were made under */
-	enum dialect_rule dialect;
 	unsigned long gen;        /* calls so far */
 	size_t nfindings;         /* findings held by all entries */
 	size_t rechecked;         /* tools checked afresh by the last call */
@@ -1440,6 +1450,8 @@ static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
 	e->len = tx->len;
 	e->more = more;
 	e->index = -1;
+	e->dialect = c->dialect;
+	e->dialect_used = c->dialect_used;
 	e->text = (char *)(e + 1);
 	memcpy(e->text, tx->at, tx->len);
 	e->f = n ? calloc(n, sizeof *e->f) : NULL;
@@ -1513,6 +1525,8 @@ static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool
 	struct memo_ent *e = memo_find(m, c->index, tx, &hash, &hashed);
 	if (e != NULL && e->index >= 0 && e->index != (long)c->index)
 		e = NULL;
+	if (e != NULL && e->dialect_used && e->dialect != c->dialect)
+		e = NULL; /* read in another dialect: its findings may differ */
 	if (e != NULL) {
 		memo_replay(c, e);
 	} else {
@@ -1520,6 +1534,7 @@ static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool
 		tool_ptr(c);
 		c->budget = CONTRACT_MAX_NODES;
 		c->nheaders = 0;
+		c->dialect_used = 0;
 		int more = check_tool_head(c, tool);
 		split = r->nf;
 		if (more) {
@@ -1566,10 +1581,9 @@ static struct contract_report *check_pages(const json_t *const pages[], size_t n
 			now = calloc(nnext ? nnext : 1, sizeof *now);
 			if (now == NULL)
 				goto fail;
-			if (m->modern != c.modern || m->dialect != c.dialect)
+			if (m->modern != c.modern)
 				memo_drop_old(m, m->gen + 1); /* other rules: nothing holds */
 			m->modern = c.modern;
-			m->dialect = c.dialect;
 			m->gen++;
 			m->rechecked = 0;
 			r->memo = m;

@@ -108,8 +108,9 @@
  * CONTRACT_MAX_REMOTE_REFS per schema. A pointer over
  * LIMIT_JSCHEMA_PTR_BYTES points at the schema instead, the message quoting
  * the cut one. The compiled form is not kept; a tool replayed from the
- * memo is not compiled again, and a change of dialect empties the memo
- * like a change of era rules.
+ * memo is not compiled again. A memo entry made under another era's
+ * dialect holds only when every schema of its tool names its "$schema"
+ * (then the era does not matter); otherwise that tool is checked again.
  *
  * POINTERS (RFC 6901, "~" -> "~0", "/" -> "~1"). With one page they point
  * into that page's result object: "/tools/3/inputSchema/required/1". With

@@ -535,6 +535,44 @@ static void test_memo_replays_schema_findings(void **state)
 	contract_memo_free(m);
 }
 
+static void test_memo_keeps_dialect_free_tools(void **state)
+{
+	(void)state;
+	/* A tool whose schemas name their $schema reads the same in every
+	 * era's dialect: clients of two eras listing one upstream replay it
+	 * (only tools without $schema are checked again). */
+	const char *listing =
+		"{'tools':[{'name':'zod','description':'A perfectly fine tool for tests',"
+		"'inputSchema':{'$schema':'http://json-schema.org/draft-07/schema#','type':'object',"
+		"'properties':{'pair':{'type':'array','description':'d','items':[{'type':'string'}]}}}},"
+		"{'name':'plain','description':'A perfectly fine tool for tests',"
+		"'inputSchema':{'type':'object','properties':{'pair':{'type':'array','description':'d',"
+		"'items':[{'type':'string'}]}}}}]}";
+	struct contract_memo *m = contract_memo_new();
+	assert_non_null(m);
+	static const char *const eras[] = {"2025-06-18", "2025-11-25", "2025-06-18", NULL};
+	for (size_t i = 0; i < sizeof eras / sizeof *eras; i++) {
+		json_t *page;
+		struct contract_report *r = memo_check(m, listing, eras[i], &page);
+		assert_int_equal(contract_memo_rechecked(m), i == 0 ? 2 : 1);
+		/* The memo's report is the full check's. */
+		struct contract_report *full = check_era(listing, eras[i], 0);
+		assert_int_equal(contract_report_nfindings(r), contract_report_nfindings(full));
+		for (size_t k = 0; k < contract_report_nfindings(r); k++) {
+			assert_string_equal(contract_report_finding(r, k)->code,
+			                    contract_report_finding(full, k)->code);
+			assert_string_equal(contract_report_finding(r, k)->pointer,
+			                    contract_report_finding(full, k)->pointer);
+		}
+		assert_int_equal(count(r, "schema-invalid"),
+		                 eras[i] != NULL && strcmp(eras[i], "2025-11-25") == 0);
+		contract_report_free(full);
+		contract_report_free(r);
+		json_decref(page);
+	}
+	contract_memo_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_long_pointer_points_at_schema),
 		cmocka_unit_test(test_valid_rich_schemas_clean),
 		cmocka_unit_test(test_memo_replays_schema_findings),
+		cmocka_unit_test(test_memo_keeps_dialect_free_tools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
