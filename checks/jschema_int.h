@@ -19,6 +19,7 @@
 #define MCPWARDEN_CHECKS_JSCHEMA_INT_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -191,8 +192,44 @@ void jschema_uri_percent_decode(char *s);
 int jschema_format_ok(enum jschema_fmt f, const char *s, size_t len);
 enum jschema_fmt jschema_format_of(const char *name);
 
-/* jschema_validate.c: JSON equality (1 == 1.0; objects by key). */
+/* jschema_value.c: JSON equality (1 == 1.0; objects by key), a hash that
+ * agrees with it, code points of UTF-8 text, a value's type name. */
 int jschema_json_equal(const json_t *a, const json_t *b);
+uint64_t jschema_json_hash(const json_t *j);
+size_t jschema_utf8_len(const char *s, size_t n);
+const char *jschema_type_name(const json_t *x);
+/* Appends s to out[*o..cap): escaped as a pointer token (escape), or as a
+ * pointer already (an escape pair never split); "..." when cut (returns 1). */
+int jschema_put_ptr(char *out, size_t cap, size_t *o, const char *s, int escape);
+
+/* Numbers compared by value (integers exactly). */
+static inline int jschema_num_cmp(const json_t *a, const json_t *b)
+{
+	if (json_is_integer(a) && json_is_integer(b)) {
+		json_int_t x = json_integer_value(a), y = json_integer_value(b);
+		return x < y ? -1 : x > y;
+	}
+	double x = json_number_value(a), y = json_number_value(b);
+	return x < y ? -1 : x > y;
+}
+
+/* x is one of the JT_* types. */
+static inline int jschema_type_ok(unsigned types, const json_t *x)
+{
+	switch (json_typeof(x)) {
+	case JSON_OBJECT: return types & JT_OBJ;
+	case JSON_ARRAY: return types & JT_ARR;
+	case JSON_STRING: return types & JT_STR;
+	case JSON_INTEGER: return types & (JT_INT | JT_NUM);
+	case JSON_REAL: {
+		double d = json_real_value(x);
+		return (types & JT_NUM) || ((types & JT_INT) && d == floor(d) && isfinite(d));
+	}
+	case JSON_TRUE:
+	case JSON_FALSE: return types & JT_BOOL;
+	default: return types & JT_NULL;
+	}
+}
 
 /* Fills e (if not NULL): code, keyword, a schema pointer made of base and
  * kw ("" for none), printf-style message. */

@@ -16,7 +16,8 @@
  * Nodes of schemas without those keywords never allocate.
  *
  * Why this file is long: one function per keyword group, each with its
- * error message, reads better than a table of callbacks.
+ * error message, reads better than a table of callbacks (values and the
+ * writing of findings are in jschema_value.c).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -83,68 +84,12 @@ static void ev_merge(struct jsev *dst, const struct jsev *src)
 
 /* ---- findings ----------------------------------------------------------------------- */
 
-/* Appends "..." at *o (room for it and the NUL is always kept). */
-static void ellipsis(char *out, size_t *o)
-{
-	memcpy(out + *o, "...", 4);
-	*o += 3;
-}
-
-/* Appends s to out[*o..cap) escaped as a pointer token (escape) or as is
- * (already a pointer: an escape pair is never split); keeps 4 bytes for
- * "...". Returns 1 when s was cut (and "..." appended). */
-static int put_ptr(char *out, size_t cap, size_t *o, const char *s, int escape)
-{
-	for (; *s; s++) {
-		int pair = escape ? (*s == '~' || *s == '/') : *s == '~';
-		if (*o + (pair ? 2 : 1) + 4 > cap) {
-			ellipsis(out, o);
-			return 1;
-		}
-		if (escape && pair) {
-			out[(*o)++] = '~';
-			out[(*o)++] = *s == '~' ? '0' : '1';
-		} else if (pair && s[1]) {
-			out[(*o)++] = *s++;
-			out[(*o)++] = *s;
-		} else {
-			out[(*o)++] = *s;
-		}
-	}
-	out[*o] = '\0';
-	return 0;
-}
-
-void jschema_set_error(struct jschema_error *e, enum jschema_code code, const char *base,
-                       const char *kw, const char *fmt, ...)
-{
-	va_list ap;
-	size_t o = 0;
-	if (e == NULL)
-		return;
-	e->code = code;
-	e->keyword = kw ? kw : "";
-	e->schema_ptr[0] = '\0';
-	/* kw may already be a pointer tail ("type/1"): copied as is. */
-	if (!put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, base, 0) && kw && *kw &&
-	    !put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, "/", 0))
-		put_ptr(e->schema_ptr, sizeof e->schema_ptr, &o, kw, 0);
-	va_start(ap, fmt);
-	vsnprintf(e->message, sizeof e->message, fmt, ap);
-	va_end(ap);
-	/* Messages quote names and $refs from the documents: keep them one
-	 * line (a log line, a record field). */
-	for (char *m = e->message; *m; m++)
-		if ((unsigned char)*m < 0x20 || *m == 0x7f)
-			*m = '?';
-}
-
 static void render_instance(const struct jsv *v, char *out, size_t cap)
 {
 	size_t o = 0;
 	out[0] = '\0';
 	for (unsigned i = 0; i < v->nseg; i++) {
-		if (put_ptr(out, cap, &o, "/", 0))
+		if (jschema_put_ptr(out, cap, &o, "/", 0))
 			return;
 		char num[24];
 		const char *tok = v->seg[i].key;
@@ -152,7 +97,7 @@ static void render_instance(const struct jsv *v, char *out, size_t cap)
 			snprintf(num, sizeof num, "%zu", v->seg[i].idx);
 			tok = num;
 		}
-		if (put_ptr(out, cap, &o, tok, 1))
+		if (jschema_put_ptr(out, cap, &o, tok, 1))
 			return;
 	}
 }
@@ -189,134 +134,6 @@ static int limit(struct jsv *v, const struct jsnode *n, const char *kw, const ch
 		}
 	}
 	return -1;
-}
-
-/* ---- values ---------------------------------------------------------------------------- */
-
-static int num_cmp(const json_t *a, const json_t *b)
-{
-	if (json_is_integer(a) && json_is_integer(b)) {
-		json_int_t x = json_integer_value(a), y = json_integer_value(b);
-		return x < y ? -1 : x > y;
-	}
-	double x = json_number_value(a), y = json_number_value(b);
-	return x < y ? -1 : x > y;
-}
-
-int jschema_json_equal(const json_t *a, const json_t *b)
-{
-	if (json_is_number(a) && json_is_number(b))
-		return num_cmp(a, b) == 0;
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	switch (json_typeof(a)) {
-	case JSON_STRING:
-		return json_string_length(a) == json_string_length(b) &&
-		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
-	case JSON_ARRAY:
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!jschema_json_equal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	case JSON_OBJECT: {
-		const char *key;
-		const json_t *val;
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_foreach((json_t *)(uintptr_t)a, key, val) {
-			const json_t *o = json_object_get(b, key);
-			if (o == NULL || !jschema_json_equal(val, o))
-				return 0;
-		}
-		return 1;
-	}
-	default:
-		return 1; /* true, false, null: the type is the value */
-	}
-}
-
-/* A hash agreeing with jschema_json_equal (numbers by value, objects
- * independent of key order). */
-static uint64_t json_hash(const json_t *j)
-{
-	uint64_t h = 1469598103934665603ull;
-	switch (json_typeof(j)) {
-	case JSON_INTEGER:
-	case JSON_REAL: {
-		double d = json_number_value(j);
-		if (d == 0)
-			d = 0; /* -0.0 == 0 */
-		uint64_t bits;
-		memcpy(&bits, &d, sizeof bits);
-		return bits * 0x9e3779b97f4a7c15ull + 7;
-	}
-	case JSON_STRING: {
-		const unsigned char *s = (const unsigned char *)json_string_value(j);
-		for (size_t i = 0; i < json_string_length(j); i++)
-			h = (h ^ s[i]) * 1099511628211ull;
-		return h;
-	}
-	case JSON_ARRAY:
-		for (size_t i = 0; i < json_array_size(j); i++)
-			h = (h ^ json_hash(json_array_get(j, i))) * 1099511628211ull;
-		return h + 3;
-	case JSON_OBJECT: {
-		const char *key;
-		const json_t *val;
-		uint64_t sum = 5;
-		json_object_foreach((json_t *)(uintptr_t)j, key, val) {
-			uint64_t k = 1469598103934665603ull;
-			for (const char *p = key; *p; p++)
-				k = (k ^ (unsigned char)*p) * 1099511628211ull;
-			sum += (k ^ (json_hash(val) * 31));
-		}
-		return sum;
-	}
-	case JSON_TRUE: return 11;
-	case JSON_FALSE: return 13;
-	default: return 17;
-	}
-}
-
-static size_t utf8_len(const char *s, size_t n)
-{
-	size_t cps = 0;
-	for (size_t i = 0; i < n; i++)
-		cps += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return cps;
-}
-
-static const char *type_name(const json_t *x)
-{
-	switch (json_typeof(x)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_INTEGER: return "integer";
-	case JSON_REAL: return "number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	default: return "null";
-	}
-}
-
-static int type_ok(unsigned types, const json_t *x)
-{
-	switch (json_typeof(x)) {
-	case JSON_OBJECT: return types & JT_OBJ;
-	case JSON_ARRAY: return types & JT_ARR;
-	case JSON_STRING: return types & JT_STR;
-	case JSON_INTEGER: return types & (JT_INT | JT_NUM);
-	case JSON_REAL: {
-		double d = json_real_value(x);
-		return (types & JT_NUM) || ((types & JT_INT) && d == floor(d) && isfinite(d));
-	}
-	case JSON_TRUE:
-	case JSON_FALSE: return types & JT_BOOL;
-	default: return types & JT_NULL;
-	}
 }
 
 /* ---- the walk ---------------------------------------------------------------------------- */
@@ -375,26 +192,26 @@ static int vnumber(struct jsv *v, const struct jsnode *n, const json_t *x)
 			ok = 0;
 		}
 	}
-	if ((n->has & KW_MAX) && num_cmp(x, n->maximum) > 0) {
+	if ((n->has & KW_MAX) && jschema_num_cmp(x, n->maximum) > 0) {
 		violation(v, n, "maximum", "%g is above the maximum %g", d, json_number_value(n->maximum));
 		if (v->quiet)
 			return 0;
 		ok = 0;
 	}
-	if ((n->has & KW_EXMAX) && num_cmp(x, n->ex_maximum) >= 0) {
+	if ((n->has & KW_EXMAX) && jschema_num_cmp(x, n->ex_maximum) >= 0) {
 		violation(v, n, "exclusiveMaximum", "%g is not below %g", d,
 		          json_number_value(n->ex_maximum));
 		if (v->quiet)
 			return 0;
 		ok = 0;
 	}
-	if ((n->has & KW_MIN) && num_cmp(x, n->minimum) < 0) {
+	if ((n->has & KW_MIN) && jschema_num_cmp(x, n->minimum) < 0) {
 		violation(v, n, "minimum", "%g is below the minimum %g", d, json_number_value(n->minimum));
 		if (v->quiet)
 			return 0;
 		ok = 0;
 	}
-	if ((n->has & KW_EXMIN) && num_cmp(x, n->ex_minimum) <= 0) {
+	if ((n->has & KW_EXMIN) && jschema_num_cmp(x, n->ex_minimum) <= 0) {
 		violation(v, n, "exclusiveMinimum", "%g is not above %g", d,
 		          json_number_value(n->ex_minimum));
 		ok = 0;
@@ -408,7 +225,7 @@ static int vstring(struct jsv *v, const struct jsnode *n, const json_t *x)
 	const char *s = json_string_value(x);
 	size_t len = json_string_length(x);
 	if (n->has & (KW_MAXLEN | KW_MINLEN)) {
-		size_t cps = utf8_len(s, len);
+		size_t cps = jschema_utf8_len(s, len);
 		if ((n->has & KW_MAXLEN) && cps > n->max_len) {
 			violation(v, n, "maxLength", "string of %zu characters is longer than %zu", cps,
 			          n->max_len);
@@ -592,7 +409,7 @@ static int vunique(struct jsv *v, const struct jsnode *n, const json_t *x)
 	if (h == NULL)
 		return limit(v, n, "uniqueItems", "out of memory");
 	for (size_t i = 0; i < len; i++) {
-		h[i][0] = json_hash(json_array_get(x, i));
+		h[i][0] = jschema_json_hash(json_array_get(x, i));
 		h[i][1] = i;
 	}
 	qsort(h, len, sizeof *h, cmp_hash);
@@ -836,7 +653,8 @@ static int vapplicators(struct jsv *v, const struct jsnode *n, const json_t *x, 
 			ok = 0;
 		}
 	}
-	if (n->if_) {
+	/* A lone "if" asserts nothing: evaluated only for its annotations. */
+	if (n->if_ && (n->then_ || n->else_ || ev)) {
 		r = vquiet(v, n->if_, x, ev);
 		if (r < 0)
 			return -1;
@@ -863,7 +681,7 @@ static int vkeywords(struct jsv *v, const struct jsnode *n, const json_t *x, str
 		if (FOLD(r, ok))
 			return ok;
 	}
-	if ((n->has & KW_TYPE) && !type_ok(n->types, x)) {
+	if ((n->has & KW_TYPE) && !jschema_type_ok(n->types, x)) {
 		char want[80] = "";
 		static const char *const names[] = {"null",   "boolean", "object", "array",
 		                                    "number", "string",  "integer"};
@@ -871,7 +689,7 @@ static int vkeywords(struct jsv *v, const struct jsnode *n, const json_t *x, str
 			if (n->types & (1u << b))
 				snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s",
 				         want[0] ? " or " : "", names[b]);
-		violation(v, n, "type", "%s where %s is expected", type_name(x), want);
+		violation(v, n, "type", "%s where %s is expected", jschema_type_name(x), want);
 		if (v->quiet)
 			return 0;
 		ok = 0;

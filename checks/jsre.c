@@ -1,10 +1,12 @@
 /* jsre.c: ECMA-262 ('u' flag) regular expressions as a Pike VM (see jsre.h).
  *
  * Why this file is long: about 390 of its lines are the Unicode general
- * category tables for \p{L} \p{Lu} \p{Ll} \p{N} \p{Nd} at the end (ranges
- * of Unicode 17, one table per category), and the parser, the emitter and
- * the VM share the node, class and instruction types, which a split would
- * have to export in a private header.
+ * category tables for \p{L} \p{Lu} \p{Ll} \p{N} \p{Nd} at the end (the
+ * ranges of Unicode 17 as node 20.20's ICU classifies each code point,
+ * written out once by a throwaway script; checked against node over every
+ * fifth code point), and the parser, the emitter and the VM share the
+ * node, class and instruction types, which a split would have to export
+ * in a private header.
  *
  * Three steps:
  *   parse    the pattern -> a tree of nodes (struct node, in one array);
@@ -40,7 +42,7 @@
 /* Instructions before the final MATCH: the program is at most the cap. */
 #define MAX_CODE (LIMIT_JSRE_PROGRAM - 1u)
 
-/* ---- the program ---------------------------------------------------------- */
+/* ---- the program --------------------------------------------------------- */
 
 enum op {
 	OP_CHAR,   /* consume the code point x */
@@ -75,7 +77,7 @@ struct jsre {
 	int          anchored; /* prog[0] is ^: a thread can only start at 0 */
 };
 
-/* ---- code point sets --------------------------------------------------------- */
+/* ---- code point sets ----------------------------------------------------- */
 
 static const uint32_t set_digit[] = {0x30, 0x39};
 static const uint32_t set_word[] = {0x30, 0x39, 0x41, 0x5A, 0x5F, 0x5F, 0x61, 0x7A};
@@ -123,7 +125,7 @@ static int in_pairs(const uint32_t *pairs, uint32_t n, uint32_t c)
 	return 0;
 }
 
-/* ---- UTF-8 --------------------------------------------------------------------- */
+/* ---- UTF-8 --------------------------------------------------------------- */
 
 /* The code point at s[pos..len) and its length in *adv; CP_NONE at the
  * end. An ill-formed sequence (overlong, surrogate, past U+10FFFF,
@@ -162,15 +164,14 @@ static uint32_t utf8_at(const unsigned char *s, size_t len, size_t pos, size_t *
 	return c;
 }
 
-/* ---- the tree ---------------------------------------------------------------- */
+/* ---- the tree ------------------------------------------------------------ */
 
 enum ntype {
-	N_EMPTY,  /* matches the empty string */
 	N_CHAR,   /* val: a code point */
 	N_ANY,    /* '.' */
 	N_CLASS,  /* val: a class index */
 	N_ASSERT, /* val: an enum assertion */
-	N_CAT,    /* child, then its next siblings, in order */
+	N_CAT,    /* child, then its next siblings, in order (none: the empty string) */
 	N_ALT,    /* any one of child and its next siblings */
 	N_REPEAT, /* child min..max times (max REP_INF: unbounded) */
 };
@@ -259,7 +260,7 @@ static int32_t node_new(struct parser *ps, uint32_t type, uint32_t val)
 	n->val = val;
 	n->min = n->max = 0;
 	n->child = n->next = -1;
-	n->size = (type == N_EMPTY || type == N_CAT || type == N_ALT) ? 0 : 1;
+	n->size = (type == N_CAT || type == N_ALT) ? 0 : 1; /* lists add their members' */
 	return (int32_t)ps->nnodes++;
 }
 
@@ -274,7 +275,7 @@ static uint32_t repeat_size(uint32_t s, uint32_t min, uint32_t max)
 	return sat_add(fixed, sat_mul(max - min, s + 1));
 }
 
-/* ---- character classes ----------------------------------------------------------- */
+/* ---- character classes --------------------------------------------------- */
 
 static int tmp_add(struct parser *ps, uint32_t lo, uint32_t hi)
 {
@@ -361,7 +362,7 @@ static int32_t tmp_commit(struct parser *ps, int negate)
 	return (int32_t)ps->ncls++;
 }
 
-/* ---- lexing ----------------------------------------------------------------------- */
+/* ---- lexing -------------------------------------------------------------- */
 
 static int at_end(const struct parser *ps)
 {
@@ -576,7 +577,7 @@ static int class_escape(struct parser *ps, size_t at)
 	}
 }
 
-/* ---- the parser ---------------------------------------------------------------------- */
+/* ---- the parser ---------------------------------------------------------- */
 
 static int32_t parse_disjunction(struct parser *ps);
 
@@ -907,7 +908,7 @@ static int32_t parse_disjunction(struct parser *ps)
 	return alt;
 }
 
-/* ---- emitting the program ------------------------------------------------------------ */
+/* ---- emitting the program ------------------------------------------------ */
 
 struct emitter {
 	const struct node *nodes;
@@ -982,7 +983,6 @@ static void emit(struct emitter *e, int32_t i)
 {
 	const struct node *n = &e->nodes[i];
 	switch (n->type) {
-	case N_EMPTY: break;
 	case N_CHAR: put(e, OP_CHAR, n->val, 0); break;
 	case N_ANY: put(e, OP_ANY, 0, 0); break;
 	case N_CLASS: put(e, OP_CLASS, n->val, 0); break;
@@ -997,7 +997,7 @@ static void emit(struct emitter *e, int32_t i)
 	}
 }
 
-/* ---- compile ------------------------------------------------------------------------------ */
+/* ---- compile ------------------------------------------------------------- */
 
 static void parser_fini(struct parser *ps)
 {
@@ -1065,7 +1065,7 @@ void jsre_free(struct jsre *re)
 	free(re);
 }
 
-/* ---- the Pike VM ----------------------------------------------------------------------------- */
+/* ---- the Pike VM --------------------------------------------------------- */
 
 struct vm {
 	const struct jsre *re;
@@ -1195,7 +1195,7 @@ int jsre_search(const struct jsre *re, const char *s, size_t len)
 	return r;
 }
 
-/* ---- Unicode general categories ------------------------------------------------------------- */
+/* ---- Unicode general categories ------------------------------------------ */
 /* L: 684 ranges */
 static const uint32_t ucd_L[] = {
 	0x41,0x5A, 0x61,0x7A, 0xAA,0xAA, 0xB5,0xB5, 0xBA,0xBA, 0xC0,0xD6, 0xD8,0xF6, 0xF8,0x2C1,

@@ -29,7 +29,8 @@
  * '{' or ']', nothing to repeat, {3,1}, an unterminated class or group,
  * [\d-z], invalid UTF-8 in the pattern), backreferences (\1, \k<n>),
  * lookahead (?= (?! and lookbehind (?<= (?<!, modifiers (?i: ), the other
- * Unicode properties, and a pattern over a limit.
+ * Unicode properties, group names written with \u escapes or used twice
+ * (node 20 refuses the latter too), and a pattern over a limit.
  *
  * Subjects are UTF-8; an invalid byte is read as U+FFFD (one per byte), so
  * any bytes are searched without failing. Captures are not reported: the

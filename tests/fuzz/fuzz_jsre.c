@@ -10,7 +10,7 @@
  *     " at byte N", N at most the pattern's length (or "out of memory"),
  *     and accepts with the error buffer left empty; a buffer of 1 byte and
  *     none at all give the same verdict.
- *  2. jsre_search() answers -1, 0 or 1, and the same 0 or 1 twice.
+ *  2. jsre_search() answers -1, 0 or 1, and the same twice.
  *  3. The pattern wrapped in (?: ) compiles when the pattern does (unless
  *     the group depth cap is hit) and answers the same.
  *  4. The search is a search: ^[^]*(?: pattern ) answers the same as the
@@ -18,7 +18,9 @@
  *  5. The subject written as \u{H} escapes, one per code point (U+FFFD for
  *     each invalid byte), between ^ and $, compiles and matches the
  *     subject (subjects under 512 bytes).
- *  Every program is freed (ASan's leak check).
+ *  Properties 2-4 search subjects of up to FUZZ_JSRE_RESEARCH bytes only
+ *  (a search may cost the whole step budget, a second under ASan), and
+ *  not again after a -1. Every program is freed (ASan's leak check).
  *
  * Built with libFuzzer (make fuzz-run FUZZ=jsre) or with tests/fuzz/replay.c
  * to replay the corpus (make fuzz).
@@ -48,15 +50,24 @@ static void check_reason(const char *err, size_t plen)
 	CHECK(n <= plen);
 }
 
-/* The search of re in s, checked to be an answer and repeatable (a -1 is
- * not searched again: it spent the whole step budget, seconds under
- * ASan and coverage). */
-static int search2(const struct jsre *re, const char *s, size_t len)
+/* Subjects up to this many bytes are searched again in the other forms
+ * (properties 2-4). A search may cost up to LIMIT_JSRE_STEPS, a second or
+ * so under ASan and coverage: longer subjects are searched once. */
+#define FUZZ_JSRE_RESEARCH 64
+
+/* The search of re in s, checked to be an answer. */
+static int search1(const struct jsre *re, const char *s, size_t len)
 {
 	int r = jsre_search(re, s, len);
 	CHECK(r == -1 || r == 0 || r == 1);
-	if (r != -1)
-		CHECK(jsre_search(re, s, len) == r);
+	return r;
+}
+
+/* The same, checked to be repeatable. */
+static int search2(const struct jsre *re, const char *s, size_t len)
+{
+	int r = search1(re, s, len);
+	CHECK(jsre_search(re, s, len) == r);
 	return r;
 }
 
@@ -113,6 +124,27 @@ static void check_literal(const uint8_t *s, size_t len)
 	free(pat);
 }
 
+/* Properties 2-4 for a compiled pattern whose search of subj gave r. */
+static void check_forms(const uint8_t *data, size_t plen, const char *subj, size_t slen,
+                        const struct jsre *re, int r)
+{
+	char err[160];
+	CHECK(search1(re, subj, slen) == r);
+	struct jsre *g = compile_wrapped("(?:", data, plen, ")", err, sizeof err);
+	if (g) {
+		CHECK(search1(g, subj, slen) == r);
+		jsre_free(g);
+	} else {
+		CHECK(strstr(err, "nested deeper") || strstr(err, "pattern over"));
+	}
+	struct jsre *a = compile_wrapped("^[^]*(?:", data, plen, ")", err, sizeof err);
+	if (a) {
+		int ra = search1(a, subj, slen);
+		CHECK(ra == r || ra == -1);
+		jsre_free(a);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *nul = memchr(data, 0, size);
@@ -133,25 +165,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_reason(err, plen);
 	} else {
 		CHECK(err[0] == '\0');
-		int r = search2(re, subj, slen);
-		if (r == -1) {
-			/* properties 3 and 4 compare answers: none here */
-			jsre_free(re);
-			return 0;
-		}
-		struct jsre *g = compile_wrapped("(?:", data, plen, ")", err, sizeof err);
-		if (g) {
-			CHECK(search2(g, subj, slen) == r);
-			jsre_free(g);
-		} else {
-			CHECK(strstr(err, "nested deeper") || strstr(err, "pattern over"));
-		}
-		struct jsre *a = compile_wrapped("^[^]*(?:", data, plen, ")", err, sizeof err);
-		if (a) {
-			int ra = search2(a, subj, slen);
-			CHECK(ra == r || ra == -1 || r == -1);
-			jsre_free(a);
-		}
+		int r = search1(re, subj, slen);
+		if (r != -1 && slen <= FUZZ_JSRE_RESEARCH)
+			check_forms(data, plen, subj, slen, re, r);
 		jsre_free(re);
 	}
 	if (slen < 512)

@@ -444,7 +444,7 @@ static void test_limit_nested_star(void **state)
 	assert_int_equal(search("(x+x+)+y", s), 0);
 	double t = now_s() - t0;
 	print_message("  exponential-backtracking patterns on 10k 'a': %.1f ms\n", t * 1e3);
-	assert_true(t < 1.0);
+	assert_true(t < 5.0); /* about 1 ms at -O3; generous for valgrind */
 	free(s);
 }
 
@@ -540,7 +540,9 @@ static void test_limit_steps(void **state)
 	assert_int_equal(search_n("(?:a?){500}b", 12, s, n), -1);
 	double t = now_s() - t0;
 	print_message("  step cap reached in %.1f ms\n", t * 1e3);
-	assert_true(t < 2.0);
+	/* about 50 ms at -O3, under a second with ASan, seconds under
+	 * valgrind: the bound only says it ends */
+	assert_true(t < 30.0);
 	/* a small pattern on a megabyte of subject stays under the cap */
 	assert_int_equal(search_n("^a*$", 4, s, n), 1);
 	assert_int_equal(search_n("^[a-z]+$", 8, s, n), 1);
