@@ -11,7 +11,13 @@
  * are built in one growing buffer that each recursive step extends and cuts
  * back, so deep schemas cost no allocation per level.
  *
- * Leaves out: validating arguments against schemas (not written yet), the
+ * Schema validity is jschema's compile (checks/jschema.h): one walker of
+ * every subschema, not a second one here; what this file adds is the
+ * choice of dialect, setting aside what is reported already or cannot be
+ * read (remote $refs), and the mapping of its codes (contract.h, SCHEMA
+ * VALIDITY).
+ *
+ * Leaves out: validating arguments against schemas (hook_validate), the
  * baseline diff (drift.c), anything that needs the network ($ref to remote
  * documents is never followed, only "#..." inside the same schema).
  */
@@ -27,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "checks/jschema.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/base/hash.h"
 
@@ -44,6 +51,9 @@ enum code {
 	C_REQUIRED_INVALID,
 	C_REQUIRED_UNKNOWN,
 	C_OUTPUT_SCHEMA_INVALID,
+	C_OUTPUT_REQUIRED_UNKNOWN,
+	C_SCHEMA_INVALID,
+	C_SCHEMA_UNSUPPORTED,
 	C_X_MCP_HEADER_INVALID,
 	C_DUPLICATE_NAME,
 	C_NO_TOOLS,
@@ -55,6 +65,7 @@ enum code {
 	C_DESCRIPTION_SHORT,
 	C_PARAM_UNTYPED,
 	C_PARAM_UNDESCRIBED,
+	C_SCHEMA_UNCHECKED,
 	C_COUNT
 };
 
@@ -72,6 +83,9 @@ static const struct {
 	[C_REQUIRED_INVALID] = {"required-invalid", R_SPEC},
 	[C_REQUIRED_UNKNOWN] = {"required-unknown", R_USABILITY},
 	[C_OUTPUT_SCHEMA_INVALID] = {"output-schema-invalid", R_SPEC},
+	[C_OUTPUT_REQUIRED_UNKNOWN] = {"output-required-unknown", R_USABILITY},
+	[C_SCHEMA_INVALID] = {"schema-invalid", R_SPEC},
+	[C_SCHEMA_UNSUPPORTED] = {"schema-unsupported", R_USABILITY},
 	[C_X_MCP_HEADER_INVALID] = {"x-mcp-header-invalid", R_SPEC},
 	[C_DUPLICATE_NAME] = {"duplicate-name", R_USABILITY},
 	[C_NO_TOOLS] = {"no-tools", R_USABILITY},
@@ -83,6 +97,7 @@ static const struct {
 	[C_DESCRIPTION_SHORT] = {"description-short", R_WARNING},
 	[C_PARAM_UNTYPED] = {"param-untyped", R_WARNING},
 	[C_PARAM_UNDESCRIBED] = {"param-undescribed", R_WARNING},
+	[C_SCHEMA_UNCHECKED] = {"schema-unchecked", R_WARNING},
 };
 
 const char *contract_code_rule(const char *code)
@@ -146,9 +161,7 @@ static int is_nonblank_string(const json_t *v)
 	return json_is_string(v) && !is_blank(json_string_value(v));
 }
 
-/* A date-shaped era at or after the stateless era turns on its checks;
- * date strings compare correctly as strings. */
-static int era_is_modern(const char *era)
+static int era_is_date(const char *era)
 {
 	if (era == NULL || strlen(era) != 10)
 		return 0;
@@ -160,7 +173,29 @@ static int era_is_modern(const char *era)
 			return 0;
 		}
 	}
-	return strcmp(era, "2026-07-28") >= 0;
+	return 1;
+}
+
+/* A date-shaped era at or after the stateless era turns on its checks;
+ * date strings compare correctly as strings. */
+static int era_is_modern(const char *era)
+{
+	return era_is_date(era) && strcmp(era, "2026-07-28") >= 0;
+}
+
+/* The dialect a schema without "$schema" is read in (schema-invalid). */
+enum dialect_rule {
+	D_EITHER,  /* no era known: valid in draft-07 or in 2020-12 is valid
+	              (guessing one would report the other's schemas) */
+	D_DRAFT7,  /* eras up to 2025-06-18 */
+	D_2020_12, /* 2025-11-25 and later */
+};
+
+static enum dialect_rule era_dialect(const char *era)
+{
+	if (!era_is_date(era))
+		return D_EITHER;
+	return jschema_dialect_for_era(era) == JSCHEMA_2020_12 ? D_2020_12 : D_DRAFT7;
 }
 
 /* ---- report ---------------------------------------------------------------- */
@@ -307,6 +342,12 @@ struct ctx {
 	struct sbuf ptr;          /* pointer of the place being examined */
 	struct nameset seen;      /* tool name -> record index */
 	int modern;               /* era >= 2026-07-28 */
+	enum dialect_rule dialect;
+	size_t nstruct;           /* structural problems of the schema being
+	                             checked (check_schema), dropped or not */
+	int dialect_used;         /* the current tool has a schema without a
+	                             "$schema" string: its findings depend on
+	                             c->dialect (the memo's rule) */
 	/* current tool */
 	long rec;
 	size_t page, index;
@@ -336,6 +377,9 @@ static void tool_finding(struct ctx *c, enum code code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (code == C_INPUT_SCHEMA_INVALID || code == C_PROPERTIES_INVALID ||
+	    code == C_REQUIRED_INVALID || code == C_OUTPUT_SCHEMA_INVALID)
+		c->nstruct++;
 	add_finding_s(c->r, code, c->rec, c->page, (long)c->index, 0, sbuf_str(&c->ptr), msg);
 }
 
@@ -528,6 +572,188 @@ static int is_type_name(const json_t *v)
 	return 0;
 }
 
+/* ---- schema validity (jschema) ---------------------------------------------- */
+
+/* Is schema pointer p (relative to the schema) a place the structural
+ * checks of check_schema judge: the root, its type, its properties map or
+ * one member of it, its required list? Those are reported once, by the
+ * structural code. */
+static int structural_place(const char *p)
+{
+	static const char *const under[] = {"/type", "/required"};
+	if (p[0] == '\0' || strcmp(p, "/properties") == 0)
+		return 1;
+	if (strncmp(p, "/properties/", 12) == 0 && strchr(p + 12, '/') == NULL)
+		return 1;
+	for (size_t k = 0; k < sizeof under / sizeof *under; k++) {
+		size_t n = strlen(under[k]);
+		if (strncmp(p, under[k], n) == 0 && (p[n] == '\0' || p[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* Points the $ref (or $dynamicRef) that pointer p names inside doc (a
+ * copy we own) at "#", the document itself. 0, or -1 when p does not lead
+ * there (a pointer jschema had to cut). */
+static int localise_ref(json_t *doc, const char *p)
+{
+	char tok[LIMIT_JSCHEMA_PTR_BYTES];
+	json_t *cur = doc, *parent = NULL;
+	while (cur != NULL && *p == '/') {
+		size_t n = 0;
+		for (p++; *p && *p != '/'; p++) {
+			if (p[0] == '~' && (p[1] == '0' || p[1] == '1'))
+				tok[n++] = *++p == '0' ? '~' : '/';
+			else
+				tok[n++] = *p;
+		}
+		tok[n] = '\0';
+		parent = cur;
+		if (json_is_object(cur)) {
+			cur = json_object_get(cur, tok);
+		} else if (json_is_array(cur) && tok[0] >= '0' && tok[0] <= '9') {
+			cur = json_array_get(cur, strtoul(tok, NULL, 10));
+		} else {
+			cur = NULL;
+		}
+	}
+	if (!json_is_string(cur) || !json_is_object(parent) ||
+	    (strcmp(tok, "$ref") != 0 && strcmp(tok, "$dynamicRef") != 0))
+		return -1;
+	return json_object_set_new(parent, tok, json_string("#"));
+}
+
+/* Takes out of doc (a copy we own) the root keyword or properties member
+ * that schema pointer p names, when p is a structural place
+ * (structural_place): reported already, it must not hide what lies
+ * beyond. 0, or -1 when p is no such place. */
+static int set_aside(json_t *doc, const char *p)
+{
+	char tok[LIMIT_JSCHEMA_PTR_BYTES];
+	if (strncmp(p, "/properties/", 12) == 0) {
+		size_t n = 0;
+		for (p += 12; *p && *p != '/'; p++) {
+			if (p[0] == '~' && (p[1] == '0' || p[1] == '1'))
+				tok[n++] = *++p == '0' ? '~' : '/';
+			else
+				tok[n++] = *p;
+		}
+		tok[n] = '\0';
+		return json_object_del(json_object_get(doc, "properties"), tok);
+	}
+	static const char *const keys[] = {"type", "required", "properties"};
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+		size_t n = strlen(keys[k]);
+		if (p[0] == '/' && strncmp(p + 1, keys[k], n) == 0 && (p[1 + n] == '\0' || p[1 + n] == '/'))
+			return json_object_del(doc, keys[k]);
+	}
+	return -1;
+}
+
+/* Compiles s in dialect d and drops the result (the contract keeps
+ * nothing; hook_validate compiles its own). 1 when it compiles, 0 with
+ * *why filled. A $ref into another document is valid JSON Schema we
+ * cannot read (contract.h, "Composed schemas": no finding), but jschema
+ * stops there; so it is pointed at "#" in a copy (*copy, owned by the
+ * caller once made) and the rest of the schema compiled again, at most
+ * CONTRACT_MAX_REMOTE_REFS times. */
+static int compiles(const json_t *s, enum jschema_dialect d, int nstruct, json_t **copy,
+                    struct jschema_error *why)
+{
+	for (int n = 0, nset = 0;; n++) {
+		struct jschema *js = jschema_compile(*copy ? *copy : s, d, 0, why);
+		jschema_free(js);
+		if (js != NULL)
+			return 1;
+		int remote = why->code == JSCHEMA_REMOTE_REF && n < CONTRACT_MAX_REMOTE_REFS;
+		/* At most one per structural finding: each takes one away. */
+		int structural = nset < nstruct && structural_place(why->schema_ptr) &&
+		                 why->schema_ptr[0] != '\0';
+		if (!remote && !structural)
+			return 0;
+		if (*copy == NULL && (*copy = json_deep_copy(s)) == NULL) {
+			why->code = JSCHEMA_LIMIT; /* read as out of memory below */
+			why->schema_ptr[0] = '\0';
+			snprintf(why->message, sizeof why->message, "out of memory");
+			return 0;
+		}
+		if (structural) {
+			nset++;
+			if (set_aside(*copy, why->schema_ptr) < 0)
+				return 0;
+		} else if (localise_ref(*copy, why->schema_ptr) < 0) {
+			return 0;
+		}
+	}
+}
+
+/* schema-invalid, schema-unsupported, schema-unchecked: s (an object,
+ * c->ptr names it) compiled by checks/jschema.h in its dialect, which
+ * walks every subschema and stops at the first bad keyword; the finding
+ * points at that keyword. */
+static void check_validity(struct ctx *c, const json_t *s, const char *what)
+{
+	static const char *const dname[] = {[D_EITHER] = "draft-07 or 2020-12",
+	                                    [D_DRAFT7] = "draft-07", [D_2020_12] = "2020-12"};
+	struct jschema_error why;
+	json_t *copy = NULL;
+	enum jschema_dialect d = c->dialect == D_2020_12 ? JSCHEMA_2020_12 : JSCHEMA_DRAFT7;
+	if (!json_is_string(json_object_get(s, "$schema")))
+		c->dialect_used = 1;
+	int ok = compiles(s, d, (int)c->nstruct, &copy, &why);
+	/* No era: a schema that is valid in the other dialect is valid. A
+	 * "$schema" decides the dialect itself, so there is nothing to retry. */
+	if (!ok && c->dialect == D_EITHER && json_object_get(s, "$schema") == NULL &&
+	    why.code != JSCHEMA_LIMIT) {
+		struct jschema_error why2;
+		json_t *copy2 = NULL;
+		ok = compiles(s, JSCHEMA_2020_12, (int)c->nstruct, &copy2, &why2);
+		json_decref(copy2);
+	}
+	json_decref(copy);
+	if (ok)
+		return;
+	if (why.code == JSCHEMA_LIMIT && strcmp(why.message, "out of memory") == 0) {
+		c->r->oom = 1;
+		return;
+	}
+	/* Already reported by the structural checks: one cause, one finding. */
+	if (c->nstruct > 0 && structural_place(why.schema_ptr))
+		return;
+
+	enum code code = C_SCHEMA_UNCHECKED;
+	const char *kind = "was not checked in full";
+	const json_t *sch = json_object_get(s, "$schema");
+	const char *dialect = json_is_string(sch) ? "its $schema" : dname[c->dialect];
+	if (why.code == JSCHEMA_INVALID) {
+		code = C_SCHEMA_INVALID;
+		kind = "is not a valid JSON Schema";
+	} else if (why.code == JSCHEMA_UNSUPPORTED && strcmp(why.keyword, "$schema") == 0) {
+		/* Clients MUST support 2020-12 and may refuse anything else;
+		 * a pattern our regex engine refuses (the other
+		 * JSCHEMA_UNSUPPORTED) may be valid ECMA-262 beyond its subset:
+		 * not the server's fault, so only schema-unchecked. */
+		code = C_SCHEMA_UNSUPPORTED;
+		kind = "names a dialect clients need not support";
+	}
+	/* A pointer jschema had to cut ("...") leads nowhere: point at the
+	 * schema and quote the cut one in the message. */
+	size_t plen = strlen(why.schema_ptr);
+	int cut = plen + 8 > sizeof why.schema_ptr && plen >= 3 &&
+	          strcmp(why.schema_ptr + plen - 3, "...") == 0;
+	size_t base = c->ptr.len;
+	char q[QBUF * 4];
+	if (cut) {
+		tool_finding(c, code, "%s %s (%s) at \"%s\": %s", what, kind, dialect,
+		             sbuf_quote(q, sizeof q, why.schema_ptr, sizeof q - 8), why.message);
+	} else {
+		sbuf_puts(&c->ptr, why.schema_ptr);
+		tool_finding(c, code, "%s %s (%s): %s", what, kind, dialect, why.message);
+	}
+	sbuf_cut(&c->ptr, base);
+}
+
 /* The checks inputSchema and outputSchema share. c->ptr names the schema.
  * For outputSchema every cause is output-schema-invalid. */
 static void check_schema(struct ctx *c, const json_t *s, int input)
@@ -539,6 +765,7 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 	size_t base = c->ptr.len;
 	char q[QBUF];
 
+	c->nstruct = 0;
 	if (!json_is_object(s)) {
 		tool_finding(c, bad_schema, "%s is not an object", what);
 		return;
@@ -616,16 +843,17 @@ static void check_schema(struct ctx *c, const json_t *s, int input)
 				sbuf_index(&c->ptr, i);
 				if (!json_is_string(e))
 					tool_finding(c, bad_req, "%s required[%zu] is not a string", what, i);
-				else if (input && !declares(c, s, s, json_string_value(e),
-				                            json_string_length(e), 0))
-					tool_finding(c, C_REQUIRED_UNKNOWN,
-					             "required parameter \"%s\" is not in properties",
+				else if (!declares(c, s, s, json_string_value(e), json_string_length(e), 0))
+					tool_finding(c, input ? C_REQUIRED_UNKNOWN : C_OUTPUT_REQUIRED_UNKNOWN,
+					             input ? "required parameter \"%s\" is not in properties"
+					                   : "required output property \"%s\" is not in properties",
 					             sbuf_quote(q, sizeof q, json_string_value(e), QMAX));
 				sbuf_cut(&c->ptr, rbase);
 			}
 		}
 		sbuf_cut(&c->ptr, base);
 	}
+	check_validity(c, s, what);
 }
 
 /* ---- x-mcp-header (2026-07-28) ---------------------------------------------- */
@@ -962,6 +1190,7 @@ static void check_tool(struct ctx *c, const json_t *tool, size_t *split)
 {
 	c->budget = CONTRACT_MAX_NODES;
 	c->nheaders = 0;
+	c->dialect_used = 0;
 	int more = check_tool_head(c, tool);
 	*split = c->r->nf;
 	if (!more)
@@ -1061,6 +1290,11 @@ struct memo_ent {
 	size_t json_index;
 	int json_spec_only;
 	unsigned long gen;        /* the last check that used it */
+	/* The dialect rule it was made under, and whether its findings
+	 * depend on it (a schema without "$schema"): clients of several eras
+	 * listing one upstream must not empty the memo each time. */
+	enum dialect_rule dialect;
+	int dialect_used;
 	int dying;                /* being freed (an entry may sit at several
 	                             positions) */
 };
@@ -1216,6 +1450,8 @@ static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
 	e->len = tx->len;
 	e->more = more;
 	e->index = -1;
+	e->dialect = c->dialect;
+	e->dialect_used = c->dialect_used;
 	e->text = (char *)(e + 1);
 	memcpy(e->text, tx->at, tx->len);
 	e->f = n ? calloc(n, sizeof *e->f) : NULL;
@@ -1289,6 +1525,8 @@ static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool
 	struct memo_ent *e = memo_find(m, c->index, tx, &hash, &hashed);
 	if (e != NULL && e->index >= 0 && e->index != (long)c->index)
 		e = NULL;
+	if (e != NULL && e->dialect_used && e->dialect != c->dialect)
+		e = NULL; /* read in another dialect: its findings may differ */
 	if (e != NULL) {
 		memo_replay(c, e);
 	} else {
@@ -1296,6 +1534,7 @@ static void memo_tool(struct ctx *c, struct contract_memo *m, const json_t *tool
 		tool_ptr(c);
 		c->budget = CONTRACT_MAX_NODES;
 		c->nheaders = 0;
+		c->dialect_used = 0;
 		int more = check_tool_head(c, tool);
 		split = r->nf;
 		if (more) {
@@ -1330,6 +1569,7 @@ static struct contract_report *check_pages(const json_t *const pages[], size_t n
 	struct memo_ent **now = NULL; /* m's entries by position, this time */
 	r->spec_only = opts != NULL && opts->spec_only;
 	c.modern = opts != NULL && era_is_modern(opts->era);
+	c.dialect = era_dialect(opts != NULL ? opts->era : NULL);
 	if (m != NULL) {
 		const json_t *tools = json_is_array(pages[0]) ? pages[0]
 		                                              : json_object_get(pages[0], "tools");

@@ -22,6 +22,15 @@
  *                                                    (one per name)
  *   output-schema-invalid tool   problem  spec       outputSchema fails the checks above
  *                                                    (one per cause; see ERAS)
+ *   output-required-unknown tool problem  usability  an outputSchema required name no
+ *                                                    subschema declares (one per name;
+ *                                                    required-unknown's rule)
+ *   schema-invalid        tool   problem  spec       a keyword of inputSchema or
+ *                                                    outputSchema, at any depth, is not
+ *                                                    valid in the schema's dialect (one
+ *                                                    per schema; see SCHEMA VALIDITY)
+ *   schema-unsupported    tool   problem  usability  a "$schema" other than draft-07 or
+ *                                                    2020-12 (one per schema)
  *   x-mcp-header-invalid  tool   problem  spec       2026-07-28 era only, see below
  *   duplicate-name        list   problem  usability  a name seen before (one per extra
  *                                                    occurrence, across pages)
@@ -43,6 +52,10 @@
  *   param-untyped         tool   warning  -          a property with none of type, $ref,
  *                                                    anyOf, oneOf, allOf, enum, const
  *   param-undescribed     tool   warning  -          a property without a description
+ *   schema-unchecked      tool   warning  -          a schema could not be checked in full:
+ *                                                    a pattern the regex engine refuses,
+ *                                                    more than CONTRACT_MAX_REMOTE_REFS
+ *                                                    remote $refs, a LIMIT_JSCHEMA_* hit
  *
  * Spec violation vs usability rule. "spec" codes contradict the JSON schema
  * of the era or a MUST of the spec text (cursor-loop: a cursor names the
@@ -77,6 +90,28 @@
  * it, a member of its allOf/anyOf/oneOf or its local $ref target carries a
  * description (unresolvable: described). No false positive over guessing.
  *
+ * SCHEMA VALIDITY. inputSchema and outputSchema (when objects) are each
+ * compiled by checks/jschema.h, which walks every subschema and stops at
+ * the first keyword whose value is not valid: a misspelt type deep in a
+ * property, a non-array enum, a $ref or anchor that leads nowhere, items
+ * as an array in 2020-12, ... The finding points at that keyword
+ * ("/tools/0/inputSchema/properties/a/type"); only the first per schema is
+ * reported (fix it and the next shows). Dialect: the schema's "$schema"
+ * when it has one; else the era's: draft-07 up to 2025-06-18, 2020-12 from
+ * 2025-11-25 (jschema_dialect_for_era); with no era (NULL or not a date) a
+ * schema valid in either dialect is valid. A place the structural checks
+ * above already judge (the root's type, properties or one of its members,
+ * required) is not reported again as schema-invalid; it is set aside and
+ * the rest of the schema checked. A $ref into another document is valid
+ * JSON Schema we cannot read: no finding (as in "Composed schemas"); it is
+ * pointed at "#" in a private copy and the rest checked, up to
+ * CONTRACT_MAX_REMOTE_REFS per schema. A pointer over
+ * LIMIT_JSCHEMA_PTR_BYTES points at the schema instead, the message quoting
+ * the cut one. The compiled form is not kept; a tool replayed from the
+ * memo is not compiled again. A memo entry made under another era's
+ * dialect holds only when every schema of its tool names its "$schema"
+ * (then the era does not matter); otherwise that tool is checked again.
+ *
  * POINTERS (RFC 6901, "~" -> "~0", "/" -> "~1"). With one page they point
  * into that page's result object: "/tools/3/inputSchema/required/1". With
  * several pages they point into the JSON array of the pages, in the order
@@ -106,6 +141,7 @@
 #define CONTRACT_MAX_DEPTH    32
 #define CONTRACT_MAX_NODES    4096
 #define CONTRACT_MAX_FINDINGS 4096
+#define CONTRACT_MAX_REMOTE_REFS 16 /* per schema, set aside to check the rest */
 
 struct contract_report;
 
