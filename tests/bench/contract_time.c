@@ -18,11 +18,8 @@
  *                list after a start or a deploy that touched everything)
  * The reply as the client gets it is the same in every case.
  *
- *   make && cc -O2 -std=c11 -D_GNU_SOURCE -I. tests/bench/contract_time.c \
- *     build/libmcpwarden.a build/llhttp/api.o build/llhttp/http.o build/llhttp/llhttp.o \
- *     $(pkg-config --libs libevent libevent_openssl jansson openssl) -lm \
- *     -o build/contract_time
- *   build/contract_time [N] [RUNS] [first|again|fresh]   (the last: only that
+ *   make bench-build
+ *   build/bench/contract_time [N] [RUNS] [first|again|fresh]   (the last: only that
  *                                                    case, e.g. under callgrind)
  *
  * A benchmark, not a test: it prints figures and checks nothing.
@@ -91,6 +88,7 @@ static char *tools_reply(size_t ntools)
 struct setup {
 	struct px_config cfg;
 	struct px_upstream_conf up;
+	struct px_proc proc;
 	struct px_ctx ctx;
 	json_t *request;
 	char err[1024];
@@ -103,6 +101,7 @@ static int setup_init(struct setup *s, const char *mode)
 	s->cfg.nups = 1;
 	s->up.name = "bench";
 	s->up.contract = json_pack("{s:s}", "mode", mode);
+	s->ctx.proc = &s->proc;
 	s->ctx.cfg = &s->cfg;
 	s->ctx.insp = inspect_new();
 	s->request = json_loads("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", 0, NULL);
@@ -115,7 +114,7 @@ static int setup_init(struct setup *s, const char *mode)
 
 static void setup_fini(struct setup *s)
 {
-	hook_contract_free(s->ctx.contract);
+	hook_contract_free(s->proc.contract);
 	inspect_free(s->ctx.insp);
 	json_decref(s->up.contract);
 	json_decref(s->request);

@@ -12,9 +12,8 @@
  *                   1,000-tool listing compiled from scratch)
  * The JSON values are parsed once, outside the timings.
  *
- *   make && cc -O2 -std=c11 -D_GNU_SOURCE -I. tests/bench/jschema_time.c \
- *     build/libmcpwarden.a $(pkg-config --libs jansson) -lm -o build/jschema_time
- *   build/jschema_time [RUNS]
+ *   make bench-build
+ *   build/bench/jschema_time [RUNS]
  *
  * A benchmark, not a test: it prints figures and checks nothing.
  */

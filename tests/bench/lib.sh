@@ -156,20 +156,32 @@ mw_contract_off_supported() {
 	"$MCPWARDEN" --check-config -c "$f" >/dev/null 2>&1 && echo 1 || echo 0
 }
 
+# Whether this build knows the live contract's "validation" section (a
+# build from before it refuses the key).
+mw_validation_supported() {
+	local f="$WORK/probe-validation.json"
+	printf '{"upstreams":[{"url":"http://127.0.0.1:1/mcp","validation":{"arguments":"off"}}]}' >"$f"
+	"$MCPWARDEN" --check-config -c "$f" >/dev/null 2>&1 && echo 1 || echo 0
+}
+
 # A mcpwarden config. INSPECT: "full" = contract checker (report mode), a
-# policy of a few rules and the admin endpoint recording every call;
-# "full-nocontract" = the same with the contract checker off; "off" =
-# no contract checker, no policy, no admin. LIMITS is the body of
+# policy of a few rules, the admin endpoint recording every call and the
+# live contract's defaults (arguments and results validated, report);
+# "full-novalid" = the same with validation off; "full-nocontract" = full
+# with the contract checker off; "off" = no contract checker, no
+# validation, no policy, no admin. LIMITS is the body of
 # "limits" (default: 10,000 connections, all of them allowed from loopback).
 mw_config() { # FILE PORT UPSTREAM_PORT INSPECT [ADMIN_PORT] [LIMITS_JSON]
 	local file=$1 port=$2 up=$3 inspect=$4 admin=${5:-}
 	local limits=${6:-'"max_connections": 10000, "max_connections_per_client": 10000'}
 	local contract='"contract": {"mode": "report"},' policy='' adm='"admin": {"listen": "off"},'
-	local off=''
+	local off='' valid_off=''
 	[ "$(mw_contract_off_supported)" = 1 ] && off='"contract": {"mode": "off"},'
+	[ "$(mw_validation_supported)" = 1 ] && valid_off='"validation": {"arguments": "off", "results": "off"},'
 	case $inspect in
-	full | full-nocontract)
+	full | full-nocontract | full-novalid)
 		[ "$inspect" = full-nocontract ] && contract=$off
+		[ "$inspect" = full-novalid ] && contract="$contract $valid_off"
 		policy='"policy": {
     "default": "allow",
     "rules": [
@@ -184,8 +196,8 @@ mw_config() { # FILE PORT UPSTREAM_PORT INSPECT [ADMIN_PORT] [LIMITS_JSON]
   },'
 		adm="\"admin\": {\"listen\": \"127.0.0.1:$admin\", \"ring_size\": 1024},"
 		;;
-	off) contract=$off ;;
-	*) bench_die "mw_config: inspect must be full, full-nocontract or off" ;;
+	off) contract="$off $valid_off" ;;
+	*) bench_die "mw_config: inspect must be full, full-novalid, full-nocontract or off" ;;
 	esac
 	cat >"$file" <<EOF
 {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # table.sh: the side-by-side table (tests/bench/README.md).
 #
-# Five targets in front of the same upstream fixture (build/bench/upstream,
+# Six targets in front of the same upstream fixture (build/bench/upstream,
 # 1,000 tools): the upstream directly, nginx, mcpwarden with full
-# inspection, mcpwarden with inspection off, supergateway. For each
+# inspection (the live contract's validation on, its default), the same
+# with validation off (what validation costs), mcpwarden with inspection
+# off, supergateway. For each
 # scenario (tools/call answered as JSON, tools/call answered as SSE,
 # tools/list of 1,000 tools) every target gets DURATION seconds of
 # `wrk -t1 -cCONNS` per round, ROUNDS rounds, targets interleaved within a
@@ -14,7 +16,7 @@
 # ratios to nginx and to direct, and every non-2xx reply or socket error.
 #
 #   DURATION=10 ROUNDS=3 CONNS=50 WARMUP=2 SG_SESSIONS=10 \
-#   TARGETS="direct nginx mw-full mw-off supergateway" SCENARIOS="json sse list"
+#   TARGETS="direct nginx mw-full mw-noval mw-off supergateway" SCENARIOS="json sse list"
 #   TARGETS="mw-old mw-full" MW_OLD_BIN=/path/to/old/mcpwarden: two builds side by side
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +26,7 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
 WARMUP=${WARMUP:-2}
 SG_SESSIONS=${SG_SESSIONS:-10}
-TARGETS=${TARGETS:-direct nginx mw-full mw-off supergateway}
+TARGETS=${TARGETS:-direct nginx mw-full mw-noval mw-off supergateway}
 SCENARIOS=${SCENARIOS:-json sse list}
 
 bench_init table
@@ -54,6 +56,10 @@ start_target() { # T
 		mw_config "$WORK/mw-old.json" "$p" "$UP" full "$(bench_free_port)"
 		MCPWARDEN=$MW_OLD_BIN start_mcpwarden mw-old "$WORK/mw-old.json" "$p"
 		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="mcpwarden $(basename "$(dirname "$MW_OLD_BIN")"), full inspection" ;;
+	mw-noval)
+		mw_config "$WORK/mw-noval.json" "$p" "$UP" full-novalid "$(bench_free_port)"
+		start_mcpwarden mw-noval "$WORK/mw-noval.json" "$p"
+		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="mcpwarden, full, validation off" ;;
 	mw-off)
 		mw_config "$WORK/mw-off.json" "$p" "$UP" off
 		start_mcpwarden mw-off "$WORK/mw-off.json" "$p"
@@ -78,7 +84,7 @@ off_note="contract checker off"
 [ "$(mw_contract_off_supported)" = 1 ] || off_note="contract checker still on (this build has no contract mode off)"
 echo "== side-by-side: wrk -t1 -c$CONNS, $ROUNDS rounds x ${DURATION}s per target (medians), warm-up ${WARMUP}s"
 echo "   $(nproc) cores shared by wrk, the upstream fixture and the proxy; loopback; $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "   mcpwarden: $(mw_workers_label); full inspection = contract (report) + policy (5 rules) + admin recording;"
+echo "   mcpwarden: $(mw_workers_label); full inspection = contract (report) + policy (5 rules) + admin recording + call validation (report, where the build has it);"
 echo "   inspection off = no policy, no admin, $off_note"
 echo "   supergateway: $SG_SESSIONS sessions shared by the $CONNS connections (one node child per session)"
 
