@@ -195,7 +195,7 @@ perf-baseline: $(BIN)
 # `make bench` runs the suite: the side-by-side table, then the streams,
 # list-check and 1,000,000-request memory runs. Knobs: DURATION, ROUNDS,
 # CONNS, STREAMS, PUSHES, MEM_REQUESTS, PARTS (see tests/bench/README.md).
-BENCH_BIN := $(BUILD)/bench/upstream $(BUILD)/bench/streams
+BENCH_BIN := $(BUILD)/bench/upstream $(BUILD)/bench/streams $(BUILD)/bench/relay
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/benchnet.c proxy/base/hash.c $(LLHTTP_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< tests/bench/benchnet.c proxy/base/hash.c $(LLHTTP_OBJ) $(LDLIBS)

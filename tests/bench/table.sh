@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # table.sh: the side-by-side table (tests/bench/README.md).
 #
-# Six targets in front of the same upstream fixture (build/bench/upstream,
-# 1,000 tools): the upstream directly, nginx, mcpwarden with full
+# Seven targets in front of the same upstream fixture (build/bench/upstream,
+# 1,000 tools): the upstream directly, the floor (build/bench/relay, a byte
+# pump with one upstream connection per client connection: what any proxy
+# must at least spend), nginx, mcpwarden with full
 # inspection (the live contract's validation on, its default), the same
 # with validation off (what validation costs), mcpwarden with inspection
 # off, supergateway. For each
@@ -16,7 +18,7 @@
 # ratios to nginx and to direct, and every non-2xx reply or socket error.
 #
 #   DURATION=10 ROUNDS=3 CONNS=50 WARMUP=2 SG_SESSIONS=10 \
-#   TARGETS="direct nginx mw-full mw-noval mw-off supergateway" SCENARIOS="json sse list"
+#   TARGETS="direct floor nginx mw-full mw-noval mw-off supergateway" SCENARIOS="json sse list"
 #   TARGETS="mw-old mw-full" MW_OLD_BIN=/path/to/old/mcpwarden: two builds side by side
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -26,10 +28,17 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
 WARMUP=${WARMUP:-2}
 SG_SESSIONS=${SG_SESSIONS:-10}
-TARGETS=${TARGETS:-direct nginx mw-full mw-noval mw-off supergateway}
+TARGETS=${TARGETS:-direct floor nginx mw-full mw-noval mw-off supergateway}
 SCENARIOS=${SCENARIOS:-json sse list}
 
 bench_init table
+RELAY_BIN=$HERE/$BUILD/bench/relay
+[ -x "$RELAY_BIN" ] || bench_die "no $RELAY_BIN (make bench-build)"
+# The floor gets as many workers as mcpwarden has event loops, so the two
+# can use the cores alike.
+RELAY_WORKERS=$(mw_workers_args)
+RELAY_WORKERS=${RELAY_WORKERS#--workers }
+RELAY_WORKERS=${RELAY_WORKERS:-1}
 declare -A PORT ROOT NAME BROKEN
 
 UP=$(bench_free_port)
@@ -42,6 +51,10 @@ start_target() { # T
 	case $t in
 	direct)
 		PORT[$t]=$UP ROOT[$t]=$UP_PID NAME[$t]="upstream direct" ;;
+	floor)
+		bench_bg floor "$RELAY_BIN" --port "$p" --upstream "$UP" --workers "$RELAY_WORKERS"
+		bench_wait_port "$p" "$BG_PID" floor
+		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="relay floor (bytes only)" ;;
 	nginx)
 		start_nginx nginx "$p" "$UP"
 		PORT[$t]=$p ROOT[$t]=$NGINX_PID NAME[$t]="nginx ($(($(bench_tree "$NGINX_PID" | wc -l) - 1)) workers)" ;;
@@ -86,6 +99,7 @@ echo "== side-by-side: wrk -t1 -c$CONNS, $ROUNDS rounds x ${DURATION}s per targe
 echo "   $(nproc) cores shared by wrk, the upstream fixture and the proxy; loopback; $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "   mcpwarden: $(mw_workers_label); full inspection = contract (report) + policy (5 rules) + admin recording + call validation (report, where the build has it);"
 echo "   inspection off = no policy, no admin, $off_note"
+echo "   relay floor: $RELAY_WORKERS worker(s), one upstream connection per client connection, bytes relayed unparsed"
 echo "   supergateway: $SG_SESSIONS sessions shared by the $CONNS connections (one node child per session)"
 
 scenario_title() {
