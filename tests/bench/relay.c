@@ -156,10 +156,14 @@ static void end_event(struct relay_worker *w, struct relay_end *e, uint32_t ev)
 	int i = e->side;
 	if (p->dead)
 		return;
-	/* An error or hang-up shows on the next read or write. */
-	if ((ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && dir_flush(p, 1 - i) < 0)
+	/* A socket error (a reset) ends the pair: the peer gave up, and
+	 * epoll would report it again on every wait. A hang-up (both
+	 * directions shut) is read to its EOF like any readiness. */
+	if (ev & EPOLLERR)
 		goto fail;
-	if ((ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) && dir_fill(p, i) < 0)
+	if ((ev & (EPOLLOUT | EPOLLHUP)) && dir_flush(p, 1 - i) < 0)
+		goto fail;
+	if ((ev & (EPOLLIN | EPOLLHUP)) && dir_fill(p, i) < 0)
 		goto fail;
 	if (p->dir[0].shut && p->dir[1].shut)
 		goto fail; /* both directions ended: done, not an error */
