@@ -53,6 +53,7 @@ const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 async function startNotifySocket() {
   const sock = path.join(tmp, `notify-${peers.length}.sock`);
   const h = spawnTracked('notify-socket', 'python3', [NOTIFY_PEER, sock], { stdinPipe: true });
+  h.child.stdin.on('error', () => { /* it exited first (stopAll) */ });
   await h.waitForStdout(/"listening"/, 5000);
   const msgs = () => h.stdout.split('\n').filter((l) => l.startsWith('{"t_us"')).map((l) => JSON.parse(l));
   const s = {
@@ -65,7 +66,10 @@ async function startNotifySocket() {
     }, { timeout: ms, what: `a notification matching ${pred}` }).then((n) => n - 1),
     /** The messages but the watchdog's, in order. */
     states: () => msgs().map((m) => m.msg).filter((m) => m !== 'WATCHDOG=1'),
-    close: async () => { h.child.stdin.end(); await withTimeout(h.exited, 3000, 'notify-socket to exit'); },
+    close: async () => {
+      if (!h.exitStatus) h.child.stdin.end();
+      await withTimeout(h.exited, 3000, 'notify-socket to exit');
+    },
   };
   peers.push(s);
   return s;

@@ -121,7 +121,8 @@ static void test_watchdog_env(void **state)
 	char pid[32], other[32];
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	snprintf(other, sizeof(other), "%d", (int)getpid() + 1);
-	const char *sock = "@mcpwarden/test_notify/wd";
+	char sock[64];
+	snprintf(sock, sizeof(sock), "@mcpwarden/test_notify/wd/%d", (int)getpid());
 	struct {
 		const char *usec, *pid;
 		uint64_t want;
@@ -149,7 +150,8 @@ static void test_watchdog_timer(void **state)
 {
 	(void)state;
 	char buf[64];
-	const char *name = "@mcpwarden/test_notify/timer";
+	char name[64];
+	snprintf(name, sizeof(name), "@mcpwarden/test_notify/timer/%d", (int)getpid());
 	int fd = listen_at(name);
 	struct event_base *base = event_base_new();
 	struct notify *n = notify_new_from(name, "20000", NULL, getpid());
@@ -177,7 +179,9 @@ static void test_watchdog_timer(void **state)
 static void test_nobody_listening(void **state)
 {
 	(void)state;
-	struct notify *n = notify_new_from("@mcpwarden/test_notify/nobody", NULL, NULL, getpid());
+	char name[64];
+	snprintf(name, sizeof(name), "@mcpwarden/test_notify/nobody/%d", (int)getpid());
+	struct notify *n = notify_new_from(name, NULL, NULL, getpid());
 	assert_non_null(n);
 	assert_int_equal(notify_ready(n), -1);
 	/* Logged once; still failing, still not blocking. */
