@@ -527,6 +527,26 @@ int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source
 	return adm ? metrics_add_source(adm->m, name, fn, arg) : 0;
 }
 
+void admin_reopen_log(struct admin *adm)
+{
+	char err[512];
+	if (!adm || !adm->log) {
+		log_msg(LOG_INFO, "SIGUSR1: no call log file to reopen");
+		return;
+	}
+	/* Records finished before are written to the old file by
+	 * admin_lock; those that finish meanwhile wait for the unlock and
+	 * go to the new one. */
+	admin_lock(adm);
+	int rc = calllog_reopen(adm->log, err, sizeof(err));
+	admin_unlock(adm);
+	if (rc < 0)
+		log_msg(LOG_ERROR, "SIGUSR1: cannot reopen the call log (%s); still writing to the "
+		                   "file it had open", err);
+	else
+		log_msg(LOG_INFO, "SIGUSR1: call log %s reopened", calllog_path(adm->log));
+}
+
 const char *admin_address(const struct admin *adm)
 {
 	return adm && adm->lst ? listener_address(adm->lst) : NULL;

@@ -102,6 +102,11 @@ void admin_add_credentials(struct admin *adm, const struct px_config *cfg);
 int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source_fn fn,
                              void *arg);
 
+/* SIGUSR1: reopens the call log file ($.admin.log_calls) under the
+ * recorder's lock, so no record is lost or split across the two files;
+ * logs what it did. Worker 0's thread. adm may be NULL (nothing to do). */
+void admin_reopen_log(struct admin *adm);
+
 /* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
 const char *admin_address(const struct admin *adm);
 

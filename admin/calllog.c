@@ -14,11 +14,19 @@
 
 struct calllog {
 	FILE *f;                      /* owned unless stdout */
+	char *path;                   /* owned; NULL for stdout */
 	int is_stdout, failed;
 	uint64_t retry_us;            /* failed: next write attempt (mono_us) */
 	uint64_t lost;                /* records not written since it failed */
 	off_t good;                   /* end of the last whole line, -1 unknown */
 };
+
+/* Where whole lines end (-1: not a regular file, nothing to undo). */
+static off_t end_of_lines(FILE *f)
+{
+	struct stat st;
+	return fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+}
 
 struct calllog *calllog_open(const char *target, struct errs *e)
 {
@@ -33,16 +41,43 @@ struct calllog *calllog_open(const char *target, struct errs *e)
 		l->good = -1; /* never truncate what others may write to */
 		return l;
 	}
+	l->path = strdup(target);
 	l->f = fopen(target, "ae");
-	if (!l->f) {
-		errs_add(e, "$.admin.log_calls: %s: %s", target, strerror(errno));
+	if (!l->path || !l->f) {
+		errs_add(e, "$.admin.log_calls: %s: %s", target, l->path ? strerror(errno) : "out of memory");
+		if (l->f)
+			fclose(l->f);
+		free(l->path);
 		free(l);
 		return NULL;
 	}
-	/* Where whole lines end (-1: not a regular file, nothing to undo). */
-	struct stat st;
-	l->good = fstat(fileno(l->f), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+	l->good = end_of_lines(l->f);
 	return l;
+}
+
+int calllog_reopen(struct calllog *l, char *err, size_t errlen)
+{
+	if (l->is_stdout)
+		return 0;
+	FILE *f = fopen(l->path, "ae");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", l->path, strerror(errno));
+		return -1;
+	}
+	/* Every line went out whole with its own fflush, so the old file
+	 * holds nothing half written that closing could cut or lose. */
+	fclose(l->f);
+	l->f = f;
+	l->good = end_of_lines(f);
+	/* A new file may well take what the old one's disk refused: the next
+	 * record tries at once instead of after the retry delay. */
+	l->retry_us = 0;
+	return 0;
+}
+
+const char *calllog_path(const struct calllog *l)
+{
+	return l->path ? l->path : "stdout";
 }
 
 void calllog_free(struct calllog *l)
@@ -53,6 +88,7 @@ void calllog_free(struct calllog *l)
 		fflush(l->f);
 	else
 		fclose(l->f);
+	free(l->path);
 	free(l);
 }
 

@@ -29,6 +29,16 @@ struct calllog *calllog_open(const char *target, struct errs *e);
 /* Flushes (stdout) or closes (a file). Accepts NULL. */
 void calllog_free(struct calllog *l);
 
+/* SIGUSR1, after logrotate moved the file: opens the path again (created
+ * if need be) and writes there from the next record on; the old file
+ * keeps every line written before, each whole. Under the same
+ * serialisation as calllog_write. 0 (stdout: nothing to do), or -1 with
+ * the reason in err, the old file still written to. */
+int calllog_reopen(struct calllog *l, char *err, size_t errlen);
+
+/* The path given to calllog_open, or "stdout". Borrowed: l's lifetime. */
+const char *calllog_path(const struct calllog *l);
+
 /* One record's line: s[0..len) is its JSON text and s[len] its NUL, which
  * becomes the newline for the write and is put back. now: a monotonic
  * clock in microseconds (for the retry delay). */

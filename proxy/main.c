@@ -6,6 +6,12 @@
  * second signal exits at once: worker 0, which alone reads signals, keeps
  * its loop until every worker's has ended.
  *
+ * SIGHUP reloads the configuration; SIGUSR1 reopens the call log (after
+ * logrotate moved it). Under systemd (Type=notify) the service manager
+ * hears READY=1 once every listener is bound, RELOADING=1 and READY=1
+ * around a reload, STOPPING=1 when draining starts, and WATCHDOG=1 from
+ * worker 0's loop (proxy/net/notify.h).
+ *
  * --check-config runs the loaders a start runs first (loaders[]), and
  * nothing else.
  */
@@ -39,6 +45,7 @@
 #include "proxy/base/limits.h"
 #include "proxy/base/log.h"
 #include "proxy/net/loop.h"
+#include "proxy/net/notify.h"
 #include "proxy/net/peers.h"
 #include "proxy/mcp/sessid.h"
 #include "proxy/mcp/sesslimit.h"
@@ -142,9 +149,16 @@ static void post_others(struct px_ctx *ctx, inbox_fn fn)
 			log_msg(LOG_ERROR, "worker %zu: out of memory telling it to stop", i);
 }
 
+/* What the signal callbacks (worker 0's loop) act on. */
+struct signals {
+	struct px_ctx *ctx;     /* borrowed: worker 0 */
+	struct notify *nt;      /* owned; NULL: not run by systemd */
+};
+
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
-	struct px_ctx *ctx = arg;
+	struct signals *s = arg;
+	struct px_ctx *ctx = s->ctx;
 	(void)what;
 	if (ctx->draining) {
 		log_msg(LOG_WARN, "second signal: exiting now");
@@ -155,6 +169,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	/* Every worker's client connections, and this one's admin ones. */
 	size_t open = __atomic_load_n(&ctx->proc->client_conns, __ATOMIC_RELAXED) + ctx->nconns_low;
 	log_msg(LOG_INFO, "%s: draining %zu connections", sig == SIGINT ? "SIGINT" : "SIGTERM", open);
+	notify_stopping(s->nt);
 	post_others(ctx, drain_worker);
 	drain_worker(ctx);
 }
@@ -291,11 +306,26 @@ fail:
 	config_free(next);
 }
 
+/* READY=1 after a refused reload too: the old configuration still runs,
+ * and the manager must not wait for a reload that will never come. */
 static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 {
+	struct signals *s = arg;
 	(void)sig;
 	(void)what;
-	reload(arg);
+	notify_reloading(s->nt);
+	reload(s->ctx);
+	notify_ready(s->nt);
+}
+
+/* logrotate's postrotate: the call log is the only file mcpwarden writes
+ * (its own log goes to stderr, which the manager or the shell holds). */
+static void sigusr1_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct signals *s = arg;
+	(void)sig;
+	(void)what;
+	admin_reopen_log(s->ctx->proc->admin);
 }
 
 /* ---- what a start loads (and --check-config runs) ------------------------------ */
@@ -720,12 +750,15 @@ int main(int argc, char **argv)
 		ctx_teardown(&ctx);
 		return 1;
 	}
-	struct event *sigterm = evsignal_new(ctx.base, SIGTERM, signal_cb, &ctx);
-	struct event *sigint = evsignal_new(ctx.base, SIGINT, signal_cb, &ctx);
-	struct event *sighup = evsignal_new(ctx.base, SIGHUP, sighup_cb, &ctx);
+	struct signals sigs = {&ctx, notify_new()};
+	struct event *sigterm = evsignal_new(ctx.base, SIGTERM, signal_cb, &sigs);
+	struct event *sigint = evsignal_new(ctx.base, SIGINT, signal_cb, &sigs);
+	struct event *sighup = evsignal_new(ctx.base, SIGHUP, sighup_cb, &sigs);
+	struct event *sigusr1 = evsignal_new(ctx.base, SIGUSR1, sigusr1_cb, &sigs);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
 	evsignal_add(sighup, NULL);
+	evsignal_add(sigusr1, NULL);
 	log_msg(LOG_INFO, "mcpwarden %s listening on %s", MCPWARDEN_VERSION,
 	        listener_address(ctx.lst));
 	for (size_t i = 0; i < cfg->nups; i++)
@@ -739,8 +772,14 @@ int main(int argc, char **argv)
 	size_t started = workers_start(&ctx, threads);
 	/* Read by worker 0's loop only, which has not run yet. */
 	proc.workers_running = started - 1;
-	if (started == proc.nworkers)
+	if (started == proc.nworkers) {
+		/* Every worker's listener and the admin endpoint were bound by
+		 * ctx_setup: the kernel queues connections from here on, so
+		 * clients may come as soon as the manager hears it. */
+		notify_ready(sigs.nt);
+		notify_watchdog_start(sigs.nt, ctx.base);
 		loop_run(ctx.base, ctx.cfg->yield_after_us, &ctx.stats.yields);
+	}
 	/* However worker 0's loop ended, the others stop too. */
 	post_others(&ctx, ctx.draining ? drain_worker : stop_worker);
 	for (size_t i = 1; i < started; i++)
@@ -750,6 +789,8 @@ int main(int argc, char **argv)
 	event_free(sigterm);
 	event_free(sigint);
 	event_free(sighup);
+	event_free(sigusr1);
+	notify_free(sigs.nt);
 	ctx_teardown(&ctx);
 	return rc;
 }

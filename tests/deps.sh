@@ -3,6 +3,9 @@
 # As root it runs apt-get; otherwise it prints the exact command to run.
 set -eu
 PKGS="gcc make pkg-config libevent-dev libjansson-dev libssl-dev node-llhttp libcmocka-dev libjemalloc-dev clang libclang-rt-14-dev valgrind openssl perl-base prometheus chromium nodejs npm json-schema-test-suite libtest-json-schema-acceptance-perl"
+# issue 22 (w1): systemd-analyze verifies conf/mcpwarden.service; python3 is the
+# NOTIFY_SOCKET peer of tests/integration/systemd.test.mjs.
+PKGS="$PKGS systemd python3"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
