@@ -649,8 +649,11 @@ static int fill_stats(struct policy *p)
 
 struct policy *policy_load(const json_t *conf, const char *where, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"description", "default", "dry_run", "unknown_tools",
-	                                   "change_words", "extra_change_words", "rules", NULL};
+	/* "$schema": the JSON Schema hint editors read (conf/mcpwarden-policy.schema.json),
+	 * accepted as the config file's is, and not used. */
+	static const char *const keys[] = {"$schema", "description", "default", "dry_run",
+	                                   "unknown_tools", "change_words", "extra_change_words",
+	                                   "rules", NULL};
 	struct load l = {.err = err, .errlen = errlen};
 	char sub[LOAD_MAX_PATH], sub2[LOAD_MAX_PATH];
 	const json_t *v;
@@ -672,6 +675,10 @@ struct policy *policy_load(const json_t *conf, const char *where, char *err, siz
 	p->unknown = POLICY_UNKNOWN_DENY;
 	check_keys(&l, conf, where, keys);
 
+	if ((v = json_object_get(conf, "$schema")) && !json_is_string(v)) {
+		path_key(sub, where, "$schema");
+		lerr(&l, sub, "must be a string");
+	}
 	if ((v = json_object_get(conf, "description")) && !json_is_string(v)) {
 		path_key(sub, where, "description");
 		lerr(&l, sub, "must be a string");

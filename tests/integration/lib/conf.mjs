@@ -7,6 +7,11 @@ import path from 'node:path';
 
 let dir = null;
 function tmpDir() {
+  // Opt-in for tests/integration/config-schema.test.mjs: with
+  // MCPWARDEN_IT_KEEP_CONF=DIR the files go to a fresh directory under DIR
+  // and stay there, so that test can check every one against the schemas.
+  const keep = process.env.MCPWARDEN_IT_KEEP_CONF;
+  if (!dir && keep) dir = mkdtempSync(path.join(keep, 'p-'));
   if (!dir) {
     dir = mkdtempSync(path.join(os.tmpdir(), 'mcpwarden-it-'));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));

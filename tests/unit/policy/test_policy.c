@@ -935,6 +935,10 @@ static void test_loader_errors(void **state)
 		{"{'rules':[{'name':'x','action':'deny','dry_run':1}]}",
 		 "$.policy.rules[0].dry_run: must be true or false"},
 		{"{'description':5}", "$.policy.description: must be a string"},
+		{"{'$schema':5}", "$.policy.$schema: must be a string"},
+		{"{'rules':[{'name':'x','action':'deny','$schema':'s'}]}",
+		 "$.policy.rules[0].$schema: unknown key"},
+		{"{'$id':'x'}", "$.policy.$id: unknown key"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		assert_has(load_err(cases[i].policy), cases[i].error);
@@ -994,6 +998,17 @@ static void test_loader_limits(void **state)
 	assert_has(err, "$.policy.rules[0].match.tool: longer than 1024 bytes");
 	json_decref(conf);
 	free(big);
+}
+
+/* The editors' "$schema" hint at the top is accepted and changes nothing. */
+static void test_loader_schema_hint(void **state)
+{
+	(void)state;
+	struct policy *p = P("{'$schema':'./mcpwarden-policy.schema.json','default':'deny',"
+	                     "'rules':[{'name':'r','match':{'tool':'get_*'},'action':'allow'}]}");
+	assert_decision(call(p, "get_x", NULL), POLICY_ALLOW, "r");
+	assert_decision(call(p, "put_x", NULL), POLICY_DENY, "default");
+	policy_free(p);
 }
 
 static void test_loader_full_example(void **state)
@@ -2160,6 +2175,7 @@ int main(void)
 		cmocka_unit_test(test_reasons),
 		cmocka_unit_test(test_loader_errors),
 		cmocka_unit_test(test_loader_limits),
+		cmocka_unit_test(test_loader_schema_hint),
 		cmocka_unit_test(test_loader_full_example),
 		cmocka_unit_test(test_read_only_preset),
 		cmocka_unit_test(test_glue_preset_calls),
