@@ -14,7 +14,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from './lib/ports.mjs';
-import { startEverything, startWarden, stopAll, stop, runWarden } from './lib/procs.mjs';
+import { startEverything, startWarden, startWardenQuiet, stopAll, stop, runWarden } from './lib/procs.mjs';
 import { writeConfig } from './lib/conf.mjs';
 import { postJson, request, openStream, openRaw, rawRequestBytes, SseParser } from './lib/http.mjs';
 import { withTimeout, waitFor } from './lib/util.mjs';
@@ -613,7 +613,9 @@ describe('configuration: transport and legacy paths', () => {
         { name: 'b', path: '/b/mcp', url: se.url, sse_path: '', messages_path: '' },
       ],
     });
-    const w = await startWarden(p, ['-c', conf]);
+    // The start-up lines are written after the port is bound: wait for
+    // the last one asserted on, not for the port (raced once under load).
+    const w = await startWardenQuiet(p, ['-c', conf], { lines: [/upstream b: /] });
     assert.match(w.proc.stderr, /upstream a: \/a\/mcp -> .* legacy SSE clients: \/legacy\/events/);
     const l = await legacyStream(`${w.base}/legacy/events`);
     try {
