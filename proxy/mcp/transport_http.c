@@ -906,13 +906,16 @@ static const char *skip_ws(const char *p, const char *end)
 static const char *skip_string(const char *p, const char *end, int *escaped)
 {
 	*escaped = 0;
-	for (p++; p < end; p++) {
-		if (*p == '\\') {
-			*escaped = 1;
-			p++;
-		} else if (*p == '"') {
-			return p + 1;
-		}
+	/* memchr, not a loop over bytes: strings are most of a listing. */
+	for (p++; p < end;) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		if (!q)
+			return NULL;
+		const char *b = memchr(p, '\\', (size_t)(q - p));
+		if (!b)
+			return q + 1;
+		*escaped = 1;
+		p = b + 2; /* past the escaped character, which may be a quote */
 	}
 	return NULL;
 }
