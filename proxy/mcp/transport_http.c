@@ -952,14 +952,23 @@ static const char *skip_value(const char *p, const char *end)
 }
 
 /* Where the value of the top-level member "result" sits in text, found
- * without a tree: 0 and *span, or -1 (no object, no such member or more
- * than one, a member name with an escape, which could spell it). */
+ * without reading it: the members before it are skimmed, and the value
+ * is taken to run to the object's closing brace, as it does when
+ * "result" is the last member (JSON-RPC replies put it there). When it is
+ * not, the span holds a comma and more members: no JSON value has those
+ * bytes, so no hook finds them among what it kept, and the reply is
+ * parsed. 0 and *span, or -1 (no object, or a member name before it with
+ * an escape, which could spell "result"). */
 static int skim_result(const char *text, size_t len, struct jparse_span *span)
 {
 	const char *p = skip_ws(text, text + len), *end = text + len;
-	int found = 0;
 	if (p >= end || *p++ != '{')
 		return -1;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	if (end <= p || end[-1] != '}')
+		return -1;
+	end--; /* the object's closing brace */
 	for (;;) {
 		int esc;
 		p = skip_ws(p, end);
@@ -971,22 +980,21 @@ static int skim_result(const char *text, size_t len, struct jparse_span *span)
 		if (p >= end || *p++ != ':')
 			return -1;
 		const char *v = skip_ws(p, end);
-		if (!(p = skip_value(v, end)) || p == v)
-			return -1;
 		if (is_result) {
-			if (found++)
+			const char *e = end;
+			while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+				e--;
+			if (e == v)
 				return -1;
 			span->at = v;
-			span->len = (size_t)(p - v);
+			span->len = (size_t)(e - v);
+			return 0;
 		}
-		p = skip_ws(p, end);
-		if (p < end && *p == ',') {
-			p++;
-			continue;
-		}
-		if (p >= end || *p++ != '}' || skip_ws(p, end) != end)
+		if (!(p = skip_value(v, end)) || p == v)
 			return -1;
-		return found ? 0 : -1;
+		p = skip_ws(p, end);
+		if (p >= end || *p++ != ',')
+			return -1;
 	}
 }
 

@@ -867,6 +867,14 @@ static void test_unchanged_listing_passes_unparsed(void **state)
 	assert_int_equal(h.parsed, 2);
 	assert_int_equal(h.passed, 1);
 
+	/* "result" before the other members: its span runs past the value,
+	 * no hook kept such bytes, parsed. */
+	sprintf(body, "{\"result\":%s,\"jsonrpc\":\"2.0\",\"id\":1}", kept);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(rp->status, 200);
+	assert_int_equal(h.parsed, 3);
+	assert_int_equal(h.passed, 1);
+
 	/* Another request's id: never delivered, whatever the hook kept. */
 	sprintf(body, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":%s}", kept);
 	fast_exchange(&h, body, rp);
