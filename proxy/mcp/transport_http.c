@@ -10,7 +10,9 @@
  *   client POST ─▶ parse JSON once ─▶ inspect (client→server) ─▶ upstream
  *   upstream reply ─┬─ application/json: collected (up to max_inspect_bytes),
  *                   │   parsed once, inspected (server→client), sent with
- *                   │   Content-Length (past the bound: json_too_big)
+ *                   │   Content-Length (past the bound: json_too_big;
+ *                   │   a tools/list whose result every hook kept:
+ *                   │   sent as it came, unparsed, fast_listing)
  *                   ├─ text/event-stream: each SSE block parsed as it
  *                   │   arrives, inspected, re-framed and flushed at once
  *                   └─ anything else (202, errors, well-known documents):
