@@ -128,12 +128,17 @@ static const char *page_next_cursor(const json_t *page)
 
 /* The era the listing came in: the MCP-Protocol-Version header, else the
  * 2026-07-28 request envelope's version. */
+static const char *era_of(const struct inspect_where *w, const json_t *request)
+{
+	if (w->protocol && *w->protocol)
+		return w->protocol;
+	const json_t *meta = json_object_get(json_object_get(request, "params"), "_meta");
+	return json_string_value(json_object_get(meta, META_VERSION_KEY));
+}
+
 static const char *message_era(const struct inspect_msg *m)
 {
-	if (m->where->protocol && *m->where->protocol)
-		return m->where->protocol;
-	const json_t *meta = json_object_get(json_object_get(m->request, "params"), "_meta");
-	return json_string_value(json_object_get(meta, META_VERSION_KEY));
+	return era_of(m->where, m->request);
 }
 
 static const char *session_key(const struct inspect_where *w)
@@ -501,18 +506,19 @@ static struct hook_contract_stats stats_sub(const struct hook_contract_stats *a,
 	};
 }
 
-/* Does again what checking these bytes did last time. */
-static void replay(struct hook_contract *hc, struct up_state *us, const struct kept_verdict *c,
-                   struct inspect_msg *m)
+/* What checking these bytes (len of them, on connection conn_id) did
+ * last time besides changing the reply: counters, log line, report. */
+static void replay_effects(struct hook_contract *hc, struct up_state *us,
+                           const struct kept_verdict *c, unsigned long long conn_id, size_t len)
 {
 	char now[32];
 
 	/* A listing would have been added and dropped: the same evictions. */
-	tools_raw_make_room(hc->raw, 1, m->result_raw_len);
+	tools_raw_make_room(hc->raw, 1, len);
 	stats_add(&hc->stats, &c->delta);
 	hc->stats.replayed++;
 	if (c->line[0])
-		log_msg(c->level, "#%llu %s", m->where->conn_id, c->line);
+		log_msg(c->level, "#%llu %s", conn_id, c->line);
 	utc_now(now, sizeof(now));
 	/* A new root sharing every member: the kept report was published and
 	 * is never changed (admin may be reading it). */
@@ -523,6 +529,13 @@ static void replay(struct hook_contract *hc, struct up_state *us, const struct k
 		report = NULL;
 	}
 	publish(hc, us, report ? report : json_incref(c->report));
+}
+
+/* Does again what checking these bytes did last time. */
+static void replay(struct hook_contract *hc, struct up_state *us, const struct kept_verdict *c,
+                   struct inspect_msg *m)
+{
+	replay_effects(hc, us, c, m->where->conn_id, m->result_raw_len);
 	if (c->error) {
 		json_t *err = jparse_copy(c->error);
 		if (err) {
@@ -701,6 +714,8 @@ int hook_contract_validate(const struct px_config *cfg, char *err, size_t errlen
 }
 
 static int contract_uninspected_ok(void *arg, const struct inspect_where *where);
+static int contract_listing_may(void *arg, const struct inspect_listing *l);
+static void contract_listing_passed(void *arg, const struct inspect_listing *l);
 
 int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 {
@@ -716,6 +731,7 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		return -1;
 	}
 	inspect_set_uninspected(ctx->insp, slot, contract_uninspected_ok);
+	inspect_set_listing_fast(ctx->insp, slot, contract_listing_may, contract_listing_passed);
 	hc->locked = 1; /* taken by contract_on_message for tool listings only */
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
@@ -802,4 +818,61 @@ static int contract_uninspected_ok(void *arg, const struct inspect_where *where)
 			return hc->ups[i].cf.mode != CONTRACT_MODE_FILTER &&
 			       hc->ups[i].cf.mode != CONTRACT_MODE_FAIL;
 	return 1;
+}
+
+/* ---- unchanged listings (issue 20) ------------------------------------------ */
+
+/* The upstream's state when it checks listings (not off), or NULL. */
+static struct up_state *checking_up(struct hook_contract *hc, const struct inspect_where *w)
+{
+	for (size_t i = 0; w && w->upstream && i < hc->nups; i++)
+		if (strcmp(hc->ups[i].conf->name, w->upstream) == 0)
+			return hc->ups[i].cf.mode != CONTRACT_MODE_OFF ? &hc->ups[i] : NULL;
+	return NULL;
+}
+
+/* The verdict kept for l's bytes in l's era when it forwarded the listing
+ * unchanged (no error in its place, no tool withheld), else NULL. A
+ * verdict that changed the reply needs the tree to change it again.
+ * Under hc->lock. */
+static const struct kept_verdict *kept_unchanged(struct up_state *us,
+                                                 const struct inspect_listing *l)
+{
+	const struct kept_verdict *c =
+		verdict_cache_lookup(us->vc, l->raw, l->len, era_of(l->where, l->request));
+	return c && !c->error && !c->nwithheld ? c : NULL;
+}
+
+/* inspect_listing_may_fn: off checks nothing; otherwise the same bytes as
+ * a verdict that let the listing through as it was. */
+static int contract_listing_may(void *arg, const struct inspect_listing *l)
+{
+	struct hook_contract *hc = arg;
+	if (!l->where || request_cursor(l->request))
+		return 0;
+	if (hc->locked)
+		pthread_mutex_lock(&hc->lock);
+	struct up_state *us = checking_up(hc, l->where);
+	int ok = !us || kept_unchanged(us, l) != NULL;
+	if (hc->locked)
+		pthread_mutex_unlock(&hc->lock);
+	return ok;
+}
+
+/* inspect_listing_passed_fn: replay()'s effects. Another worker may have
+ * replaced the verdict since contract_listing_may: then the listing passed
+ * as the verdict of a moment ago said, and is counted as replayed. */
+static void contract_listing_passed(void *arg, const struct inspect_listing *l)
+{
+	struct hook_contract *hc = arg;
+	if (hc->locked)
+		pthread_mutex_lock(&hc->lock);
+	struct up_state *us = checking_up(hc, l->where);
+	const struct kept_verdict *c = us ? kept_unchanged(us, l) : NULL;
+	if (c)
+		replay_effects(hc, us, c, l->where->conn_id, l->len);
+	else if (us)
+		hc->stats.replayed++;
+	if (hc->locked)
+		pthread_mutex_unlock(&hc->lock);
 }

@@ -1154,6 +1154,8 @@ static int commit(struct hook_policy *hp, const struct px_config *cfg, struct st
 }
 
 static int policy_uninspected_ok(void *arg, const struct inspect_where *where);
+static int policy_listing_may(void *arg, const struct inspect_listing *l);
+static void policy_listing_passed(void *arg, const struct inspect_listing *l);
 
 int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 {
@@ -1190,6 +1192,7 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		return -1;
 	}
 	inspect_set_uninspected(ctx->insp, hp->slot, policy_uninspected_ok);
+	inspect_set_listing_fast(ctx->insp, hp->slot, policy_listing_may, policy_listing_passed);
 	/* The tools it judges by come from the tracker, which main sets up
 	 * first. */
 	if (tools_subscribe(ctx->proc->tools, &tracker_events, hp) < 0) {
@@ -1360,4 +1363,30 @@ static int policy_uninspected_ok(void *arg, const struct inspect_where *where)
 	int ok = !p || !policy_may_hide(p) || policy_dry_run(p);
 	pthread_mutex_unlock(&hp->lock);
 	return ok;
+}
+
+/* inspect_listing_may_fn (issue 20): an unchanged listing may pass
+ * unparsed only when the policy this exchange is judged by (policy_for:
+ * the one it started under, else the one in force) can hide no tool.
+ * While it can, every listing is parsed and walked, as each client may see
+ * another part of it; a dry run logs what it would hide, so it is parsed
+ * too. */
+static int policy_listing_may(void *arg, const struct inspect_listing *l)
+{
+	struct hook_policy *hp = arg;
+	pthread_mutex_lock(&hp->lock);
+	const struct pgen *g = l->where ? l->where->hook_data[hp->slot] : NULL;
+	if (!g)
+		g = hp->cur;
+	int ok = !g || !g->p || !policy_may_hide(g->p);
+	pthread_mutex_unlock(&hp->lock);
+	return ok;
+}
+
+/* inspect_listing_passed_fn: the listing is counted as on_listing does. */
+static void policy_listing_passed(void *arg, const struct inspect_listing *l)
+{
+	struct hook_policy *hp = arg;
+	(void)l;
+	stat_add(&hp->stats.listings, 1);
 }

@@ -935,6 +935,74 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 	settle(p);
 }
 
+/* ---- unchanged listings (issue 20) ---------------------------------------- */
+
+/* The preview of a listing's result from its bytes alone: what the worker's
+ * preview memo keeps for them. Asked with null for the value, the memo
+ * answers "null" when it holds other bytes (a real listing, an object,
+ * previews otherwise; one that did would only be previewed again below);
+ * then the memo, which now holds that stand-in, is dropped, and the
+ * result is parsed here to preview it, as fill_answer would have. */
+static void listing_preview(const struct hook_record *hr, struct hr_local *l,
+                            struct record_text_rec *r, const char *raw, size_t len)
+{
+	struct sbuf *scratch = &l->scratch;
+	r->result_cut = 0;
+	scratch->len = 0;
+	scratch->oom = 0;
+	if (!l->pmemo)
+		l->pmemo = redact_preview_memo_new();
+	if (redact_result_preview_memo_to(hr->rd, l->pmemo, json_null(), raw, len,
+	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) == 0 &&
+	    !(scratch->len == 4 && memcmp(scratch->p, "null", 4) == 0)) {
+		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
+		return;
+	}
+	redact_preview_memo_free(l->pmemo);
+	l->pmemo = NULL;
+	json_t *msg = json_object();
+	json_t *result = jparse(raw, len, 1);
+	if (msg && result && json_object_set_new(msg, "result", result) == 0) {
+		result = NULL;
+		(void)fill_answer(hr, l, r, msg, JRPC_RESULT, raw, len);
+	} else {
+		r->str[RT_PREVIEW] = 0; /* out of memory, as in fill_answer */
+	}
+	json_decref(result);
+	json_decref(msg);
+}
+
+/* inspect_listing_may_fn: the recorder can record any listing from its
+ * bytes (listing_preview). */
+static int listing_may(void *arg, const struct inspect_listing *ls)
+{
+	(void)arg;
+	(void)ls;
+	return 1;
+}
+
+/* inspect_listing_passed_fn: the listing answers its request's record, as
+ * server_message does for a result forwarded unchanged with no verdict
+ * and no findings. The reply's id is the request's (the transport checked
+ * it). */
+static void listing_passed(void *arg, const struct inspect_listing *ls)
+{
+	struct hook_record *hr = arg;
+	struct hr_local *l = local_of(hr);
+	struct rx *rx = l ? rx_get(hr, l, ls->where) : NULL;
+	const json_t *id = jrpc_id(ls->request);
+	if (!rx || !id || json_is_null(id))
+		return;
+	for (struct pending *p = rx->head; p; p = p->next) {
+		if (p->rec.kind != RT_KIND_REQUEST || settled(p) || !rec_id_is(&p->rec, id))
+			continue;
+		listing_preview(hr, l, &p->rec, ls->raw, ls->len);
+		p->rec.outcome = "ok";
+		settle(p);
+		return;
+	}
+}
+
 static void count_locked(struct hook_record *hr, void (*fn)(void *, const char *),
                          const char *label)
 {
@@ -1160,6 +1228,7 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
 		free(hr);
 		return NULL;
 	}
+	inspect_set_listing_fast(in, hr->slot, listing_may, listing_passed);
 	return hr;
 }
 

@@ -858,6 +858,15 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	return INSPECT_FORWARD;
 }
 
+/* inspect_listing_may_fn (issue 20): a listing is no call's result,
+ * on_result leaves it alone; an unchanged one may pass unparsed. */
+static int listing_may(void *arg, const struct inspect_listing *l)
+{
+	(void)arg;
+	(void)l;
+	return 1;
+}
+
 /* ---- set-up and readers ------------------------------------------------------- */
 
 static void vstat_clear(struct vstat *st)
@@ -927,11 +936,14 @@ int hook_validate_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	}
 	/* Not under the chain's lock (inspect_set_lock): the tables guard
 	 * themselves and validation runs with no lock held. */
-	if (any && inspect_add(ctx->insp, "validate", on_message, NULL, hv) < 0) {
+	int slot = any ? inspect_add(ctx->insp, "validate", on_message, NULL, hv) : 0;
+	if (slot < 0) {
 		hook_validate_free(hv);
 		snprintf(err, errlen, "too many hooks");
 		return -1;
 	}
+	if (any)
+		inspect_set_listing_fast(ctx->insp, slot, listing_may, NULL);
 	if (any && tools_subscribe(hv->tools, &tracker_events, hv) < 0) {
 		/* Without the news, every call asks the tracker (correct, slower). */
 		hv->unsubscribed = 1;

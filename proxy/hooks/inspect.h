@@ -171,6 +171,38 @@ void inspect_set_uninspected(struct inspect *in, int slot, inspect_uninspected_f
 int inspect_listing_may_skip(const struct inspect *in, const struct inspect_where *where,
                              const char **who);
 
+/* Unchanged listings (issue 20, "Big lists at byte speed"). A one-page
+ * tools/list reply whose "result" member is, byte for byte, the one a hook
+ * kept from the last listing it handled needs no tree: each hook already
+ * knows what handling it does. Before the transport parses such a reply it
+ * asks every deciding hook and observer, passing the result's bytes as
+ * received; only when all agree is the reply forwarded as the upstream sent
+ * it, and each hook's `passed` then does again what handling those bytes
+ * did (counters, log lines, reports). A hook with an on_message but no
+ * answer here refuses: a new hook is never bypassed by accident. */
+struct inspect_listing {
+	struct inspect_where *where; /* a hook may keep exchange state, as in on_message */
+	const json_t *request;   /* the tools/list request answered (borrowed) */
+	const char *raw;         /* the reply's "result" member as received */
+	size_t len;
+};
+/* 1: these bytes may pass unparsed, with `passed` doing this hook's part;
+ * 0: the reply must be parsed. No side effects; must not block. */
+typedef int (*inspect_listing_may_fn)(void *arg, const struct inspect_listing *l);
+/* The listing passed unparsed: do what handling it would have done. */
+typedef void (*inspect_listing_passed_fn)(void *arg, const struct inspect_listing *l);
+
+/* Gives the hook at slot its answers (may NULL: it refuses; passed NULL:
+ * nothing to do). Call it right after inspect_add*. */
+void inspect_set_listing_fast(struct inspect *in, int slot, inspect_listing_may_fn may,
+                              inspect_listing_passed_fn passed);
+
+/* Asks every hook whether l may pass unparsed; when all agree, runs their
+ * `passed` (under each hook's lock, as on_message), counts the message and
+ * returns 1. Else returns 0 (*who, if who is not NULL, names the first
+ * hook that refused: a static string) and nothing happened. */
+int inspect_listing_fast(struct inspect *in, const struct inspect_listing *l, const char **who);
+
 /* Runs the hooks on one message. Returns the verdict; with DROP/ANSWER
  * m->decided_by names the hook. A hook returning ANSWER without an answer
  * is treated as FORWARD (and is a bug in that hook). */
@@ -182,6 +214,7 @@ void inspect_exchange_done(struct inspect *in, const struct inspect_exchange *x)
 struct inspect_stats {
 	uint64_t messages[2];  /* by direction */
 	uint64_t dropped, answered, modified;
+	uint64_t fast_listings; /* of messages[1]: passed unparsed (inspect_listing_fast) */
 };
 void inspect_get_stats(const struct inspect *in, struct inspect_stats *out);
 

@@ -420,12 +420,54 @@ void tools_unsubscribe(struct tools *tr, void *arg)
 	}
 }
 
+/* The entry whose last one-page listing is l's bytes, or NULL. A
+ * list_changed heard since (stale) is left to the parsed path, which
+ * tells the subscribers. Under tr->lock. */
+static struct tools_entry *same_listing(struct tools *tr, const struct inspect_listing *l)
+{
+	struct tools_entry *e = l->where ? entry_find(tr, l->where->upstream) : NULL;
+	if (!e || e->stale || !e->raw || e->raw_len != l->len || memcmp(e->raw, l->raw, l->len) != 0)
+		return NULL;
+	return e;
+}
+
+/* inspect_listing_may_fn: the same bytes as the listing held. */
+static int listing_may(void *arg, const struct inspect_listing *l)
+{
+	struct tools *tr = arg;
+	pthread_mutex_lock(&tr->lock);
+	int same = same_listing(tr, l) != NULL;
+	pthread_mutex_unlock(&tr->lock);
+	return same;
+}
+
+/* inspect_listing_passed_fn: what unchanged() counts. The subscribers
+ * are not told: the page they would get is the one they have (policy's
+ * table and validate's snapshot are rebuilt only when the tracker's
+ * changes counter moves, and it does not for the same bytes). */
+static void listing_passed(void *arg, const struct inspect_listing *l)
+{
+	struct tools *tr = arg;
+	pthread_mutex_lock(&tr->lock);
+	struct tools_entry *e = l->where ? entry_find(tr, l->where->upstream) : NULL;
+	if (e) {
+		e->pages++;
+		e->listings++;
+		e->stale = 0;
+	}
+	pthread_mutex_unlock(&tr->lock);
+}
+
 int tools_attach(struct tools *tr, struct inspect *in)
 {
 	/* A deciding hook that never decides. main.c attaches it after the
 	 * contract checker (it keeps the listing clients are let see) and
 	 * before policy (whose hiding is per client, not the upstream's). */
-	return inspect_add(in, "tools", on_message, NULL, tr) < 0 ? -1 : 0;
+	int slot = inspect_add(in, "tools", on_message, NULL, tr);
+	if (slot < 0)
+		return -1;
+	inspect_set_listing_fast(in, slot, listing_may, listing_passed);
+	return 0;
 }
 
 struct tools *tools_setup(struct px_ctx *ctx, size_t max_tools)

@@ -10,7 +10,9 @@
  *   client POST ─▶ parse JSON once ─▶ inspect (client→server) ─▶ upstream
  *   upstream reply ─┬─ application/json: collected (up to max_inspect_bytes),
  *                   │   parsed once, inspected (server→client), sent with
- *                   │   Content-Length (past the bound: json_too_big)
+ *                   │   Content-Length (past the bound: json_too_big;
+ *                   │   a tools/list whose result every hook kept:
+ *                   │   sent as it came, unparsed, fast_listing)
  *                   ├─ text/event-stream: each SSE block parsed as it
  *                   │   arrives, inspected, re-framed and flushed at once
  *                   └─ anything else (202, errors, well-known documents):
@@ -886,10 +888,183 @@ static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, enum j
 	return keep;
 }
 
+/* ---- unchanged listings (issue 20) ------------------------------------------ */
+
+/* Below this a listing's parse costs little: it keeps the one path. */
+#define FAST_LISTING_MIN_BYTES 8192
+/* The most bytes a listing reply may hold outside its "result" (the
+ * envelope: jsonrpc, id) for the fast path. */
+#define FAST_ENVELOPE_MAX 512
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the string starting at p (its opening quote), or NULL; *escaped
+ * tells whether it holds a backslash. */
+static const char *skip_string(const char *p, const char *end, int *escaped)
+{
+	*escaped = 0;
+	/* memchr, not a loop over bytes: strings are most of a listing. */
+	for (p++; p < end;) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		if (!q)
+			return NULL;
+		const char *b = memchr(p, '\\', (size_t)(q - p));
+		if (!b)
+			return q + 1;
+		*escaped = 1;
+		p = b + 2; /* past the escaped character, which may be a quote */
+	}
+	return NULL;
+}
+
+/* Past the value starting at p, or NULL. A skim, not a check: what it
+ * spans is taken only when a hook finds those very bytes among what it
+ * kept from a parsed reply, and the rest is parsed (fast_listing). */
+static const char *skip_value(const char *p, const char *end)
+{
+	int esc;
+	if (p >= end)
+		return NULL;
+	if (*p == '"')
+		return skip_string(p, end, &esc);
+	if (*p != '{' && *p != '[') {
+		while (p < end && !strchr(",}] \t\r\n", *p))
+			p++;
+		return p;
+	}
+	size_t depth = 0;
+	while (p < end) {
+		if (*p == '"') {
+			if (!(p = skip_string(p, end, &esc)))
+				return NULL;
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	return NULL;
+}
+
+/* Where the value of the top-level member "result" sits in text, found
+ * without reading it: the members before it are skimmed, and the value
+ * is taken to run to the object's closing brace, as it does when
+ * "result" is the last member (JSON-RPC replies put it there). When it is
+ * not, the span holds a comma and more members: no JSON value has those
+ * bytes, so no hook finds them among what it kept, and the reply is
+ * parsed. 0 and *span, or -1 (no object, or a member name before it with
+ * an escape, which could spell "result"). */
+static int skim_result(const char *text, size_t len, struct jparse_span *span)
+{
+	const char *p = skip_ws(text, text + len), *end = text + len;
+	if (p >= end || *p++ != '{')
+		return -1;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	if (end <= p || end[-1] != '}')
+		return -1;
+	end--; /* the object's closing brace */
+	for (;;) {
+		int esc;
+		p = skip_ws(p, end);
+		const char *key = p;
+		if (p >= end || *p != '"' || !(p = skip_string(p, end, &esc)) || esc)
+			return -1;
+		int is_result = p - key == 8 && memcmp(key, "\"result\"", 8) == 0;
+		p = skip_ws(p, end);
+		if (p >= end || *p++ != ':')
+			return -1;
+		const char *v = skip_ws(p, end);
+		if (is_result) {
+			const char *e = end;
+			while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+				e--;
+			if (e == v)
+				return -1;
+			span->at = v;
+			span->len = (size_t)(e - v);
+			return 0;
+		}
+		if (!(p = skip_value(v, end)) || p == v)
+			return -1;
+		p = skip_ws(p, end);
+		if (p >= end || *p++ != ',')
+			return -1;
+	}
+}
+
+/* The reply's envelope, parsed: its text with the result's value replaced
+ * by {} (owned), or NULL when it is not a result of one request of this
+ * exchange's with a small envelope. Parsed, it says the whole text is
+ * JSON once the result's bytes are (a hook found them among its own). */
+static json_t *listing_envelope(const char *bytes, size_t len, const struct jparse_span *r)
+{
+	char stub[FAST_ENVELOPE_MAX + 2];
+	size_t pre = (size_t)(r->at - bytes), post = len - pre - r->len;
+	if (pre + post > FAST_ENVELOPE_MAX)
+		return NULL;
+	memcpy(stub, bytes, pre);
+	memcpy(stub + pre, "{}", 2);
+	memcpy(stub + pre + 2, r->at + r->len, post);
+	json_t *env = jparse(stub, pre + 2 + post, 0);
+	const json_t *res = json_object_get(env, "result");
+	if (!json_is_object(res) || json_object_size(res) || jrpc_classify(env) != JRPC_RESULT) {
+		json_decref(env);
+		return NULL;
+	}
+	return env;
+}
+
+/* A JSON reply to one tools/list request (no cursor) whose result is the
+ * listing every hook kept: forwarded as the upstream sent it, each hook
+ * doing again what it did (inspect_listing_fast). Returns 1 when the reply
+ * was sent, 0 for the parsed path (nothing was done). */
+static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
+{
+	if (len < FAST_LISTING_MIN_BYTES || ex->answers || !ex->body || !json_is_object(ex->body) ||
+	    ex->body_kind != JRPC_REQUEST || ex->answered)
+		return 0;
+	const char *method = jrpc_method(ex->body);
+	const json_t *params = json_object_get(ex->body, "params");
+	if (!method || strcmp(method, "tools/list") != 0 || json_object_get(params, "cursor"))
+		return 0;
+	struct jparse_span result = {.name = "result"};
+	if (skim_result(bytes, len, &result) < 0)
+		return 0;
+	json_t *env = listing_envelope(bytes, len, &result);
+	const json_t *id = env ? jrpc_id(env) : NULL;
+	const json_t *request = NULL;
+	const struct inspect_listing l = {&ex->where, ex->body, result.at, result.len};
+	/* The id first: a reply to another request is the parsed path's
+	 * (reply_mismatch), before any hook sees it. */
+	int ok = id && !json_is_null(id) && jrpc_id_equal(jrpc_id(ex->body), id) &&
+	         inspect_listing_fast(ex->ctx->insp, &l, NULL);
+	if (ok)
+		ok = match_reply(ex, env, JRPC_RESULT, &request) == 0;
+	json_decref(env);
+	if (!ok)
+		return 0;
+	log_msg(LOG_DEBUG, "#%llu tools/list unchanged (%zu bytes): forwarded unparsed",
+	        ex->where.conn_id, len);
+	reply_head(ex, ex->up_status, (int64_t)len);
+	conn_reply_body_buffer(ex->c, ex->json_buf);
+	conn_reply_end(ex->c);
+	return 1;
+}
+
 static void finish_json(struct exchange *ex)
 {
 	size_t len = evbuffer_get_length(ex->json_buf);
 	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
+	if (bytes && fast_listing(ex, bytes, len))
+		return;
 	struct jparse_span result = {.name = "result"};
 	json_t *reply = len ? jparse_span(bytes, len, 1, &result) : NULL;
 

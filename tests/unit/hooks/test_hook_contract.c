@@ -893,6 +893,61 @@ static void expect_replayed_twice(const char *mode, const char *list, int modifi
 	fx_free(f);
 }
 
+/* An unchanged listing asked for without a tree (inspect_listing_fast):
+ * passes when the kept verdict forwarded it unchanged, replaying what a
+ * parsed replay does (counters, report); refused when the verdict changed
+ * the reply, for other bytes, or in another era. */
+static int fast_again(struct fx *f, const char *list, const char *protocol)
+{
+	json_t *req = json_pack("{s:s,s:i,s:s,s:{}}", "jsonrpc", "2.0", "id", 1, "method",
+	                        "tools/list", "params");
+	json_t *res = th_json(list);
+	char *text = json_dumps(res, JSON_COMPACT);
+	struct inspect_where w = {.conn_id = 8, .upstream = "a", .session_id = "s3",
+	                          .protocol = protocol, .http_method = "POST"};
+	struct inspect_listing l = {&w, req, text, strlen(text)};
+	int ok = inspect_listing_fast(f->ctx.insp, &l, NULL);
+	free(text);
+	json_decref(res);
+	json_decref(req);
+	return ok;
+}
+
+static void expect_fast(const char *mode, const char *list, int want)
+{
+	char conf[64];
+	snprintf(conf, sizeof(conf), "{'mode':'%s'}", mode);
+	struct fx *f = fx_new(conf);
+	assert_false(fast_again(f, list, "2025-11-25")); /* nothing kept yet */
+	struct sent a = exchange_raw(f, "s1", "2025-11-25", list, NULL);
+	json_decref(a.msg);
+	uint64_t calls = published(f->proc.contract, "a");
+	struct hook_contract_stats before = stats_of(f);
+	assert_int_equal(fast_again(f, list, "2025-11-25"), want);
+	struct hook_contract_stats st = stats_of(f);
+	assert_int_equal(st.replayed, want ? 1 : 0);
+	assert_int_equal(st.listings, before.listings + (want ? 1 : 0));
+	assert_int_equal(published(f->proc.contract, "a"), calls + (want ? 1 : 0));
+	/* Another era: checked again, parsed. */
+	assert_false(fast_again(f, list, "2026-07-28"));
+	fx_free(f);
+}
+
+static void test_unchanged_list_fast(void **state)
+{
+	(void)state;
+	expect_fast("report", clean, 1);
+	expect_fast("report", broken, 1);
+	expect_fast("filter", clean, 1);
+	expect_fast("filter", broken, 0); /* tools withheld: the tree is changed */
+	expect_fast("fail", clean, 1);
+	expect_fast("fail", broken, 0);   /* an error in place of the result */
+	/* off checks nothing: every listing may pass */
+	struct fx *f = fx_new("{'mode':'off'}");
+	assert_true(fast_again(f, clean, NULL));
+	fx_free(f);
+}
+
 static void test_unchanged_list_replayed_report(void **state)
 {
 	(void)state;
@@ -1043,6 +1098,7 @@ int main(void)
 		cmocka_unit_test(test_reports_json),
 		cmocka_unit_test(test_bounded_listings),
 		cmocka_unit_test(test_unchanged_list_replayed_report),
+		cmocka_unit_test(test_unchanged_list_fast),
 		cmocka_unit_test(test_unchanged_list_replayed_filter),
 		cmocka_unit_test(test_unchanged_list_replayed_fail),
 		cmocka_unit_test(test_changed_list_checked),

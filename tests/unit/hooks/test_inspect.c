@@ -464,6 +464,79 @@ static void test_listing_may_skip(void **state)
 	inspect_set_uninspected(f->in, INSPECT_MAX_HOOKS, refuses);
 }
 
+/* inspect_listing_fast: every hook is asked before any acts; a hook with
+ * an on_message and no answer refuses; all agreeing, each `passed` runs
+ * once and the message is counted. */
+static int fast_may_calls, fast_passed_calls;
+static size_t fast_len_seen;
+
+static int fast_yes(void *arg, const struct inspect_listing *l)
+{
+	(void)arg;
+	fast_may_calls++;
+	fast_len_seen = l->len;
+	return 1;
+}
+
+static int fast_no(void *arg, const struct inspect_listing *l)
+{
+	(void)arg;
+	(void)l;
+	fast_may_calls++;
+	return 0;
+}
+
+static void fast_passed(void *arg, const struct inspect_listing *l)
+{
+	struct hook *h = arg;
+	(void)l;
+	fast_passed_calls++;
+	trace_add(h->t, h->name);
+}
+
+static void test_listing_fast(void **state)
+{
+	struct fixture *f = *state;
+	const char *who = NULL;
+	struct inspect_listing l = {&f->where, f->msg, "{\"tools\":[]}", 12};
+	struct inspect_stats st;
+	fast_may_calls = fast_passed_calls = 0;
+	/* No hooks: nothing to replay, the listing passes and is counted. */
+	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 1);
+	inspect_get_stats(f->in, &st);
+	assert_int_equal(st.messages[1], 1);
+	assert_int_equal(st.fast_listings, 1);
+	/* A hook without an answer refuses: a new hook is never bypassed. */
+	int a = add(f, 0);
+	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 0);
+	assert_string_equal(who, "h0");
+	/* Both agree: each passed once, in order; no on_message ran. */
+	inspect_set_listing_fast(f->in, a, fast_yes, fast_passed);
+	int o = add_observer(f, 1);
+	inspect_set_listing_fast(f->in, o, fast_yes, fast_passed);
+	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 1);
+	assert_int_equal(fast_len_seen, 12);
+	assert_int_equal(fast_may_calls, 2);
+	assert_int_equal(fast_passed_calls, 2);
+	assert_string_equal(f->t.s, "h0,h1,");
+	assert_int_equal(f->h[0].calls, 0);
+	/* One refuses after another agreed: nobody acted, the refuser named,
+	 * nothing counted. */
+	int b = add(f, 2);
+	inspect_set_listing_fast(f->in, b, fast_no, fast_passed);
+	fast_may_calls = fast_passed_calls = 0;
+	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 0);
+	assert_string_equal(who, "h2");
+	assert_int_equal(fast_passed_calls, 0);
+	assert_int_equal(fast_may_calls, 3);
+	inspect_get_stats(f->in, &st);
+	assert_int_equal(st.fast_listings, 2);
+	assert_int_equal(st.messages[1], 2);
+	/* Out of range slots are ignored. */
+	inspect_set_listing_fast(f->in, -1, fast_yes, NULL);
+	inspect_set_listing_fast(f->in, INSPECT_MAX_HOOKS, fast_yes, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +554,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_observers_see_drop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_observers_see_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_may_skip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listing_fast, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);
 }

@@ -439,6 +439,53 @@ static void test_same_bytes_keep_the_listing(void **state)
 	assert_null(tget(f->tc, "up", "b"));
 }
 
+/* The tracker's answer for an unchanged listing (inspect_listing_fast):
+ * the bytes of the last one-page listing, unless a list_changed was heard
+ * since; passing counts what the same bytes parsed would. */
+static int fast(struct fx *f, const char *result_text)
+{
+	struct inspect_where where = {.upstream = "up"};
+	json_t *req = th_json(LIST_REQ);
+	json_t *r = th_json(result_text);
+	char *raw = json_dumps(r, JSON_COMPACT);
+	assert_non_null(raw);
+	struct inspect_listing l = {&where, req, raw, strlen(raw)};
+	int ok = inspect_listing_fast(f->in, &l, NULL);
+	free(raw);
+	json_decref(r);
+	json_decref(req);
+	return ok;
+}
+
+static void test_unchanged_listing_fast(void **state)
+{
+	struct fx *f = *state;
+	char t1[256], t2[256];
+	char r1[600], r2[600];
+	snprintf(r1, sizeof(r1), "{'tools':[%s]}", tool_json(t1, sizeof(t1), "a", "One"));
+	snprintf(r2, sizeof(r2), "{'tools':[%s]}", tool_json(t2, sizeof(t2), "a", "Two"));
+	/* Nothing kept yet: parsed. */
+	assert_false(fast(f, r1));
+	feed_raw(f->in, r1);
+	const json_t *held = tget(f->tc, "up", "a");
+	assert_true(fast(f, r1));
+	struct tools_stats s = stats(f->tc, "up");
+	assert_int_equal(s.listings, 2);
+	assert_int_equal(s.pages, 2);
+	assert_ptr_equal(tget(f->tc, "up", "a"), held);
+	/* Other bytes: parsed. */
+	assert_false(fast(f, r2));
+	assert_int_equal(stats(f->tc, "up").listings, 2);
+	/* A list_changed heard: the next listing is parsed (and the
+	 * subscribers told), even with the same bytes. */
+	feed(f->in, "up", INSPECT_FROM_SERVER, NULL,
+	     "{'jsonrpc':'2.0','method':'notifications/tools/list_changed'}");
+	assert_false(fast(f, r1));
+	feed_raw(f->in, r1);
+	assert_true(fast(f, r1));
+	assert_int_equal(stats(f->tc, "up").listings, 4);
+}
+
 /* Cursors followed from a listing's first page: one leading back to a
  * page already seen is a loop; the same page fetched again by a second
  * client is not. */
@@ -716,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_setup_on_ctx),
 		cmocka_unit_test(test_raw_pages_continue_by_cursor_and_session),
 		cmocka_unit_test(test_raw_bounded_least_recently_used),
+		cmocka_unit_test_setup_teardown(test_unchanged_listing_fast, setup, teardown),
 		T(test_same_bytes_keep_the_listing),
 		T(test_cursor_loop),
 		T(test_changes),

@@ -772,6 +772,127 @@ static void test_2026_era_error_code(void **state)
 	rig_stop(&r);
 }
 
+/* ---- unchanged listings (inspect_listing_fast) ----------------------------- */
+
+/* A hook that kept one listing's result: a reply with those bytes may pass
+ * unparsed; on_message counts the replies it parsed. */
+struct kept_hook {
+	const char *kept;
+	int parsed, passed;
+};
+
+static enum inspect_verdict kept_on_message(void *arg, struct inspect_msg *m)
+{
+	struct kept_hook *h = arg;
+	if (m->dir == INSPECT_FROM_SERVER)
+		h->parsed++;
+	return INSPECT_FORWARD;
+}
+
+static int kept_may(void *arg, const struct inspect_listing *l)
+{
+	const struct kept_hook *h = arg;
+	return l->len == strlen(h->kept) && memcmp(l->raw, h->kept, l->len) == 0;
+}
+
+static void kept_passed(void *arg, const struct inspect_listing *l)
+{
+	(void)l;
+	((struct kept_hook *)arg)->passed++;
+}
+
+/* A listing result of about 9 KB (over the fast path's floor). */
+static char *big_result(char last)
+{
+	size_t n = 9000;
+	char *s = malloc(n + 128);
+	assert_non_null(s);
+	int k = snprintf(s, 64, "{\"tools\":[{\"name\":\"t\",\"description\":\"a\\\"b ");
+	memset(s + k, 'd', n);
+	snprintf(s + k + n, 64, "%c\",\"inputSchema\":{\"type\":\"object\"}}]}", last);
+	return s;
+}
+
+/* The client's reply to one tools/list answered with body. */
+static void fast_exchange(struct kept_hook *h, const char *body, struct reply *rp)
+{
+	size_t cap = strlen(body) + 256;
+	char *up_reply = malloc(cap);
+	assert_non_null(up_reply);
+	struct rig r;
+	rig_start(&r, 1);
+	int slot = inspect_add(r.ctx.insp, "kept", kept_on_message, NULL, h);
+	inspect_set_listing_fast(r.ctx.insp, slot, kept_may, kept_passed);
+	snprintf(up_reply, cap,
+	         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	         strlen(body), body);
+	r.srv.script[0].first = up_reply;
+	client_send(&r, "POST", "", list_req);
+	run_replies(&r, 1);
+	reply_at(&r, 0, rp);
+	rig_stop(&r);
+	free(up_reply);
+}
+
+static void test_unchanged_listing_passes_unparsed(void **state)
+{
+	(void)state;
+	char *kept = big_result('x');
+	struct kept_hook h = {.kept = kept};
+	char *body = malloc(strlen(kept) + 64);
+	assert_non_null(body);
+	struct reply *rp = malloc(sizeof(*rp));
+	assert_non_null(rp);
+
+	/* The same bytes, blanks around the members: forwarded as they came. */
+	sprintf(body, "{ \"jsonrpc\":\"2.0\", \"id\" : 1 ,\"result\": %s }\n", kept);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(rp->status, 200);
+	assert_int_equal(rp->body_len, strlen(body));
+	assert_memory_equal(rp->body, body, strlen(body));
+	assert_int_equal(h.parsed, 0);
+	assert_int_equal(h.passed, 1);
+
+	/* One byte different: the hook refuses, the reply is parsed. */
+	char *other = big_result('y');
+	sprintf(body, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":%s}", other);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(rp->status, 200);
+	assert_int_equal(h.parsed, 1);
+	assert_int_equal(h.passed, 1);
+
+	/* A member name with an escape (it could spell "result" twice): parsed. */
+	sprintf(body, "{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":%s}", kept);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(h.parsed, 2);
+	assert_int_equal(h.passed, 1);
+
+	/* "result" before the other members: its span runs past the value,
+	 * no hook kept such bytes, parsed. */
+	sprintf(body, "{\"result\":%s,\"jsonrpc\":\"2.0\",\"id\":1}", kept);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(rp->status, 200);
+	assert_int_equal(h.parsed, 3);
+	assert_int_equal(h.passed, 1);
+
+	/* Another request's id: never delivered, whatever the hook kept. */
+	sprintf(body, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":%s}", kept);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(rp->status, 502);
+	assert_int_equal(h.passed, 1);
+
+	/* Not JSON past the result: the envelope's parse fails, as would the
+	 * whole reply's. */
+	sprintf(body, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":%s,}", kept);
+	fast_exchange(&h, body, rp);
+	assert_int_equal(rp->status, 502);
+	assert_int_equal(h.passed, 1);
+	free(rp);
+	free(body);
+	free(other);
+	free(kept);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +904,7 @@ int main(void)
 		cmocka_unit_test(test_put_is_405_with_allow),
 		cmocka_unit_test(test_upstream_404_ends_the_session),
 		cmocka_unit_test(test_2026_era_error_code),
+		cmocka_unit_test(test_unchanged_listing_passes_unparsed),
 	};
 	log_setup(LOG_ERROR, 0); /* no access lines, no warnings for the 502s */
 	return cmocka_run_group_tests(tests, NULL, NULL);
