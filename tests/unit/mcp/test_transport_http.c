@@ -1,4 +1,9 @@
 /* Unit tests for proxy/mcp/transport_http.c, the Streamable HTTP adapter
+ *
+ * Why this file is long (over 800 lines): one rig (client socketpair, scripted
+ * upstream, a worker's px_ctx) serves every test, and each behaviour of the
+ * adapter, the unchanged-listing fast path included, is one test of its own.
+ *
  * (transport_http_ops), driven end to end on one event loop: the test is
  * the client (raw bytes into conn.c over a socketpair, as
  * tests/unit/net/test_conn.c does) and the upstream (a listening socket on
