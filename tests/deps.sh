@@ -6,6 +6,9 @@ PKGS="gcc make pkg-config libevent-dev libjansson-dev libssl-dev node-llhttp lib
 # issue 22 (w1): systemd-analyze verifies conf/mcpwarden.service; python3 is the
 # NOTIFY_SOCKET peer of tests/integration/systemd.test.mjs.
 PKGS="$PKGS systemd python3"
+# issues 21 and 22: the package build (debhelper, lintian), the man-page lint
+# (mandoc), the JUnit consumer (python3-junitparser).
+PKGS="$PKGS debhelper lintian mandoc python3-junitparser"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
