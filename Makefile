@@ -63,6 +63,21 @@ $(BUILD)/%.o: %.S
 
 $(BUILD)/admin/page_asset.o: admin/page.html
 
+# ---- version (issue 22): `mcpwarden --version` -----------------------------
+# From git (tags, else the commit, -dirty for local edits); without git a
+# VERSION file; else 0.2.0-unknown. Only proxy/base/version.o gets the
+# define, and it depends on a stamp rewritten only when the string changes,
+# so a new commit (or a first edit) rebuilds that one object and relinks.
+MCPWARDEN_VERSION := $(or $(shell git describe --tags --always --dirty 2>/dev/null),$(shell cat VERSION 2>/dev/null),0.2.0-unknown)
+VERSION_STAMP := $(BUILD)/version.stamp
+$(BUILD)/proxy/base/version.o: CFLAGS += -DMCPWARDEN_VERSION='"$(MCPWARDEN_VERSION)"'
+$(BUILD)/proxy/base/version.o: $(VERSION_STAMP)
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MCPWARDEN_VERSION)' | cmp -s - $@ || echo '$(MCPWARDEN_VERSION)' >$@
+.PHONY: FORCE
+FORCE:
+
 # llhttp's C sources come from Debian's node-llhttp package, never from this
 # repository. They are generated code: build them without our warning set.
 $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c

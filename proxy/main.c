@@ -57,7 +57,8 @@
 #include "proxy/net/upstream.h"
 #include "proxy/stats.h"
 
-#define MCPWARDEN_VERSION "0.1.0"
+/* issue 22: the version comes from the build (proxy/base/version.h). */
+#include "proxy/base/version.h"
 
 
 /* ---- drain (SIGTERM) ---------------------------------------------------------- */
@@ -719,7 +720,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (action == CONFIG_VERSION) {
-		printf("mcpwarden %s\n", MCPWARDEN_VERSION);
+		version_print(stdout);
 		config_free(cfg);
 		return 0;
 	}
@@ -759,7 +760,7 @@ int main(int argc, char **argv)
 	evsignal_add(sigint, NULL);
 	evsignal_add(sighup, NULL);
 	evsignal_add(sigusr1, NULL);
-	log_msg(LOG_INFO, "mcpwarden %s listening on %s", MCPWARDEN_VERSION,
+	log_msg(LOG_INFO, "mcpwarden %s listening on %s", version_get(),
 	        listener_address(ctx.lst));
 	for (size_t i = 0; i < cfg->nups; i++)
 		log_msg(LOG_INFO, "upstream %s: %s -> %s (transport %s; legacy SSE clients: %s)",

@@ -47,9 +47,11 @@
 #include "proxy/net/upstream.h"
 #include "proxy/mcp/upstream_sse.h"
 #include "proxy/base/media.h"
+#include "proxy/base/version.h"
 
 #define CHECK_CLIENT_NAME    "mcpwarden-check"
-#define CHECK_CLIENT_VERSION "0.1.0"
+/* issue 22: the proxy's own version (proxy/base/version.h). */
+#define CHECK_CLIENT_VERSION version_get()
 #define CHECK_MAX_REPLY      (8u * 1024 * 1024) /* one reply, or one SSE event */
 #define CHECK_MAX_REDIRECTS  3
 #define LEGACY_VERSION       "2025-11-25" /* newest initialize-era version */
