@@ -38,7 +38,7 @@ UNIT_HELP := $(BUILD)/tests/unit/helpers.o
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test layers unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
+.PHONY: all deps run test layers man-lint unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -144,9 +144,16 @@ integration: $(BIN) node_modules/.package-lock.json
 # tests/unit/checks/jschema_cli.c, built by the unit-test rule above.
 integration: $(BUILD)/tests/checks/jschema_cli
 
+# ---- man pages (issue 22): mdoc sources in man/, installed as they are ----
+# Any warning of mandoc's linter fails (style notes below warnings pass).
+MAN_PAGES := $(wildcard man/*.[1-8])
+man-lint:
+	mandoc -T lint -W warning $(MAN_PAGES)
+	@echo "man-lint: $(words $(MAN_PAGES)) pages clean"
+
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
-test: layers $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
+test: layers man-lint $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
 	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
 FUZZ_TEST_SECONDS ?= 10
 
