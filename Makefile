@@ -12,6 +12,23 @@ PKGS      := libevent libevent_openssl jansson openssl
 LLHTTP_INC ?= /usr/share/include/llhttp
 LLHTTP_SRC ?= /usr/share/llhttp
 
+# ---- deps preflight (issue 22): two commands on a fresh machine -----------
+# `make run` and `make test` first make sure the Debian packages are there
+# (tests/deps.sh --preflight: installs them as root; as anyone else stops
+# here, before anything is compiled, with the apt-get line to run). It runs
+# while the Makefile is read, so nothing can start before it, and only in
+# the top-level make: the sub-makes of asan, tsan and fuzz-run skip it. The
+# npm packages come from package-lock.json (node_modules/.package-lock.json,
+# a prerequisite of both). About 15 ms when everything is installed.
+ifeq ($(MAKELEVEL),0)
+ifneq ($(filter run test,$(MAKECMDGOALS)),)
+DEPS_PREFLIGHT := $(shell tests/deps.sh --preflight)
+ifneq ($(DEPS_PREFLIGHT),)
+$(error $(DEPS_PREFLIGHT))
+endif
+endif
+endif
+
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wcast-qual
 OPT       ?= -O3 -g
 CFLAGS    ?=
@@ -153,7 +170,7 @@ man-lint:
 
 # Everything CI runs: plain build and tests, the same under ASan+UBSan,
 # the unit tests under valgrind, and each fuzz target for a short while.
-test: layers man-lint $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
+test: node_modules/.package-lock.json layers man-lint $(BIN) bench-build unit fuzz integration asan tsan valgrind perf-guard
 	$(MAKE) fuzz-run SECONDS=$(FUZZ_TEST_SECONDS)
 FUZZ_TEST_SECONDS ?= 10
 
