@@ -255,8 +255,9 @@ bench: $(BIN) $(BENCH_BIN) node_modules/.package-lock.json
 bench-streams: $(BIN) $(BENCH_BIN)
 	PARTS=streams tests/bench/run.sh
 
+# make run ADMIN=127.0.0.1:9191 (or ADMIN_PORT=9191): the admin address (issue 22).
 run: $(BIN) node_modules/.package-lock.json
-	tests/demo/run.sh
+	ADMIN='$(ADMIN)' ADMIN_PORT='$(ADMIN_PORT)' tests/demo/run.sh
 
 deps:
 	@tests/deps.sh

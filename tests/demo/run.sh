@@ -3,9 +3,22 @@
 # "everything" MCP server (npm @modelcontextprotocol/server-everything,
 # pinned in package-lock.json). Ctrl-C stops both.
 #   LISTEN=127.0.0.1:8080 UPSTREAM_PORT=3001 make run
+#   make run ADMIN=127.0.0.1:9191   (or ADMIN_PORT=9191; ADMIN=off: none)
 set -eu
 LISTEN=${LISTEN:-127.0.0.1:8080}
 UPSTREAM_PORT=${UPSTREAM_PORT:-3001}
+# issue 22: the admin endpoint's address. Unset, mcpwarden's default
+# (127.0.0.1:9090, and no endpoint with a warning when that port is taken);
+# set, exactly that address (start-up fails when it cannot be bound).
+ADMIN=${ADMIN:-}
+[ -n "$ADMIN" ] || [ -z "${ADMIN_PORT:-}" ] || ADMIN=127.0.0.1:$ADMIN_PORT
+set --
+[ -z "$ADMIN" ] || set -- --admin "$ADMIN"
+ADMIN=${ADMIN:-127.0.0.1:9090}
+# The binary to run (a test runs its own build).
+MCPWARDEN=${MCPWARDEN:-./mcpwarden}
+admin_hint="the calls as they pass: http://$ADMIN/ (admin page), ./mcpwarden tail http://$ADMIN"
+[ "$ADMIN" != off ] || admin_hint="no admin endpoint (ADMIN=off)"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 
@@ -21,11 +34,12 @@ until node -e "require('net').connect($UPSTREAM_PORT,'127.0.0.1').on('connect',(
 	sleep 0.1
 done
 cat <<MSG
-mcpwarden: demo upstream (server-everything) on 127.0.0.1:$UPSTREAM_PORT, proxy on $LISTEN
+mcpwarden: demo upstream (server-everything) on 127.0.0.1:$UPSTREAM_PORT, proxy on $LISTEN, admin on $ADMIN
 Try, in another terminal:
   curl -si http://$LISTEN/mcp -H 'Content-Type: application/json' \\
        -H 'Accept: application/json, text/event-stream' \\
        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
   npx @modelcontextprotocol/inspector   (then connect to http://$LISTEN/mcp, Streamable HTTP)
+  $admin_hint
 MSG
-./mcpwarden --listen "$LISTEN" --upstream "http://127.0.0.1:$UPSTREAM_PORT/mcp"
+"$MCPWARDEN" --listen "$LISTEN" --upstream "http://127.0.0.1:$UPSTREAM_PORT/mcp" "$@"

@@ -11,11 +11,12 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT } from './lib/procs.mjs';
+import { REPO_ROOT, WARDEN_BIN, requireWarden } from './lib/procs.mjs';
+import { freePort } from './lib/ports.mjs';
 
 const MISSING = 'mcpwarden-no-such-package';
 const root = process.getuid() === 0;
@@ -97,4 +98,50 @@ describe('make run / make test check the Debian packages first', () => {
     assert.match(r.out, new RegExp(`deps: run: sudo apt-get install -y ${MISSING}\\b`));
     assert.deepEqual(builtAnything(), []);
   });
+});
+
+// make run ADMIN=HOST:PORT or ADMIN_PORT=PORT (issue 22, point 7): the make
+// variables reach tests/demo/run.sh, which starts the proxy with that admin
+// address (the demo upstream is the real server-everything).
+describe('make run takes the admin address', () => {
+  test('make passes ADMIN and ADMIN_PORT to tests/demo/run.sh', () => {
+    for (const [arg, want] of [['ADMIN=127.0.0.1:9191', "ADMIN='127.0.0.1:9191' ADMIN_PORT=''"],
+      ['ADMIN_PORT=9191', "ADMIN='' ADMIN_PORT='9191'"]]) {
+      const r = spawnSync('make', ['-n', 'run', arg], { cwd: REPO_ROOT, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.ok(r.stdout.includes(`${want} tests/demo/run.sh`), r.stdout);
+    }
+  });
+
+  for (const how of ['ADMIN_PORT', 'ADMIN']) {
+    test(`tests/demo/run.sh with ${how}: the admin endpoint answers there`, { timeout: 60000 }, async () => {
+      requireWarden();
+      const [listen, up, admin] = [await freePort(), await freePort(), await freePort()];
+      const env = { ...process.env, LISTEN: `127.0.0.1:${listen}`, UPSTREAM_PORT: String(up), MCPWARDEN: WARDEN_BIN,
+        ...(how === 'ADMIN' ? { ADMIN: `127.0.0.1:${admin}` } : { ADMIN_PORT: String(admin) }) };
+      delete env[how === 'ADMIN' ? 'ADMIN_PORT' : 'ADMIN'];
+      // Its own process group: the shell, the demo upstream and the proxy end together.
+      const child = spawn('tests/demo/run.sh', [], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d) => { out += d; });
+      child.stderr.on('data', (d) => { out += d; });
+      const exited = new Promise((res) => child.on('exit', res));
+      try {
+        const re = new RegExp(`admin endpoint on http://127\\.0\\.0\\.1:${admin}/`);
+        await new Promise((res, rej) => {
+          const t = setInterval(() => {
+            if (re.test(out)) { clearInterval(t); res(); } else if (child.exitCode !== null) { clearInterval(t); rej(new Error(out)); }
+          }, 20);
+        });
+        assert.match(out, new RegExp(`admin on 127\\.0\\.0\\.1:${admin}\\b`));
+        const r = await fetch(`http://127.0.0.1:${admin}/healthz`);
+        assert.equal(r.status, 200);
+      } finally {
+        // SIGKILL: the demo upstream survives a SIGTERM (server-everything
+        // catches it), and nothing here needs a graceful end.
+        try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+        await exited;
+      }
+    });
+  }
 });
