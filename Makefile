@@ -55,7 +55,7 @@ UNIT_HELP := $(BUILD)/tests/unit/helpers.o
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps run test layers man-lint unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
+.PHONY: all deps run test layers unit fuzz fuzz-run integration asan tsan valgrind perf-guard perf-baseline bench bench-build bench-streams clean
 BIN ?= mcpwarden
 all: $(BIN)
 
@@ -164,6 +164,7 @@ integration: $(BUILD)/tests/checks/jschema_cli
 # ---- man pages (issue 22): mdoc sources in man/, installed as they are ----
 # Any warning of mandoc's linter fails (style notes below warnings pass).
 MAN_PAGES := $(wildcard man/*.[1-8])
+.PHONY: man-lint
 man-lint:
 	mandoc -T lint -W warning $(MAN_PAGES)
 	@echo "man-lint: $(words $(MAN_PAGES)) pages clean"
