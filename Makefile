@@ -256,6 +256,67 @@ bench: $(BIN) $(BENCH_BIN) node_modules/.package-lock.json
 bench-streams: $(BIN) $(BENCH_BIN)
 	PARTS=streams tests/bench/run.sh
 
+# ---- install, uninstall, deb (issue 22, items 2 and 3) ---------------------
+#   make install [PREFIX=/usr/local] [DESTDIR=]   make uninstall (same variables)
+#   make deb      a Debian package (debian/), built out of a copy of the tree in
+#                 build/deb/src; the .deb lands in build/deb/
+# The man pages and example configs are wildcards: whatever man/*.[15] and
+# conf/examples/*.json hold. The unit's ExecStart follows BINDIR; its config
+# path stays /etc/mcpwarden/mcpwarden.json (the package's conffile).
+.PHONY: install uninstall deb deb-lint
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share/mcpwarden
+DOCDIR     ?= $(PREFIX)/share/doc/mcpwarden
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+INST_MAN   := $(wildcard man/*.[15])
+INST_EX    := $(wildcard conf/examples/*.json) conf/policy-read-only.json conf/mcpwarden.logrotate
+INST_DATA  := conf/mcpwarden.schema.json conf/mcpwarden-policy.schema.json
+D          := $(DESTDIR)
+install: $(BIN)
+	install -d $(D)$(BINDIR) $(D)$(DATADIR) $(D)$(DOCDIR)/examples $(D)$(UNITDIR)
+	install -m 0755 $(BIN) $(D)$(BINDIR)/mcpwarden
+	@set -e; for m in $(INST_MAN); do s=$${m##*.}; \
+	  echo "install -m 0644 $$m $(D)$(MANDIR)/man$$s/"; \
+	  install -d $(D)$(MANDIR)/man$$s; install -m 0644 $$m $(D)$(MANDIR)/man$$s/; done
+	install -m 0644 $(INST_DATA) $(D)$(DATADIR)/
+	install -m 0644 $(INST_EX) $(D)$(DOCDIR)/examples/
+	sed 's|^ExecStart=/usr/bin/mcpwarden |ExecStart=$(BINDIR)/mcpwarden |' conf/mcpwarden.service \
+	  >$(D)$(UNITDIR)/mcpwarden.service && chmod 0644 $(D)$(UNITDIR)/mcpwarden.service
+
+# Removes what install put there; DATADIR and DOCDIR are mcpwarden's own.
+uninstall:
+	rm -f $(D)$(BINDIR)/mcpwarden $(D)$(UNITDIR)/mcpwarden.service
+	@set -e; for m in $(notdir $(INST_MAN)); do s=$${m##*.}; \
+	  echo "rm -f $(D)$(MANDIR)/man$$s/$$m"; rm -f $(D)$(MANDIR)/man$$s/$$m; done
+	rm -rf $(D)$(DATADIR) $(D)$(DOCDIR)
+
+# Debian version: a tag (v0.3.0 -> 0.3.0; 2 commits later -> 0.3.0+git2.g1a2b3c4),
+# else 0.2.0~git<commit date>.<hash> (before 0.2.0, which sorts above it).
+# The same string goes into the binary (MCPWARDEN_VERSION, debian/rules).
+DEB_DIR    := build/deb
+DEB_BASE   ?= 0.2.0
+DEB_DESC    = $(shell git describe --tags 2>/dev/null)
+DEB_VERSION ?= $(shell d='$(DEB_DESC)'; \
+  if [ -n "$$d" ]; then echo "$$d" | sed -E 's/^v//; s/-([0-9]+)-(g[0-9a-f]+)$$/+git\1.\2/'; \
+  elif h=$$(git rev-parse --short HEAD 2>/dev/null); then \
+    echo "$(DEB_BASE)~git$$(git log -1 --format=%cd --date=format:%Y%m%d).$$h"; \
+  else echo "$(DEB_BASE)~unknown"; fi)
+DEB_DATE   ?= $(shell date -R -u -d @$$(git log -1 --format=%ct 2>/dev/null || date +%s))
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	tar -c --exclude=./build --exclude=./node_modules --exclude=./.git --exclude=./mcpwarden . \
+	  | tar -x -C $(DEB_DIR)/src
+	echo '$(DEB_VERSION)' >$(DEB_DIR)/src/VERSION
+	sed -i -e '1s/(.*)/($(DEB_VERSION))/' -e '0,/^ -- /s/>  .*/>  $(DEB_DATE)/' $(DEB_DIR)/src/debian/changelog
+	cd $(DEB_DIR)/src && dpkg-buildpackage --no-sign -b -jauto
+	@ls $(DEB_DIR)/*.deb
+
+# lintian on the package just built (make deb first); any warning or error fails.
+deb-lint:
+	lintian --fail-on error,warning --info $(DEB_DIR)/mcpwarden_*.deb
+
 # make run ADMIN=127.0.0.1:9191 (or ADMIN_PORT=9191): the admin address (issue 22).
 run: $(BIN) node_modules/.package-lock.json
 	ADMIN='$(ADMIN)' ADMIN_PORT='$(ADMIN_PORT)' tests/demo/run.sh
@@ -266,4 +327,6 @@ deps:
 clean:
 	rm -rf build mcpwarden
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (make deb, issue 22: its copy of the tree in build/deb has directories
+# named *.d (etc/logrotate.d) and dependency files of its own: not ours.)
+-include $(shell find $(BUILD) -name '*.d' -type f -not -path 'build/deb/*' 2>/dev/null)
