@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -41,6 +42,7 @@ enum ax_state {
 	AX_STOPPED,  /* a signal, or the event callback said stop */
 	AX_OUTPUT,   /* the event callback failed (its output) */
 	AX_OOM,
+	AX_IDLE,     /* a stream said nothing for idle_s */
 };
 
 struct admin_client {
@@ -51,7 +53,8 @@ struct admin_client {
 	char *prefix;                  /* owned: the URL's path without a trailing '/' */
 	char *shown;                   /* owned: printable URL */
 	char *auth;                    /* owned: "Bearer …" or NULL */
-	double timeout_s;
+	double timeout_s, idle_s;
+	struct event *idle;            /* owned: a stream's silence timer, or NULL */
 	/* the exchange in flight */
 	struct upstream_req *ur;       /* owned */
 	enum ax_state st;
@@ -112,6 +115,7 @@ struct admin_client *admin_client_new(const struct admin_client_target *t, char 
 		return NULL;
 	}
 	ac->timeout_s = t->timeout_s > 0 ? t->timeout_s : 10;
+	ac->idle_s = t->idle_s > 0 ? t->idle_s : 0;
 	if (config_parse_url(&ac->url, t->url, &why) < 0) {
 		seterr(err, errlen, "ADMIN_URL: %s", why);
 		goto fail;
@@ -152,8 +156,11 @@ struct admin_client *admin_client_new(const struct admin_client_target *t, char 
 	};
 	ac->up = upstream_new(&ac->uo, &ac->url, uerr, sizeof(uerr));
 	if (!ac->up) {
-		/* The reason names the host or a TLS file, never a credential. */
-		seterr(err, errlen, "%s: %s", ac->shown, uerr);
+		/* The reason names the host or a TLS file, never a credential;
+		 * its "upstream admin (URL): " head says what we say already. */
+		const char *r = strstr(uerr, "): ");
+		seterr(err, errlen, "%s: %s", ac->shown,
+		       strncmp(uerr, "upstream admin (", 16) == 0 && r ? r + 3 : uerr);
 		goto fail;
 	}
 	return ac;
@@ -215,6 +222,14 @@ static void x_end(struct admin_client *ac, enum ax_state st)
 	event_base_loopbreak(ac->base);
 }
 
+static void idle_arm(struct admin_client *ac)
+{
+	if (!ac->idle)
+		return;
+	struct timeval tv = {(time_t)ac->idle_s, (suseconds_t)((ac->idle_s - floor(ac->idle_s)) * 1e6)};
+	evtimer_add(ac->idle, &tv);
+}
+
 static int on_head(void *arg, const struct http_msg *resp)
 {
 	struct admin_client *ac = arg;
@@ -228,6 +243,7 @@ static int on_head(void *arg, const struct http_msg *resp)
 	if (ac->want_stream && ac->status == 200 && media_is(ct, "text/event-stream")) {
 		upstream_req_stream(ac->ur); /* no reply timeout for a live stream */
 		ac->sse = sse_reader_new(ac->max_event);
+		idle_arm(ac); /* silence instead, from now on */
 	} else {
 		ac->body = evbuffer_new();
 		ac->body_max = ac->want_stream ? ADMIN_CLIENT_ERROR_BODY : ADMIN_CLIENT_MAX_BODY;
@@ -254,6 +270,7 @@ static int on_body(void *arg, const char *data, size_t len)
 {
 	struct admin_client *ac = arg;
 	if (ac->sse) {
+		idle_arm(ac); /* keep-alives count: the peer is there */
 		int rc = sse_reader_feed(ac->sse, data, len, on_sse, ac);
 		if (rc == 0)
 			return 0;
@@ -291,6 +308,13 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	x_end(arg, AX_STOPPED);
+}
+
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	x_end(arg, AX_IDLE);
 }
 
 /* ---- running one exchange --------------------------------------------------- */
@@ -419,7 +443,10 @@ enum admin_stream_end admin_client_stream(struct admin_client *ac, const char *p
 	ac->arg = arg;
 	struct event *sint = evsignal_new(ac->base, SIGINT, on_signal, ac);
 	struct event *sterm = evsignal_new(ac->base, SIGTERM, on_signal, ac);
-	if (!sint || !sterm || event_add(sint, NULL) < 0 || event_add(sterm, NULL) < 0) {
+	if (ac->idle_s > 0)
+		ac->idle = evtimer_new(ac->base, on_idle, ac);
+	if (!sint || !sterm || event_add(sint, NULL) < 0 || event_add(sterm, NULL) < 0 ||
+	    (ac->idle_s > 0 && !ac->idle)) {
 		seterr(err, errlen, "out of memory");
 		goto out;
 	}
@@ -437,6 +464,9 @@ enum admin_stream_end admin_client_stream(struct admin_client *ac, const char *p
 			seterr(err, errlen, "%s%s: the reply is not an event stream (not an admin "
 			                    "endpoint?)", ac->shown, path);
 		free(r.body);
+	} else if (ac->st == AX_IDLE) {
+		seterr(err, errlen, "%s: nothing for %g s, not even a keep-alive: the connection is "
+		                    "taken as lost", ac->shown, ac->idle_s);
 	} else if (ac->st == AX_FAILED && ac->sse) {
 		seterr(err, errlen, "%s: the connection was lost (%s)", ac->shown,
 		       ac->uerr == UPSTREAM_ERR_TIMEOUT ? "timed out" : "closed or reset mid-stream");
@@ -444,6 +474,9 @@ enum admin_stream_end admin_client_stream(struct admin_client *ac, const char *p
 		x_failure(ac, err, errlen);
 	}
 out:
+	if (ac->idle)
+		event_free(ac->idle);
+	ac->idle = NULL;
 	if (sint)
 		event_free(sint);
 	if (sterm)

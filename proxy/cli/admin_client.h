@@ -24,6 +24,8 @@ struct admin_client_target {
 	const char *url;      /* ADMIN_URL: http(s)://host[:port][/prefix], no query */
 	const char *token;    /* the admin token, or NULL */
 	double timeout_s;     /* connect, and each reply (a stream: its head) */
+	double idle_s;        /* a stream silent this long (not even a
+	                       * keep-alive) is taken as lost; 0: never */
 };
 
 /* A finished GET. body is NUL-terminated (owned); ctype owned or NULL. */
@@ -68,7 +70,8 @@ int admin_client_get(struct admin_client *ac, const char *path, struct admin_rep
 void admin_reply_fini(struct admin_reply *r);
 
 /* GET path as a text/event-stream, calling fn per block (each at most
- * max_event bytes) until it ends. SIGINT and SIGTERM stop it. A reply
+ * max_event bytes) until it ends. SIGINT and SIGTERM stop it; a stream
+ * quiet for t->idle_s is an error (a peer gone without a word). A reply
  * that is not a 200 stream is an error; err then says why (a 401 says
  * whether a token was given). */
 enum admin_stream_end admin_client_stream(struct admin_client *ac, const char *path,

@@ -18,6 +18,10 @@
 #include "proxy/cli/cli_out.h"
 
 #define TAIL_TIMEOUT_S  10.0
+/* The endpoint sends a keep-alive after 15 s of quiet by default
+ * (timeouts.sse_keepalive_ms): this much silence means it is gone (a host
+ * down, a cut network), which a TCP connection alone may never say. */
+#define TAIL_IDLE_S     300.0
 /* A record is cut by the recorder (arguments 1000 characters, result
  * preview 800, findings masked and bounded): far under this. */
 #define TAIL_MAX_EVENT  (1024u * 1024)
@@ -43,7 +47,8 @@ static const char tail_usage[] =
 	"                     keeps it out of the process list); never printed\n"
 	"Only calls from now on are shown. There is no reconnect: when the proxy ends\n"
 	"the stream (it shuts down) tail says so and exits 0; when the connection\n"
-	"fails or is lost it exits 2 with the reason. Ctrl-C exits 0.\n"
+	"fails or is lost (or is silent for 5 minutes, not even a keep-alive) it\n"
+	"exits 2 with the reason. Ctrl-C exits 0.\n"
 	"Exit status: 0 the stream ended or was interrupted, 2 error or bad usage.\n";
 
 static const char *const outcomes[] = {
@@ -433,7 +438,8 @@ int tail_main(int argc, char **argv)
 		cli_secrets_free(&sec);
 		return CLI_EXIT_ERROR;
 	}
-	struct admin_client_target tg = {.url = o.url, .token = o.token, .timeout_s = TAIL_TIMEOUT_S};
+	struct admin_client_target tg = {.url = o.url, .token = o.token, .timeout_s = TAIL_TIMEOUT_S,
+	                                 .idle_s = TAIL_IDLE_S};
 	struct admin_client *ac = admin_client_new(&tg, err, sizeof(err));
 	if (!ac) {
 		cli_emitf(&sec, stderr, "mcpwarden tail: %s\n", err);
