@@ -38,6 +38,9 @@ const char *config_usage(void)
 	       "       mcpwarden --check-config -c FILE\n"
 	       "       mcpwarden check URL [--json] [--baseline FILE] ...   (mcpwarden check --help)\n"
 	       "       mcpwarden diff OLD NEW [--json]\n"
+	       /* tail / status (issue 22, item 7) */
+	       "       mcpwarden tail ADMIN_URL [--tool NAME] [--outcome OUTCOME] ...   (mcpwarden tail --help)\n"
+	       "       mcpwarden status ADMIN_URL [--json] [--token TOKEN]\n"
 	       "\n"
 	       "A reverse proxy for MCP servers: Streamable HTTP and legacy HTTP+SSE on both\n"
 	       "sides, contract checks, tool policy, call recording (admin endpoint).\n"

@@ -32,6 +32,8 @@
 #include "proxy/base/errs.h"
 #include "proxy/cli/check.h"
 #include "proxy/cli/diff.h"
+#include "proxy/cli/status.h" /* tail / status (issue 22) */
+#include "proxy/cli/tail.h"
 #include "proxy/ctx.h"
 #include "admin/admin.h"
 #include "proxy/net/affinity.h"
@@ -712,6 +714,11 @@ int main(int argc, char **argv)
 		return check_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "diff") == 0)
 		return diff_main(argc - 1, argv + 1);
+	/* tail / status: the admin endpoint from a shell (issue 22, item 7) */
+	if (argc > 1 && strcmp(argv[1], "tail") == 0)
+		return tail_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "status") == 0)
+		return status_main(argc - 1, argv + 1);
 
 	struct px_config *cfg = config_from_argv(argc, argv, &action, err, sizeof(err));
 	if (action == CONFIG_HELP) {
