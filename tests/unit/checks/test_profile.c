@@ -553,6 +553,31 @@ static void test_contract_warning_counts(void **state)
 	json_decref(page);
 }
 
+/* From 2026-07-28 the core lets outputSchema have any root; the SDK
+ * client does not, so the sdk profile still fails it. */
+static void test_contract_modern_output_schema(void **state)
+{
+	(void)state;
+	json_t *page = th_json("{'resultType':'complete','ttlMs':0,'cacheScope':'public','tools':[{"
+	                       "'name':'list_names','description':'Lists the names it knows',"
+	                       "'inputSchema':{'type':'object'},'outputSchema':{'type':'array',"
+	                       "'items':{'type':'string'}}}]}");
+	const json_t *pages[1] = {page};
+	struct contract_opts o = {.era = "2026-07-28"};
+	struct contract_report *r = contract_check(pages, 1, &o);
+	assert_true(contract_report_passed(r));
+	contract_report_free(r);
+	o.profiles = PROFILE_SDK;
+	r = contract_check(pages, 1, &o);
+	assert_false(contract_report_passed(r));
+	assert_int_equal(contract_report_nproblems(r), 1);
+	const struct contract_finding *f = contract_report_finding(r, 0);
+	assert_string_equal(f->code, "profile-sdk-output-schema-type");
+	assert_string_equal(f->pointer, "/tools/0/outputSchema/type");
+	contract_report_free(r);
+	json_decref(page);
+}
+
 /* The texts of a page's tools, as the proxy hands them to the memo. */
 static size_t texts_of(const json_t *page, struct contract_text *tx, char **bufs, size_t cap)
 {
@@ -620,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_contract_off_is_unchanged),
 		cmocka_unit_test(test_contract_findings),
 		cmocka_unit_test(test_contract_warning_counts),
+		cmocka_unit_test(test_contract_modern_output_schema),
 		cmocka_unit_test(test_memo_follows_profiles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
