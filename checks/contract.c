@@ -34,12 +34,13 @@
 #include <strings.h>
 
 #include "checks/jschema.h"
+#include "checks/profile.h" /* client profiles (issue 21) */
 #include "proxy/base/sbuf.h"
 #include "proxy/base/hash.h"
 
 /* ---- codes ---------------------------------------------------------------- */
 
-enum rule { R_SPEC, R_USABILITY, R_WARNING };
+enum rule { R_SPEC, R_USABILITY, R_WARNING, R_CLIENT };
 
 enum code {
 	C_TOOL_NOT_OBJECT,
@@ -66,8 +67,14 @@ enum code {
 	C_PARAM_UNTYPED,
 	C_PARAM_UNDESCRIBED,
 	C_SCHEMA_UNCHECKED,
-	C_COUNT
+	C_COUNT,
+	/* Client profiles (issue 21): C_COUNT + enum profile_code, named and
+	 * ruled by checks/profile.h (code_name, code_rule). */
+	C_PROFILE_LAST = C_COUNT + PROFILE_NCODES - 1
 };
+#define C_ALL (C_COUNT + PROFILE_NCODES)
+_Static_assert(PROFILE_MAX_DEPTH == CONTRACT_MAX_DEPTH && PROFILE_MAX_NODES == CONTRACT_MAX_NODES,
+               "profile walks are bounded like the contract's");
 
 /* The rule column of contract.h's table; keep both in step. */
 static const struct {
@@ -100,20 +107,42 @@ static const struct {
 	[C_SCHEMA_UNCHECKED] = {"schema-unchecked", R_WARNING},
 };
 
+/* ---- client profiles: codes (issue 21) ---- */
+static const char *code_name(enum code c)
+{
+	return c < C_COUNT ? codes[c].name : profile_code_name((enum profile_code)(c - C_COUNT));
+}
+
+/* A profile's problem is of its own kind, "client": spec_only keeps it
+ * (the profile was asked for by name). */
+static enum rule code_rule(enum code c)
+{
+	if (c < C_COUNT)
+		return codes[c].rule;
+	return profile_code_problem((enum profile_code)(c - C_COUNT)) ? R_CLIENT : R_WARNING;
+}
+/* ---- end client profiles ---- */
+
 const char *contract_code_rule(const char *code)
 {
 	if (code == NULL)
 		return NULL;
-	for (size_t i = 0; i < C_COUNT; i++) {
-		if (strcmp(codes[i].name, code) != 0)
+	for (int i = 0; i < C_ALL; i++) {
+		if (strcmp(code_name((enum code)i), code) != 0)
 			continue;
-		switch (codes[i].rule) {
+		switch (code_rule((enum code)i)) {
 		case R_SPEC: return "spec";
 		case R_USABILITY: return "usability";
 		case R_WARNING: return "warning";
+		case R_CLIENT: return "client";
 		}
 	}
 	return NULL;
+}
+
+const char *contract_finding_rule(const struct contract_finding *f)
+{
+	return f->spec ? "spec" : f->client ? "client" : "usability";
 }
 
 /* ---- small helpers --------------------------------------------------------- */
@@ -261,8 +290,8 @@ static void add_finding_s(struct contract_report *r, enum code code, long rec, s
                           long tool_index, int list_level, const char *pointer,
                           const char *msg)
 {
-	int problem = codes[code].rule == R_SPEC ||
-	              (codes[code].rule == R_USABILITY && !r->spec_only);
+	enum rule rule = code_rule(code);
+	int problem = rule == R_SPEC || rule == R_CLIENT || (rule == R_USABILITY && !r->spec_only);
 	if (problem)
 		r->nproblems++;
 	else
@@ -298,7 +327,7 @@ static void add_finding_s(struct contract_report *r, enum code code, long rec, s
 		return;
 	}
 	f->rec = rec;
-	f->pub.code = codes[code].name;
+	f->pub.code = code_name(code);
 	f->pub.tool = rec >= 0 ? r->t[rec].name : NULL;
 	f->pub.message = f->message;
 	f->pub.pointer = f->pointer;
@@ -306,7 +335,8 @@ static void add_finding_s(struct contract_report *r, enum code code, long rec, s
 	f->pub.tool_index = tool_index;
 	f->pub.list_level = list_level;
 	f->pub.problem = problem;
-	f->pub.spec = codes[code].rule == R_SPEC;
+	f->pub.spec = rule == R_SPEC;
+	f->pub.client = code >= C_COUNT; /* client profiles (issue 21) */
 	r->nf++;
 }
 
@@ -342,6 +372,7 @@ struct ctx {
 	struct sbuf ptr;          /* pointer of the place being examined */
 	struct nameset seen;      /* tool name -> record index */
 	int modern;               /* era >= 2026-07-28 */
+	unsigned profiles;        /* client profiles (issue 21): PROFILE_* bits */
 	enum dialect_rule dialect;
 	size_t nstruct;           /* structural problems of the schema being
 	                             checked (check_schema), dropped or not */
@@ -1150,6 +1181,32 @@ static void check_dup(struct ctx *c)
 	}
 }
 
+/* ---- client profiles: findings into the report (issue 21) ---- */
+/* A profile finding at c->ptr + suffix: the current tool's, or the
+ * page's (list level) when page is 1. */
+static void profile_add(struct ctx *c, int page, enum profile_code code, const char *suffix,
+                        const char *msg)
+{
+	size_t base = c->ptr.len;
+	sbuf_puts(&c->ptr, suffix);
+	add_finding_s(c->r, (enum code)(C_COUNT + code), page ? -1 : c->rec, c->page,
+	              page ? -1 : (long)c->index, page, sbuf_str(&c->ptr), msg);
+	sbuf_cut(&c->ptr, base);
+}
+
+static void profile_tool_emit(void *arg, enum profile_code code, const char *suffix,
+                              const char *msg)
+{
+	profile_add(arg, 0, code, suffix, msg);
+}
+
+static void profile_page_emit(void *arg, enum profile_code code, const char *suffix,
+                              const char *msg)
+{
+	profile_add(arg, 1, code, suffix, msg);
+}
+/* ---- end client profiles ---- */
+
 /* The rest of an object tool's checks, after duplicate-name. */
 static void check_tool_body(struct ctx *c, const json_t *tool)
 {
@@ -1182,6 +1239,10 @@ static void check_tool_body(struct ctx *c, const json_t *tool)
 		check_schema(c, out, 0);
 		sbuf_cut(&c->ptr, base);
 	}
+	/* client profiles (issue 21): last, so a tool's own findings keep
+	 * their order; the memo keeps these like the others. */
+	if (c->profiles)
+		profile_check_tool(c->profiles, tool, profile_tool_emit, c);
 }
 
 /* c->ptr names the tool ("/tools/3" or "/1/tools/3"); the record is made.
@@ -1308,6 +1369,7 @@ struct contract_memo {
 	size_t tabcap;
 	int tab_built;
 	int modern;               /* the era rules the entries were made under */
+	unsigned profiles;        /* and the client profiles (issue 21) */
 	unsigned long gen;        /* calls so far */
 	size_t nfindings;         /* findings held by all entries */
 	size_t rechecked;         /* tools checked afresh by the last call */
@@ -1464,15 +1526,15 @@ static struct memo_ent *memo_keep(struct contract_memo *m, struct ctx *c,
 		if (strncmp(f->pointer, prefix, plen) != 0)
 			goto fail; /* cannot happen: every tool finding is under it */
 		struct memo_finding *mf = &e->f[e->nf];
-		mf->code = C_COUNT;
-		for (int code = 0; code < C_COUNT; code++)
-			if (codes[code].name == f->pub.code)
+		mf->code = C_ALL;
+		for (int code = 0; code < C_ALL; code++)
+			if (code_name((enum code)code) == f->pub.code)
 				mf->code = (enum code)code;
 		mf->suffix = strdup(f->pointer + plen);
 		mf->message = strdup(f->message);
 		e->nf++;
 		m->nfindings++;
-		if (mf->code == C_COUNT || mf->suffix == NULL || mf->message == NULL)
+		if (mf->code == C_ALL || mf->suffix == NULL || mf->message == NULL)
 			goto fail;
 		if (mf->code == C_TOOL_NOT_OBJECT || mf->code == C_NAME_MISSING)
 			e->index = (long)c->index;
@@ -1569,6 +1631,7 @@ static struct contract_report *check_pages(const json_t *const pages[], size_t n
 	struct memo_ent **now = NULL; /* m's entries by position, this time */
 	r->spec_only = opts != NULL && opts->spec_only;
 	c.modern = opts != NULL && era_is_modern(opts->era);
+	c.profiles = opts != NULL ? opts->profiles & PROFILE_ALL : 0; /* client profiles */
 	c.dialect = era_dialect(opts != NULL ? opts->era : NULL);
 	if (m != NULL) {
 		const json_t *tools = json_is_array(pages[0]) ? pages[0]
@@ -1581,9 +1644,10 @@ static struct contract_report *check_pages(const json_t *const pages[], size_t n
 			now = calloc(nnext ? nnext : 1, sizeof *now);
 			if (now == NULL)
 				goto fail;
-			if (m->modern != c.modern)
+			if (m->modern != c.modern || m->profiles != c.profiles)
 				memo_drop_old(m, m->gen + 1); /* other rules: nothing holds */
 			m->modern = c.modern;
+			m->profiles = c.profiles; /* client profiles (issue 21) */
 			m->gen++;
 			m->rechecked = 0;
 			r->memo = m;
@@ -1629,6 +1693,8 @@ static struct contract_report *check_pages(const json_t *const pages[], size_t n
 		}
 		if (c.modern)
 			check_era(&c, json_is_object(page) ? page : NULL);
+		if (c.profiles) /* client profiles (issue 21) */
+			profile_check_page(c.profiles, page, profile_page_emit, &c);
 		if (!json_is_array(tools))
 			continue;
 		size_t pbase = c.ptr.len;
@@ -1787,8 +1853,7 @@ int contract_report_tool_failed(const struct contract_report *r, size_t page, si
 static json_t *finding_json(const struct finding *f, int with_tool)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", f->pub.code, "message", f->pub.message,
-	                      "pointer", f->pub.pointer, "rule",
-	                      f->pub.spec ? "spec" : "usability");
+	                      "pointer", f->pub.pointer, "rule", contract_finding_rule(&f->pub));
 	if (o != NULL && with_tool && f->pub.tool != NULL &&
 	    json_object_set_new(o, "tool", json_string(f->pub.tool)) < 0) {
 		json_decref(o);
@@ -1935,7 +2000,7 @@ static void text_finding(struct sbuf *b, const struct finding *f)
 	/* Piece by piece: sbuf_printf cuts at 512 bytes, a long pointer plus a
 	 * message could reach that. */
 	sbuf_printf(b, "    %-7s %s [%s] at ", f->pub.problem ? "problem" : "warning",
-	          f->pub.code, f->pub.spec ? "spec" : "usability");
+	          f->pub.code, contract_finding_rule(&f->pub));
 	sbuf_puts(b, sbuf_quote(q, sizeof q, f->pub.pointer, sizeof q - 4));
 	sbuf_puts(b, ": ");
 	sbuf_puts(b, f->pub.message);

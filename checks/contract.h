@@ -120,6 +120,15 @@
  * same whatever form was saved. Findings about something absent point where
  * it belongs ("/tools/0/description").
  *
+ * CLIENT PROFILES (issue 21). contract_opts.profiles adds the rules of
+ * named clients (checks/profile.h lists the codes, docs/contract.md cites
+ * what each models): codes "profile-<profile>-...", rule "client". A
+ * profile's problem fails the contract like any other (and filter mode
+ * withholds its tool); spec_only does not demote it, the profile having
+ * been asked for by name. Tool findings come after the tool's own, page
+ * findings (profile-sdk-result-field) after the page's. 0 changes nothing.
+ * The memo holds entries for one set of profiles: another empties it.
+ *
  * BOUNDS. At most CONTRACT_MAX_PAGES pages and CONTRACT_MAX_TOOLS tools are
  * examined (beyond: not checked, report truncated); per schema at most
  * CONTRACT_MAX_PROPS properties and required entries; recursion into
@@ -148,6 +157,8 @@ struct contract_report;
 struct contract_opts {
 	const char *era;   /* borrowed, may be NULL: see ERAS above */
 	int spec_only;     /* 1: usability problems become warnings */
+	unsigned profiles; /* client profiles (issue 21): PROFILE_* bits of
+	                      checks/profile.h, 0 = none; see CLIENT PROFILES */
 };
 
 /* One finding, read through contract_report_finding(). Every string is
@@ -164,6 +175,7 @@ struct contract_finding {
 	int list_level;       /* 1: reported in the listing's problems[] */
 	int problem;          /* 1 problem, 0 warning (after spec_only) */
 	int spec;             /* 1 spec violation, 0 usability rule/warning */
+	int client;           /* 1: a client profile's finding (issue 21) */
 };
 
 /* Check the pages of one listing together. pages[i] (borrowed) is a
@@ -205,9 +217,13 @@ const struct contract_finding *contract_report_finding(const struct contract_rep
  * beyond the caps, which were not examined. */
 int contract_report_tool_failed(const struct contract_report *r, size_t page, size_t index);
 
-/* "spec" or "usability" for a problem code, "warning" for a warning-only
- * code, NULL for an unknown code. Static string. */
+/* "spec" or "usability" for a problem code, "client" for a client
+ * profile's problem code, "warning" for a warning-only code, NULL for an
+ * unknown code. Static string. */
 const char *contract_code_rule(const char *code);
+/* The "rule" member a finding gets in the JSON report: "spec",
+ * "client" (any client profile finding) or "usability" (every other). */
+const char *contract_finding_rule(const struct contract_finding *f);
 
 /* Index (>= 0) of the first cursor equal to an earlier one in
  * cursors[0..n) (borrowed; NULL entries are skipped), -1 when none repeats.

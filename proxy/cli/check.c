@@ -19,6 +19,7 @@
 
 #include "checks/contract.h"
 #include "checks/drift.h"
+#include "checks/profile.h" /* client profiles (issue 21) */
 #include "proxy/base/envx.h"
 #include "proxy/base/log.h"
 #include "proxy/cli/check_client.h"
@@ -37,6 +38,7 @@ struct check_opts {
 	size_t nheaders;
 	double timeout_s;
 	int json, lenient, spec_only;
+	unsigned profiles; /* client profiles (issue 21): PROFILE_* bits */
 	struct cli_secrets sec;
 };
 
@@ -47,6 +49,7 @@ static const char check_usage[] =
 	"                           [--save-baseline FILE] [--timeout S]\n"
 	"       mcpwarden check --tools-file FILE [--protocol VERSION] [--json] [--lenient]\n"
 	"                           [--spec-only] [--baseline FILE] [--save-baseline FILE]\n"
+	"       --profile NAME[,NAME]  add the rules of named clients (" PROFILE_NAMES ")\n"
 	"\n"
 	"Lists the server's tools (every page) and checks their contract; with\n"
 	"--baseline also the breaking changes against a saved listing.\n"
@@ -193,6 +196,22 @@ static int parse_check_args(int argc, char **argv, struct check_opts *o)
 			o->spec_only = 1;
 			continue;
 		}
+		/* client profiles (issue 21): --profile NAME[,NAME], repeatable */
+		if (strcmp(a, "--profile") == 0) {
+			const char *bad;
+			size_t badlen;
+			if (i + 1 >= argc) {
+				fprintf(stderr, "mcpwarden check: --profile needs a value (%s)\n",
+				        PROFILE_NAMES);
+				return -1;
+			}
+			if (profile_parse(argv[++i], &o->profiles, &bad, &badlen) < 0) {
+				fprintf(stderr, "mcpwarden check: unknown profile \"%.*s\" (known: %s)\n",
+				        (int)(badlen > 64 ? 64 : badlen), bad, PROFILE_NAMES);
+				return -1;
+			}
+			continue;
+		}
 		if (strcmp(a, "--transport") == 0)
 			dst = &o->transport;
 		else if (strcmp(a, "--protocol") == 0)
@@ -301,7 +320,8 @@ static int report_listing(struct check_opts *o, const json_t *pages, const struc
 {
 	size_t n = json_array_size(pages);
 	const json_t *arr[CONTRACT_MAX_PAGES];
-	struct contract_opts copts = {.era = oi->protocol, .spec_only = o->spec_only};
+	struct contract_opts copts = {.era = oi->protocol, .spec_only = o->spec_only,
+	                              .profiles = o->profiles /* client profiles */};
 	json_t *baseline = NULL, *all = NULL, *changes = NULL, *out = NULL;
 	struct drift_report *d = NULL;
 	struct contract_report *r = NULL;

@@ -51,7 +51,8 @@ json_t *contract_answer_changes(const struct drift_report *d, int complete, size
 static json_t *finding_json(const struct contract_finding *f)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "code", f->code, "message", f->message,
-	                      "pointer", f->pointer, "rule", f->spec ? "spec" : "usability");
+	                      "pointer", f->pointer, "rule",
+	                      contract_finding_rule(f)); /* client profiles: "client" */
 	if (o && f->tool)
 		json_object_set_new(o, "tool", json_string(f->tool));
 	return o;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "checks/drift.h"
+#include "checks/profile.h" /* client profiles (issue 21) */
 
 static const char *const mode_names[] = {"report", "filter", "fail", "off"};
 
@@ -62,6 +63,25 @@ void contract_conf_load(struct contract_conf *cf, const json_t *c, size_t i, cha
 				contract_conf_error(err, errlen, nerr, "%s.spec_only: must be true or false", where);
 			else
 				cf->spec_only = json_is_true(val);
+		} else if (strcmp(key, "profiles") == 0) {
+			/* client profiles (issue 21): an array of profile names */
+			size_t k;
+			json_t *pv;
+			unsigned mask = 0;
+			int ok = json_is_array(val);
+			json_array_foreach(val, k, pv) {
+				const char *pn = json_string_value(pv);
+				if (!pn || strchr(pn, ',') || profile_parse(pn, &mask, NULL, NULL) < 0) {
+					contract_conf_error(err, errlen, nerr, "%s.profiles[%zu]: must be one of %s",
+					        where, k, PROFILE_NAMES);
+					ok = 0;
+				}
+			}
+			if (!json_is_array(val))
+				contract_conf_error(err, errlen, nerr, "%s.profiles: must be an array of %s",
+				        where, PROFILE_NAMES);
+			else if (ok)
+				cf->profiles = mask;
 		} else if (strcmp(key, "baseline") == 0) {
 			const char *file = json_string_value(val);
 			json_error_t jerr;

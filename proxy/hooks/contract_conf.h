@@ -1,7 +1,8 @@
 /* contract_conf: one upstream's "contract" section, checked and loaded
  *   {"mode": "report"|"filter"|"fail"|"off",   default "report"
  *    "baseline": "FILE",                 saved tool list, optional
- *    "spec_only": false}                 usability rules become warnings
+ *    "spec_only": false,                 usability rules become warnings
+ *    "profiles": ["sdk", ...]}           client profiles (issue 21), default none
  * for the contract hook (hook_contract.h says what each key does). No
  * hook state: also what --check-config runs.
  */
@@ -21,6 +22,7 @@ enum contract_mode {
 struct contract_conf {
 	enum contract_mode mode;
 	int spec_only;
+	unsigned profiles;            /* client profiles (issue 21): PROFILE_* bits */
 	const char *baseline_file;    /* borrowed from the section, or NULL */
 	json_t *baseline;             /* owned: the loaded document, or NULL */
 	const json_t *baseline_tools; /* borrowed from baseline */

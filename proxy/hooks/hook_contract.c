@@ -396,7 +396,8 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 {
 	size_t n = json_array_size(l->pages), idx = n - 1;
 	const json_t *pages[CONTRACT_MAX_PAGES];
-	struct contract_opts opts = {.era = l->era, .spec_only = us->cf.spec_only};
+	struct contract_opts opts = {.era = l->era, .spec_only = us->cf.spec_only,
+	                             .profiles = us->cf.profiles /* client profiles */};
 	struct contract_verdict v = {.action = "forwarded"};
 
 	for (size_t i = 0; i < n && i < CONTRACT_MAX_PAGES; i++)
