@@ -76,6 +76,12 @@ void verdict_cache_free(struct verdict_cache *vc)
 	free(vc);
 }
 
+void verdict_cache_forget(struct verdict_cache *vc)
+{
+	if (vc)
+		verdict_drop(vc);
+}
+
 static int same_era(const char *a, const char *b)
 {
 	return a == b || (a && b && strcmp(a, b) == 0);

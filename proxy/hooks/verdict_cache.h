@@ -60,6 +60,11 @@ void *verdict_cache_lookup(struct verdict_cache *vc, const char *raw, size_t len
 void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, const char *era,
                         void *verdict, void (*free_fn)(void *));
 
+/* Drops the kept verdict (the memo and skim stay: they hold each tool's
+ * own findings, which no baseline changes). For a new baseline (issue 21):
+ * the next listing is judged against it. vc may be NULL. */
+void verdict_cache_forget(struct verdict_cache *vc);
+
 /* contract_check() of the one page `page` (a result object, the whole
  * listing) parsed from raw[0..len), through the memo and the skim when
  * they apply (raw not NULL, len within VERDICT_CACHE_BYTES, at most
