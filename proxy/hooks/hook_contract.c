@@ -79,10 +79,12 @@ struct up_state {
 	                                verdict, memo and text (verdict_cache.h) */
 	/* Live baselines (issue 21): the latest complete listing, what
 	 * POST /contract/<upstream>/accept makes the baseline. One form
-	 * only: the text of a one-page listing as received (a copy, made
-	 * when it is checked afresh: cheaper than a tree), else a deep copy
-	 * of the joined tools (later hooks rewrite the pages in place). */
+	 * only: the text of a one-page listing as received, shared with the
+	 * verdict cache's skim (in_vc: no copy on the data path) or a copy
+	 * of it, else a deep copy of the joined tools (later hooks rewrite
+	 * the pages in place). */
 	struct {
+		int in_vc;               /* the text is verdict_cache_text(vc) */
 		char *raw;               /* owned, or NULL */
 		size_t len;
 		json_t *tools;           /* owned, or NULL */
@@ -258,6 +260,51 @@ static void cur_clear(struct up_state *us)
 	us->cur.tools = NULL;
 	us->cur.len = 0;
 	us->cur.id = 0;
+	us->cur.in_vc = 0;
+}
+
+static int cur_present(const struct up_state *us)
+{
+	return us->cur.in_vc || us->cur.raw || us->cur.tools;
+}
+
+/* cur's text (borrowed) and its length, NULL when it is kept as tools. */
+static const char *cur_text(const struct up_state *us, size_t *len)
+{
+	if (us->cur.in_vc)
+		return verdict_cache_text(us->vc, len, NULL);
+	*len = us->cur.len;
+	return us->cur.raw;
+}
+
+/* cur := the text the verdict cache kept of the listing just checked. */
+static void cur_set_shared(struct up_state *us, uint64_t id, int clean)
+{
+	cur_clear(us);
+	us->cur.in_vc = 1;
+	us->cur.id = id;
+	us->cur.clean = clean;
+	us->latest_current = 1;
+}
+
+/* A copy of its own of a text shared with the verdict cache, before the
+ * cache is replaced (SIGHUP with new settings). */
+static void cur_own(struct up_state *us)
+{
+	size_t len;
+	const char *t;
+	if (!us->cur.in_vc)
+		return;
+	t = verdict_cache_text(us->vc, &len, NULL);
+	char *copy = t ? malloc(len ? len : 1) : NULL;
+	if (!copy) {
+		cur_clear(us);
+		return;
+	}
+	memcpy(copy, t, len);
+	us->cur.in_vc = 0;
+	us->cur.raw = copy;
+	us->cur.len = len;
 }
 
 /* cur := the one-page listing text raw[0..len). Under hc->lock. */
@@ -292,11 +339,13 @@ static void cur_set_tools(struct up_state *us, const json_t *tools, uint64_t id,
  * memory. Parses the text when that is the form kept. */
 static json_t *cur_tools(const struct up_state *us)
 {
+	size_t len;
 	if (us->cur.tools)
 		return json_incref(us->cur.tools);
-	if (!us->cur.raw)
+	const char *text = cur_text(us, &len);
+	if (!text)
 		return NULL;
-	json_t *page = json_loadb(us->cur.raw, us->cur.len, 0, NULL);
+	json_t *page = json_loadb(text, len, 0, NULL);
 	json_t *tools = json_incref((json_t *)(uintptr_t)drift_tools_of(page));
 	json_decref(page);
 	return tools;
@@ -562,7 +611,12 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 		/* Live baselines: the listing POST .../accept would take. */
 		e->listing_id = ++hc->listing_ids;
 		e->clean = contract_report_passed(r) && !v.unexamined;
-		if (n == 1 && m->result_raw) {
+		size_t tlen;
+		int now;
+		const char *t = verdict_cache_text(us->vc, &tlen, &now);
+		if (n == 1 && m->result_raw && t && now && tlen == m->result_raw_len) {
+			cur_set_shared(us, e->listing_id, e->clean); /* no copy */
+		} else if (n == 1 && m->result_raw) {
 			cur_set_raw(us, m->result_raw, m->result_raw_len, e->listing_id, e->clean);
 		} else {
 			json_t *all = joined_tools(l->pages);
@@ -570,6 +624,12 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 				cur_set_tools(us, all, e->listing_id, e->clean);
 			json_decref(all);
 		}
+	} else if (us->cur.in_vc) {
+		int now;
+		size_t tlen;
+		/* the skim took this listing's text, which is not cur's */
+		if (verdict_cache_text(us->vc, &tlen, &now) && now)
+			cur_clear(us);
 	}
 	tools_raw_set_next(l->raw, next);
 	contract_report_free(r);
@@ -902,8 +962,7 @@ void hook_contract_published(struct hook_contract *hc, const char *upstream,
 			out->gate = us->cf.mode == CONTRACT_MODE_OFF ? HOOK_CONTRACT_GATE_OFF : us->gate;
 			out->has_baseline = us->cf.baseline_tools != NULL;
 			out->baseline_tools = json_array_size(us->cf.baseline_tools);
-			out->can_accept = us->cf.mode != CONTRACT_MODE_OFF &&
-			                  (us->cur.raw || us->cur.tools);
+			out->can_accept = us->cf.mode != CONTRACT_MODE_OFF && cur_present(us);
 			out->accepted_us = us->accepted_us;
 			snprintf(out->accepted_by, sizeof(out->accepted_by), "%s", us->accepted_by);
 			break;
@@ -1026,13 +1085,16 @@ static struct up_state *up_named(struct hook_contract *hc, const char *name)
  * it is the report of cur (a complete listing): changes, breaking and
  * passed anew, the rest as it was, plus "rejudged" (why) and a new time.
  * So /contract and the readiness gate follow an accept or a reload at
- * once, before any client lists again. Under hc->lock. */
-static void rejudge(struct hook_contract *hc, struct up_state *us, const char *why)
+ * once, before any client lists again. known (borrowed, may be NULL) is
+ * cur's tools array when the caller has it. Under hc->lock. */
+static void rejudge(struct hook_contract *hc, struct up_state *us, const char *why,
+                    json_t *known)
 {
 	char now[32];
 	if (!us->latest || !us->latest_current)
 		return;
-	json_t *tools = cur_tools(us);
+	/* known: cur's tools parsed by the caller outside the lock, or NULL */
+	json_t *tools = known ? json_incref(known) : cur_tools(us);
 	struct drift_report *d = tools && us->cf.baseline_tools
 		? drift_diff(us->cf.baseline_tools, tools) : NULL;
 	size_t nbreaking = 0;
@@ -1079,10 +1141,24 @@ enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, cons
 		pthread_mutex_unlock(&hc->lock);
 		return HOOK_CONTRACT_ACCEPT_UNKNOWN;
 	}
-	json_t *tools = us->cf.mode == CONTRACT_MODE_OFF ? NULL : cur_tools(us);
-	int none = us->cf.mode == CONTRACT_MODE_OFF || (!us->cur.raw && !us->cur.tools);
+	int none = us->cf.mode == CONTRACT_MODE_OFF || !cur_present(us);
+	/* The text is copied, not parsed, under the lock: a 4 MiB listing
+	 * parses in milliseconds every worker's listings would wait for. */
+	json_t *tools = none ? NULL : json_incref(us->cur.tools);
+	size_t len = 0;
+	const char *text = none || tools ? NULL : cur_text(us, &len);
+	char *raw = text ? malloc(len ? len : 1) : NULL;
+	uint64_t id = us->cur.id;
+	if (raw)
+		memcpy(raw, text, len);
 	const char *file = us->cf.baseline_file; /* config's: retired configs live on */
 	pthread_mutex_unlock(&hc->lock);
+	if (raw) {
+		json_t *page = json_loadb(raw, len, 0, NULL);
+		tools = json_incref((json_t *)(uintptr_t)drift_tools_of(page));
+		json_decref(page);
+		free(raw);
+	}
 	if (none || !tools) {
 		json_decref(tools);
 		if (!none)
@@ -1114,7 +1190,7 @@ enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, cons
 	verdict_cache_forget(us->vc);
 	us->accepted_us = clock_real_us();
 	snprintf(us->accepted_by, sizeof(us->accepted_by), "%s", by ? by : "");
-	rejudge(hc, us, "accept");
+	rejudge(hc, us, "accept", us->cur.id == id ? json_object_get(doc, "tools") : NULL);
 	pthread_mutex_unlock(&hc->lock);
 	return HOOK_CONTRACT_ACCEPTED;
 }
@@ -1183,6 +1259,7 @@ static void commit_one(struct hook_contract *hc, struct up_state *us, struct con
 	if (settings) {
 		/* Mode or rules may differ: the kept verdict and memo both go. */
 		struct verdict_cache *fresh = verdict_cache_new();
+		cur_own(us); /* its text goes with the old cache */
 		if (fresh) {
 			verdict_cache_free(us->vc);
 			us->vc = fresh;
@@ -1203,7 +1280,7 @@ static void commit_one(struct hook_contract *hc, struct up_state *us, struct con
 		if (us->cf.mode == CONTRACT_MODE_OFF)
 			us->gate = HOOK_CONTRACT_GATE_UNKNOWN;
 		else
-			rejudge(hc, us, "reload");
+			rejudge(hc, us, "reload", NULL);
 	}
 }
 

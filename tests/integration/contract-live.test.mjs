@@ -323,5 +323,25 @@ describe('live baselines without a token or a baseline file', () => {
     u = await contractOf(w.admin, 'live', {});
     assert.equal(u.diff.has_baseline, true);
     assert.equal(u.diff.breaking, 2);
+
+    // new settings (mode fail) by SIGHUP: the verdict cache starts afresh,
+    // the listing to accept is still there, and accepting it clears the gate
+    const conf = JSON.parse(readFileSync(w.conf, 'utf8'));
+    conf.upstreams[0].contract = { mode: 'fail' };
+    writeFileSync(w.conf, JSON.stringify(conf));
+    const rl2 = await reloadWarden(w.proc);
+    assert.ok(rl2.ok, rl2.text);
+    assert.match(rl2.text, /SIGHUP: upstream live: tool-list contract mode fail, baseline \(accepted\) \(2 tools\)/);
+    u = await contractOf(w.admin, 'live', {});
+    assert.equal(u.diff.can_accept, true);
+    assert.equal(u.report.rejudged, 'reload');
+    const refused = await listOnce(`${w.base}/live/mcp`);
+    assert.equal(refused.error?.code, -32003, JSON.stringify(refused));
+    r = await accept(w.admin, 'live', { headers: jsonCt });
+    assert.equal(r.status, 200, r.text);
+    rz = await readyz(w.admin, {});
+    assert.equal(rz.status, 200, JSON.stringify(rz.body));
+    const ok = await listOnce(`${w.base}/live/mcp`);
+    assert.deepEqual(ok.result?.tools.map((t) => t.name), ['search', 'store'], JSON.stringify(ok));
   });
 });
