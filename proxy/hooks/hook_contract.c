@@ -9,7 +9,9 @@
  *
  *   hook_contract
  *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
- *     │                report (owned JSON), verdict_cache
+ *     │                report (owned JSON), verdict_cache, and (live
+ *     │                baselines, issue 21) the latest complete listing
+ *     │                to accept (cur) and the readiness gate
  *     └─ raw           listings in progress as the upstream sent them,
  *                      per (upstream, session), least recently used
  *                      evicted first: the tools tracker's module keeps the
