@@ -201,6 +201,8 @@ TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
 TSAN_UNITS := net/test_inbox mcp/test_sessid mcp/test_sesslimit policy/test_policy hooks/test_hook_record_fast \
               base/test_jarena
+# live baselines (issue 21): accepts and SIGHUP commits while a worker lists
+TSAN_UNITS += hooks/test_hook_contract
 tsan: node_modules/.package-lock.json
 	@rm -rf $(TSAN_LOGS) && mkdir -p $(TSAN_LOGS)
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \

@@ -38,6 +38,7 @@
 #include "proxy/base/clock.h"
 #include "proxy/base/errs.h"
 #include "proxy/base/jsonrpc.h"
+#include "proxy/base/media.h"
 #include "proxy/base/log.h"
 #include "proxy/hooks/hook_contract.h"
 #include "proxy/hooks/hook_record.h"
@@ -194,6 +195,27 @@ static void ep_page(struct admin_x *ax, int status)
 	      (size_t)(admin_page_end - admin_page_start));
 }
 
+/* ---- live baselines (issue 21) ---------------------------------------------- */
+
+/* The "diff" member of an upstream's /contract entry (contract_view.h)
+ * from what the hook published. New object, or NULL when out of memory. */
+static json_t *contract_diff_of(const struct hook_contract_published *pub)
+{
+	char when[40];
+	struct contract_view_baseline b = {
+		.has_baseline = pub->has_baseline,
+		.baseline_tools = pub->baseline_tools,
+		.can_accept = pub->can_accept,
+		.gate = hook_contract_gate_name(pub->gate),
+		.accepted_by = pub->accepted_us ? pub->accepted_by : NULL,
+	};
+	if (pub->accepted_us) {
+		hook_record_time(pub->accepted_us, when, sizeof(when));
+		b.accepted_time = when;
+	}
+	return contract_view_diff(pub->report, &b);
+}
+
 static void ep_contract(struct admin_x *ax)
 {
 	struct admin *adm = ax->adm;
@@ -219,9 +241,12 @@ static void ep_contract(struct admin_x *ax)
 		/* The live contract's per-tool summary beside the declared one
 		 * (admin/contract_view.h): a copy the hook made for us. */
 		json_t *live = hook_validate_summary(adm->ctx->proc->validate, cfg->ups[i].name);
-		if (json_array_append_new(ups, contract_view_upstream(cfg->ups[i].name,
-		                                                      pub.report ? when : NULL,
-		                                                      pub.report, live)) < 0)
+		/* Live baselines (issue 21): the diff against the baseline,
+		 * breaking first, and what accepting would do. */
+		json_t *diff = contract_diff_of(&pub);
+		json_t *entry = contract_view_upstream(cfg->ups[i].name, pub.report ? when : NULL,
+		                                       pub.report, live);
+		if (contract_view_add_diff(entry, diff) < 0 || json_array_append_new(ups, entry) < 0)
 			oom = 1;
 	}
 	json_object_set_new(body, "upstreams", ups);
@@ -326,6 +351,129 @@ static int origin_ok(const struct http_msg *req)
 	       origin_origin_allowed(&loopback, http_msg_header(req, "origin"), host);
 }
 
+/* ---- POST /contract/<upstream>/accept (live baselines, issue 21) -------------- */
+
+/* The upstream named by /contract/<name>/accept into name (decoded), or
+ * 0 when path is not that route. */
+static int accept_route(const char *path, char *name, size_t cap)
+{
+	static const char pre[] = "/contract/", suf[] = "/accept";
+	size_t n = strlen(path), np = sizeof(pre) - 1, ns = sizeof(suf) - 1;
+	if (n <= np + ns || strncmp(path, pre, np) != 0 || strcmp(path + n - ns, suf) != 0)
+		return 0;
+	const char *s = path + np;
+	size_t len = n - np - ns;
+	if (memchr(s, '/', len))
+		return 0;
+	admin_pct_decode(s, len, name, cap);
+	return 1;
+}
+
+/* A JSON answer with extra header lines (printf), for this route's own
+ * statuses (admin_reply_error's 405 names GET). */
+static void accept_reply(struct admin_x *ax, int status, json_t *body, const char *extra)
+{
+	struct evbuffer *h = extra ? evbuffer_new() : NULL;
+	if (h)
+		evbuffer_add_printf(h, "%s", extra);
+	admin_reply_json(ax, status, body, h);
+}
+
+static void accept_error(struct admin_x *ax, int status, const char *extra, const char *msg,
+                         const char *upstream)
+{
+	json_t *b = json_pack("{s:s}", "error", msg);
+	if (b && upstream)
+		json_object_set_new(b, "upstream", json_string(upstream));
+	accept_reply(ax, status, b, extra);
+}
+
+/* Who may accept. With admin.token: its holder only, even on loopback (no
+ * Authorization: 401; another token: 403). Without: the loopback rules of
+ * every admin request. Either way a browser page of another origin is
+ * refused (its Origin), and the body must be declared JSON: a form post
+ * or any other "simple" request cannot carry that without a CORS
+ * preflight, which this endpoint never grants. Returns 1 when allowed
+ * (else answered). */
+static int accept_allowed(struct admin_x *ax, const struct http_msg *req, const char **how)
+{
+	static const struct origin_policy same_host = {0};
+	const struct admin *adm = ax->adm;
+	const char *auth = http_msg_header(req, "authorization");
+	const char *host = http_msg_header(req, "host");
+	*how = adm->token ? "admin token" : "loopback, no token configured";
+	if (adm->token && (!auth || strncasecmp(auth, "Bearer ", 7) != 0)) {
+		accept_error(ax, 401, "WWW-Authenticate: Bearer realm=\"mcpwarden admin\"\r\n",
+		             "accepting a baseline needs Authorization: Bearer <admin.token>", NULL);
+		return 0;
+	}
+	if (adm->token && !token_ok(adm, auth)) {
+		accept_error(ax, 403, NULL, "this token may not accept baselines", NULL);
+		return 0;
+	}
+	if ((!adm->token && !origin_ok(req)) ||
+	    !origin_origin_allowed(&same_host, http_msg_header(req, "origin"), host)) {
+		accept_error(ax, 403, NULL, "Host or Origin not allowed to accept a baseline", NULL);
+		return 0;
+	}
+	return 1;
+}
+
+static void ep_accept(struct admin_x *ax, const struct http_msg *req, const char *method,
+                      const char *upstream)
+{
+	struct hook_contract_accepted out;
+	char err[512], by[96], safe[128];
+	const char *how;
+
+	if (!accept_allowed(ax, req, &how))
+		return;
+	if (strcmp(method, "POST") != 0) {
+		accept_error(ax, 405, "Allow: POST\r\n", "only POST", NULL);
+		return;
+	}
+	if (!media_is_json(http_msg_header(req, "content-type"))) {
+		accept_error(ax, 415, NULL, "send Content-Type: application/json (the body may be {})",
+		             NULL);
+		return;
+	}
+	/* The peer's address and how it was let in: never the token. */
+	snprintf(by, sizeof(by), "%s (%s)", conn_peer(ax->c), how);
+	enum hook_contract_accept_rc rc =
+		hook_contract_accept(ax->adm->ctx->proc->contract, upstream, by, &out, err, sizeof(err));
+	snprintf(safe, sizeof(safe), "%s", upstream);
+	for (char *p = safe; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	switch (rc) {
+	case HOOK_CONTRACT_ACCEPT_UNKNOWN:
+		accept_error(ax, 404, NULL, "no such upstream", upstream);
+		return;
+	case HOOK_CONTRACT_ACCEPT_NO_LISTING:
+		accept_error(ax, 409, NULL, "no complete tool listing from this upstream yet (or its "
+		                            "contract is off): nothing to accept", upstream);
+		return;
+	case HOOK_CONTRACT_ACCEPT_FAILED:
+		log_msg(LOG_ERROR, "admin: contract baseline of upstream %s NOT accepted (by %s): %s",
+		        safe, by, err);
+		accept_error(ax, 500, NULL, err, upstream);
+		return;
+	case HOOK_CONTRACT_ACCEPTED:
+		break;
+	}
+	if (out.file_warning)
+		log_msg(LOG_WARN, "admin: contract baseline of upstream %s: %s", safe, err);
+	log_msg(LOG_INFO, "admin: contract baseline of upstream %s accepted by %s: %zu tools%s%s",
+	        safe, by, out.ntools, out.file ? ", written to " : ", in memory only (no contract.baseline file)",
+	        out.file ? out.file : "");
+	char when[40];
+	hook_record_time(clock_real_us(), when, sizeof(when));
+	json_t *b = json_pack("{s:s,s:b,s:I,s:s?,s:s,s:s}", "upstream", upstream, "accepted", 1,
+	                      "tools", (json_int_t)out.ntools, "baseline", out.file, "time", when,
+	                      "by", by);
+	accept_reply(ax, 200, b, NULL);
+}
+
 static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
                                     struct evbuffer *body)
 {
@@ -353,7 +501,11 @@ static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
 
 	int page = strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0;
 	int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-	if (adm->token && !token_ok(adm, http_msg_header(req, "authorization"))) {
+	char accept_up[128];
+	if (accept_route(path, accept_up, sizeof(accept_up))) {
+		/* Live baselines (issue 21): its own access rules and methods. */
+		ep_accept(ax, req, method, accept_up);
+	} else if (adm->token && !token_ok(adm, http_msg_header(req, "authorization"))) {
 		if (page && get)
 			ep_page(ax, 401);
 		else
@@ -627,6 +779,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		goto oom;
 	adm->locked = 1;
 	adm->max_streams = ac.max_streams;
+	adm->ready_requires_contract = ac.ready_requires_contract; /* issue 21 */
 	adm->start_time = (double)clock_real_us() / 1e6;
 	adm->ring = ring_new(ac.ring_size);
 	adm->m = metrics_new(ac.max_labels);

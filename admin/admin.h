@@ -18,12 +18,23 @@
  *                     event's id is the record's seq; Last-Event-ID (or
  *                     ?since=) resumes from the ring; same filters as /calls
  *   /contract         latest contract report per upstream, and "live": the
- *                     live contract's per-tool summary (hook_validate.h)
+ *                     live contract's per-tool summary (hook_validate.h),
+ *                     and "diff": the diff against the baseline, breaking
+ *                     first (contract_view.h; live baselines, issue 21)
  *   /metrics          Prometheus text format
  *   /healthz          alive: 200 while the event loop runs
  *   /readyz           200 when every upstream accepts a TCP connection
  *                     (probed asynchronously, at most once a second), 503
- *                     otherwise or while draining
+ *                     otherwise or while draining; with
+ *                     ready_requires_contract also while an upstream's
+ *                     latest complete listing fails its contract
+ *
+ * And one POST (live baselines, issue 21): /contract/<upstream>/accept
+ * makes the upstream's latest complete listing its baseline
+ * (hook_contract_accept). Its own access rules: with a token, 401 without
+ * Authorization and 403 with another token; a foreign Origin 403; the
+ * body must be declared application/json (415): no "simple" cross-site
+ * request can reach it. 404 unknown upstream, 409 nothing to accept.
  *
  * Access: with admin.token set every request needs "Authorization: Bearer
  * <token>" (compared in constant time; 401 otherwise). Without a token the
@@ -36,7 +47,7 @@
  * log_calls ("stdout" or a file path), redact_keys, redact_values,
  * max_streams, max_labels, tls ({"cert_file", "key_file"}: HTTPS with a
  * certificate of its own; "listener": HTTPS with the client listener's,
- * following its reloads).
+ * following its reloads), ready_requires_contract (bool).
  */
 #ifndef MCPWARDEN_ADMIN_H
 #define MCPWARDEN_ADMIN_H

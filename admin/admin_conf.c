@@ -23,7 +23,9 @@
 
 static const char *const admin_keys[] = {
 	"listen", "token", "token_file", "ring_size", "log_calls", "redact_keys",
-	"redact_values", "max_streams", "max_labels", "tls", NULL,
+	"redact_values", "max_streams", "max_labels", "tls",
+	"ready_requires_contract", /* live baselines (issue 21) */
+	NULL,
 };
 
 /* "HOST:PORT", "[V6]:PORT" or ":PORT" (every address). Returns 0 or -1. */
@@ -253,6 +255,11 @@ void admin_conf_parse(struct errs *e, const json_t *conf, struct admin_conf *ac)
 	check_string_list(e, conf, "redact_keys", 1, &ac->redact_keys);
 	check_string_list(e, conf, "redact_values", REDACT_MIN_VALUE_LEN, &ac->redact_values);
 	parse_tls(e, conf, ac);
+	/* Live baselines (issue 21): /readyz also waits for the contracts. */
+	const json_t *rrc = json_object_get(conf, "ready_requires_contract");
+	if (rrc && !json_is_boolean(rrc))
+		errs_add(e, "$.admin.ready_requires_contract: must be true or false");
+	ac->ready_requires_contract = json_is_true(rrc);
 	if (!ac->off && !ac->token && e->count == 0) {
 		int lo = host_is_loopback(ac->host, ac->port);
 		if (lo < 0)

@@ -29,6 +29,7 @@ struct admin_conf {
 	const json_t *redact_keys, *redact_values;
 	const char *tls_cert, *tls_key;  /* borrowed from the config, or NULL */
 	int tls_listener;             /* "tls": "listener" */
+	int ready_requires_contract;  /* live baselines (issue 21): /readyz gate */
 };
 
 /* Fills ac (zeroed by the caller) from conf ($.admin, borrowed: ac points

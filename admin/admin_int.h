@@ -113,6 +113,7 @@ struct admin {
 	int notify_pending;           /* atomic: a wakeup is on its way */
 	int streams_open;             /* atomic copy of nstreams for other threads */
 	pthread_t thread;             /* worker 0's, where streams live */
+	int ready_requires_contract;  /* live baselines (issue 21): /readyz gate */
 };
 
 /* ---- admin.c ---- */

@@ -24,4 +24,34 @@
 json_t *contract_view_upstream(const char *name, const char *updated, json_t *report,
                                json_t *live);
 
+/* ---- live baselines (issue 21) ----
+ *
+ * The "diff" member of an entry: the classified diff of the upstream's
+ * latest listing against its baseline, breaking changes first (each group
+ * in checks/drift.h's order), and what an accept would do:
+ *
+ *   "diff": {"baseline": file or null, "has_baseline": bool,
+ *            "baseline_tools": N, "complete": bool, "gate": "passing"|
+ *            "failing"|"unknown"|"off", "breaking": N, "notices": N,
+ *            "changes": [{"code","kind","tool","pointer","message"}, …],
+ *            "can_accept": bool,
+ *            "accepted": {"time": RFC 3339, "by": "…"} or null}
+ */
+struct contract_view_baseline {
+	int has_baseline;          /* a baseline is in force (file or accepted) */
+	size_t baseline_tools;
+	int can_accept;            /* a complete listing is there to accept */
+	const char *gate;          /* borrowed: hook_contract_gate_name() */
+	const char *accepted_time; /* borrowed, NULL: never accepted */
+	const char *accepted_by;   /* borrowed, NULL: never accepted */
+};
+
+/* A new "diff" object (owned; NULL when memory runs out) from report
+ * (borrowed: the hook's latest report, NULL: none yet) and b. */
+json_t *contract_view_diff(const json_t *report, const struct contract_view_baseline *b);
+
+/* Adds diff (stolen) to entry as "diff". Returns 0, or -1 when either is
+ * NULL or memory runs out (diff released; entry then released too). */
+int contract_view_add_diff(json_t *entry, json_t *diff);
+
 #endif

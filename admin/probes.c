@@ -15,11 +15,40 @@
 #include "proxy/base/clock.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/hooks/hook_contract.h"
 
 void probes_healthz(struct admin_x *ax)
 {
 	json_t *body = json_pack("{s:s}", "status", "ok");
 	admin_reply_json(ax, 200, body, NULL);
+}
+
+/* Live baselines (issue 21), admin.ready_requires_contract: the upstream
+ * is not ready while its latest complete listing fails its contract (a
+ * problem or a breaking change, in any mode but off). No complete listing
+ * yet is no verdict and does not hold readiness back: mcpwarden lists no
+ * tools itself, and a pod kept unready gets no client to list them, so
+ * waiting for one would never end. Adds "contract" (and "contract_error"
+ * when failing) to o. Returns 0 when it holds readiness back. */
+static int contract_gate(struct admin *adm, const char *name, json_t *o)
+{
+	struct hook_contract_published pub;
+	hook_contract_published(adm->ctx->proc->contract, name, &pub);
+	json_object_set_new(o, "contract", json_string(hook_contract_gate_name(pub.gate)));
+	int failing = pub.gate == HOOK_CONTRACT_GATE_FAILING;
+	if (failing) {
+		char why[160];
+		const json_t *r = pub.report;
+		size_t nprob = json_array_size(json_object_get(r, "problems"));
+		const json_t *tools = json_object_get(r, "tools");
+		for (size_t i = 0; i < json_array_size(tools); i++)
+			nprob += json_array_size(json_object_get(json_array_get(tools, i), "problems"));
+		snprintf(why, sizeof(why), "contract failing: %zu problems, %lld breaking changes",
+		         nprob, (long long)json_integer_value(json_object_get(r, "breaking")));
+		json_object_set_new(o, "contract_error", json_string(why));
+	}
+	json_decref(pub.report);
+	return !failing;
 }
 
 static void answer_ready(struct admin_x *ax)
@@ -33,6 +62,8 @@ static void answer_ready(struct admin_x *ax)
 		json_t *o = json_pack("{s:s,s:b}", "upstream", p->name, "reachable", p->up == 1);
 		if (o && p->up != 1)
 			json_object_set_new(o, "error", json_string(p->why ? p->why : "not probed"));
+		if (adm->ready_requires_contract)
+			ready &= contract_gate(adm, p->name, o);
 		json_array_append_new(ups, o);
 		ready &= p->up == 1;
 	}

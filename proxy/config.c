@@ -1340,9 +1340,10 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		    str_differs(a->messages_path, b->messages_path) ||
 		    str_differs(a->tls_ca_file, b->tls_ca_file) ||
 		    str_differs(a->tls_cert_file, b->tls_cert_file) ||
-		    a->tls_insecure_skip_verify != b->tls_insecure_skip_verify ||
-		    json_differs(a->contract, b->contract))
-			return "an upstream's name, paths, URL, transport, TLS or contract settings";
+		    a->tls_insecure_skip_verify != b->tls_insecure_skip_verify)
+			return "an upstream's name, paths, URL, transport or TLS settings";
+		/* Live baselines (issue 21): "contract" sections are re-read by
+		 * SIGHUP (hook_contract_stage/commit), no restart. */
 		/* The live contract's modes are read once, when its tables
 		 * per upstream are built (proxy/hooks/hook_validate.c). */
 		if (a->validation.arguments != b->validation.arguments ||

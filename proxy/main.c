@@ -250,6 +250,7 @@ static void reload(struct px_ctx *ctx)
 	enum config_action action;
 	SSL_CTX *tls = NULL, *admin_tls = NULL;
 	char what[512];
+	struct hook_contract_staged *contract = NULL; /* live baselines (issue 21) */
 
 	struct px_config *next = config_from_argv(ctx->proc->argc, ctx->proc->argv, &action, err, sizeof(err));
 	if (!next) {
@@ -265,6 +266,13 @@ static void reload(struct px_ctx *ctx)
 	}
 	if (hook_policy_check(next, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "SIGHUP: policy errors; still running the old configuration:\n%s", err);
+		goto fail;
+	}
+	/* Live baselines (issue 21): contract sections and baseline files,
+	 * read now, put in force with the rest below. */
+	if (!(contract = hook_contract_stage(next, err, sizeof(err)))) {
+		log_msg(LOG_ERROR, "SIGHUP: contract errors; still running the old configuration:\n%s",
+		        err);
 		goto fail;
 	}
 	if (next->tls_cert_file &&
@@ -286,6 +294,9 @@ static void reload(struct px_ctx *ctx)
 	}
 	ctx->proc->retired = r;
 	ctx->proc->retired[ctx->proc->nretired++] = (struct px_config *)(uintptr_t)ctx->cfg;
+	/* Live baselines (issue 21): cannot fail; frees what it staged. */
+	hook_contract_commit(ctx->proc->contract, contract);
+	contract = NULL;
 	if (tls) {
 		tls_describe(tls, what, sizeof(what));
 		log_msg(LOG_INFO, "SIGHUP: new client connections get TLS certificate %s", what);
@@ -304,6 +315,7 @@ static void reload(struct px_ctx *ctx)
 	log_msg(LOG_INFO, "SIGHUP: configuration reloaded");
 	return;
 fail:
+	hook_contract_staged_free(contract); /* live baselines (issue 21) */
 	tls_ctx_free(tls);
 	tls_ctx_free(admin_tls);
 	config_free(next);

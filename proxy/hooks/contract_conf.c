@@ -116,3 +116,12 @@ void contract_conf_clear(struct contract_conf *cf)
 	json_decref(cf->baseline);
 	*cf = (struct contract_conf){0};
 }
+
+/* ---- live baselines (issue 21) ------------------------------------------- */
+
+void contract_conf_set_baseline(struct contract_conf *cf, json_t *doc)
+{
+	json_decref(cf->baseline);
+	cf->baseline = doc;
+	cf->baseline_tools = doc ? drift_tools_of(doc) : NULL;
+}

@@ -43,6 +43,10 @@ void contract_conf_load(struct contract_conf *cf, const json_t *section, size_t 
 /* Frees what cf owns and zeroes it. */
 void contract_conf_clear(struct contract_conf *cf);
 
+/* Live baselines (issue 21): doc (stolen: {"tools":[...]}) becomes cf's
+ * baseline in place of the one it had (freed); baseline_file is kept. */
+void contract_conf_set_baseline(struct contract_conf *cf, json_t *doc);
+
 /* Appends one error line to err[0..errlen) (kept NUL-terminated; what
  * does not fit is dropped) and counts it in *nerr. err may be NULL. */
 void contract_conf_error(char *err, size_t errlen, int *nerr, const char *fmt, ...)

@@ -9,7 +9,9 @@
  *
  *   hook_contract
  *     ├─ ups[i]        one per configured upstream: mode, baseline, latest
- *     │                report (owned JSON), verdict_cache
+ *     │                report (owned JSON), verdict_cache, and (live
+ *     │                baselines, issue 21) the latest complete listing
+ *     │                to accept (cur) and the readiness gate
  *     └─ raw           listings in progress as the upstream sent them,
  *                      per (upstream, session), least recently used
  *                      evicted first: the tools tracker's module keeps the
@@ -40,6 +42,7 @@
 #include "checks/drift.h"
 #include "proxy/config.h"
 #include "proxy/ctx.h"
+#include "proxy/hooks/baseline_store.h"
 #include "proxy/hooks/contract_answer.h"
 #include "proxy/hooks/contract_conf.h"
 #include "proxy/hooks/inspect.h"
@@ -76,6 +79,25 @@ struct up_state {
 	uint64_t published;          /* reports published so far */
 	struct verdict_cache *vc;    /* owned: the last one-page listing's
 	                                verdict, memo and text (verdict_cache.h) */
+	/* Live baselines (issue 21): the latest complete listing, what
+	 * POST /contract/<upstream>/accept makes the baseline. One form
+	 * only: the text of a one-page listing as received, shared with the
+	 * verdict cache's skim (in_vc: no copy on the data path) or a copy
+	 * of it, else a deep copy of the joined tools (later hooks rewrite
+	 * the pages in place). */
+	struct {
+		int in_vc;               /* the text is verdict_cache_text(vc) */
+		char *raw;               /* owned, or NULL */
+		size_t len;
+		json_t *tools;           /* owned, or NULL */
+		uint64_t id;             /* hc->listing_ids at its check; 0: none */
+		int clean;               /* no problem, all examined: passed but
+		                            for the baseline */
+	} cur;
+	int latest_current;          /* latest is cur's report */
+	enum hook_contract_gate gate;
+	uint64_t accepted_us;
+	char accepted_by[96];
 };
 
 /* What checking a one-page listing did, to do again for the same bytes
@@ -88,6 +110,8 @@ struct kept_verdict {
 	size_t *withheld;            /* owned: filter: tool indices, ascending */
 	size_t nwithheld;
 	struct hook_contract_stats delta;  /* what the check added to the counters */
+	uint64_t listing_id;         /* live baselines: the listing's cur.id */
+	int clean;                   /* its cur.clean */
 };
 
 /* What the hook adds to a listing in progress (its user data in
@@ -112,6 +136,7 @@ struct hook_contract {
 	size_t nups;
 	struct tools_raw *raw;       /* owned: listings in progress (tools.h) */
 	struct hook_contract_stats stats;
+	uint64_t listing_ids;        /* live baselines: last cur.id given */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -215,10 +240,117 @@ static void publish(struct hook_contract *hc, struct up_state *us, json_t *repor
 	(void)hc;
 	json_decref(us->latest);
 	us->latest = report;
+	us->latest_current = 0; /* until the caller keeps its listing (cur) */
 	if (report) {
 		us->published_us = clock_real_us();
 		us->published++;
+		/* The readiness gate follows complete listings only: a page in
+		 * progress says nothing of the deploy yet. */
+		if (json_is_true(json_object_get(report, "complete")))
+			us->gate = json_is_true(json_object_get(report, "passed"))
+				? HOOK_CONTRACT_GATE_PASSING : HOOK_CONTRACT_GATE_FAILING;
 	}
+}
+
+/* ---- live baselines (issue 21): the listing to accept ------------------------ */
+
+static void cur_clear(struct up_state *us)
+{
+	free(us->cur.raw);
+	json_decref(us->cur.tools);
+	us->cur.raw = NULL;
+	us->cur.tools = NULL;
+	us->cur.len = 0;
+	us->cur.id = 0;
+	us->cur.in_vc = 0;
+}
+
+static int cur_present(const struct up_state *us)
+{
+	return us->cur.in_vc || us->cur.raw || us->cur.tools;
+}
+
+/* cur's text (borrowed) and its length, NULL when it is kept as tools. */
+static const char *cur_text(const struct up_state *us, size_t *len)
+{
+	if (us->cur.in_vc)
+		return verdict_cache_text(us->vc, len, NULL);
+	*len = us->cur.len;
+	return us->cur.raw;
+}
+
+/* cur := the text the verdict cache kept of the listing just checked. */
+static void cur_set_shared(struct up_state *us, uint64_t id, int clean)
+{
+	cur_clear(us);
+	us->cur.in_vc = 1;
+	us->cur.id = id;
+	us->cur.clean = clean;
+	us->latest_current = 1;
+}
+
+/* A copy of its own of a text shared with the verdict cache, before the
+ * cache is replaced (SIGHUP with new settings). */
+static void cur_own(struct up_state *us)
+{
+	size_t len;
+	const char *t;
+	if (!us->cur.in_vc)
+		return;
+	t = verdict_cache_text(us->vc, &len, NULL);
+	char *copy = t ? malloc(len ? len : 1) : NULL;
+	if (!copy) {
+		cur_clear(us);
+		return;
+	}
+	memcpy(copy, t, len);
+	us->cur.in_vc = 0;
+	us->cur.raw = copy;
+	us->cur.len = len;
+}
+
+/* cur := the one-page listing text raw[0..len). Under hc->lock. */
+static void cur_set_raw(struct up_state *us, const char *raw, size_t len, uint64_t id, int clean)
+{
+	char *copy = malloc(len ? len : 1);
+	cur_clear(us);
+	if (!copy)
+		return; /* nothing to accept until the next listing */
+	memcpy(copy, raw, len);
+	us->cur.raw = copy;
+	us->cur.len = len;
+	us->cur.id = id;
+	us->cur.clean = clean;
+	us->latest_current = 1;
+}
+
+/* cur := a copy of tools (borrowed: the listing's joined array). */
+static void cur_set_tools(struct up_state *us, const json_t *tools, uint64_t id, int clean)
+{
+	json_t *copy = json_deep_copy(tools);
+	cur_clear(us);
+	if (!copy)
+		return;
+	us->cur.tools = copy;
+	us->cur.id = id;
+	us->cur.clean = clean;
+	us->latest_current = 1;
+}
+
+/* The tools array of cur (new reference), NULL with none or out of
+ * memory. Parses the text when that is the form kept. */
+static json_t *cur_tools(const struct up_state *us)
+{
+	size_t len;
+	if (us->cur.tools)
+		return json_incref(us->cur.tools);
+	const char *text = cur_text(us, &len);
+	if (!text)
+		return NULL;
+	json_t *page = json_loadb(text, len, 0, NULL);
+	json_t *tools = json_incref((json_t *)(uintptr_t)drift_tools_of(page));
+	json_decref(page);
+	return tools;
 }
 
 static json_t *build_report(struct up_state *us, const struct listing *l,
@@ -295,6 +427,8 @@ static void page_of_cut_listing(struct hook_contract *hc, struct up_state *us, s
 /* What one check did to the message, for the verdict cache. */
 struct effect {
 	int cacheable;        /* the check ran to its end, nothing out of memory */
+	uint64_t listing_id;  /* live baselines: cur.id given to the listing */
+	int clean;
 	size_t *withheld;     /* owned: filter: indices withheld from the page */
 	size_t nwithheld;
 };
@@ -476,6 +610,30 @@ static int check_listing(struct hook_contract *hc, struct up_state *us, struct l
 	if (!report || !v.complete || loop)
 		e->cacheable = 0;
 	publish(hc, us, report);
+	if (report && v.complete && !loop) {
+		/* Live baselines: the listing POST .../accept would take. */
+		e->listing_id = ++hc->listing_ids;
+		e->clean = contract_report_passed(r) && !v.unexamined;
+		size_t tlen;
+		int now;
+		const char *t = verdict_cache_text(us->vc, &tlen, &now);
+		if (n == 1 && m->result_raw && t && now && tlen == m->result_raw_len) {
+			cur_set_shared(us, e->listing_id, e->clean); /* no copy */
+		} else if (n == 1 && m->result_raw) {
+			cur_set_raw(us, m->result_raw, m->result_raw_len, e->listing_id, e->clean);
+		} else {
+			json_t *all = joined_tools(l->pages);
+			if (all)
+				cur_set_tools(us, all, e->listing_id, e->clean);
+			json_decref(all);
+		}
+	} else if (us->cur.in_vc) {
+		int now;
+		size_t tlen;
+		/* the skim took this listing's text, which is not cur's */
+		if (verdict_cache_text(us->vc, &tlen, &now) && now)
+			cur_clear(us);
+	}
 	tools_raw_set_next(l->raw, next);
 	contract_report_free(r);
 	drift_report_free(d);
@@ -510,7 +668,8 @@ static struct hook_contract_stats stats_sub(const struct hook_contract_stats *a,
 /* What checking these bytes (len of them, on connection conn_id) did
  * last time besides changing the reply: counters, log line, report. */
 static void replay_effects(struct hook_contract *hc, struct up_state *us,
-                           const struct kept_verdict *c, unsigned long long conn_id, size_t len)
+                           const struct kept_verdict *c, unsigned long long conn_id,
+                           const char *raw, size_t len)
 {
 	char now[32];
 
@@ -530,13 +689,19 @@ static void replay_effects(struct hook_contract *hc, struct up_state *us,
 		report = NULL;
 	}
 	publish(hc, us, report ? report : json_incref(c->report));
+	/* The same bytes as the listing checked then: cur is still it,
+	 * unless a listing of several pages came in between. */
+	if (us->cur.id == c->listing_id && c->listing_id)
+		us->latest_current = 1;
+	else if (raw)
+		cur_set_raw(us, raw, len, c->listing_id, c->clean);
 }
 
 /* Does again what checking these bytes did last time. */
 static void replay(struct hook_contract *hc, struct up_state *us, const struct kept_verdict *c,
                    struct inspect_msg *m)
 {
-	replay_effects(hc, us, c, m->where->conn_id, m->result_raw_len);
+	replay_effects(hc, us, c, m->where->conn_id, m->result_raw, m->result_raw_len);
 	if (c->error) {
 		json_t *err = jparse_copy(c->error);
 		if (err) {
@@ -566,6 +731,8 @@ static void remember(struct up_state *us, const struct inspect_msg *m, const cha
 	snprintf(c->line, sizeof(c->line), "%s", line);
 	c->report = json_incref(us->latest);
 	c->delta = *delta;
+	c->listing_id = e->listing_id;
+	c->clean = e->clean;
 	c->withheld = e->withheld;
 	c->nwithheld = e->nwithheld;
 	e->withheld = NULL;
@@ -754,6 +921,7 @@ void hook_contract_free(struct hook_contract *hc)
 		contract_conf_clear(&hc->ups[i].cf);
 		json_decref(hc->ups[i].latest);
 		verdict_cache_free(hc->ups[i].vc);
+		cur_clear(&hc->ups[i]);
 	}
 	free(hc->ups);
 	if (hc->locked)
@@ -794,6 +962,12 @@ void hook_contract_published(struct hook_contract *hc, const char *upstream,
 			out->report = json_incref(us->latest);
 			out->time_us = us->latest ? us->published_us : 0;
 			out->count = us->published;
+			out->gate = us->cf.mode == CONTRACT_MODE_OFF ? HOOK_CONTRACT_GATE_OFF : us->gate;
+			out->has_baseline = us->cf.baseline_tools != NULL;
+			out->baseline_tools = json_array_size(us->cf.baseline_tools);
+			out->can_accept = us->cf.mode != CONTRACT_MODE_OFF && cur_present(us);
+			out->accepted_us = us->accepted_us;
+			snprintf(out->accepted_by, sizeof(out->accepted_by), "%s", us->accepted_by);
 			break;
 		}
 	}
@@ -809,16 +983,24 @@ void hook_contract_get_stats(const struct hook_contract *hc, struct hook_contrac
 
 /* inspect_uninspected_fn (issue 17): a tools/list reply too big to inspect
  * may pass unread only where the contract would forward it anyway (report
- * or off); filter and fail mode would be bypassed by size alone. The mode
- * is fixed at setup (a change needs a restart): no lock. */
+ * or off); filter and fail mode would be bypassed by size alone. SIGHUP
+ * may change the mode (issue 21): read under the lock (oversized replies
+ * only). */
 static int contract_uninspected_ok(void *arg, const struct inspect_where *where)
 {
-	const struct hook_contract *hc = arg;
+	struct hook_contract *hc = arg;
+	int ok = 1;
+	if (hc->locked)
+		pthread_mutex_lock(&hc->lock);
 	for (size_t i = 0; where->upstream && i < hc->nups; i++)
-		if (strcmp(hc->ups[i].conf->name, where->upstream) == 0)
-			return hc->ups[i].cf.mode != CONTRACT_MODE_FILTER &&
-			       hc->ups[i].cf.mode != CONTRACT_MODE_FAIL;
-	return 1;
+		if (strcmp(hc->ups[i].conf->name, where->upstream) == 0) {
+			ok = hc->ups[i].cf.mode != CONTRACT_MODE_FILTER &&
+			     hc->ups[i].cf.mode != CONTRACT_MODE_FAIL;
+			break;
+		}
+	if (hc->locked)
+		pthread_mutex_unlock(&hc->lock);
+	return ok;
 }
 
 /* ---- unchanged listings (issue 20) ------------------------------------------ */
@@ -871,9 +1053,249 @@ static void contract_listing_passed(void *arg, const struct inspect_listing *l)
 	struct up_state *us = checking_up(hc, l->where);
 	const struct kept_verdict *c = us ? kept_unchanged(us, l) : NULL;
 	if (c)
-		replay_effects(hc, us, c, l->where->conn_id, l->len);
+		replay_effects(hc, us, c, l->where->conn_id, l->raw, l->len);
 	else if (us)
 		hc->stats.replayed++;
 	if (hc->locked)
 		pthread_mutex_unlock(&hc->lock);
+}
+
+/* ---- live baselines (issue 21): accept, reload, readiness ------------------------ */
+
+const char *hook_contract_gate_name(enum hook_contract_gate g)
+{
+	switch (g) {
+	case HOOK_CONTRACT_GATE_PASSING:
+		return "passing";
+	case HOOK_CONTRACT_GATE_FAILING:
+		return "failing";
+	case HOOK_CONTRACT_GATE_OFF:
+		return "off";
+	default:
+		return "unknown";
+	}
+}
+
+static struct up_state *up_named(struct hook_contract *hc, const char *name)
+{
+	for (size_t i = 0; hc && name && i < hc->nups; i++)
+		if (strcmp(hc->ups[i].conf->name, name) == 0)
+			return &hc->ups[i];
+	return NULL;
+}
+
+/* The latest report judged again against the baseline now in force, when
+ * it is the report of cur (a complete listing): changes, breaking and
+ * passed anew, the rest as it was, plus "rejudged" (why) and a new time.
+ * So /contract and the readiness gate follow an accept or a reload at
+ * once, before any client lists again. known (borrowed, may be NULL) is
+ * cur's tools array when the caller has it. Under hc->lock. */
+static void rejudge(struct hook_contract *hc, struct up_state *us, const char *why,
+                    json_t *known)
+{
+	char now[32];
+	if (!us->latest || !us->latest_current)
+		return;
+	/* known: cur's tools parsed by the caller outside the lock, or NULL */
+	json_t *tools = known ? json_incref(known) : cur_tools(us);
+	struct drift_report *d = tools && us->cf.baseline_tools
+		? drift_diff(us->cf.baseline_tools, tools) : NULL;
+	size_t nbreaking = 0;
+	json_t *changes = contract_answer_changes(d, 1, &nbreaking);
+	int passed = us->cur.clean && nbreaking == 0 && !(d && drift_report_truncated(d));
+	json_t *report = json_object();
+	utc_now(now, sizeof(now));
+	if (!tools || !changes || !report || json_object_update(report, us->latest) < 0 ||
+	    json_object_set_new(report, "changes", json_incref(changes)) < 0 ||
+	    json_object_set_new(report, "breaking", json_integer((json_int_t)nbreaking)) < 0 ||
+	    json_object_set_new(report, "passed", json_boolean(passed)) < 0 ||
+	    json_object_set_new(report, "baseline", us->cf.baseline_file
+	                                            ? json_string(us->cf.baseline_file)
+	                                            : json_null()) < 0 ||
+	    json_object_set_new(report, "rejudged", json_string(why)) < 0 ||
+	    json_object_set_new(report, "time", json_string(now)) < 0) {
+		log_msg(LOG_ERROR, "contract: upstream %s: out of memory judging the latest listing "
+		                   "again; the next listing is judged against the new baseline",
+		        us->conf->name);
+		json_decref(report);
+	} else {
+		publish(hc, us, report);
+		us->latest_current = 1;
+	}
+	json_decref(changes);
+	drift_report_free(d);
+	json_decref(tools);
+}
+
+enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, const char *upstream,
+                                                  const char *by,
+                                                  struct hook_contract_accepted *out,
+                                                  char *err, size_t errlen)
+{
+	*out = (struct hook_contract_accepted){0};
+	if (err && errlen)
+		err[0] = '\0';
+	if (!hc)
+		return HOOK_CONTRACT_ACCEPT_UNKNOWN;
+	/* 1. What to accept, copied out under the lock. */
+	pthread_mutex_lock(&hc->lock);
+	struct up_state *us = up_named(hc, upstream);
+	if (!us) {
+		pthread_mutex_unlock(&hc->lock);
+		return HOOK_CONTRACT_ACCEPT_UNKNOWN;
+	}
+	int none = us->cf.mode == CONTRACT_MODE_OFF || !cur_present(us);
+	/* The text is copied, not parsed, under the lock: a 4 MiB listing
+	 * parses in milliseconds every worker's listings would wait for. */
+	json_t *tools = none ? NULL : json_incref(us->cur.tools);
+	size_t len = 0;
+	const char *text = none || tools ? NULL : cur_text(us, &len);
+	char *raw = text ? malloc(len ? len : 1) : NULL;
+	uint64_t id = us->cur.id;
+	if (raw)
+		memcpy(raw, text, len);
+	const char *file = us->cf.baseline_file; /* config's: retired configs live on */
+	pthread_mutex_unlock(&hc->lock);
+	if (raw) {
+		json_t *page = json_loadb(raw, len, 0, NULL);
+		tools = json_incref((json_t *)(uintptr_t)drift_tools_of(page));
+		json_decref(page);
+		free(raw);
+	}
+	if (none || !tools) {
+		json_decref(tools);
+		if (!none)
+			snprintf(err, errlen, "out of memory");
+		return none ? HOOK_CONTRACT_ACCEPT_NO_LISTING : HOOK_CONTRACT_ACCEPT_FAILED;
+	}
+	/* 2. The file first (blocking, outside the lock): a failed write
+	 * changes nothing. Accepts and reloads both run on worker 0's
+	 * thread, one at a time, so nothing replaces the baseline between. */
+	json_t *doc = json_pack("{s:o}", "tools", tools); /* steals tools */
+	if (!doc) {
+		snprintf(err, errlen, "out of memory");
+		return HOOK_CONTRACT_ACCEPT_FAILED;
+	}
+	if (file) {
+		int rc = baseline_store_write(file, json_object_get(doc, "tools"), err, errlen);
+		if (rc < 0) {
+			json_decref(doc);
+			return HOOK_CONTRACT_ACCEPT_FAILED;
+		}
+		out->file = file;
+		out->file_warning = rc > 0;
+	}
+	out->ntools = json_array_size(json_object_get(doc, "tools"));
+	/* 3. In force for every worker's next listing, the latest report
+	 * judged again. */
+	pthread_mutex_lock(&hc->lock);
+	contract_conf_set_baseline(&us->cf, doc);
+	verdict_cache_forget(us->vc);
+	us->accepted_us = clock_real_us();
+	snprintf(us->accepted_by, sizeof(us->accepted_by), "%s", by ? by : "");
+	rejudge(hc, us, "accept", us->cur.id == id ? json_object_get(doc, "tools") : NULL);
+	pthread_mutex_unlock(&hc->lock);
+	return HOOK_CONTRACT_ACCEPTED;
+}
+
+struct hook_contract_staged {
+	const struct px_config *cfg;   /* borrowed: the new configuration */
+	struct contract_conf *cf;      /* owned: one per cfg->ups[i] */
+	size_t n;
+};
+
+void hook_contract_staged_free(struct hook_contract_staged *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n; i++)
+		contract_conf_clear(&st->cf[i]);
+	free(st->cf);
+	free(st);
+}
+
+struct hook_contract_staged *hook_contract_stage(const struct px_config *cfg, char *err,
+                                                 size_t errlen)
+{
+	int nerr = 0;
+	if (err && errlen)
+		err[0] = '\0';
+	struct hook_contract_staged *st = calloc(1, sizeof(*st));
+	if (!st || !(st->cf = calloc(cfg->nups ? cfg->nups : 1, sizeof(*st->cf)))) {
+		free(st);
+		contract_conf_error(err, errlen, &nerr, "out of memory");
+		return NULL;
+	}
+	st->cfg = cfg;
+	st->n = cfg->nups;
+	for (size_t i = 0; i < cfg->nups; i++)
+		contract_conf_load(&st->cf[i], cfg->ups[i].contract, i, err, errlen, &nerr);
+	if (nerr) {
+		hook_contract_staged_free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static int same_json(const json_t *a, const json_t *b)
+{
+	return a == b || (a && b && json_equal((json_t *)(uintptr_t)a, (json_t *)(uintptr_t)b));
+}
+
+/* One upstream's new section in force. Under hc->lock. */
+static void commit_one(struct hook_contract *hc, struct up_state *us, struct contract_conf *next,
+                       const struct px_upstream_conf *conf)
+{
+	/* A baseline accepted without a file lives until a restart, or until
+	 * the section names a file (which then wins). */
+	if (!next->baseline_file && !us->cf.baseline_file && us->cf.baseline) {
+		next->baseline = us->cf.baseline;
+		next->baseline_tools = us->cf.baseline_tools;
+		us->cf.baseline = NULL;
+	}
+	int settings = !same_json(us->conf->contract, conf->contract);
+	int baseline = !same_json(us->cf.baseline_tools, next->baseline_tools);
+	contract_conf_clear(&us->cf);
+	us->cf = *next;
+	*next = (struct contract_conf){0};
+	us->conf = conf;
+	if (settings) {
+		/* Mode or rules may differ: the kept verdict and memo both go. */
+		struct verdict_cache *fresh = verdict_cache_new();
+		cur_own(us); /* its text goes with the old cache */
+		if (fresh) {
+			verdict_cache_free(us->vc);
+			us->vc = fresh;
+		} else {
+			verdict_cache_forget(us->vc);
+		}
+	} else if (baseline) {
+		verdict_cache_forget(us->vc);
+	}
+	if (settings || baseline) {
+		log_msg(LOG_INFO, "SIGHUP: upstream %s: tool-list contract mode %s%s%s%s (%zu tools)",
+		        conf->name, contract_mode_name(us->cf.mode),
+		        us->cf.spec_only ? ", spec rules only" : "",
+		        us->cf.baseline_tools ? ", baseline " : ", no baseline",
+		        us->cf.baseline_file ? us->cf.baseline_file
+		                             : (us->cf.baseline_tools ? "(accepted)" : ""),
+		        json_array_size(us->cf.baseline_tools));
+		if (us->cf.mode == CONTRACT_MODE_OFF)
+			us->gate = HOOK_CONTRACT_GATE_UNKNOWN;
+		else
+			rejudge(hc, us, "reload", NULL);
+	}
+}
+
+void hook_contract_commit(struct hook_contract *hc, struct hook_contract_staged *st)
+{
+	if (!hc || !st) {
+		hook_contract_staged_free(st);
+		return;
+	}
+	pthread_mutex_lock(&hc->lock);
+	for (size_t i = 0; i < hc->nups && i < st->n; i++)
+		commit_one(hc, &hc->ups[i], &st->cf[i], &st->cfg->ups[i]);
+	pthread_mutex_unlock(&hc->lock);
+	hook_contract_staged_free(st);
 }

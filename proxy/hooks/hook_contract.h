@@ -123,6 +123,20 @@ json_t *hook_contract_report(const struct hook_contract *hc, const char *upstrea
  * object owned by the caller (NULL when out of memory). */
 json_t *hook_contract_reports(const struct hook_contract *hc);
 
+/* Live baselines (issue 21): how the upstream's contract stands for the
+ * readiness gate (admin.ready_requires_contract), from its latest
+ * complete listing. */
+enum hook_contract_gate {
+	HOOK_CONTRACT_GATE_UNKNOWN = 0, /* no complete listing seen yet */
+	HOOK_CONTRACT_GATE_PASSING,     /* the latest one passed */
+	HOOK_CONTRACT_GATE_FAILING,     /* the latest one had a problem or a
+	                                   breaking change (any mode) */
+	HOOK_CONTRACT_GATE_OFF,         /* contract.mode off: nothing judged */
+};
+
+/* "unknown", "passing", "failing", "off". */
+const char *hook_contract_gate_name(enum hook_contract_gate g);
+
 /* What hook_contract_published gives: the latest report as published
  * (the shape of hook_contract_report's), when, and how many so far. */
 struct hook_contract_published {
@@ -131,6 +145,13 @@ struct hook_contract_published {
 	                              so it is read without any lock */
 	uint64_t time_us;          /* Unix time it was published, 0 with none */
 	uint64_t count;            /* reports published for the upstream */
+	/* Live baselines (issue 21). */
+	enum hook_contract_gate gate;
+	int has_baseline;          /* a baseline is in force (file or accepted) */
+	size_t baseline_tools;     /* its tool count */
+	int can_accept;            /* a complete listing is kept to accept */
+	uint64_t accepted_us;      /* Unix time of the last accept, 0: none */
+	char accepted_by[96];      /* who accepted it (address, how), or "" */
 };
 
 /* The hook keeps each upstream's latest report; readers (the admin
@@ -139,6 +160,51 @@ struct hook_contract_published {
  * upstream or a NULL hc leaves it so. */
 void hook_contract_published(struct hook_contract *hc, const char *upstream,
                              struct hook_contract_published *out);
+
+/* ---- live baselines (issue 21) ---- */
+
+/* What hook_contract_accept did. */
+enum hook_contract_accept_rc {
+	HOOK_CONTRACT_ACCEPTED = 0,
+	HOOK_CONTRACT_ACCEPT_UNKNOWN,    /* no such upstream */
+	HOOK_CONTRACT_ACCEPT_NO_LISTING, /* no complete listing kept yet (or mode off) */
+	HOOK_CONTRACT_ACCEPT_FAILED,     /* the file could not be written (err), or
+	                                    out of memory: nothing changed */
+};
+
+struct hook_contract_accepted {
+	size_t ntools;             /* tools in the accepted listing */
+	const char *file;          /* borrowed (config lifetime): written, or NULL */
+	int file_warning;          /* written, but err holds a warning */
+};
+
+/* Makes the upstream's latest complete listing its baseline: written
+ * atomically to contract.baseline when one is configured
+ * (proxy/hooks/baseline_store.h), then, under the hook's lock, in force
+ * for every worker's next listing (the kept verdict dropped) and the
+ * latest report judged again against it (so /contract and the readiness
+ * gate see it at once). `by` (borrowed) names who accepted, for
+ * /contract. The file is written before anything changes, so a failed
+ * write leaves the old baseline. Blocking I/O: the admin thread only. */
+enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, const char *upstream,
+                                                  const char *by,
+                                                  struct hook_contract_accepted *out,
+                                                  char *err, size_t errlen);
+
+/* SIGHUP: every upstream's contract section of cfg (the new
+ * configuration), parsed and its baseline read, staged before anything
+ * is swapped. NULL with the errors in err (the reload is then refused). */
+struct hook_contract_staged;
+struct hook_contract_staged *hook_contract_stage(const struct px_config *cfg, char *err,
+                                                 size_t errlen);
+/* Puts the staged sections in force (cannot fail; frees staged). Where
+ * an upstream's settings changed its verdict cache starts afresh; where
+ * only its baseline changed its kept verdict is dropped and its latest
+ * report judged again. An upstream without a baseline file keeps a
+ * baseline accepted through the admin endpoint. cfg must be the one
+ * staged and outlive the hook (retired configs do). */
+void hook_contract_commit(struct hook_contract *hc, struct hook_contract_staged *staged);
+void hook_contract_staged_free(struct hook_contract_staged *staged); /* accepts NULL */
 
 /* Counters over the process lifetime. */
 struct hook_contract_stats {

@@ -76,6 +76,20 @@ void verdict_cache_free(struct verdict_cache *vc)
 	free(vc);
 }
 
+void verdict_cache_forget(struct verdict_cache *vc)
+{
+	if (vc)
+		verdict_drop(vc);
+}
+
+const char *verdict_cache_text(const struct verdict_cache *vc, size_t *len, int *now)
+{
+	*len = vc && vc->text ? vc->text_len : 0;
+	if (now)
+		*now = vc && vc->text && vc->text_now;
+	return vc ? vc->text : NULL;
+}
+
 static int same_era(const char *a, const char *b)
 {
 	return a == b || (a && b && strcmp(a, b) == 0);

@@ -60,6 +60,19 @@ void *verdict_cache_lookup(struct verdict_cache *vc, const char *raw, size_t len
 void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, const char *era,
                         void *verdict, void (*free_fn)(void *));
 
+/* Drops the kept verdict (the memo and skim stay: they hold each tool's
+ * own findings, which no baseline changes). For a new baseline (issue 21):
+ * the next listing is judged against it. vc may be NULL. */
+void verdict_cache_forget(struct verdict_cache *vc);
+
+/* The text of the last listing verdict_cache_check() skimmed (borrowed:
+ * valid until the next verdict_cache_check or verdict_cache_free), or
+ * NULL with none; *len its length. *now (may be NULL) is 1 when that
+ * listing is the one being checked since the last lookup. Live baselines
+ * (issue 21) take the listing to accept from here instead of a copy of
+ * their own. */
+const char *verdict_cache_text(const struct verdict_cache *vc, size_t *len, int *now);
+
 /* contract_check() of the one page `page` (a result object, the whole
  * listing) parsed from raw[0..len), through the memo and the skim when
  * they apply (raw not NULL, len within VERDICT_CACHE_BYTES, at most

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1070,6 +1071,242 @@ static void test_changed_list_same_as_fresh(void **state)
 	}
 }
 
+/* ---- live baselines (issue 21): accept, reload, the gate ------------------------ */
+
+static enum hook_contract_gate gate_of(struct fx *f, const char *up, int *can_accept)
+{
+	struct hook_contract_published pub;
+	hook_contract_published(f->proc.contract, up, &pub);
+	json_decref(pub.report);
+	if (can_accept)
+		*can_accept = pub.can_accept;
+	return pub.gate;
+}
+
+static const char now3[] = "{'tools':[" WITHP("alpha", "") "," WITHP("beta", "") "," WITHP("gamma", "")
+                           "]}";
+
+/* Nothing to accept before a complete listing; an unknown upstream. */
+static void test_accept_needs_a_listing(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("fail", base3);
+	struct hook_contract_accepted out;
+	char err[256];
+	int can = 1;
+	assert_int_equal(gate_of(f, "a", &can), HOOK_CONTRACT_GATE_UNKNOWN);
+	assert_false(can);
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPT_NO_LISTING);
+	assert_int_equal(hook_contract_accept(f->proc.contract, "zz", "t", &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPT_UNKNOWN);
+	/* a first page of several is no complete listing either */
+	struct sent s = exchange(f, "s1", NULL, "{'tools':[" WITHP("alpha", "") "],'nextCursor':'c1'}");
+	json_decref(s.msg);
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPT_NO_LISTING);
+	fx_free(f);
+}
+
+/* A breaking change fails; accepting it rewrites the file, passes the
+ * gate at once (the report judged again) and the next listing too. */
+static void test_accept_makes_the_listing_the_baseline(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("fail", base3);
+	struct hook_contract_accepted out;
+	char err[256];
+	free(expect_failed(exchange(f, "s1", NULL, now3), "param-removed"));
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "127.0.0.1:9 (test)", &out, err,
+	                                      sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPTED);
+	assert_int_equal(out.ntools, 3);
+	assert_string_equal(out.file, f->files[0]);
+	int can = 0;
+	assert_int_equal(gate_of(f, "a", &can), HOOK_CONTRACT_GATE_PASSING);
+	assert_true(can);
+	json_t *r = report(f, "a");
+	assert_true(json_is_true(json_object_get(r, "passed")));
+	assert_int_equal(json_array_size(json_object_get(r, "changes")), 0);
+	assert_string_equal(json_string_value(json_object_get(r, "rejudged")), "accept");
+	json_decref(r);
+	struct hook_contract_published pub;
+	hook_contract_published(f->proc.contract, "a", &pub);
+	json_decref(pub.report);
+	assert_string_equal(pub.accepted_by, "127.0.0.1:9 (test)");
+	assert_true(pub.accepted_us > 0);
+	assert_int_equal(pub.baseline_tools, 3);
+	/* the file holds the accepted listing */
+	json_t *file = json_load_file(f->files[0], 0, NULL);
+	json_t *want = th_json(now3);
+	assert_true(json_equal(file, want));
+	json_decref(file);
+	json_decref(want);
+	/* the next listing (same bytes: the kept verdict was dropped) passes */
+	expect_forwarded(exchange(f, "s2", NULL, now3), now3);
+	/* and it is the baseline now: a tool gone from it breaks */
+	free(expect_failed(exchange(f, "s2", NULL, "{'tools':[" WITHP("alpha", "") "," WITHP("beta", "")
+	                                              "]}"),
+	                   "tool-removed"));
+	fx_free(f);
+}
+
+/* A file that cannot be written changes nothing: the old baseline stays
+ * in force and the gate keeps failing. */
+static void test_accept_write_fails(void **state)
+{
+	(void)state;
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	char dir[] = "/tmp/test_hook_contract_dXXXXXX", file[64], conf[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/b.json", dir);
+	char *q = th_quotes(base3);
+	FILE *fp = fopen(file, "w");
+	assert_non_null(fp);
+	fputs(q, fp);
+	fclose(fp);
+	free(q);
+	snprintf(conf, sizeof(conf), "{'mode':'fail','baseline':'%s'}", file);
+	if (fx_setup(f, th_json(conf)) != 0)
+		fail_msg("setup: %s", f->err);
+	free(expect_failed(exchange(f, "s1", NULL, now3), "param-removed"));
+	/* its directory is gone: no temporary file can be made beside it */
+	unlink(file);
+	rmdir(dir);
+	struct hook_contract_accepted out;
+	char err[256];
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPT_FAILED);
+	assert_non_null(strstr(err, "cannot create a temporary file"));
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
+	free(expect_failed(exchange(f, "s1", NULL, now3), "param-removed"));
+	fx_free(f);
+}
+
+/* SIGHUP: a changed baseline file takes effect at once (the latest
+ * listing judged again); a bad one is refused; an accepted baseline
+ * without a file survives. */
+static void test_reload_baseline(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("fail", base3);
+	expect_forwarded(exchange(f, "s1", NULL, base3), base3);
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_PASSING);
+	/* the same file, now a baseline the listing breaks (delta is gone) */
+	char *q = th_quotes("{'tools':[" WITHP("alpha", ",'n':{'type':'integer','description':'n'}")
+	                    "," WITHP("beta", "") "," WITHP("gamma", "") "," WITHP("delta", "") "]}");
+	FILE *fp = fopen(f->files[0], "w");
+	assert_non_null(fp);
+	fputs(q, fp);
+	fclose(fp);
+	free(q);
+	struct px_config next = f->cfg;
+	struct px_upstream_conf ups[2];
+	memcpy(ups, f->ups, sizeof(ups));
+	ups[0].contract = json_deep_copy(f->ups[0].contract);
+	next.ups = ups;
+	struct hook_contract_staged *st = hook_contract_stage(&next, f->err, sizeof(f->err));
+	assert_non_null(st);
+	hook_contract_commit(f->proc.contract, st);
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
+	json_t *r = report(f, "a");
+	assert_string_equal(json_string_value(json_object_get(r, "rejudged")), "reload");
+	assert_true(report_has(r, "changes", "tool-removed", NULL));
+	json_decref(r);
+	free(expect_failed(exchange(f, "s1", NULL, base3), "tool-removed"));
+	/* a bad file: refused, nothing staged */
+	fp = fopen(f->files[0], "w");
+	assert_non_null(fp);
+	fputs("{\"tools\": [ nope", fp);
+	fclose(fp);
+	assert_null(hook_contract_stage(&next, f->err, sizeof(f->err)));
+	assert_non_null(strstr(f->err, "$.upstreams[0].contract.baseline: "));
+	hook_contract_free(f->proc.contract);
+	f->proc.contract = NULL;
+	json_decref(ups[0].contract);
+	inspect_free(f->ctx.insp);
+	f->ctx.insp = NULL;
+	json_decref(f->ups[0].contract);
+	f->ups[0].contract = NULL;
+	for (int i = 0; i < f->nfiles; i++)
+		unlink(f->files[i]);
+	free(f);
+
+	/* no file: accepted in memory, kept across a reload of the same section */
+	f = fx_new("{'mode':'fail'}");
+	expect_forwarded(exchange(f, "s1", NULL, base3), base3);
+	struct hook_contract_accepted out;
+	char err[256];
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPTED);
+	assert_null(out.file);
+	struct px_config next2 = f->cfg;
+	struct px_upstream_conf ups2[2];
+	memcpy(ups2, f->ups, sizeof(ups2));
+	ups2[0].contract = th_json("{'mode':'report'}");
+	next2.ups = ups2;
+	st = hook_contract_stage(&next2, f->err, sizeof(f->err));
+	assert_non_null(st);
+	hook_contract_commit(f->proc.contract, st);
+	struct sent s = exchange(f, "s1", NULL, now3); /* report mode: forwarded, but breaking */
+	assert_false(s.modified);
+	json_decref(s.msg);
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
+	hook_contract_free(f->proc.contract);
+	f->proc.contract = NULL;
+	json_decref(ups2[0].contract);
+	fx_free(f);
+}
+
+/* Workers list while the admin thread accepts and SIGHUP commits: the
+ * thread sanitizer build (make tsan) sees every access under the lock. */
+struct lister {
+	struct fx *f;
+	int n;
+};
+
+static void *list_loop(void *arg)
+{
+	struct lister *l = arg;
+	for (int i = 0; i < l->n; i++) {
+		struct sent s = exchange(l->f, "s9", NULL, i % 2 ? base3 : now3);
+		json_decref(s.msg);
+	}
+	return NULL;
+}
+
+static void test_accept_while_listing(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("filter", base3);
+	struct lister l = {f, 200};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, list_loop, &l), 0);
+	struct px_config next = f->cfg;
+	struct px_upstream_conf ups[2];
+	memcpy(ups, f->ups, sizeof(ups));
+	ups[0].contract = json_deep_copy(f->ups[0].contract);
+	next.ups = ups;
+	for (int i = 0; i < 50; i++) {
+		struct hook_contract_accepted out;
+		char err[256];
+		hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err));
+		struct hook_contract_published pub;
+		hook_contract_published(f->proc.contract, "a", &pub);
+		json_decref(pub.report);
+		struct hook_contract_staged *st = hook_contract_stage(&next, f->err, sizeof(f->err));
+		if (st)
+			hook_contract_commit(f->proc.contract, st);
+	}
+	pthread_join(t, NULL);
+	hook_contract_free(f->proc.contract);
+	f->proc.contract = NULL;
+	json_decref(ups[0].contract);
+	fx_free(f);
+}
+
 int main(void)
 {
 	log_setup(LOG_ERROR, 0);
@@ -1103,6 +1340,11 @@ int main(void)
 		cmocka_unit_test(test_unchanged_list_replayed_fail),
 		cmocka_unit_test(test_changed_list_checked),
 		cmocka_unit_test(test_changed_list_same_as_fresh),
+		cmocka_unit_test(test_accept_needs_a_listing),
+		cmocka_unit_test(test_accept_makes_the_listing_the_baseline),
+		cmocka_unit_test(test_accept_write_fails),
+		cmocka_unit_test(test_reload_baseline),
+		cmocka_unit_test(test_accept_while_listing),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return rc;
