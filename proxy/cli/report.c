@@ -10,6 +10,7 @@
 
 #include "checks/contract.h"
 #include "checks/drift.h"
+#include "proxy/cli/cli_out.h"
 #include "proxy/cli/report_model.h"
 
 static const char *const fmt_names[] = {"text", "json", "junit", "sarif", "github", "markdown"};
@@ -300,6 +301,7 @@ int report_set_json(struct report *r, json_t *j)
 {
 	json_decref(r->json);
 	r->json = json_incref(j);
+	r->json_none = j == NULL;
 	return 0;
 }
 
@@ -370,6 +372,8 @@ static int render(const struct report *r, enum report_fmt fmt, FILE *f)
 		}
 		return write_text(r, f);
 	case REPORT_FMT_JSON: {
+		if (r->json_none)
+			return 0;
 		json_t *j = r->json ? json_incref(r->json) : generic_json(r);
 		int rc = j ? report_put_json(f, j) : -1;
 		json_decref(j);

@@ -35,8 +35,9 @@
 
 #include <jansson.h>
 
-#include "proxy/cli/cli_out.h"
 #include "proxy/cli/report_types.h"
+
+struct cli_secrets; /* cli_out.h */
 
 /* main.c's MCPWARDEN_VERSION (the commands cannot see main.c): keep equal. */
 #define REPORT_MCPWARDEN_VERSION "0.1.0"
@@ -77,7 +78,9 @@ int report_set_result(struct report *r, int exit_code, const char *summary);
 int report_set_error(struct report *r, const char *why);
 
 /* The command's own text and JSON renderings (text copied; j borrowed,
- * a reference is taken). */
+ * a reference is taken). "" writes no text; j NULL writes no JSON (a
+ * command that reports a failure on stderr only). Without either call the
+ * generic forms are written. */
 int report_set_text(struct report *r, const char *text);
 int report_set_json(struct report *r, json_t *j);
 

@@ -84,7 +84,7 @@ static void md_put(FILE *f, const char *s)
 	for (; s && *s; s++) {
 		if (*s == '\n' || *s == '\r')
 			fputc(' ', f);
-		else if (strchr("\\`*_{}[]<>()#+-.!|~&", *s)) {
+		else if (strchr("\\`*_[]<>|~&", *s)) {
 			fputc('\\', f);
 			fputc(*s, f);
 		} else
@@ -124,11 +124,11 @@ static void md_item(FILE *f, const struct report_item *it)
 		md_put(f, it->tool);
 	}
 	if (it->file) {
-		fputs(" \\(", f);
+		fputs(" (", f);
 		md_put(f, it->file);
 		if (it->line)
 			fprintf(f, ":%d", it->line);
-		fputs("\\)", f);
+		fputs(")", f);
 	}
 	fputs(": ", f);
 	md_put(f, it->message);

@@ -51,6 +51,7 @@ struct report {
 	char *error;                      /* owned: could not run, NULL otherwise */
 	char *text;                       /* owned: the command's text, may be NULL */
 	json_t *json;                     /* owned reference, may be NULL */
+	int json_none;                    /* 1: the command writes no JSON */
 };
 
 /* The rule of code: the described one, else the built-in one (static

@@ -43,8 +43,8 @@ struct report_finding {
 	const char *tool;     /* the tool it is about, NULL for the listing */
 	const char *suite;    /* the case's suite when several, NULL: the first */
 	const char *file;     /* artifact (as given on the command line), NULL: none */
-	const char *pointer;  /* RFC 6901 into that file's document (or into the
-	                         listing when file is NULL), NULL: none */
+	const char *pointer;  /* RFC 6901, as the command prints it (into the
+	                         listing: "/tools/3/name"), NULL: none */
 	int line, column;     /* 1-based in file, 0: unknown (column counts
 	                         Unicode code points) */
 };

@@ -95,7 +95,7 @@ static void test_columns_count_code_points(void **state)
 	struct jsonloc l;
 	assert_int_equal(find(t, "/\xc3\xa9\xc3\xa9/x", &l), 1);
 	assert_int_equal(l.line, 1);
-	assert_int_equal(l.column, 9); /* {"éé": { is 8 code points, 12 bytes */
+	assert_int_equal(l.column, 9); /* {"éé": { is 8 code points, 10 bytes */
 }
 
 static void test_indexes_and_strings_with_brackets(void **state)

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "proxy/cli/cli_out.h"
 #include "proxy/cli/report.h"
 
 /* r written as fmt (owned string). */
@@ -179,7 +180,7 @@ static void test_markdown_table_escaped(void **state)
 	struct report *r = sample();
 	char *m = written(r, REPORT_FMT_MARKDOWN);
 	assert_non_null(strstr(m, "### mcpwarden check: FAILED\n"));
-	assert_non_null(strstr(m, "| tools\\.json | bad\\|\\<tool\\> | \xe2\x9d\x8c fail | 1 |\n"));
+	assert_non_null(strstr(m, "| tools.json | bad\\|\\<tool\\> | \xe2\x9d\x8c fail | 1 |\n"));
 	assert_non_null(strstr(m, "#### Problems"));
 	assert_true(strstr(m, "#### Problems") < strstr(m, "#### Warnings"));
 	free(m);
