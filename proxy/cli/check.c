@@ -316,16 +316,6 @@ static json_t *joined_tools(const json_t *pages)
 
 /* ---- the CI formats (report.h) --------------------------------------------- */
 
-/* Whether a baseline change points into the baseline (what the new list
- * lacks: drift.h's POINTERS) rather than into the new list. */
-static int change_in_baseline(const char *code, const char *message)
-{
-	return strcmp(code, "tool-removed") == 0 || strcmp(code, "param-removed") == 0 ||
-	       strcmp(code, "enum-value-removed") == 0 ||
-	       strcmp(code, "output-property-removed") == 0 ||
-	       (strcmp(code, "output-type-changed") == 0 && strcmp(message, "outputSchema removed") == 0);
-}
-
 /* One case per examined tool (pages in order), failing when it has a
  * problem (not with --lenient) or broke against the baseline; one failing
  * case per tool the baseline had and the listing lacks. */
@@ -397,7 +387,7 @@ static int add_findings(struct check_opts *o, const struct contract_report *r,
 		};
 		rf.breaking = strcmp(json_string_value(json_object_get(c, "kind")), "breaking") == 0;
 		rf.level = rf.breaking ? REPORT_LEVEL_ERROR : REPORT_LEVEL_NOTE;
-		if (change_in_baseline(rf.code, rf.message))
+		if (cli_change_in_old(rf.code, rf.message))
 			cli_listing_locate(&bt, rf.pointer, NULL, &rf);
 		else if (oi->doc)
 			cli_listing_locate(&nt, rf.pointer, NULL, &rf);

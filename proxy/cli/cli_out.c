@@ -194,3 +194,11 @@ void cli_listing_locate(const struct cli_listing_text *t, const char *pointer, c
 		f->column = l.column;
 	}
 }
+
+int cli_change_in_old(const char *code, const char *message)
+{
+	return strcmp(code, "tool-removed") == 0 || strcmp(code, "param-removed") == 0 ||
+	       strcmp(code, "enum-value-removed") == 0 ||
+	       strcmp(code, "output-property-removed") == 0 ||
+	       (strcmp(code, "output-type-changed") == 0 && strcmp(message, "outputSchema removed") == 0);
+}

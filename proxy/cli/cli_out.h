@@ -59,6 +59,10 @@ json_t *cli_load_listing(const char *file, const char *what);
  * pointer is first moved into the file's own shape, then found in its text
  * (jsonloc.h). */
 
+/* 1 when a drift change (checks/drift.h) points into the old list (what
+ * the new one lacks: drift.h's POINTERS), 0 when into the new list. */
+int cli_change_in_old(const char *code, const char *message);
+
 #define CLI_LISTING_TEXT_MAX (64u << 20) /* bigger files get no line numbers */
 
 /* A saved listing's text. Not opaque: commands embed it, zeroed. */
