@@ -71,6 +71,12 @@ struct cli_listing_text {
 	char *text;           /* owned, NULL when not read */
 	size_t len;
 	const json_t *doc;    /* borrowed: the parsed document of the same file */
+	/* Where each tool starts (offset, line, column), found once at load:
+	 * a finding is then looked for inside its tool's text alone, so
+	 * locating every finding of a big listing stays one pass over it. */
+	size_t *tool_at;      /* owned, ntools entries */
+	int *tool_line, *tool_col; /* owned */
+	size_t ntools;
 };
 
 /* Reads file's text for doc (borrowed, cli_load_listing's result).

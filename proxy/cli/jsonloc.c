@@ -321,3 +321,24 @@ int jsonloc_find(const char *text, size_t len, const char *pointer, struct jsonl
 	jsonloc_line_col(text, len, at, &out->line, &out->column);
 	return rc;
 }
+
+long jsonloc_elements(const char *text, size_t len, const char *pointer, size_t *offs, size_t max)
+{
+	struct jsonloc l;
+	if (jsonloc_find(text, len, pointer, &l) != 1 || text[l.value] != '[')
+		return -1;
+	struct scan sc = {.s = text, .len = len, .pos = l.value + 1};
+	size_t n = 0;
+	while (n < max) {
+		skip_ws(&sc);
+		if (sc.pos >= len || text[sc.pos] == ']')
+			break;
+		offs[n++] = sc.pos;
+		if (skip_value(&sc) < 0)
+			break;
+		skip_ws(&sc);
+		if (sc.pos < len && text[sc.pos] == ',')
+			sc.pos++;
+	}
+	return (long)n;
+}

@@ -43,6 +43,12 @@ struct jsonloc {
  * Pointer (no leading '/') or the text holds no value there. */
 int jsonloc_find(const char *text, size_t len, const char *pointer, struct jsonloc *out);
 
+/* The offsets of the elements of the array at pointer, in order: offs[i]
+ * for the first max of them (one pass, so a caller locating many
+ * pointers under the elements scans each element alone). Returns how many
+ * were stored, -1 when pointer does not lead to an array. */
+long jsonloc_elements(const char *text, size_t len, const char *pointer, size_t *offs, size_t max);
+
 /* The line and column of byte offset at in text[0..len) (at past the end
  * counts as len). */
 void jsonloc_line_col(const char *text, size_t len, size_t at, int *line, int *column);

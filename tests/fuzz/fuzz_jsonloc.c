@@ -8,8 +8,10 @@
  * first FUZZ_NODES in depth-first order, names up to JSONLOC_MAX_KEY) is
  * found by its RFC 6901 pointer: jsonloc_find answers 1, the text at
  * `value` parses (json_loadb, JSON_DISABLE_EOF_CHECK) to a value
- * json_equal to the node, `at` of a member is its name's quote, and a
- * pointer one token past a leaf answers 0 with every real token matched.
+ * json_equal to the node, `at` of a member is its name's quote, a
+ * pointer one token past a leaf answers 0 with every real token matched,
+ * and jsonloc_elements of an array gives its elements' offsets (the
+ * first 16: each parses to its element).
  * abort() on any mismatch.
  *
  * Built with libFuzzer (make fuzz-run FUZZ=jsonloc) or with
@@ -96,6 +98,14 @@ static void visit(struct walk *w, const json_t *node, int member)
 		return;
 	}
 	if (json_is_array(node)) {
+		size_t offs[16], want = json_array_size(node) < 16 ? json_array_size(node) : 16;
+		CHECK(jsonloc_elements(w->text, w->size, w->ptr, offs, 16) == (long)want);
+		for (size_t i = 0; i < want; i++) {
+			json_t *e = json_loadb(w->text + offs[i], w->size - offs[i],
+			                       JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, NULL);
+			CHECK(e != NULL && json_equal(e, json_array_get(node, i)));
+			json_decref(e);
+		}
 		for (size_t i = 0; i < json_array_size(node); i++) {
 			char idx[24];
 			int n = snprintf(idx, sizeof idx, "%zu", i);

@@ -123,6 +123,19 @@ static void test_bad_input_is_bounded(void **state)
 	assert_int_equal(jsonloc_find("{\"a\":1}", 3, "/a", &l), 0);
 }
 
+static void test_elements(void **state)
+{
+	(void)state;
+	size_t offs[4];
+	assert_int_equal(jsonloc_elements(pretty, strlen(pretty), "/tools", offs, 4), 2);
+	assert_int_equal(pretty[offs[0]], '{');
+	assert_int_equal(strncmp(pretty + offs[0], "{\"name\": \"a\"}", 13), 0);
+	assert_int_equal(pretty[offs[1]], '{');
+	assert_int_equal(jsonloc_elements(pretty, strlen(pretty), "/tools", offs, 1), 1);
+	assert_int_equal(jsonloc_elements(pretty, strlen(pretty), "/tools/0", offs, 4), -1);
+	assert_int_equal(jsonloc_elements("[]", 2, "", offs, 4), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -134,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_columns_count_code_points),
 		cmocka_unit_test(test_indexes_and_strings_with_brackets),
 		cmocka_unit_test(test_bad_input_is_bounded),
+		cmocka_unit_test(test_elements),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
