@@ -51,6 +51,11 @@ static int skip_value(struct scan *sc)
 		size_t start = sc->pos;
 		while (sc->pos < sc->len && !strchr(",]}: \t\r\n", sc->s[sc->pos]) && sc->s[sc->pos])
 			sc->pos++;
+		/* jansson (what parsed the file) swallows one NUL byte right after
+		 * a number or a literal ({"a":1<NUL>} loads): step over it too, so
+		 * the members after it are found where jansson saw them. */
+		if (sc->pos > start && sc->pos < sc->len && sc->s[sc->pos] == '\0')
+			sc->pos++;
 		return sc->pos > start ? 0 : -1;
 	}
 	size_t depth = 0;
