@@ -100,7 +100,7 @@ int report_outs_has(const struct report_outs *o, enum report_fmt fmt);
 /* 1 when o asks for anything but text and json (locations are needed). */
 int report_outs_rich(const struct report_outs *o);
 /* Writes r to every output of o (text on stdout when o is empty). Files
- * are written whole (created 0644, truncated). Returns 0, or -1 after
+ * are written whole (created, or truncated). Returns 0, or -1 after
  * printing why on stderr (prefix e.g. "mcpwarden check"). */
 int report_outs_write(const struct report_outs *o, const struct report *r, const char *prefix);
 

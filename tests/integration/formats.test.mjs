@@ -27,9 +27,9 @@ process.once('exit', () => rmSync(tmp, { recursive: true, force: true }));
 const at = (name) => path.join(tmp, name);
 
 /** Runs ./mcpwarden with args (cwd tmp, so files are named relatively). */
-async function warden(args) {
+async function warden(args, env = {}) {
   requireWarden();
-  const h = spawnTracked('mcpwarden-formats', WARDEN_BIN, args, { cwd: tmp });
+  const h = spawnTracked('mcpwarden-formats', WARDEN_BIN, args, { cwd: tmp, env });
   let status;
   try {
     status = await withTimeout(h.exited, 20000, `mcpwarden ${args.join(' ')}`);
@@ -310,6 +310,25 @@ describe('CI formats', () => {
     const j = (await junit(['down.xml']))['down.xml'];
     assert.deepEqual(j.map((c) => c.results), [['Error']]);
     assert.match(read('down.gh'), /^::error title=mcpwarden check::/);
+  });
+
+  test('a header value the server echoes never reaches a CI file', T, async () => {
+    const key = 'k-formats-0987654321-secret';
+    const echo = await startContractPeer({ echoHeaderError: 'x-api-key' });
+    try {
+      const r = await warden(['check', echo.url(), '--header', 'X-Api-Key: ${MW_FMT_KEY}', ...ALL('secret'),
+        '--format', 'text'], { MW_FMT_KEY: key });
+      assert.equal(r.code, 2, show(r));
+      for (const f of ['secret.sarif', 'secret.xml', 'secret.gh', 'secret.md', 'secret.json']) {
+        const t = read(f);
+        assert.ok(!t.includes(key), `${f} holds the key:\n${t}`);
+        assert.match(t, /rejected x-api-key ••••/, f);
+      }
+      assert.ok(!r.stdout.includes(key) && !r.stderr.includes(key));
+      sarifFiles.push('secret.sarif');
+    } finally {
+      await echo.close();
+    }
   });
 
   test('--format misuse: exit 2', T, async () => {
