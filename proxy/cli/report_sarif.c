@@ -20,7 +20,12 @@
 #include "proxy/cli/report_model.h"
 
 #define SARIF_SCHEMA "https://json.schemastore.org/sarif-2.1.0.json"
+/* tool.driver.informationUri must be an absolute URI. The project has no
+ * published home yet: this is a placeholder, overridable at build time
+ * (CFLAGS+=-DSARIF_INFO_URI='"https://..."'). */
+#ifndef SARIF_INFO_URI
 #define SARIF_INFO_URI "https://github.com/mcpwarden/mcpwarden"
+#endif
 
 static const char *sarif_level(enum report_level l)
 {
