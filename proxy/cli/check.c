@@ -333,8 +333,9 @@ static int add_cases(struct check_opts *o, const struct contract_report *r, cons
 			int failed = !o->lenient && contract_report_tool_failed(r, p, i);
 			for (size_t k = 0; name && !failed && k < json_array_size(changes); k++) {
 				const json_t *c = json_array_get(changes, k);
+				const char *ct = json_string_value(json_object_get(c, "tool"));
 				failed = strcmp(json_string_value(json_object_get(c, "kind")), "breaking") == 0 &&
-				         strcmp(json_string_value(json_object_get(c, "tool")), name) == 0;
+				         ct && strcmp(ct, name) == 0;
 			}
 			if (report_add_case(o->rep, suite, name ? name : label,
 			                    failed ? REPORT_FAIL : REPORT_PASS, -1, NULL) < 0)
