@@ -24,6 +24,7 @@
 #include "proxy/base/log.h"
 #include "proxy/cli/check_client.h"
 #include "proxy/cli/cli_out.h"
+#include "proxy/base/version.h"
 #include "proxy/cli/report.h"
 
 #define CHECK_MAX_HEADERS    32 /* two secrets each at most: CLI_MAX_SECRETS */
@@ -683,7 +684,7 @@ int check_main(int argc, char **argv)
 		opts_free(&o);
 		return rc > 0 ? CLI_EXIT_PASS : CLI_EXIT_ERROR;
 	}
-	o.rep = report_new("check", REPORT_MCPWARDEN_VERSION);
+	o.rep = report_new("check", version_get());
 	if (!o.rep) {
 		fprintf(stderr, "mcpwarden check: out of memory\n");
 		opts_free(&o);

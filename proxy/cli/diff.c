@@ -12,6 +12,7 @@
 #include "checks/drift.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/cli/cli_out.h"
+#include "proxy/base/version.h"
 #include "proxy/cli/report.h"
 
 static const char diff_usage[] =
@@ -270,7 +271,7 @@ int diff_main(int argc, char **argv)
 	}
 	struct drift_report *d = drift_diff(drift_tools_of(old_doc), drift_tools_of(new_doc));
 	json_t *broken = d ? schemas_broken(drift_tools_of(old_doc), drift_tools_of(new_doc)) : NULL;
-	struct report *rep = report_new("diff", REPORT_MCPWARDEN_VERSION);
+	struct report *rep = report_new("diff", version_get());
 	const json_t *docs[2] = {old_doc, new_doc};
 	int rc = d && broken && rep ? diff_report(rep, &outs, d, broken, files, docs) : CLI_EXIT_ERROR;
 	if (rc == CLI_EXIT_ERROR)

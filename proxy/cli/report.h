@@ -39,9 +39,6 @@
 
 struct cli_secrets; /* cli_out.h */
 
-/* main.c's MCPWARDEN_VERSION (the commands cannot see main.c): keep equal. */
-#define REPORT_MCPWARDEN_VERSION "0.1.0"
-
 struct report;
 
 /* A new, empty report for `command` ("check", "diff", "replay") of

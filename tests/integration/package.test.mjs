@@ -46,10 +46,16 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), 'mcpwarden-package-'));
 chmodSync(tmp, 0o755);   // the mcpwarden user reads the adapted config here
 process.once('exit', () => rmSync(tmp, { recursive: true, force: true }));
 
+// Run under `make test`, the environment carries the calling make's
+// MAKEFLAGS (under `make asan`: BUILD=build/asan OPT=-fsanitize...): the
+// package and the install check build the plain tree, so they drop it.
+const baseEnv = { ...process.env };
+for (const k of ['MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES']) delete baseEnv[k];
+
 /** Run a command to its end within `secs`: {code, out} (stdout + stderr). */
 function run(cmd, args, { secs = 60, cwd = REPO_ROOT, env } = {}) {
   const r = spawnSync('timeout', ['-k', '5', String(secs), cmd, ...args],
-    { cwd, encoding: 'utf8', env: env ? { ...process.env, ...env } : process.env, maxBuffer: 64 << 20 });
+    { cwd, encoding: 'utf8', env: { ...baseEnv, ...env }, maxBuffer: 64 << 20 });
   return { code: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 function ok(cmd, args, opts) {
