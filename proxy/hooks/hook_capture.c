@@ -1,0 +1,818 @@
+/* hook_capture: see hook_capture.h.
+ *
+ *   worker (observer)                         writer thread
+ *   ------------------------------------------+-----------------------------
+ *   client tools/call: id and params kept     |
+ *     (a reference) in the exchange's slot    |
+ *   its answer (or the exchange's end):       |
+ *     line body built (redacted), linked to   | waits on `cond`; unlinks the
+ *     the queue under `qlock` if it fits      | whole queue; numbers each line
+ *     (else dropped, counted)                 | (seq), rotates, writev()s it
+ *   initialize's clientInfo/capabilities      |
+ *     kept until its result names the session |
+ *     -> the session cache (`slock`)          |
+ *
+ * The writer alone touches the files, so a rotation or a reopen never
+ * races a write, and a line is never split between two files.
+ */
+#include "proxy/hooks/hook_capture.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "proxy/config.h"
+#include "proxy/base/clock.h"
+#include "proxy/base/errs.h"
+#include "proxy/base/hash.h"
+#include "proxy/base/jsonrpc.h"
+#include "proxy/base/log.h"
+#include "proxy/base/sbuf.h"
+#include "proxy/hooks/capture_line.h"
+#include "proxy/hooks/inspect.h"
+#include "proxy/hooks/redact.h"
+
+#define CX_MAGIC 0x63617078u /* "capx" */
+#define SESS_WAYS 8
+#define SESS_SETS (CAPTURE_SESSIONS / SESS_WAYS)
+#define SESS_ID_MAX 128          /* longer session ids are not remembered */
+#define VERSION_MAX 32
+#define REOPEN_RETRY_US 1000000u /* a file that cannot be opened: tried again this often */
+#define META_CLIENT "io.modelcontextprotocol/clientInfo"
+#define META_CAPS   "io.modelcontextprotocol/clientCapabilities"
+
+/* One upstream's file; the writer's alone but for the atomics. */
+struct cap_up {
+	char *name, *path;           /* owned */
+	size_t max_bytes;
+	unsigned keep;
+	int on, unredacted;
+	int fd;                      /* -1: not open */
+	uint64_t size;               /* bytes in the file now */
+	uint64_t retry_us;           /* fd < 0: next open attempt */
+	int failing;                 /* a write failed (logged once) */
+	uint64_t records, dropped;   /* atomics */
+};
+
+/* A session whose initialize was seen: texts as the client sent them
+ * (redaction is the line's, per upstream). */
+struct sess {
+	uint64_t hash;               /* 0: empty */
+	size_t up;
+	char id[SESS_ID_MAX];
+	char version[VERSION_MAX];
+	char *client, *caps;         /* owned compact JSON, or NULL */
+	uint64_t used;               /* slock's clock: the oldest of a set goes */
+};
+
+/* One line waiting for the writer. */
+struct qline {
+	struct qline *next;
+	size_t up, len;
+	char *body;                  /* owned */
+};
+
+/* A tools/call waiting for its answer in this exchange. */
+struct creq {
+	struct creq *next;
+	json_t *id, *params;         /* references */
+	json_t *meta_client, *meta_caps; /* 2026-era _meta members, references */
+};
+
+/* The exchange's slot: its calls, and an initialize being answered. */
+struct cx {
+	unsigned magic;
+	struct creq *reqs;           /* owned */
+	json_t *init_id, *init_client, *init_caps; /* references, or NULL */
+};
+
+struct hook_capture {
+	int slot;
+	struct redact *rd;           /* borrowed unless own_rd */
+	int own_rd;
+	struct cap_up *ups;          /* owned, cfg order */
+	size_t nups;
+	unsigned char key[32];       /* the session keys' HMAC key, per process */
+	pthread_mutex_t slock;       /* the session cache */
+	struct sess *sess;           /* owned: SESS_SETS x SESS_WAYS */
+	uint64_t sclock;
+	pthread_mutex_t qlock;       /* the queue and the writer's flags */
+	pthread_cond_t cond;
+	struct qline *qhead, **qtail;
+	size_t qbytes;
+	int reopen, stop;
+	pthread_t writer;
+	int started;
+	uint64_t seq;                /* the writer's */
+};
+
+/* ---- the files (writer thread, and set-up) ---------------------------------- */
+
+/* The file at path opened for appending, created 0600, a link refused.
+ * -1 with errno (or with *why, a static reason). */
+static int open_capture(const char *path, uint64_t *size, const char **why)
+{
+	*why = NULL;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+	              0600);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			*why = "is a symbolic link (refused: captured arguments would go where it points)";
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		*why = "is not a regular file";
+		return -1;
+	}
+	/* A file left wider by someone else holds captured calls: narrow it. */
+	if ((st.st_mode & 077) && fchmod(fd, 0600) < 0) {
+		close(fd);
+		*why = "has group or other permissions and cannot be set to 0600";
+		return -1;
+	}
+	/* Blocking from here on: a regular file never waits on a reader. */
+	(void)fcntl(fd, F_SETFL, O_APPEND);
+	*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+static const char *open_error(const char *why)
+{
+	return why ? why : strerror(errno);
+}
+
+static void up_open(struct cap_up *u, const char *when)
+{
+	const char *why;
+	u->fd = open_capture(u->path, &u->size, &why);
+	if (u->fd < 0) {
+		log_msg(LOG_ERROR, "%scapture file %s (upstream %s): %s; lines are dropped until it "
+		                   "can be opened", when, u->path, u->name, open_error(why));
+		u->retry_us = clock_mono_us() + REOPEN_RETRY_US;
+	} else if (*when) {
+		log_msg(LOG_INFO, "%scapture file %s reopened", when, u->path);
+	}
+}
+
+/* FILE.(keep-1) -> FILE.keep ... FILE -> FILE.1, then a new FILE. */
+static void up_rotate(struct cap_up *u)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	close(u->fd);
+	u->fd = -1;
+	if (u->keep == 0) {
+		(void)unlink(u->path);
+	} else {
+		for (unsigned i = u->keep - 1; i >= 1; i--) {
+			snprintf(from, sizeof(from), "%s.%u", u->path, i);
+			snprintf(to, sizeof(to), "%s.%u", u->path, i + 1);
+			(void)rename(from, to); /* ENOENT: fewer files so far */
+		}
+		snprintf(to, sizeof(to), "%s.1", u->path);
+		if (rename(u->path, to) < 0)
+			log_msg(LOG_ERROR, "capture file %s: cannot rotate it (%s)", u->path,
+			        strerror(errno));
+	}
+	up_open(u, "rotated: ");
+}
+
+static void up_write(struct hook_capture *hc, struct cap_up *u, struct qline *q)
+{
+	if (u->fd < 0 && clock_mono_us() >= u->retry_us)
+		up_open(u, "");
+	if (u->fd < 0) {
+		__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	char head[CAPTURE_LINE_HEAD_MAX];
+	size_t hn = capture_line_head(hc->seq + 1, head, sizeof(head));
+	size_t total = hn + q->len + 1;
+	if (u->size > 0 && u->size + total > u->max_bytes) {
+		up_rotate(u);
+		if (u->fd < 0) {
+			__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	struct iovec iov[3] = {{head, hn}, {q->body, q->len}, {"\n", 1}};
+	ssize_t n = writev(u->fd, iov, 3);
+	if (n == (ssize_t)total) {
+		hc->seq++;
+		u->size += total;
+		__atomic_add_fetch(&u->records, 1, __ATOMIC_RELAXED);
+		if (u->failing)
+			log_msg(LOG_WARN, "capture file %s is written again", u->path);
+		u->failing = 0;
+		return;
+	}
+	int err = n < 0 ? errno : ENOSPC;
+	/* Never half a line: cut what went out of this one. */
+	if (n > 0 && ftruncate(u->fd, (off_t)u->size) < 0)
+		u->size += (uint64_t)n;
+	__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+	if (!u->failing)
+		log_msg(LOG_ERROR, "writing capture file %s failed (%s): lines are dropped and "
+		                   "counted (mcpwarden_capture_dropped_total)", u->path, strerror(err));
+	u->failing = 1;
+}
+
+static void *writer_main(void *arg)
+{
+	struct hook_capture *hc = arg;
+	for (;;) {
+		pthread_mutex_lock(&hc->qlock);
+		while (!hc->qhead && !hc->reopen && !hc->stop)
+			pthread_cond_wait(&hc->cond, &hc->qlock);
+		struct qline *q = hc->qhead;
+		int reopen = hc->reopen, stop = hc->stop;
+		hc->qhead = NULL;
+		hc->qtail = &hc->qhead;
+		hc->qbytes = 0;
+		hc->reopen = 0;
+		pthread_mutex_unlock(&hc->qlock);
+		for (size_t i = 0; reopen && i < hc->nups; i++) {
+			struct cap_up *u = &hc->ups[i];
+			if (!u->on)
+				continue;
+			if (u->fd >= 0)
+				close(u->fd);
+			up_open(u, "SIGUSR1: ");
+		}
+		while (q) {
+			struct qline *next = q->next;
+			up_write(hc, &hc->ups[q->up], q);
+			free(q->body);
+			free(q);
+			q = next;
+		}
+		/* stop is only seen with the queue it came with written. */
+		if (stop)
+			return NULL;
+	}
+}
+
+/* ---- the queue (workers) ------------------------------------------------------- */
+
+static void enqueue(struct hook_capture *hc, size_t up, struct sbuf *body)
+{
+	struct cap_up *u = &hc->ups[up];
+	struct qline *q = body->oom ? NULL : malloc(sizeof(*q));
+	if (!q) {
+		free(body->p);
+		__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	*q = (struct qline){NULL, up, body->len, body->p};
+	pthread_mutex_lock(&hc->qlock);
+	int fits = hc->qbytes + q->len <= CAPTURE_QUEUE_BYTES;
+	if (fits) {
+		*hc->qtail = q;
+		hc->qtail = &q->next;
+		hc->qbytes += q->len;
+		pthread_cond_signal(&hc->cond);
+	}
+	pthread_mutex_unlock(&hc->qlock);
+	if (!fits) {
+		free(q->body);
+		free(q);
+		__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+static uint64_t sess_hash(size_t up, const char *id)
+{
+	uint64_t h = hash_fnv1a64(id, strlen(id)) ^ ((uint64_t)up * 0x9e3779b97f4a7c15u);
+	return h ? h : 1;
+}
+
+/* The slot of (up, id), or NULL. Under slock. */
+static struct sess *sess_find(struct hook_capture *hc, size_t up, const char *id, uint64_t h)
+{
+	struct sess *set = &hc->sess[(h >> 7) % SESS_SETS * SESS_WAYS];
+	for (size_t i = 0; i < SESS_WAYS; i++)
+		if (set[i].hash == h && set[i].up == up && strcmp(set[i].id, id) == 0)
+			return &set[i];
+	return NULL;
+}
+
+static char *dump_or_null(const json_t *v)
+{
+	return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
+}
+
+static void sess_store(struct hook_capture *hc, size_t up, const char *id, const json_t *client,
+                       const json_t *caps, const char *version)
+{
+	if (!id || strlen(id) >= SESS_ID_MAX)
+		return;
+	uint64_t h = sess_hash(up, id);
+	char *ct = dump_or_null(client), *pt = dump_or_null(caps);
+	pthread_mutex_lock(&hc->slock);
+	struct sess *s = sess_find(hc, up, id, h);
+	if (!s) {
+		struct sess *set = &hc->sess[(h >> 7) % SESS_SETS * SESS_WAYS];
+		s = &set[0];
+		for (size_t i = 1; i < SESS_WAYS; i++)
+			if (set[i].used < s->used)
+				s = &set[i];
+	}
+	free(s->client);
+	free(s->caps);
+	s->hash = h;
+	s->up = up;
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	snprintf(s->version, sizeof(s->version), "%s", version ? version : "");
+	s->client = ct;
+	s->caps = pt;
+	s->used = ++hc->sclock;
+	pthread_mutex_unlock(&hc->slock);
+}
+
+/* What the cache knows of (up, id): parsed copies (owned) and the version
+ * (into version, "" when unknown). */
+static void sess_lookup(struct hook_capture *hc, size_t up, const char *id, json_t **client,
+                        json_t **caps, char *version)
+{
+	char *ct = NULL, *pt = NULL;
+	version[0] = '\0';
+	if (!id || strlen(id) >= SESS_ID_MAX)
+		return;
+	uint64_t h = sess_hash(up, id);
+	pthread_mutex_lock(&hc->slock);
+	struct sess *s = sess_find(hc, up, id, h);
+	if (s) {
+		s->used = ++hc->sclock;
+		memcpy(version, s->version, VERSION_MAX);
+		ct = s->client ? strdup(s->client) : NULL;
+		pt = s->caps ? strdup(s->caps) : NULL;
+	}
+	pthread_mutex_unlock(&hc->slock);
+	*client = ct ? json_loads(ct, JSON_DECODE_ANY, NULL) : NULL;
+	*caps = pt ? json_loads(pt, JSON_DECODE_ANY, NULL) : NULL;
+	free(ct);
+	free(pt);
+}
+
+/* "c-" and 16 hex digits of HMAC-SHA256(key, upstream NUL id): the same
+ * session gives the same key for this process's life, and the key tells
+ * nothing of the id. */
+static void session_key(const struct hook_capture *hc, size_t up, const char *id, char out[20])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	struct sbuf b = {0};
+	sbuf_puts(&b, hc->ups[up].name);
+	sbuf_putn(&b, "", 1);
+	sbuf_puts(&b, id);
+	if (b.oom || !HMAC(EVP_sha256(), hc->key, sizeof(hc->key), (const unsigned char *)b.p,
+	                   b.len, md, &mdlen) || mdlen < 8) {
+		free(b.p);
+		snprintf(out, 20, "c-unknown");
+		return;
+	}
+	free(b.p);
+	snprintf(out, 20, "c-%02x%02x%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2], md[3], md[4],
+	         md[5], md[6], md[7]);
+}
+
+/* ---- the observer ------------------------------------------------------------- */
+
+static size_t up_of(const struct hook_capture *hc, const char *name)
+{
+	for (size_t i = 0; name && i < hc->nups; i++)
+		if (hc->ups[i].on && strcmp(hc->ups[i].name, name) == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+static int is_2026(const struct inspect_where *w)
+{
+	return w->era && strcmp(w->era, "2026") == 0;
+}
+
+static const char *session_of(const struct inspect_where *w)
+{
+	return w->session_id ? w->session_id : w->reply_session_id;
+}
+
+static struct cx *cx_of(struct hook_capture *hc, struct inspect_where *w)
+{
+	struct cx *cx = w->hook_data[hc->slot];
+	if (!cx) {
+		cx = calloc(1, sizeof(*cx));
+		if (!cx)
+			return NULL;
+		cx->magic = CX_MAGIC;
+		w->hook_data[hc->slot] = cx;
+	}
+	return cx;
+}
+
+static void creq_free(struct creq *r)
+{
+	json_decref(r->id);
+	json_decref(r->params);
+	json_decref(r->meta_client);
+	json_decref(r->meta_caps);
+	free(r);
+}
+
+/* One line for call r of exchange w, answered by msg (its "result" or
+ * "error"), or by nothing (msg NULL). */
+static void emit(struct hook_capture *hc, size_t up, const struct inspect_where *w,
+                 const struct creq *r, const json_t *msg, const char *outcome, int by_proxy,
+                 const json_t *own_error)
+{
+	uint64_t now = clock_mono_us();
+	uint64_t lat = now > w->start_us ? now - w->start_us : 0;
+	json_t *client = NULL, *caps = NULL;
+	char version[VERSION_MAX] = "";
+	char key[20];
+	const char *sid = is_2026(w) ? NULL : session_of(w);
+	if (sid) {
+		session_key(hc, up, sid, key);
+		sess_lookup(hc, up, sid, &client, &caps, version);
+	}
+	struct capture_line c = {
+		.time_us = clock_real_us() - lat,
+		.upstream = hc->ups[up].name,
+		.session = sid ? key : NULL,
+		.era = version[0] ? version : w->protocol,
+		.transport = w->client_transport,
+		.client_info = client ? client : r->meta_client,
+		.capabilities = caps ? caps : r->meta_caps,
+		.method = "tools/call",
+		.id = r->id,
+		.params = r->params,
+		.outcome = outcome,
+		.result = msg ? json_object_get(msg, "result") : NULL,
+		.error = msg ? json_object_get(msg, "error") : own_error,
+		.by_proxy = by_proxy,
+		.latency_us = lat,
+	};
+	struct sbuf body = {0};
+	capture_line_body(&c, hc->ups[up].unredacted ? NULL : hc->rd, &body);
+	json_decref(client);
+	json_decref(caps);
+	enqueue(hc, up, &body);
+}
+
+/* The recorder's outcome of an answer (hook_record.h), and whether the
+ * proxy made it: a hook dropped or answered the call, or put an error in
+ * place of the upstream's result. */
+static const char *answer_outcome(const struct inspect_msg *m, const json_t *msg, int *by_proxy)
+{
+	enum jrpc_kind k = jrpc_classify(msg);
+	*by_proxy = m->verdict != INSPECT_FORWARD ||
+	            (m->modified && m->kind == JRPC_RESULT && k == JRPC_ERROR);
+	if (*by_proxy)
+		return "blocked";
+	if (k == JRPC_ERROR)
+		return "rpc_error";
+	return json_is_true(json_object_get(json_object_get(msg, "result"), "isError"))
+		       ? "tool_error"
+		       : "ok";
+}
+
+static void client_request(struct hook_capture *hc, size_t up, struct inspect_msg *m)
+{
+	struct cx *cx = cx_of(hc, m->where);
+	if (!cx || !m->method)
+		return;
+	if (strcmp(m->method, "initialize") == 0) {
+		json_decref(cx->init_id);
+		json_decref(cx->init_client);
+		json_decref(cx->init_caps);
+		cx->init_id = json_incref(jrpc_id(m->msg));
+		cx->init_client = json_incref(json_object_get(m->params, "clientInfo"));
+		cx->init_caps = json_incref(json_object_get(m->params, "capabilities"));
+		return;
+	}
+	if (strcmp(m->method, "tools/call") != 0)
+		return;
+	struct creq *r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	json_t *meta = json_object_get(m->params, "_meta");
+	r->id = json_incref(jrpc_id(m->msg));
+	r->params = json_incref(m->params);
+	r->meta_client = json_incref(json_object_get(meta, META_CLIENT));
+	r->meta_caps = json_incref(json_object_get(meta, META_CAPS));
+	if (m->verdict != INSPECT_FORWARD) {
+		/* Answered here: what the client got is the line's answer. */
+		int by_proxy;
+		const char *o = m->answer ? answer_outcome(m, m->answer, &by_proxy) : "blocked";
+		emit(hc, up, m->where, r, m->answer, o, 1, NULL);
+		creq_free(r);
+		return;
+	}
+	/* In arrival order: unanswered ones are written in it at the end. */
+	struct creq **pp = &cx->reqs;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = r;
+}
+
+static void server_answer(struct hook_capture *hc, size_t up, struct inspect_msg *m)
+{
+	struct cx *cx = m->where->hook_data[hc->slot];
+	const json_t *id = jrpc_id(m->msg);
+	if (!cx || !id)
+		return;
+	if (cx->init_id && jrpc_id_equal(cx->init_id, id)) {
+		const json_t *res = json_object_get(m->msg, "result");
+		if (res)
+			sess_store(hc, up, session_of(m->where), cx->init_client, cx->init_caps,
+			           json_string_value(json_object_get(res, "protocolVersion")));
+		json_decref(cx->init_id);
+		cx->init_id = NULL;
+		return;
+	}
+	for (struct creq **pp = &cx->reqs; *pp; pp = &(*pp)->next) {
+		struct creq *r = *pp;
+		if (!jrpc_id_equal(r->id, id))
+			continue;
+		*pp = r->next;
+		int by_proxy;
+		const char *o = answer_outcome(m, m->msg, &by_proxy);
+		emit(hc, up, m->where, r, m->answer && m->verdict != INSPECT_FORWARD ? m->answer : m->msg,
+		     o, by_proxy, NULL);
+		creq_free(r);
+		return;
+	}
+}
+
+static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
+{
+	struct hook_capture *hc = arg;
+	size_t up = up_of(hc, m->where->upstream);
+	if (up == SIZE_MAX)
+		return INSPECT_FORWARD;
+	if (m->dir == INSPECT_FROM_CLIENT && m->kind == JRPC_REQUEST)
+		client_request(hc, up, m);
+	else if (m->dir == INSPECT_FROM_SERVER && (m->kind == JRPC_RESULT || m->kind == JRPC_ERROR))
+		server_answer(hc, up, m);
+	return INSPECT_FORWARD;
+}
+
+/* The recorder's outcome of a call the exchange's end left unanswered
+ * (hook_record.h): a reply that simply ended is an upstream error. */
+static const char *const end_outcome[] = {
+	[INSPECT_END_OK] = "upstream_error",       [INSPECT_END_UPSTREAM_ERROR] = "upstream_error",
+	[INSPECT_END_TIMEOUT] = "timeout",         [INSPECT_END_CANCELLED] = "cancelled",
+	[INSPECT_END_REJECTED] = "blocked",
+};
+
+/* Calls still unanswered when the exchange ends get a line too: the
+ * proxy's word for what happened is their error. */
+static void on_exchange(void *arg, const struct inspect_exchange *x)
+{
+	struct hook_capture *hc = arg;
+	struct inspect_where *w = x->where;
+	struct cx *cx = w->hook_data[hc->slot];
+	if (!cx)
+		return;
+	assert(cx->magic == CX_MAGIC);
+	w->hook_data[hc->slot] = NULL;
+	size_t up = up_of(hc, w->upstream);
+	while (cx->reqs) {
+		struct creq *r = cx->reqs;
+		cx->reqs = r->next;
+		if (up != SIZE_MAX) {
+			const char *o = (size_t)x->end < sizeof(end_outcome) / sizeof(end_outcome[0])
+			                        ? end_outcome[x->end]
+			                        : "upstream_error";
+			json_t *err = json_pack("{s:i,s:s}", "code", JRPC_UPSTREAM_ERROR, "message",
+			                        x->error ? x->error : "no answer to this request");
+			emit(hc, up, w, r, NULL, o, 1, err);
+			json_decref(err);
+		}
+		creq_free(r);
+	}
+	json_decref(cx->init_id);
+	json_decref(cx->init_client);
+	json_decref(cx->init_caps);
+	free(cx);
+}
+
+/* ---- public ------------------------------------------------------------------- */
+
+int hook_capture_wanted(const struct px_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nups; i++)
+		if (cfg->ups[i].capture.path)
+			return 1;
+	return 0;
+}
+
+/* Whether path could be opened by open_capture and rotated: 0, or -1 with
+ * the reason in *why (static) or errno. */
+static int appendable(const char *path, const char **why)
+{
+	struct stat st;
+	char dir[PATH_MAX];
+	*why = NULL;
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			*why = "is a symbolic link (refused: captured arguments would go where it points)";
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			*why = "is not a regular file";
+			return -1;
+		}
+		if (access(path, W_OK) < 0)
+			return -1;
+	} else if (errno != ENOENT) {
+		return -1;
+	}
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	char *cut = strrchr(dir, '/');
+	const char *d = !cut ? "." : cut == dir ? "/" : dir;
+	if (cut && cut != dir)
+		*cut = '\0';
+	/* Creating it and rotating (renames) both need the directory. */
+	if (access(d, W_OK | X_OK) < 0) {
+		*why = "its directory is not writable (the file is created and rotated there)";
+		return -1;
+	}
+	return 0;
+}
+
+int hook_capture_check(const struct px_config *cfg, char *err, size_t errlen)
+{
+	struct errs e = {err, errlen, 0, 0};
+	const char *why;
+	for (size_t i = 0; i < cfg->nups; i++) {
+		const char *path = cfg->ups[i].capture.path;
+		if (path && appendable(path, &why) < 0)
+			errs_add(&e, "$.upstreams[%zu].capture.path: %s: %s", i, path, open_error(why));
+	}
+	return e.count ? -1 : 0;
+}
+
+static void ups_free(struct hook_capture *hc)
+{
+	for (size_t i = 0; i < hc->nups; i++) {
+		if (hc->ups[i].fd >= 0)
+			close(hc->ups[i].fd);
+		free(hc->ups[i].name);
+		free(hc->ups[i].path);
+	}
+	free(hc->ups);
+}
+
+static int ups_open(struct hook_capture *hc, const struct px_config *cfg, struct errs *e)
+{
+	hc->ups = calloc(cfg->nups, sizeof(*hc->ups));
+	if (!hc->ups) {
+		errs_add(e, "capture: out of memory");
+		return -1;
+	}
+	hc->nups = cfg->nups;
+	for (size_t i = 0; i < cfg->nups; i++) {
+		const struct px_upstream_conf *c = &cfg->ups[i];
+		struct cap_up *u = &hc->ups[i];
+		u->fd = -1;
+		u->name = strdup(c->name);
+		if (!u->name || !c->capture.path)
+			continue;
+		u->path = strdup(c->capture.path);
+		u->on = u->path != NULL;
+		u->max_bytes = c->capture.max_bytes;
+		u->keep = c->capture.keep;
+		u->unredacted = c->capture.unredacted;
+		const char *why;
+		if (u->on && (u->fd = open_capture(u->path, &u->size, &why)) < 0)
+			errs_add(e, "$.upstreams[%zu].capture.path: %s: %s", i, u->path, open_error(why));
+		else if (u->on && u->unredacted)
+			log_msg(LOG_WARN, "upstream %s: capturing unredacted arguments and results to %s",
+			        u->name, u->path);
+	}
+	return e->count ? -1 : 0;
+}
+
+/* The writer runs with every signal blocked: worker 0 alone reads them. */
+static int writer_start(struct hook_capture *hc)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&hc->writer, NULL, writer_main, hc);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	hc->started = rc == 0;
+	return rc == 0 ? 0 : -1;
+}
+
+struct hook_capture *hook_capture_new(struct inspect *in, const struct px_config *cfg,
+                                      struct redact *rd, int own_rd, char *err, size_t errlen)
+{
+	struct errs e = {err, errlen, 0, 0};
+	struct hook_capture *hc = calloc(1, sizeof(*hc));
+	if (!hc) {
+		errs_add(&e, "capture: out of memory");
+		if (own_rd)
+			redact_free(rd);
+		return NULL;
+	}
+	hc->rd = rd;
+	hc->own_rd = own_rd;
+	hc->qtail = &hc->qhead;
+	pthread_mutex_init(&hc->slock, NULL);
+	pthread_mutex_init(&hc->qlock, NULL);
+	pthread_cond_init(&hc->cond, NULL);
+	hc->sess = calloc(CAPTURE_SESSIONS, sizeof(*hc->sess));
+	if (!hc->sess || !rd || RAND_bytes(hc->key, sizeof(hc->key)) != 1) {
+		errs_add(&e, "capture: out of memory or no random bytes");
+		goto fail;
+	}
+	if (ups_open(hc, cfg, &e) < 0)
+		goto fail;
+	hc->slot = inspect_add_observer(in, "capture", on_message, on_exchange, hc);
+	if (hc->slot < 0) {
+		errs_add(&e, "capture: too many hooks");
+		goto fail;
+	}
+	if (writer_start(hc) < 0) {
+		errs_add(&e, "capture: cannot start the writer thread");
+		goto fail;
+	}
+	return hc;
+fail:
+	/* A slot taken stays registered: the caller fails the start. */
+	hook_capture_free(hc);
+	return NULL;
+}
+
+void hook_capture_free(struct hook_capture *hc)
+{
+	if (!hc)
+		return;
+	if (hc->started) {
+		pthread_mutex_lock(&hc->qlock);
+		hc->stop = 1;
+		pthread_cond_signal(&hc->cond);
+		pthread_mutex_unlock(&hc->qlock);
+		pthread_join(hc->writer, NULL);
+	}
+	while (hc->qhead) {
+		struct qline *q = hc->qhead;
+		hc->qhead = q->next;
+		free(q->body);
+		free(q);
+	}
+	for (size_t i = 0; hc->sess && i < CAPTURE_SESSIONS; i++) {
+		free(hc->sess[i].client);
+		free(hc->sess[i].caps);
+	}
+	free(hc->sess);
+	ups_free(hc);
+	if (hc->own_rd)
+		redact_free(hc->rd);
+	pthread_cond_destroy(&hc->cond);
+	pthread_mutex_destroy(&hc->qlock);
+	pthread_mutex_destroy(&hc->slock);
+	free(hc);
+}
+
+void hook_capture_reopen(struct hook_capture *hc)
+{
+	if (!hc)
+		return;
+	pthread_mutex_lock(&hc->qlock);
+	hc->reopen = 1;
+	pthread_cond_signal(&hc->cond);
+	pthread_mutex_unlock(&hc->qlock);
+}
+
+const char *hook_capture_stats(const struct hook_capture *hc, size_t i, int *on,
+                               uint64_t *records, uint64_t *dropped)
+{
+	if (!hc || i >= hc->nups)
+		return NULL;
+	const struct cap_up *u = &hc->ups[i];
+	*on = u->on;
+	*records = __atomic_load_n(&u->records, __ATOMIC_RELAXED);
+	*dropped = __atomic_load_n(&u->dropped, __ATOMIC_RELAXED);
+	return u->name ? u->name : "";
+}
