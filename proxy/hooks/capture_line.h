@@ -46,6 +46,10 @@ struct capture_line {
 	const char *transport;       /* the client's: "streamable_http" | "sse" */
 	const json_t *client_info;   /* initialize's clientInfo: name, version kept */
 	const json_t *capabilities;  /* initialize's capabilities */
+	/* Or the same members already written by capture_line_client /
+	 * capture_line_value (with the same rd): used instead when not NULL,
+	 * so a session's are rendered once, not on every call. */
+	const char *client_text, *capabilities_text;
 	const char *method;          /* "tools/call" */
 	const json_t *id;            /* the client's JSON-RPC id */
 	const json_t *params;        /* whole params; NULL: {} */
@@ -53,6 +57,7 @@ struct capture_line {
 	const json_t *result;        /* the answer's result, or NULL */
 	const json_t *error;         /* the answer's error, or NULL */
 	int by_proxy;                /* mcpwarden made the error */
+	int redacted;                /* "redacted": rd (below) masks */
 	uint64_t latency_us;         /* arrival to answer */
 };
 
@@ -60,15 +65,24 @@ struct capture_line {
  * bytes); returns its length. */
 size_t capture_line_head(uint64_t seq, char *buf, size_t len);
 
-/* Appends the body (from ,"time" through the closing brace) to out. rd
- * non-NULL: redacted with rd ("redacted": true); NULL: as they came
- * ("redacted": false). Returns 0, or -1 when memory ran out (out->oom;
- * out then holds part of it). */
+/* Appends the body (from ,"time" through the closing brace) to out. The
+ * JSON values are written through rd (proxy/hooks/redact.h
+ * redact_json_text_to, byte for byte json_dumps of the redacted copy):
+ * the masking redactor when c->redacted, one without keys or values
+ * (nothing masked, the fast writer all the same) when not; NULL: jansson's
+ * own dump, unmasked. Returns 0, or -1 when memory ran out (out->oom; out
+ * then holds part of it). */
 int capture_line_body(const struct capture_line *c, const struct redact *rd, struct sbuf *out);
 
 /* The whole line, head and body, appended to out (tests, one-shot use). */
 int capture_line_write(const struct capture_line *c, uint64_t seq, const struct redact *rd,
                        struct sbuf *out);
+
+/* The "client" member's value for clientInfo info ({"name","version"},
+ * null when info is not an object) / any value as a line writes it
+ * (null for NULL), written through rd as capture_line_body does. */
+void capture_line_client(struct sbuf *out, const json_t *info, const struct redact *rd);
+void capture_line_value(struct sbuf *out, const json_t *v, const struct redact *rd);
 
 /* Formats a Unix time in µs as "2026-12-02T02:30:00.123Z" (milliseconds)
  * into buf (at least 32 bytes). */

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -50,6 +51,8 @@
 #define SESS_SETS (CAPTURE_SESSIONS / SESS_WAYS)
 #define SESS_ID_MAX 128          /* longer session ids are not remembered */
 #define VERSION_MAX 32
+#define SESS_KEY_LEN 20          /* "c-" + 16 hex + NUL */
+#define CAPTURE_BATCH_NS 5000000L /* 5 ms: see writer_main */
 #define REOPEN_RETRY_US 1000000u /* a file that cannot be opened: tried again this often */
 #define META_CLIENT "io.modelcontextprotocol/clientInfo"
 #define META_CAPS   "io.modelcontextprotocol/clientCapabilities"
@@ -74,8 +77,9 @@ struct sess {
 	size_t up;
 	char id[SESS_ID_MAX];
 	char version[VERSION_MAX];
-	char *client, *caps;         /* owned compact JSON, or NULL */
-	uint64_t used;               /* slock's clock: the oldest of a set goes */
+	char key[SESS_KEY_LEN];      /* its capture key, "" until made */
+	char *client, *caps;         /* owned: the line's members as text, or NULL */
+	uint64_t used;               /* sclock when last used (atomic): the oldest of a set goes */
 };
 
 /* One line waiting for the writer. */
@@ -103,12 +107,15 @@ struct hook_capture {
 	int slot;
 	struct redact *rd;           /* borrowed unless own_rd */
 	int own_rd;
+	struct redact *plain;        /* owned: no keys, no values (unredacted lines) */
 	struct cap_up *ups;          /* owned, cfg order */
 	size_t nups;
 	unsigned char key[32];       /* the session keys' HMAC key, per process */
-	pthread_mutex_t slock;       /* the session cache */
+	/* The session cache: read-locked by every call (readers never wait
+	 * for each other), write-locked by an initialize's answer. */
+	pthread_rwlock_t slock;
 	struct sess *sess;           /* owned: SESS_SETS x SESS_WAYS */
-	uint64_t sclock;
+	uint64_t sclock;             /* atomic */
 	pthread_mutex_t qlock;       /* the queue and the writer's flags */
 	pthread_cond_t cond;
 	struct qline *qhead, **qtail;
@@ -191,44 +198,66 @@ static void up_rotate(struct cap_up *u)
 	up_open(u, "rotated: ");
 }
 
-static void up_write(struct hook_capture *hc, struct cap_up *u, struct qline *q)
+/* Lines written with one writev: a busy queue costs a system call per
+ * batch, not per line. */
+#define RUN_MAX 256
+
+/* Writes lines q, q->next, ... of upstream u (up to RUN_MAX of them, all
+ * in the same file: a run stops where a rotation is due, rotating first
+ * when it is due before its first line). Returns the first line not
+ * taken. Each line gets its seq here, in file order. */
+static struct qline *up_write_run(struct hook_capture *hc, struct cap_up *u, struct qline *q)
 {
+	static char nl[] = "\n";
+	char heads[RUN_MAX][CAPTURE_LINE_HEAD_MAX];
+	struct iovec iov[RUN_MAX * 3];
+	size_t n = 0, total = 0;
+	size_t up = q->up;
+
 	if (u->fd < 0 && clock_mono_us() >= u->retry_us)
 		up_open(u, "");
-	if (u->fd < 0) {
-		__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	char head[CAPTURE_LINE_HEAD_MAX];
-	size_t hn = capture_line_head(hc->seq + 1, head, sizeof(head));
-	size_t total = hn + q->len + 1;
-	if (u->size > 0 && u->size + total > u->max_bytes) {
-		up_rotate(u);
-		if (u->fd < 0) {
-			__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
-			return;
+	for (; q && q->up == up && n < RUN_MAX; q = q->next, n++) {
+		size_t hn = capture_line_head(hc->seq + n + 1, heads[n], sizeof(heads[n]));
+		size_t len = hn + q->len + 1;
+		/* Before a line would take the file past max_bytes (one longer
+		 * than that gets a file of its own). */
+		if (u->fd >= 0 && u->size + total > 0 && u->size + total + len > u->max_bytes) {
+			if (n > 0)
+				break;
+			up_rotate(u);
 		}
+		if (u->fd < 0)
+			break;
+		iov[n * 3] = (struct iovec){heads[n], hn};
+		iov[n * 3 + 1] = (struct iovec){q->body, q->len};
+		iov[n * 3 + 2] = (struct iovec){nl, 1};
+		total += len;
 	}
-	struct iovec iov[3] = {{head, hn}, {q->body, q->len}, {"\n", 1}};
-	ssize_t n = writev(u->fd, iov, 3);
-	if (n == (ssize_t)total) {
-		hc->seq++;
+	if (u->fd < 0) {
+		/* Not open (logged where it failed): this line is lost. */
+		__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+		return q->next;
+	}
+	ssize_t w = writev(u->fd, iov, (int)(n * 3));
+	if (w == (ssize_t)total) {
+		hc->seq += n;
 		u->size += total;
-		__atomic_add_fetch(&u->records, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&u->records, n, __ATOMIC_RELAXED);
 		if (u->failing)
 			log_msg(LOG_WARN, "capture file %s is written again", u->path);
 		u->failing = 0;
-		return;
+		return q;
 	}
-	int err = n < 0 ? errno : ENOSPC;
-	/* Never half a line: cut what went out of this one. */
-	if (n > 0 && ftruncate(u->fd, (off_t)u->size) < 0)
-		u->size += (uint64_t)n;
-	__atomic_add_fetch(&u->dropped, 1, __ATOMIC_RELAXED);
+	int err = w < 0 ? errno : ENOSPC;
+	/* Never half a line: cut what went out of this run. */
+	if (w > 0 && ftruncate(u->fd, (off_t)u->size) < 0)
+		u->size += (uint64_t)w;
+	__atomic_add_fetch(&u->dropped, n, __ATOMIC_RELAXED);
 	if (!u->failing)
 		log_msg(LOG_ERROR, "writing capture file %s failed (%s): lines are dropped and "
 		                   "counted (mcpwarden_capture_dropped_total)", u->path, strerror(err));
 	u->failing = 1;
+	return q;
 }
 
 static void *writer_main(void *arg)
@@ -239,7 +268,7 @@ static void *writer_main(void *arg)
 		while (!hc->qhead && !hc->reopen && !hc->stop)
 			pthread_cond_wait(&hc->cond, &hc->qlock);
 		struct qline *q = hc->qhead;
-		int reopen = hc->reopen, stop = hc->stop;
+		int reopen = hc->reopen, stop = hc->stop, had = q != NULL;
 		hc->qhead = NULL;
 		hc->qtail = &hc->qhead;
 		hc->qbytes = 0;
@@ -254,15 +283,22 @@ static void *writer_main(void *arg)
 			up_open(u, "SIGUSR1: ");
 		}
 		while (q) {
-			struct qline *next = q->next;
-			up_write(hc, &hc->ups[q->up], q);
-			free(q->body);
-			free(q);
-			q = next;
+			struct qline *rest = up_write_run(hc, &hc->ups[q->up], q);
+			while (q != rest) {
+				struct qline *next = q->next;
+				free(q->body);
+				free(q);
+				q = next;
+			}
 		}
 		/* stop is only seen with the queue it came with written. */
 		if (stop)
 			return NULL;
+		/* After a batch, let the next one gather: while calls come, the
+		 * workers find the queue non-empty and wake nobody, and a batch
+		 * is one writev. A line waits at most this long for the file. */
+		if (had)
+			nanosleep(&(struct timespec){0, CAPTURE_BATCH_NS}, NULL);
 	}
 }
 
@@ -281,10 +317,13 @@ static void enqueue(struct hook_capture *hc, size_t up, struct sbuf *body)
 	pthread_mutex_lock(&hc->qlock);
 	int fits = hc->qbytes + q->len <= CAPTURE_QUEUE_BYTES;
 	if (fits) {
+		/* The writer sleeps only on an empty queue: one wake-up per
+		 * batch, not per line. */
+		if (!hc->qhead)
+			pthread_cond_signal(&hc->cond);
 		*hc->qtail = q;
 		hc->qtail = &q->next;
 		hc->qbytes += q->len;
-		pthread_cond_signal(&hc->cond);
 	}
 	pthread_mutex_unlock(&hc->qlock);
 	if (!fits) {
@@ -312,19 +351,10 @@ static struct sess *sess_find(struct hook_capture *hc, size_t up, const char *id
 	return NULL;
 }
 
-static char *dump_or_null(const json_t *v)
+/* (up, id)'s slot, found or taken from the least recently used of its
+ * set (emptied). Under slock, written. */
+static struct sess *sess_slot(struct hook_capture *hc, size_t up, const char *id, uint64_t h)
 {
-	return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
-}
-
-static void sess_store(struct hook_capture *hc, size_t up, const char *id, const json_t *client,
-                       const json_t *caps, const char *version)
-{
-	if (!id || strlen(id) >= SESS_ID_MAX)
-		return;
-	uint64_t h = sess_hash(up, id);
-	char *ct = dump_or_null(client), *pt = dump_or_null(caps);
-	pthread_mutex_lock(&hc->slock);
 	struct sess *s = sess_find(hc, up, id, h);
 	if (!s) {
 		struct sess *set = &hc->sess[(h >> 7) % SESS_SETS * SESS_WAYS];
@@ -332,48 +362,20 @@ static void sess_store(struct hook_capture *hc, size_t up, const char *id, const
 		for (size_t i = 1; i < SESS_WAYS; i++)
 			if (set[i].used < s->used)
 				s = &set[i];
+		free(s->client);
+		free(s->caps);
+		*s = (struct sess){.hash = h, .up = up};
+		snprintf(s->id, sizeof(s->id), "%s", id);
 	}
-	free(s->client);
-	free(s->caps);
-	s->hash = h;
-	s->up = up;
-	snprintf(s->id, sizeof(s->id), "%s", id);
-	snprintf(s->version, sizeof(s->version), "%s", version ? version : "");
-	s->client = ct;
-	s->caps = pt;
-	s->used = ++hc->sclock;
-	pthread_mutex_unlock(&hc->slock);
-}
-
-/* What the cache knows of (up, id): parsed copies (owned) and the version
- * (into version, "" when unknown). */
-static void sess_lookup(struct hook_capture *hc, size_t up, const char *id, json_t **client,
-                        json_t **caps, char *version)
-{
-	char *ct = NULL, *pt = NULL;
-	version[0] = '\0';
-	if (!id || strlen(id) >= SESS_ID_MAX)
-		return;
-	uint64_t h = sess_hash(up, id);
-	pthread_mutex_lock(&hc->slock);
-	struct sess *s = sess_find(hc, up, id, h);
-	if (s) {
-		s->used = ++hc->sclock;
-		memcpy(version, s->version, VERSION_MAX);
-		ct = s->client ? strdup(s->client) : NULL;
-		pt = s->caps ? strdup(s->caps) : NULL;
-	}
-	pthread_mutex_unlock(&hc->slock);
-	*client = ct ? json_loads(ct, JSON_DECODE_ANY, NULL) : NULL;
-	*caps = pt ? json_loads(pt, JSON_DECODE_ANY, NULL) : NULL;
-	free(ct);
-	free(pt);
+	s->used = __atomic_add_fetch(&hc->sclock, 1, __ATOMIC_RELAXED);
+	return s;
 }
 
 /* "c-" and 16 hex digits of HMAC-SHA256(key, upstream NUL id): the same
  * session gives the same key for this process's life, and the key tells
  * nothing of the id. */
-static void session_key(const struct hook_capture *hc, size_t up, const char *id, char out[20])
+static void session_key(const struct hook_capture *hc, size_t up, const char *id,
+                        char out[SESS_KEY_LEN])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
@@ -384,12 +386,84 @@ static void session_key(const struct hook_capture *hc, size_t up, const char *id
 	if (b.oom || !HMAC(EVP_sha256(), hc->key, sizeof(hc->key), (const unsigned char *)b.p,
 	                   b.len, md, &mdlen) || mdlen < 8) {
 		free(b.p);
-		snprintf(out, 20, "c-unknown");
+		snprintf(out, SESS_KEY_LEN, "c-unknown");
 		return;
 	}
 	free(b.p);
-	snprintf(out, 20, "c-%02x%02x%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2], md[3], md[4],
-	         md[5], md[6], md[7]);
+	snprintf(out, SESS_KEY_LEN, "c-%02x%02x%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2],
+	         md[3], md[4], md[5], md[6], md[7]);
+}
+
+static const struct redact *rd_of(const struct hook_capture *hc, size_t up)
+{
+	return hc->ups[up].unredacted ? hc->plain : hc->rd;
+}
+
+/* The session's initialize, its members written once as its lines will
+ * show them (redacted as the upstream's lines are). */
+static void sess_store(struct hook_capture *hc, size_t up, const char *id, const json_t *client,
+                       const json_t *caps, const char *version)
+{
+	if (!id || strlen(id) >= SESS_ID_MAX)
+		return;
+	uint64_t h = sess_hash(up, id);
+	struct sbuf ct = {0}, pt = {0};
+	char key[SESS_KEY_LEN];
+	capture_line_client(&ct, client, rd_of(hc, up));
+	capture_line_value(&pt, json_is_object(caps) ? caps : NULL, rd_of(hc, up));
+	session_key(hc, up, id, key);
+	pthread_rwlock_wrlock(&hc->slock);
+	struct sess *s = sess_slot(hc, up, id, h);
+	free(s->client);
+	free(s->caps);
+	s->client = ct.oom ? NULL : ct.p;
+	s->caps = pt.oom ? NULL : pt.p;
+	memcpy(s->key, key, sizeof(key));
+	snprintf(s->version, sizeof(s->version), "%s", version ? version : "");
+	pthread_rwlock_unlock(&hc->slock);
+	if (ct.oom)
+		free(ct.p);
+	if (pt.oom)
+		free(pt.p);
+}
+
+/* What one line takes of its session. */
+struct sess_view {
+	char key[SESS_KEY_LEN];
+	char version[VERSION_MAX];   /* "" when unknown */
+	char *client, *caps;         /* owned copies, or NULL */
+};
+
+/* (up, id)'s key, version and initialize members. A session the cache
+ * does not know (it began before this process, or was pushed out) gets
+ * a slot with its key only, so the key is made once per session. */
+static void sess_get(struct hook_capture *hc, size_t up, const char *id, struct sess_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (strlen(id) >= SESS_ID_MAX) {
+		session_key(hc, up, id, v->key);
+		return;
+	}
+	uint64_t h = sess_hash(up, id);
+	pthread_rwlock_rdlock(&hc->slock);
+	struct sess *s = sess_find(hc, up, id, h);
+	if (s) {
+		__atomic_store_n(&s->used, __atomic_add_fetch(&hc->sclock, 1, __ATOMIC_RELAXED),
+		                 __ATOMIC_RELAXED);
+		memcpy(v->key, s->key, sizeof(v->key));
+		memcpy(v->version, s->version, sizeof(v->version));
+		v->client = s->client ? strdup(s->client) : NULL;
+		v->caps = s->caps ? strdup(s->caps) : NULL;
+	}
+	pthread_rwlock_unlock(&hc->slock);
+	if (s)
+		return;
+	session_key(hc, up, id, v->key);
+	pthread_rwlock_wrlock(&hc->slock);
+	s = sess_slot(hc, up, id, h);
+	if (!s->key[0])
+		memcpy(s->key, v->key, sizeof(v->key));
+	pthread_rwlock_unlock(&hc->slock);
 }
 
 /* ---- the observer ------------------------------------------------------------- */
@@ -442,22 +516,21 @@ static void emit(struct hook_capture *hc, size_t up, const struct inspect_where 
 {
 	uint64_t now = clock_mono_us();
 	uint64_t lat = now > w->start_us ? now - w->start_us : 0;
-	json_t *client = NULL, *caps = NULL;
-	char version[VERSION_MAX] = "";
-	char key[20];
+	struct sess_view sv;
+	memset(&sv, 0, sizeof(sv));
 	const char *sid = is_2026(w) ? NULL : session_of(w);
-	if (sid) {
-		session_key(hc, up, sid, key);
-		sess_lookup(hc, up, sid, &client, &caps, version);
-	}
+	if (sid)
+		sess_get(hc, up, sid, &sv);
 	struct capture_line c = {
 		.time_us = clock_real_us() - lat,
 		.upstream = hc->ups[up].name,
-		.session = sid ? key : NULL,
-		.era = version[0] ? version : w->protocol,
+		.session = sid ? sv.key : NULL,
+		.era = sv.version[0] ? sv.version : w->protocol,
 		.transport = w->client_transport,
-		.client_info = client ? client : r->meta_client,
-		.capabilities = caps ? caps : r->meta_caps,
+		.client_info = r->meta_client,
+		.capabilities = r->meta_caps,
+		.client_text = sv.client,
+		.capabilities_text = sv.caps,
 		.method = "tools/call",
 		.id = r->id,
 		.params = r->params,
@@ -465,12 +538,13 @@ static void emit(struct hook_capture *hc, size_t up, const struct inspect_where 
 		.result = msg ? json_object_get(msg, "result") : NULL,
 		.error = msg ? json_object_get(msg, "error") : own_error,
 		.by_proxy = by_proxy,
+		.redacted = !hc->ups[up].unredacted,
 		.latency_us = lat,
 	};
 	struct sbuf body = {0};
-	capture_line_body(&c, hc->ups[up].unredacted ? NULL : hc->rd, &body);
-	json_decref(client);
-	json_decref(caps);
+	capture_line_body(&c, rd_of(hc, up), &body);
+	free(sv.client);
+	free(sv.caps);
 	enqueue(hc, up, &body);
 }
 
@@ -599,8 +673,11 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 			const char *o = (size_t)x->end < sizeof(end_outcome) / sizeof(end_outcome[0])
 			                        ? end_outcome[x->end]
 			                        : "upstream_error";
-			json_t *err = json_pack("{s:i,s:s}", "code", JRPC_UPSTREAM_ERROR, "message",
-			                        x->error ? x->error : "no answer to this request");
+			/* A client that left got no answer: the line has none. */
+			json_t *err = x->end == INSPECT_END_CANCELLED
+				              ? NULL
+				              : json_pack("{s:i,s:s}", "code", JRPC_UPSTREAM_ERROR, "message",
+				                          x->error ? x->error : "no answer to this request");
 			emit(hc, up, w, r, NULL, o, 1, err);
 			json_decref(err);
 		}
@@ -738,11 +815,14 @@ struct hook_capture *hook_capture_new(struct inspect *in, const struct px_config
 	hc->rd = rd;
 	hc->own_rd = own_rd;
 	hc->qtail = &hc->qhead;
-	pthread_mutex_init(&hc->slock, NULL);
+	pthread_rwlock_init(&hc->slock, NULL);
 	pthread_mutex_init(&hc->qlock, NULL);
 	pthread_cond_init(&hc->cond, NULL);
 	hc->sess = calloc(CAPTURE_SESSIONS, sizeof(*hc->sess));
-	if (!hc->sess || !rd || RAND_bytes(hc->key, sizeof(hc->key)) != 1) {
+	hc->plain = redact_new();
+	if (hc->plain)
+		redact_clear_keys(hc->plain);
+	if (!hc->sess || !rd || !hc->plain || RAND_bytes(hc->key, sizeof(hc->key)) != 1) {
 		errs_add(&e, "capture: out of memory or no random bytes");
 		goto fail;
 	}
@@ -789,9 +869,10 @@ void hook_capture_free(struct hook_capture *hc)
 	ups_free(hc);
 	if (hc->own_rd)
 		redact_free(hc->rd);
+	redact_free(hc->plain);
 	pthread_cond_destroy(&hc->cond);
 	pthread_mutex_destroy(&hc->qlock);
-	pthread_mutex_destroy(&hc->slock);
+	pthread_rwlock_destroy(&hc->slock);
 	free(hc);
 }
 

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "proxy/hooks/capture_line.h"
+#include "proxy/hooks/hook_record.h"
 #include "proxy/hooks/redact.h"
 #include "tests/unit/helpers.h"
 
@@ -71,7 +72,9 @@ static json_t *line(const struct capture_line *c, uint64_t seq, const struct red
                     char **text)
 {
 	struct sbuf b = {0};
-	assert_int_equal(capture_line_write(c, seq, rd, &b), 0);
+	struct capture_line copy = *c;
+	copy.redacted = rd != NULL;
+	assert_int_equal(capture_line_write(&copy, seq, rd, &b), 0);
 	assert_null(strchr(b.p, '\n'));
 	json_error_t e;
 	json_t *j = json_loads(b.p, 0, &e);
@@ -231,6 +234,49 @@ static void test_head_and_escaping(void **state)
 	json_decref(j);
 }
 
+/* Unredacted lines go through a redactor without keys or values: the
+ * same bytes as jansson's own dump, reals, escapes and non-ASCII included. */
+static void test_plain_writer_equals_jansson(void **state)
+{
+	struct fixture *f = *state;
+	json_t *p = th_json("{'name':'t','arguments':{'password':'p','n':1.5,'e':1e300,'s':'a\\\\\\u00e9\\n\\u0001',"
+	                    "'l':[true,false,null,-3,{}]}}");
+	struct redact *plain = redact_new();
+	redact_clear_keys(plain);
+	f->c.params = p;
+	struct sbuf a = {0}, b = {0};
+	assert_int_equal(capture_line_body(&f->c, NULL, &a), 0);
+	assert_int_equal(capture_line_body(&f->c, plain, &b), 0);
+	assert_string_equal(a.p, b.p);
+	assert_non_null(strstr(a.p, "\"password\":\"p\""));
+	free(a.p);
+	free(b.p);
+	redact_free(plain);
+	json_decref(p);
+}
+
+/* The date arithmetic against gmtime's (hook_record_time), cut to ms:
+ * leap days, century years, year ends, the epoch. */
+static void test_time_matches_gmtime(void **state)
+{
+	(void)state;
+	uint64_t us = 0, x = 99;
+	for (int i = 0; i < 200000; i++) {
+		char a[40], b[40];
+		capture_line_time(us, a, sizeof(a));
+		hook_record_time(us, b, sizeof(b));
+		memcpy(b + 23, "Z", 2); /* microseconds cut to milliseconds */
+		assert_string_equal(a, b);
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		us += (x >> 20) % 40000000000ull; /* up to ~11 hours a step: centuries in all */
+	}
+	char c[40];
+	capture_line_time(951782400000000ull, c, sizeof(c)); /* 2000-02-29 */
+	assert_string_equal(c, "2000-02-29T00:00:00.000Z");
+	capture_line_time(4107542399999999ull, c, sizeof(c));
+	assert_string_equal(c, "2100-02-28T23:59:59.999Z");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +286,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_null_session_stateless, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_header_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_head_and_escaping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_writer_equals_jansson, setup, teardown),
+		cmocka_unit_test(test_time_matches_gmtime),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
