@@ -6,8 +6,8 @@
  * second signal exits at once: worker 0, which alone reads signals, keeps
  * its loop until every worker's has ended.
  *
- * SIGHUP reloads the configuration; SIGUSR1 reopens the call log (after
- * logrotate moved it). Under systemd (Type=notify) the service manager
+ * SIGHUP reloads the configuration; SIGUSR1 reopens the call log and the
+ * capture files (after logrotate moved them). Under systemd (Type=notify) the service manager
  * hears READY=1 once every listener is bound, RELOADING=1 and READY=1
  * around a reload, STOPPING=1 when draining starts, and WATCHDOG=1 from
  * worker 0's loop (proxy/net/notify.h).
@@ -321,8 +321,9 @@ static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 	notify_ready(s->nt);
 }
 
-/* logrotate's postrotate: the call log is the only file mcpwarden writes
- * (its own log goes to stderr, which the manager or the shell holds). */
+/* logrotate's postrotate: the call log and the capture files are the only
+ * files mcpwarden writes (its own log goes to stderr, which the manager or
+ * the shell holds). */
 static void sigusr1_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct signals *s = arg;

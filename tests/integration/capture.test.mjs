@@ -30,7 +30,9 @@ import { connectClient } from './lib/mcp.mjs';
 import { startAdminWarden, adminGet, metricValue } from './lib/admin-util.mjs';
 import { connectSdk } from './lib/translate-util.mjs';
 import { writeConfig } from './lib/conf.mjs';
-import { waitFor } from './lib/util.mjs';
+import { waitFor, withTimeout } from './lib/util.mjs';
+import { connectModern, V2026, CALL_TIMEOUT } from './lib/stateless-util.mjs';
+import { startStatelessServer } from './peers/stateless-server.mjs';
 
 const T = { timeout: 60000 };
 const KEYS = ['capture', 'seq', 'time', 'upstream', 'session', 'era', 'transport', 'client',
@@ -234,6 +236,38 @@ describe('capture: unredacted, a legacy SSE session, rotation and SIGUSR1', () =
     const ls = await waitLines(file, 1);
     assert.equal(ls[0].params.arguments.message, 'after reopen');
     assert.equal(readFileSync(moved, 'utf8'), before, 'the moved file is left alone');
+  });
+});
+
+describe('capture: the stateless 2026-07-28 era', () => {
+  let peer, w, file;
+
+  before(async () => {
+    peer = await startStatelessServer();
+    file = path.join(dir, 'modern.capture');
+    w = await startAdminWarden({ upstreams: [{ name: 'modern', url: peer.url, capture: { path: file } }] });
+  }, T);
+
+  after(async () => { await peer?.close(); });
+
+  test('no session: null key; era, client info and capabilities from the request _meta', T, async () => {
+    const m = await connectModern(w.url);
+    try {
+      await withTimeout(m.client.callTool({ name: 'echo', arguments: { message: 'modern call' } }), CALL_TIMEOUT, 'echo');
+    } finally {
+      await m.close();
+    }
+    const [l] = await waitLines(file, 1);
+    assertKeyOrder(l);
+    assert.equal(l.session, null);
+    assert.equal(l.era, V2026);
+    const meta = l.params._meta;
+    assert.equal(meta['io.modelcontextprotocol/protocolVersion'], V2026);
+    const info = meta['io.modelcontextprotocol/clientInfo'];
+    assert.deepEqual(l.client, { name: info.name, version: info.version });
+    assert.deepEqual(l.capabilities, meta['io.modelcontextprotocol/clientCapabilities']);
+    assert.equal(l.outcome, 'ok');
+    assert.match(JSON.stringify(l.result), /modern call/);
   });
 });
 
