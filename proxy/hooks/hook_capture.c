@@ -163,13 +163,19 @@ static const char *open_error(const char *why)
 	return why ? why : strerror(errno);
 }
 
+/* Opens u's path; when names the occasion in the log line ("SIGUSR1: "),
+ * "" for none. A failure is logged once until the file works again
+ * (`failing`); the next attempt comes after REOPEN_RETRY_US. */
 static void up_open(struct cap_up *u, const char *when)
 {
 	const char *why;
 	u->fd = open_capture(u->path, &u->size, &why);
 	if (u->fd < 0) {
-		log_msg(LOG_ERROR, "%scapture file %s (upstream %s): %s; lines are dropped until it "
-		                   "can be opened", when, u->path, u->name, open_error(why));
+		if (!u->failing)
+			log_msg(LOG_ERROR, "%scapture file %s (upstream %s): %s; lines are dropped "
+			                   "until it can be opened", when, u->path, u->name,
+			        open_error(why));
+		u->failing = 1;
 		u->retry_us = clock_mono_us() + REOPEN_RETRY_US;
 	} else if (*when) {
 		log_msg(LOG_INFO, "%scapture file %s reopened", when, u->path);
@@ -191,11 +197,11 @@ static void up_rotate(struct cap_up *u)
 			(void)rename(from, to); /* ENOENT: fewer files so far */
 		}
 		snprintf(to, sizeof(to), "%s.1", u->path);
-		if (rename(u->path, to) < 0)
+		if (rename(u->path, to) < 0 && !u->failing)
 			log_msg(LOG_ERROR, "capture file %s: cannot rotate it (%s)", u->path,
 			        strerror(errno));
 	}
-	up_open(u, "rotated: ");
+	up_open(u, "");
 }
 
 /* Lines written with one writev: a busy queue costs a system call per
