@@ -25,7 +25,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './lib/ports.mjs';
-import { startEverything, stopAll, runWarden } from './lib/procs.mjs';
+import { startEverything, stopAll, runWarden, reloadWarden } from './lib/procs.mjs';
 import { connectClient } from './lib/mcp.mjs';
 import { startAdminWarden, adminGet, metricValue } from './lib/admin-util.mjs';
 import { connectSdk } from './lib/translate-util.mjs';
@@ -236,6 +236,20 @@ describe('capture: unredacted, a legacy SSE session, rotation and SIGUSR1', () =
     const ls = await waitLines(file, 1);
     assert.equal(ls[0].params.arguments.message, 'after reopen');
     assert.equal(readFileSync(moved, 'utf8'), before, 'the moved file is left alone');
+  });
+});
+
+describe('capture: a reload cannot change it', () => {
+  test('SIGHUP with other capture settings keeps the running ones (restart needed)', T, async () => {
+    const se = await startEverything(await freePort());
+    const file = path.join(dir, 'reload.capture');
+    const w = await startAdminWarden({ upstreams: [{ name: 'r', url: se.url, capture: { path: file } }] });
+    const conf = JSON.parse(readFileSync(w.conf, 'utf8'));
+    conf.upstreams[0].capture.unredacted = true;
+    writeFileSync(w.conf, JSON.stringify(conf));
+    const r = await reloadWarden(w.proc);
+    assert.equal(r.ok, false, r.text);
+    assert.match(r.text, /capture settings changed, which needs a restart/);
   });
 });
 
