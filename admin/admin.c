@@ -679,6 +679,12 @@ int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source
 	return adm ? metrics_add_source(adm->m, name, fn, arg) : 0;
 }
 
+/* capture */
+struct redact *admin_redactor(struct admin *adm)
+{
+	return adm ? adm->rd : NULL;
+}
+
 void admin_reopen_log(struct admin *adm)
 {
 	char err[512];

@@ -118,6 +118,12 @@ int admin_add_metrics_source(struct admin *adm, const char *name, metrics_source
  * logs what it did. Worker 0's thread. adm may be NULL (nothing to do). */
 void admin_reopen_log(struct admin *adm);
 
+/* capture: the redactor of records (its rules and the credentials it
+ * masks, kept current by reloads), for the capture file to mask with the
+ * same rules. Borrowed: adm's lifetime. NULL when adm is NULL. */
+struct redact;
+struct redact *admin_redactor(struct admin *adm);
+
 /* "127.0.0.1:9090": the address the endpoint is bound to, or NULL. */
 const char *admin_address(const struct admin *adm);
 

@@ -832,12 +832,32 @@ static void render_validate(struct out *o, const struct metrics_validate *v)
 	       v->left_out);
 }
 
+/* ---- capture (proxy/hooks/hook_capture.h) ---- */
+static void render_capture(struct out *o, const struct metrics_snapshot *s)
+{
+	if (!s->capture)
+		return;
+	family(o, "mcpwarden_capture_records_total", "counter",
+	       "Lines written to the upstream's capture file.");
+	for (size_t i = 0; i < s->ncapture; i++)
+		sample_u64(o, "mcpwarden_capture_records_total", "upstream", s->capture[i].upstream,
+		           NULL, NULL, s->capture[i].records);
+	family(o, "mcpwarden_capture_dropped_total", "counter",
+	       "Capture lines dropped: the writer was behind (queue full) or the file could not "
+	       "be written.");
+	for (size_t i = 0; i < s->ncapture; i++)
+		sample_u64(o, "mcpwarden_capture_dropped_total", "upstream", s->capture[i].upstream,
+		           NULL, NULL, s->capture[i].dropped);
+}
+/* ---- end capture ---- */
+
 char *metrics_render(const struct metrics *m, const struct metrics_snapshot *snap, size_t *len)
 {
 	struct out o = {0};
 	static const struct metrics_snapshot none = {0};
 
 	render_snapshot(&o, m, snap ? snap : &none);
+	render_capture(&o, snap ? snap : &none); /* capture */
 	by_label_outcome(&o, "mcpwarden_requests_total",
 	                 "Client JSON-RPC requests and notifications recorded, by method and outcome.",
 	                 &m->methods, "method", m->calls, 0);

@@ -123,6 +123,12 @@ struct metrics_validate {
 void metrics_validate_add(struct metrics_validate *v, const char *upstream, const char *tool,
                           const char *code, uint64_t n);
 
+/* capture: one capturing upstream's lines written and dropped. */
+struct metrics_capture {
+	const char *upstream;            /* borrowed: the capture's */
+	uint64_t records, dropped;
+};
+
 struct metrics_snapshot {
 	uint64_t client_connections;     /* open now */
 	uint64_t connections_total;      /* accepted since start */
@@ -141,6 +147,9 @@ struct metrics_snapshot {
 	size_t nups;
 	const struct metrics_worker *workers;
 	size_t nworkers;
+	/* capture (proxy/hooks/hook_capture.h): per capturing upstream */
+	const struct metrics_capture *capture;
+	size_t ncapture;
 	const struct metrics_policy *policy;  /* NULL: no policy module */
 	struct metrics_validate *validate;    /* NULL: no live contract */
 	/* What sources allocated for the pointers above (owned by s). */

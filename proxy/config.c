@@ -93,6 +93,7 @@ static void upstream_conf_fini(struct px_upstream_conf *u)
 	free(u->basic_auth);
 	free(u->sse_path);
 	free(u->messages_path);
+	free(u->capture.path); /* capture */
 	json_decref(u->contract);
 	free(u->tls_ca_file);
 	free(u->tls_cert_file);
@@ -469,7 +470,9 @@ static const struct key_spec upstream_keys[] = {
 	{"name", JSON_STRING}, {"path", JSON_STRING}, {"url", JSON_STRING},
 	{"timeouts", JSON_OBJECT}, {"contract", JSON_OBJECT}, {"headers", JSON_OBJECT},
 	{"tls", JSON_OBJECT}, {"transport", JSON_STRING}, {"sse_path", JSON_STRING},
-	{"messages_path", JSON_STRING}, {"validation", JSON_OBJECT}, {NULL, 0},
+	{"messages_path", JSON_STRING}, {"validation", JSON_OBJECT},
+	{"capture", JSON_OBJECT}, /* capture (proxy/hooks/hook_capture.h) */
+	{NULL, 0},
 };
 
 static const struct key_spec upstream_validation_keys[] = {
@@ -819,6 +822,39 @@ static void load_validation(struct errs *e, const char *where, json_t *vj,
 		u->validation.formats = json_is_true(f);
 }
 
+/* ---- capture: upstreams[i].capture (proxy/hooks/hook_capture.h) ---- */
+#define CAPTURE_DEFAULT_MAX_BYTES (64ull * 1024 * 1024)
+#define CAPTURE_MIN_MAX_BYTES 1024ull
+#define CAPTURE_MAX_KEEP 1000
+
+static const struct key_spec upstream_capture_keys[] = {
+	{"path", JSON_STRING}, {"max_bytes", JSON_INTEGER}, {"keep", JSON_INTEGER},
+	{"unredacted", JSON_TRUE}, {NULL, 0},
+};
+
+/* {"path": FILE (required), "max_bytes": 64 MiB, "keep": 2,
+ * "unredacted": false}, each error located. */
+static void load_capture(struct errs *e, const char *where, json_t *cj,
+                         struct px_upstream_conf *u)
+{
+	char w2[80];
+	snprintf(w2, sizeof(w2), "%s.capture", where);
+	check_keys(e, w2, cj, upstream_capture_keys);
+	const char *path = json_string_value(json_object_get(cj, "path"));
+	u->capture.max_bytes = CAPTURE_DEFAULT_MAX_BYTES;
+	u->capture.keep = 2;
+	get_uint(e, w2, cj, "max_bytes", 1ull << 50, &u->capture.max_bytes, sizeof(size_t));
+	get_uint(e, w2, cj, "keep", CAPTURE_MAX_KEEP, &u->capture.keep, sizeof(unsigned));
+	u->capture.unredacted = json_is_true(json_object_get(cj, "unredacted"));
+	if (u->capture.max_bytes < CAPTURE_MIN_MAX_BYTES)
+		errs_add(e, "%s.max_bytes: must be at least %llu", w2, CAPTURE_MIN_MAX_BYTES);
+	if (!path || !*path)
+		errs_add(e, "%s.path: required (a file name)", w2);
+	else
+		u->capture.path = strdup(path);
+}
+/* ---- end capture ---- */
+
 static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config *cfg)
 {
 	char where[64];
@@ -841,6 +877,9 @@ static void load_upstream(struct errs *e, size_t i, json_t *uj, struct px_config
 	json_t *vj = json_object_get(uj, "validation");
 	if (json_is_object(vj))
 		load_validation(e, where, vj, u);
+	json_t *cj = json_object_get(uj, "capture"); /* capture */
+	if (json_is_object(cj))
+		load_capture(e, where, cj, u);
 	json_t *hj = json_object_get(uj, "headers");
 	if (json_is_object(hj))
 		load_headers(e, where, hj, u);
@@ -1350,6 +1389,11 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		    a->validation.results != b->validation.results ||
 		    a->validation.formats != b->validation.formats)
 			return "an upstream's validation settings";
+		/* capture: its files and writer are made at start-up. */
+		if (str_differs(a->capture.path, b->capture.path) ||
+		    a->capture.max_bytes != b->capture.max_bytes || a->capture.keep != b->capture.keep ||
+		    a->capture.unredacted != b->capture.unredacted)
+			return "an upstream's capture settings";
 	}
 	return NULL;
 }

@@ -73,6 +73,14 @@ struct px_upstream_conf {
 	/* owned: client-side paths of the legacy HTTP+SSE face ("sse_path",
 	 * "messages_path"; derived from `path` by default), NULL when off */
 	char *sse_path, *messages_path;
+	/* capture: "capture" (proxy/hooks/hook_capture.h); path NULL: off.
+	 * Defaults max_bytes 64 MiB, keep 2, unredacted false. */
+	struct {
+		char *path;          /* owned */
+		size_t max_bytes;
+		unsigned keep;
+		int unredacted;
+	} capture;
 };
 
 /* Upper bound of "workers": more loops than that only add contention. */

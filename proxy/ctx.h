@@ -27,6 +27,7 @@ struct admin;
 struct hook_policy;
 struct hook_contract;
 struct hook_validate;
+struct hook_capture;
 struct sessid;
 struct tools;
 struct peers;
@@ -70,6 +71,7 @@ struct px_proc {
 	struct hook_policy *policy;       /* owned: proxy/hooks/hook_policy.c */
 	struct hook_contract *contract;   /* owned: proxy/hooks/hook_contract.c */
 	struct hook_validate *validate;   /* owned: proxy/hooks/hook_validate.c */
+	struct hook_capture *capture;     /* owned: proxy/hooks/hook_capture.c (capture) */
 	/* SIGHUP re-reads the configuration from the same command line. */
 	int argc;
 	char **argv;                  /* borrowed: main's */

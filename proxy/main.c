@@ -6,8 +6,8 @@
  * second signal exits at once: worker 0, which alone reads signals, keeps
  * its loop until every worker's has ended.
  *
- * SIGHUP reloads the configuration; SIGUSR1 reopens the call log (after
- * logrotate moved it). Under systemd (Type=notify) the service manager
+ * SIGHUP reloads the configuration; SIGUSR1 reopens the call log and the
+ * capture files (after logrotate moved them). Under systemd (Type=notify) the service manager
  * hears READY=1 once every listener is bound, RELOADING=1 and READY=1
  * around a reload, STOPPING=1 when draining starts, and WATCHDOG=1 from
  * worker 0's loop (proxy/net/notify.h).
@@ -38,7 +38,10 @@
 #include "admin/admin.h"
 #include "proxy/net/affinity.h"
 #include "proxy/net/inbox.h"
+#include "proxy/hooks/hook_capture.h"
 #include "proxy/hooks/hook_contract.h"
+#include "proxy/hooks/redact.h"
+#include "admin/secrets.h"
 #include "proxy/hooks/hook_policy.h"
 #include "proxy/hooks/hook_validate.h"
 #include "proxy/hooks/inspect.h"
@@ -333,14 +336,16 @@ static void sighup_cb(evutil_socket_t sig, short what, void *arg)
 	notify_ready(s->nt);
 }
 
-/* logrotate's postrotate: the call log is the only file mcpwarden writes
- * (its own log goes to stderr, which the manager or the shell holds). */
+/* logrotate's postrotate: the call log and the capture files are the only
+ * files mcpwarden writes (its own log goes to stderr, which the manager or
+ * the shell holds). */
 static void sigusr1_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct signals *s = arg;
 	(void)sig;
 	(void)what;
 	admin_reopen_log(s->ctx->proc->admin);
+	hook_capture_reopen(s->ctx->proc->capture); /* capture */
 }
 
 /* ---- what a start loads (and --check-config runs) ------------------------------ */
@@ -402,6 +407,7 @@ static loader_fn *const loaders[] = {
 	hook_policy_check,       /* the policy and its baselines */
 	admin_check,
 	load_upstreams,
+	hook_capture_check,      /* capture: each file can be appended to */
 };
 
 /* Runs every loader, whatever the earlier ones said (all errors at once),
@@ -492,6 +498,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	hook_contract_free(ctx->proc->contract);
 	hook_policy_free(ctx->proc->policy);
 	hook_validate_free(ctx->proc->validate);
+	hook_capture_free(ctx->proc->capture); /* capture: writes what is queued */
 	admin_free(ctx->proc->admin);
 	inspect_free(ctx->insp);
 	tools_free(ctx->proc->tools);
@@ -506,6 +513,47 @@ static void ctx_teardown(struct px_ctx *ctx)
 		config_free(ctx->proc->retired[i]);
 	free(ctx->proc->retired);
 	free(ctx->proc->workers);
+}
+
+/* ---- capture (proxy/hooks/hook_capture.h) ----------------------------------- */
+
+/* /metrics: lines written and dropped per capturing upstream. */
+static void source_capture(void *arg, struct metrics_snapshot *s)
+{
+	struct px_ctx *ctx = arg;
+	struct hook_capture *hc = ctx->proc->capture;
+	size_t n = ctx->cfg->nups, k = 0;
+	struct metrics_capture *mc = hc ? metrics_snapshot_alloc(s, n, sizeof(*mc)) : NULL;
+	int on;
+	const char *name;
+	for (size_t i = 0; mc && (name = hook_capture_stats(hc, i, &on, &mc[k].records,
+	                                                       &mc[k].dropped)); i++) {
+		mc[k].upstream = name;
+		k += on != 0;
+	}
+	s->capture = mc;
+	s->ncapture = k;
+}
+
+/* After the recorder (admin_setup): the capture observes last and masks
+ * with the recorder's redactor; without an admin section, with one of its
+ * own (default keys, the configured credentials). */
+static int capture_setup(struct px_ctx *ctx, char *err, size_t errlen)
+{
+	if (!hook_capture_wanted(ctx->cfg))
+		return 0;
+	struct redact *rd = admin_redactor(ctx->proc->admin);
+	int own = rd == NULL;
+	if (own && (rd = redact_new()) != NULL)
+		secrets_add_config(rd, ctx->cfg);
+	ctx->proc->capture = hook_capture_new(ctx->insp, ctx->cfg, rd, own, err, errlen);
+	if (!ctx->proc->capture)
+		return -1;
+	if (admin_add_metrics_source(ctx->proc->admin, "capture", source_capture, ctx) < 0) {
+		snprintf(err, errlen, "too many metrics sources");
+		return -1;
+	}
+	return 0;
 }
 
 /* A worker's own parts: loop, inbox, upstream pools, translated sessions,
@@ -640,6 +688,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	}
 	if (admin_setup(ctx, err, sizeof(err)) < 0) {
 		log_msg(LOG_ERROR, "admin: %s", err);
+		return -1;
+	}
+	if (capture_setup(ctx, err, sizeof(err)) < 0) { /* capture */
+		log_msg(LOG_ERROR, "capture:\n%s", err);
 		return -1;
 	}
 	if (stats_register(ctx) < 0) {

@@ -18,7 +18,7 @@
 # ratios to nginx and to direct, and every non-2xx reply or socket error.
 #
 #   DURATION=10 ROUNDS=3 CONNS=50 WARMUP=2 SG_SESSIONS=10 \
-#   TARGETS="direct floor nginx mw-full mw-noval mw-off supergateway" SCENARIOS="json sse list"
+#   TARGETS="direct floor nginx mw-full mw-capture mw-noval mw-off supergateway" SCENARIOS="json sse list"
 #   TARGETS="mw-old mw-full" MW_OLD_BIN=/path/to/old/mcpwarden: two builds side by side
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -28,7 +28,7 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
 WARMUP=${WARMUP:-2}
 SG_SESSIONS=${SG_SESSIONS:-10}
-TARGETS=${TARGETS:-direct floor nginx mw-full mw-noval mw-off supergateway}
+TARGETS=${TARGETS:-direct floor nginx mw-full mw-capture mw-noval mw-off supergateway}
 SCENARIOS=${SCENARIOS:-json sse list}
 
 bench_init table
@@ -62,6 +62,15 @@ start_target() { # T
 		mw_config "$WORK/mw-full.json" "$p" "$UP" full "$(bench_free_port)"
 		start_mcpwarden mw-full "$WORK/mw-full.json" "$p"
 		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="mcpwarden, full inspection" ;;
+	mw-capture)
+		# capture: full inspection plus the capture file (docs/capture.md),
+		# redacted, rotated at 16 MiB with one old file kept (disk bounded).
+		mw_config "$WORK/mw-capture.json" "$p" "$UP" full "$(bench_free_port)"
+		sed -i "s|\"transport\": \"streamable_http\"|\"capture\": {\"path\": \"$WORK/capture.jsonl\", \"max_bytes\": 16777216, \"keep\": 1}, \"transport\": \"streamable_http\"|" "$WORK/mw-capture.json"
+		"$MCPWARDEN" --check-config -c "$WORK/mw-capture.json" >"$WORK/check-config.log" 2>&1 ||
+			bench_die "mw-capture: this build has no capture ($(tail -1 "$WORK/check-config.log"))"
+		start_mcpwarden mw-capture "$WORK/mw-capture.json" "$p"
+		PORT[$t]=$p ROOT[$t]=$BG_PID NAME[$t]="mcpwarden, full inspection + capture file" ;;
 	mw-old)
 		# The same full inspection through another build (MW_OLD_BIN), so a
 		# change's cost shows in one run beside the current binary.
