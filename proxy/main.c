@@ -648,7 +648,7 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	ctx->proc->workers[0] = ctx;
 	ctx->proc->nworkers = 1;
 	if (preflight(cfg, err, sizeof(err)) > 0) {
-		log_msg(LOG_ERROR, "configuration errors:\n%s", err);
+		log_block(LOG_ERROR, "configuration errors:", err);
 		return -1;
 	}
 	if (cfg->tls_cert_file) {
@@ -670,14 +670,14 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	 * the live contract next, judging what policy let through; observers
 	 * (recorder) see everything last. */
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
-		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
+		log_block(LOG_ERROR, "contract configuration:", err);
 		return -1;
 	}
 	ctx->proc->tools = tools_setup(ctx, 0);
 	if (!ctx->proc->tools)
 		return -1;
 	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
-		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
+		log_block(LOG_ERROR, "policy configuration:", err);
 		return -1;
 	}
 	/* The live contract after policy (a denied call is not validated),
@@ -691,7 +691,7 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		return -1;
 	}
 	if (capture_setup(ctx, err, sizeof(err)) < 0) { /* capture */
-		log_msg(LOG_ERROR, "capture:\n%s", err);
+		log_block(LOG_ERROR, "capture:", err);
 		return -1;
 	}
 	if (stats_register(ctx) < 0) {
