@@ -25,6 +25,8 @@ MAIN_SRC  := proxy/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(wildcard proxy/*.c proxy/*/*.c policy/*.c checks/*.c admin/*.c))
 # The admin page is embedded with the assembler's .incbin (admin/page_asset.S).
 ASM_SRC   := $(wildcard admin/*.S)
+# replay: the read-only policy preset, embedded the same way (proxy/cli/replay_preset.S).
+ASM_SRC   += proxy/cli/replay_preset.S
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
 LLHTTP_OBJ := $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o $(BUILD)/llhttp/llhttp.o
 LIB       := $(BUILD)/libmcpwarden.a
@@ -62,6 +64,7 @@ $(BUILD)/%.o: %.S
 	$(CC) -c -o $@ $<
 
 $(BUILD)/admin/page_asset.o: admin/page.html
+$(BUILD)/proxy/cli/replay_preset.o: conf/policy-read-only.json  # replay
 
 # llhttp's C sources come from Debian's node-llhttp package, never from this
 # repository. They are generated code: build them without our warning set.

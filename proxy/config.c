@@ -38,6 +38,7 @@ const char *config_usage(void)
 	       "       mcpwarden --check-config -c FILE\n"
 	       "       mcpwarden check URL [--json] [--baseline FILE] ...   (mcpwarden check --help)\n"
 	       "       mcpwarden diff OLD NEW [--json]\n"
+	       "       mcpwarden replay FILE --against URL ...   (mcpwarden replay --help)\n" /* replay */
 	       "\n"
 	       "A reverse proxy for MCP servers: Streamable HTTP and legacy HTTP+SSE on both\n"
 	       "sides, contract checks, tool policy, call recording (admin endpoint).\n"

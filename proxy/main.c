@@ -32,6 +32,7 @@
 #include "proxy/base/errs.h"
 #include "proxy/cli/check.h"
 #include "proxy/cli/diff.h"
+#include "proxy/cli/replay.h" /* replay (issue 21) */
 #include "proxy/ctx.h"
 #include "admin/admin.h"
 #include "proxy/net/affinity.h"
@@ -711,6 +712,9 @@ int main(int argc, char **argv)
 		return check_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "diff") == 0)
 		return diff_main(argc - 1, argv + 1);
+	/* replay (issue 21): a capture or dataset against a new build. */
+	if (argc > 1 && strcmp(argv[1], "replay") == 0)
+		return replay_main(argc - 1, argv + 1);
 
 	struct px_config *cfg = config_from_argv(argc, argv, &action, err, sizeof(err));
 	if (action == CONFIG_HELP) {
