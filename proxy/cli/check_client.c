@@ -444,10 +444,10 @@ static struct hreq *hreq_start(struct chk *c, const char *method, const char *ta
 		if (c->modern)
 			evbuffer_add_printf(req, "MCP-Protocol-Version: %s\r\nMcp-Method: %s\r\n", c->era,
 			                    mcp_method);
-		if (c->modern && c->mcp_name)
-			add_mcp_name(req, c->mcp_name);
 		else if (c->era)
 			evbuffer_add_printf(req, "MCP-Protocol-Version: %s\r\n", c->era);
+		if (c->modern && c->mcp_name)
+			add_mcp_name(req, c->mcp_name);
 	}
 	if (json) {
 		evbuffer_add_printf(req, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",

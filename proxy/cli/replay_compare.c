@@ -494,8 +494,8 @@ static int is_error_result(const json_t *res)
 	return json_is_true(json_object_get(res, "isError"));
 }
 
-static int compare_structured(const struct replay_rules *r, const json_t *ores, const json_t *nres,
-                              json_t *findings)
+/* ores and nres are normalised (ignored pointers gone, strings rewritten). */
+static int compare_structured(const json_t *ores, const json_t *nres, json_t *findings)
 {
 	const json_t *os = json_object_get(ores, "structuredContent");
 	const json_t *ns = json_object_get(nres, "structuredContent");
@@ -509,17 +509,9 @@ static int compare_structured(const struct replay_rules *r, const json_t *ores, 
 	if (!os)
 		return 0;
 	int errs = shape(os, ns, "/structuredContent", findings, 0);
-	if (errs)
-		return errs;
-	json_t *on = replay_normalize(r, ores), *nn = replay_normalize(r, nres);
-	const json_t *a = json_object_get(on, "structuredContent");
-	const json_t *b = json_object_get(nn, "structuredContent");
-	/* Removed by an ignore pointer on either side: nothing to compare. */
-	if (a && b && !json_equal(a, b))
+	if (!errs && !json_equal(os, ns))
 		errs += add(findings, "replay-structured-changed", 1, "/structuredContent",
 		            "structuredContent differs after normalisation");
-	json_decref(on);
-	json_decref(nn);
 	return errs;
 }
 
@@ -558,8 +550,7 @@ static void content_types(const json_t *res, char *out, size_t cap)
 		out[cap - 1] = '\0';
 }
 
-static int compare_content(const struct replay_rules *r, const json_t *ores, const json_t *nres,
-                           json_t *findings)
+static int compare_content(const json_t *ores, const json_t *nres, json_t *findings)
 {
 	char ot[512], nt[512];
 	content_types(ores, ot, sizeof(ot));
@@ -567,8 +558,7 @@ static int compare_content(const struct replay_rules *r, const json_t *ores, con
 	if (strcmp(ot, nt) != 0)
 		return add(findings, "replay-content-types", 1, "/content",
 		           "content items were [%s], now [%s]", ot, nt);
-	json_t *on = replay_normalize(r, ores), *nn = replay_normalize(r, nres);
-	const json_t *oc = json_object_get(on, "content"), *nc = json_object_get(nn, "content");
+	const json_t *oc = json_object_get(ores, "content"), *nc = json_object_get(nres, "content");
 	int errs = 0;
 	for (size_t i = 0; i < json_array_size(oc) && i < json_array_size(nc); i++) {
 		const json_t *a = json_array_get(oc, i), *b = json_array_get(nc, i);
@@ -583,8 +573,6 @@ static int compare_content(const struct replay_rules *r, const json_t *ores, con
 			errs += add(findings, "replay-text-changed", 1, ptr,
 			            "content item %zu differs after normalisation", i);
 	}
-	json_decref(on);
-	json_decref(nn);
 	return errs;
 }
 
@@ -612,13 +600,20 @@ int replay_compare(const struct replay_rules *r, const json_t *old_resp, const j
 		           ne ? (m ? m : "a JSON-RPC error instead of a result")
 		              : "a result where the capture has a JSON-RPC error");
 	}
-	if (is_error_result(ores) != is_error_result(nres))
+	json_t *on = replay_normalize(r, ores), *nn = replay_normalize(r, nres);
+	if (!on || !nn) {
+		json_decref(on);
+		json_decref(nn);
+		return add(findings, "replay-no-response", 1, NULL, "out of memory");
+	}
+	if (is_error_result(on) != is_error_result(nn))
 		errs += add(findings, "replay-iserror-flip", 1, "/isError", "isError was %s, now %s",
-		            is_error_result(ores) ? "true" : "false",
-		            is_error_result(nres) ? "true" : "false");
-	errs += compare_structured(r, ores, nres, findings);
-	errs += output_schema(cx, nres, findings);
-	errs += compare_content(r, ores, nres, findings);
+		            is_error_result(on) ? "true" : "false", is_error_result(nn) ? "true" : "false");
+	errs += compare_structured(on, nn, findings);
+	errs += output_schema(cx, nres, findings); /* the answer as sent */
+	errs += compare_content(on, nn, findings);
+	json_decref(on);
+	json_decref(nn);
 	if (cx && cx->max_slowdown > 0 && cx->old_ms > 0 && cx->new_ms > cx->old_ms * cx->max_slowdown)
 		errs += add(findings, "replay-slower", 1, NULL, "%.1f ms, was %.1f ms (x%.2f > x%.2f)",
 		            cx->new_ms, cx->old_ms, cx->new_ms / cx->old_ms, cx->max_slowdown);
