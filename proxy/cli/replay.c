@@ -445,7 +445,7 @@ static int group(struct rp *r)
 
 /* ---- the new build's tools and the policy ------------------------------------------ */
 
-static void target_init(const struct rp *r, struct check_client_target *t, const char *url)
+static void target_init(struct rp *r, struct check_client_target *t, const char *url)
 {
 	memset(t, 0, sizeof(*t));
 	t->url = url;
@@ -453,7 +453,7 @@ static void target_init(const struct rp *r, struct check_client_target *t, const
 	t->headers = r->headers;
 	t->nheaders = r->nheaders;
 	t->timeout_s = r->timeout_s;
-	t->sec = (struct cli_secrets *)(uintptr_t)&r->sec; /* the client adds the URL's password */
+	t->sec = &r->sec; /* the client adds the URL's password */
 	t->cmd = "replay";
 }
 
@@ -618,40 +618,43 @@ static struct jschema *output_schema(const struct rp *r, const char *tool)
 	return os ? jschema_compile(os, jschema_dialect_for_era(r->era), 0, &why) : NULL;
 }
 
+/* The reference answer: the baseline's (A/B) or the captured one. Owned,
+ * or NULL when the baseline gave none (*ms set either way). */
+static json_t *reference(const struct rp *r, const struct rp_call *c, double *ms)
+{
+	if (r->baseline) {
+		*ms = reply_ms(c->base);
+		return json_incref(json_object_get(c->base, "response"));
+	}
+	const json_t *cms = json_object_get(c->doc, "ms");
+	const char *k = json_object_get(c->doc, "result") ? "result" : "error";
+	*ms = json_is_number(cms) ? json_number_value(cms) : -1;
+	return json_pack("{s:O}", k, json_object_get(c->doc, k));
+}
+
+/* The findings of one sent call (owned array). */
 static json_t *judge(struct rp *r, struct rp_call *c)
 {
 	json_t *findings = json_array();
 	const json_t *live = json_object_get(c->live, "response");
-	struct replay_call_ctx cx = {.max_slowdown = r->max_slowdown,
-	                             .new_ms = reply_ms(c->live)};
-	int errs = 0;
 	if (c->expect) {
-		errs = replay_expect_check(r->rules, c->expect, live, c->live_err, findings);
-	} else if (r->baseline) {
-		const json_t *old = json_object_get(c->base, "response");
-		cx.old_ms = reply_ms(c->base);
-		cx.output_schema = output_schema(r, c->tool);
-		if (!old)
-			errs = 1, json_array_append_new(
-			                  findings, json_pack("{s:s,s:s,s:s}", "code",
-			                                      "replay-baseline-no-response", "severity",
-			                                      "error", "message",
-			                                      c->base_err ? c->base_err : "no response"));
-		else
-			errs = replay_compare(r->rules, old, live, c->live_err, &cx, findings);
-		jschema_free((struct jschema *)(uintptr_t)cx.output_schema);
-	} else {
-		json_t *old = json_object();
-		const char *k = json_object_get(c->doc, "result") ? "result" : "error";
-		json_object_set(old, k, json_object_get(c->doc, k));
-		const json_t *ms = json_object_get(c->doc, "ms");
-		cx.old_ms = json_is_number(ms) ? json_number_value(ms) : -1;
-		cx.output_schema = output_schema(r, c->tool);
-		errs = replay_compare(r->rules, old, live, c->live_err, &cx, findings);
-		jschema_free((struct jschema *)(uintptr_t)cx.output_schema);
-		json_decref(old);
+		replay_expect_check(r->rules, c->expect, live, c->live_err, findings);
+		return findings;
 	}
-	(void)errs;
+	struct jschema *os = output_schema(r, c->tool);
+	struct replay_call_ctx cx = {.max_slowdown = r->max_slowdown,
+	                             .new_ms = reply_ms(c->live),
+	                             .output_schema = os};
+	json_t *old = reference(r, c, &cx.old_ms);
+	if (old)
+		replay_compare(r->rules, old, live, c->live_err, &cx, findings);
+	else
+		json_array_append_new(findings,
+		                      json_pack("{s:s,s:s,s:s}", "code", "replay-baseline-no-response",
+		                                "severity", "error", "message",
+		                                c->base_err ? c->base_err : "no response"));
+	json_decref(old);
+	jschema_free(os);
 	return findings;
 }
 
