@@ -128,6 +128,7 @@ struct chk {
 	json_t *replies;               /* owned: one per call done (header) */
 	uint64_t sent_us;              /* when the call in flight was sent */
 	const char *mcp_name;          /* borrowed during send_rpc: Mcp-Name */
+	const json_t *call_headers;    /* borrowed during send_rpc: the call's "headers" */
 	const char *waiting_for;       /* static: what the timer guards */
 	int timed_out;
 	int exit_code;
@@ -382,9 +383,16 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	advance(arg);
 }
 
-/* Mcp-Name (STATELESS-2026.md 2.2): as is when header-safe (VCHAR, inner
- * spaces) and not shaped like the sentinel, else =?base64?...?=. */
-static void add_mcp_name(struct evbuffer *req, const char *v)
+/* jansson's object iterator takes json_t * but never modifies the object. */
+static json_t *mut(const json_t *j)
+{
+	return (json_t *)(uintptr_t)j;
+}
+
+/* Mcp-Name and Mcp-Param-* (STATELESS-2026.md 2.2): as is when
+ * header-safe (VCHAR, inner spaces) and not shaped like the sentinel, else
+ * =?base64?...?=. */
+static void add_mcp_value(struct evbuffer *req, const char *name, const char *v)
 {
 	size_t n = strlen(v);
 	int safe = n > 0 && v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t' &&
@@ -392,14 +400,14 @@ static void add_mcp_name(struct evbuffer *req, const char *v)
 	for (size_t i = 0; safe && i < n; i++)
 		safe = (v[i] >= 0x21 && v[i] <= 0x7e) || v[i] == ' ' || v[i] == '\t';
 	if (safe) {
-		evbuffer_add_printf(req, "Mcp-Name: %s\r\n", v);
+		evbuffer_add_printf(req, "%s: %s\r\n", name, v);
 		return;
 	}
 	char *enc = malloc(b64_encoded_len(n) + 1);
 	if (!enc)
 		return; /* the server answers -32020: recorded like any reply */
 	enc[b64_encode(v, n, enc)] = '\0';
-	evbuffer_add_printf(req, "Mcp-Name: =?base64?%s?=\r\n", enc);
+	evbuffer_add_printf(req, "%s: =?base64?%s?=\r\n", name, enc);
 	free(enc);
 }
 
@@ -447,7 +455,12 @@ static struct hreq *hreq_start(struct chk *c, const char *method, const char *ta
 		else if (c->era)
 			evbuffer_add_printf(req, "MCP-Protocol-Version: %s\r\n", c->era);
 		if (c->modern && c->mcp_name)
-			add_mcp_name(req, c->mcp_name);
+			add_mcp_value(req, "Mcp-Name", c->mcp_name);
+		const char *hk;
+		const json_t *hv;
+		json_object_foreach(mut(c->call_headers), hk, hv)
+			if (json_is_string(hv))
+				add_mcp_value(req, hk, json_string_value(hv));
 	}
 	if (json) {
 		evbuffer_add_printf(req, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
@@ -1092,7 +1105,9 @@ static void start_call(struct chk *c)
 		json_decref(env);
 	}
 	c->st = ST_CALL;
+	c->call_headers = c->modern ? json_object_get(call, "headers") : NULL;
 	send_rpc(c, method ? method : "tools/call", params, 0);
+	c->call_headers = NULL;
 }
 
 /* The session is initialized (or needs none): list, or go to the calls. */

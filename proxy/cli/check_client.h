@@ -37,8 +37,10 @@ struct check_client_target {
 	const json_t *client_info;   /* initialize clientInfo; NULL: mcpwarden-check */
 	const json_t *capabilities;  /* the client's capabilities; NULL: {} */
 	/* Requests issued in order once the session is up (after the listing
-	 * unless skip_list): an array of {"method": M, "params": {...}}. In the
-	 * 2026-07-28 era each params._meta gets the per-request envelope. */
+	 * unless skip_list): an array of {"method": M, "params": {...},
+	 * "headers"?: {"Mcp-Param-X": "value"...}}. In the 2026-07-28 era each
+	 * params._meta gets the per-request envelope, and the headers (encoded
+	 * like Mcp-Name when not header-safe) are sent; other eras ignore them. */
 	const json_t *calls;
 	int skip_list;               /* with calls: no tools/list */
 };

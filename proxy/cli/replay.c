@@ -531,15 +531,52 @@ static void decide(struct rp *r, struct rp_call *c)
 
 /* ---- the runs ------------------------------------------------------------------ */
 
+/* Mcp-Param-<H> for each x-mcp-header property reached from the root by
+ * "properties" alone (STATELESS-2026.md 2.2), from the call's arguments:
+ * strings as they are, integers in decimal, booleans as true/false; other
+ * values and absent arguments send nothing. */
+static void param_headers(const json_t *schema, const json_t *args, json_t *out, int depth)
+{
+	const json_t *props = json_object_get(schema, "properties");
+	const char *k;
+	json_t *sub;
+	if (!json_is_object(props) || !json_is_object(args) || depth > 16)
+		return;
+	json_object_foreach((json_t *)(uintptr_t)props, k, sub) {
+		const json_t *v = json_object_get(args, k);
+		const char *h = json_string_value(json_object_get(sub, "x-mcp-header"));
+		char name[128], val[32];
+		if (!v)
+			continue;
+		if (h && snprintf(name, sizeof(name), "Mcp-Param-%s", h) < (int)sizeof(name)) {
+			if (json_is_string(v))
+				json_object_set_new(out, name, json_string(json_string_value(v)));
+			else if (json_is_integer(v) || json_is_boolean(v)) {
+				if (json_is_integer(v))
+					snprintf(val, sizeof(val), "%lld", (long long)json_integer_value(v));
+				else
+					snprintf(val, sizeof(val), "%s", json_is_true(v) ? "true" : "false");
+				json_object_set_new(out, name, json_string(val));
+			}
+		}
+		param_headers(sub, v, out, depth + 1);
+	}
+}
+
 /* The requests of session s that are sent, as check_client wants them. */
 static json_t *session_calls(const struct rp *r, const struct rp_sess *s)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < s->n; i++) {
 		const struct rp_call *c = &r->calls[s->calls[i]];
-		if (!c->skip)
-			json_array_append_new(a, json_pack("{s:s,s:O}", "method", "tools/call", "params",
-			                                   json_object_get(c->doc, "params")));
+		if (c->skip)
+			continue;
+		const json_t *params = json_object_get(c->doc, "params");
+		json_t *h = json_object();
+		param_headers(json_object_get(json_object_get(r->tools, c->tool), "inputSchema"),
+		              json_object_get(params, "arguments"), h, 0);
+		json_array_append_new(a, json_pack("{s:s,s:O,s:o}", "method", "tools/call", "params",
+		                                   params, "headers", h));
 	}
 	return a;
 }

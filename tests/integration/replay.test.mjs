@@ -349,4 +349,19 @@ describe('replay in the 2026-07-28 era', () => {
     // No initialize in this era.
     assert.equal(srv.received.filter((x) => x.body?.method === 'initialize').length, 0);
   });
+
+  test('x-mcp-header arguments go out as Mcp-Param-* headers (from the new listing)', T, async () => {
+    const c = {
+      ...line(1, 'weather', { region: 'eu west ü', days: 3, metric: false, zip: '10115' }, {}),
+      session: null, era: '2026-07-28', expect: { pattern: '^forecast for eu west ü: 3 day\\(s\\), imperial$' },
+    };
+    srv.received.length = 0;
+    const r = await replay([jsonl([c]), '--against', srv.url, '--policy', ALLOW_ALL(), '--json']);
+    assert.equal(r.code, 0, show(r));
+    const call = srv.received.find((x) => x.body?.method === 'tools/call');
+    assert.equal(call.headers['mcp-param-region'], `=?base64?${Buffer.from('eu west ü').toString('base64')}?=`);
+    assert.equal(call.headers['mcp-param-days'], '3');
+    assert.equal(call.headers['mcp-param-metric'], 'false');
+    assert.equal(call.headers['mcp-param-zip'], undefined);
+  });
 });
