@@ -12,7 +12,9 @@ import { writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './lib/ports.mjs';
-import { requireWarden, spawnTracked, startEverything, stop, stopAll, WARDEN_BIN } from './lib/procs.mjs';
+import {
+  EVERYTHING_ENTRY, REPO_ROOT, requireWarden, spawnTracked, startEverything, stop, stopAll, waitForPort, WARDEN_BIN,
+} from './lib/procs.mjs';
 import { withTimeout } from './lib/util.mjs';
 import { connectClient } from './lib/mcp.mjs';
 import { startDriftServer, answer } from './peers/drift-server.mjs';
@@ -284,8 +286,16 @@ describe('replay against the drift server', () => {
 });
 
 describe('replay against server-everything', () => {
-  let se;
-  before(async () => { se = await startEverything(await freePort()); }, T);
+  let se; let legacyUrl;
+  before(async () => {
+    se = await startEverything(await freePort());
+    const port = await freePort();
+    const h = spawnTracked(`server-everything-sse:${port}`, process.execPath,
+      ['--import', path.join(REPO_ROOT, 'tests/integration/lib/everything-preload.mjs'), EVERYTHING_ENTRY, 'sse'],
+      { env: { PORT: String(port), MCPWARDEN_IT_STDIN_GUARD: '1' }, stdinPipe: true });
+    await waitForPort(h, port, 15000);
+    legacyUrl = `http://127.0.0.1:${port}/sse`;
+  }, T);
 
   test('replaying its own answers: exit 0 after normalisation', T, async () => {
     // The "capture": what server-everything answered an SDK client.
@@ -321,6 +331,10 @@ describe('replay against server-everything', () => {
     const d = await replay([jsonl([drifted]), '--against', se.url, '--json']);
     assert.equal(d.code, 1, show(d));
     assert.deepEqual(codesOf(d.json(), 'get-structured-content'), ['replay-structured-type']);
+    // The same capture against the legacy HTTP+SSE build of the server.
+    const old = await replay([jsonl(lines), '--against', legacyUrl, '--json']);
+    assert.equal(old.code, 0, show(old));
+    assert.equal(old.json().summary.passed, 5);
   });
 });
 
