@@ -505,8 +505,11 @@ static void decide(struct rp *r, struct rp_call *c)
 		c->skip = "skipped (no captured answer)";
 		return;
 	}
-	if (!c->expect && !r->baseline && json_is_string(json_object_get(err, "by")) &&
-	    strcmp(json_string_value(json_object_get(err, "by")), "proxy") == 0) {
+	/* "by" beside "error" (the recorder's place), or inside it. */
+	const char *by = json_string_value(json_object_get(c->doc, "by"));
+	if (!by)
+		by = json_string_value(json_object_get(err, "by"));
+	if (!c->expect && !r->baseline && by && strcmp(by, "proxy") == 0) {
 		c->skip = "skipped (the proxy answered, not the server)";
 		return;
 	}
@@ -681,7 +684,9 @@ static json_t *judge(struct rp *r, struct rp_call *c)
 	struct jschema *os = output_schema(r, c->tool);
 	struct replay_call_ctx cx = {.max_slowdown = r->max_slowdown,
 	                             .new_ms = reply_ms(c->live),
-	                             .output_schema = os};
+	                             .output_schema = os,
+	                             .redacted = !r->baseline &&
+	                                         json_is_true(json_object_get(c->doc, "redacted"))};
 	json_t *old = reference(r, c, &cx.old_ms);
 	if (old)
 		replay_compare(r->rules, old, live, c->live_err, &cx, findings);
@@ -716,6 +721,8 @@ static json_t *call_entry(struct rp *r, struct rp_call *c)
 	json_object_set_new(e, "verdict", json_string(verdict));
 	if (c->expect)
 		json_object_set_new(e, "case", json_true());
+	else if (!c->skip && !r->baseline && json_is_true(json_object_get(c->doc, "redacted")))
+		json_object_set_new(e, "redacted", json_true()); /* shapes only: see docs */
 	if (c->skip)
 		json_object_set_new(e, "reason", json_string(c->skip));
 	if (c->skip_detail)

@@ -61,6 +61,9 @@ struct replay_call_ctx {
 	const struct jschema *output_schema; /* the tool's current one, or NULL */
 	double old_ms, new_ms;               /* latencies; < 0: unknown */
 	double max_slowdown;                 /* ratio for replay-slower; <= 0: off */
+	/* The reference was redacted by the recorder (secrets masked, long
+	 * text cut): text and values are not compared, only shapes. */
+	int redacted;
 };
 
 /* Compares new_resp with old_resp (both borrowed; new_resp NULL: no

@@ -194,6 +194,21 @@ describe('replay against the drift server', () => {
     assert.match(bad.stderr, /--rules .*lookahead/);
   });
 
+  test('redacted lines compare shapes only; answers the proxy gave are not replayed', T, async () => {
+    const masked = line(1, 'lookup', { key: 'a' }, { result: { content: [{ type: 'text', text: 'a = ••••' }] } }, { redacted: true });
+    const byProxy = line(2, 'lookup', { key: 'a' }, { error: { code: -32001, message: 'denied by policy' } }, { by: 'proxy' });
+    a.calls.length = 0;
+    const r = await replay([jsonl([masked, byProxy]), '--against', a.url, '--json']);
+    assert.equal(r.code, 0, show(r));
+    const doc = r.json();
+    assert.deepEqual(doc.calls.map((x) => [x.verdict, x.redacted ?? false]), [['pass', true], ['skipped', false]]);
+    assert.equal(doc.calls[1].reason, 'skipped (the proxy answered, not the server)');
+    assert.equal(a.calls.length, 1);
+    // Unredacted, the same text is a change.
+    const plain = await replay([jsonl([{ ...masked, redacted: false }]), '--against', a.url, '--json']);
+    assert.equal(plain.code, 1, show(plain));
+  });
+
   test('--max-slowdown: replay-slower when the ratio is over it', T, async () => {
     const fast = jsonl([v1(1, 'lookup', { key: 'a' }, { ms: 0.0001 })]);
     const r = await replay([fast, '--against', a.url, '--max-slowdown', '2', '--json']);

@@ -265,6 +265,24 @@ static void test_content(void **state)
 	replay_rules_free(r);
 }
 
+static void test_redacted_reference(void **state)
+{
+	(void)state;
+	struct replay_rules *r = rules(NULL);
+	struct replay_call_ctx cx = {.old_ms = -1, .new_ms = -1, .redacted = 1};
+	const char *masked = "{'result': {'content': [{'type': 'text', 'text': 'token \u2022\u2022\u2022\u2022'}],"
+	                     "'structuredContent': {'token': '\u2022\u2022\u2022\u2022'}}}";
+	const char *live = "{'result': {'content': [{'type': 'text', 'text': 'token abc'}],"
+	                   "'structuredContent': {'token': 'abc'}}}";
+	assert_string_equal(codes(r, masked, live, &cx), "");
+	/* Shapes still count. */
+	assert_string_equal(codes(r, masked, "{'result': {'content': [], 'structuredContent': {}}}", &cx),
+	                    "replay-structured-keys,replay-content-types");
+	cx.redacted = 0;
+	assert_string_equal(codes(r, masked, live, &cx), "replay-structured-changed,replay-text-changed");
+	replay_rules_free(r);
+}
+
 static void test_slower(void **state)
 {
 	(void)state;
@@ -343,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_structured),
 		cmocka_unit_test(test_output_schema),
 		cmocka_unit_test(test_content),
+		cmocka_unit_test(test_redacted_reference),
 		cmocka_unit_test(test_slower),
 		cmocka_unit_test(test_expect_matchers),
 		cmocka_unit_test(test_expect_refused),
