@@ -16,6 +16,15 @@
 #define LINE_OK "{'capture': 1, 'seq': 1, 'session': 's', 'era': '2025-11-25', 'client': null," \
                 "'capabilities': {}, 'method': 'tools/call', 'params': {'name': 't'}}"
 
+/* got equals the JSON of want; got is consumed. */
+static void assert_json_is(json_t *got, const char *want)
+{
+	json_t *w = th_json(want);
+	assert_true(json_equal(got, w));
+	json_decref(w);
+	json_decref(got);
+}
+
 static void test_line_problem(void **state)
 {
 	(void)state;
@@ -84,12 +93,9 @@ static void test_param_headers(void **state)
 	                       "'loc': {'zone': 'b'}, 'list': [{'x': 'no'}]}");
 	json_t *h = json_object();
 	param_headers(schema, args, h, 0);
-	json_t *want = th_json("{'Mcp-Param-Region': 'eu', 'Mcp-Param-Days': '3', 'Mcp-Param-Zone': 'b'}");
-	assert_true(json_equal(h, want));
+	assert_json_is(h, "{'Mcp-Param-Region': 'eu', 'Mcp-Param-Days': '3', 'Mcp-Param-Zone': 'b'}");
 	json_decref(schema);
 	json_decref(args);
-	json_decref(h);
-	json_decref(want);
 }
 
 static void test_formats(void **state)
@@ -115,15 +121,11 @@ static void test_tool_summary(void **state)
 	        "{'tool': 'b', 'verdict': 'regressed', 'findings': [{'code': 'x'}, {'code': 'x'}]},"
 	        "{'tool': 'c', 'verdict': 'skipped', 'findings': []},"
 	        "{'tool': 'c', 'verdict': 'pass', 'findings': []}]");
-	json_t *t = tool_summary(calls);
-	json_t *want = th_json("["
+	assert_json_is(tool_summary(calls), "["
 	        "{'tool': 'a', 'verdict': 'skipped', 'calls': 1, 'passed': 0, 'regressed': 0, 'skipped': 1, 'codes': []},"
 	        "{'tool': 'b', 'verdict': 'regressed', 'calls': 2, 'passed': 1, 'regressed': 1, 'skipped': 0, 'codes': ['x']},"
 	        "{'tool': 'c', 'verdict': 'pass', 'calls': 2, 'passed': 1, 'regressed': 0, 'skipped': 1, 'codes': []}]");
-	assert_true(json_equal(t, want));
 	json_decref(calls);
-	json_decref(t);
-	json_decref(want);
 }
 
 static void test_preset_is_the_shipped_file(void **state)
