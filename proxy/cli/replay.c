@@ -308,7 +308,10 @@ static const char *line_problem(const json_t *d)
 		return "\"capture\" must be 1 (the format version)";
 	if (!json_is_string(json_object_get(d, "method")))
 		return "\"method\" must be a string";
-	if (!json_is_object(p) || !json_is_string(json_object_get(p, "name")))
+	if (!json_is_object(p))
+		return "\"params\" must be an object";
+	if (strcmp(json_string_value(json_object_get(d, "method")), "tools/call") == 0 &&
+	    !json_is_string(json_object_get(p, "name")))
 		return "\"params\" must be an object with a string \"name\"";
 	if (s && !json_is_string(s) && !json_is_null(s))
 		return "\"session\" must be a string or null";
@@ -344,6 +347,8 @@ static int add_line(struct rp *r, size_t line, const char *text, size_t len)
 	c->doc = d;
 	r->ncalls++;
 	c->tool = json_string_value(json_object_get(json_object_get(d, "params"), "name"));
+	if (!c->tool) /* another method (v1 captures hold tools/call only): named by it */
+		c->tool = json_string_value(json_object_get(d, "method"));
 	c->session = json_string_value(json_object_get(d, "session"));
 	const json_t *ex = json_object_get(d, "expect");
 	if (ex) {
@@ -496,11 +501,11 @@ static void decide(struct rp *r, struct rp_call *c)
 	const json_t *tool = json_object_get(r->tools, c->tool);
 	const char *method = json_string_value(json_object_get(c->doc, "method"));
 	const json_t *err = json_object_get(c->doc, "error");
-	c->missing = !tool;
 	if (strcmp(method, "tools/call") != 0) {
 		c->skip = "skipped (not a tools/call)";
 		return;
 	}
+	c->missing = !tool;
 	if (!c->expect && !json_object_get(c->doc, "result") && !err && !r->baseline) {
 		c->skip = "skipped (no captured answer)";
 		return;
