@@ -696,8 +696,12 @@ static int outcome(struct chk *c, struct hreq *h, const char *what, void (*resen
 			return 1;
 		}
 		c->reinit_used = 1;
-		note(c, "the session expired (HTTP 404 on %s): initialized again and listed from the "
-		        "first page", what);
+		if (c->st == ST_CALL)
+			note(c, "the session expired (HTTP 404 on %s, call %zu): initialized again and "
+			        "the call sent again", what, c->call_i + 1);
+		else
+			note(c, "the session expired (HTTP 404 on %s): initialized again and listed from "
+			        "the first page", what);
 		free(c->session);
 		c->session = NULL;
 		json_array_clear(c->pages);
@@ -1134,6 +1138,10 @@ static void record_call(struct chk *c, json_t *entry)
 		json_object_set_new(entry, "ms", json_real(ms));
 		json_array_append_new(c->replies, entry);
 	}
+	/* An answered call is progress: a later expiry may initialize again
+	 * (the guard is against a session that dies right after initialize). */
+	if (json_object_get(entry, "response"))
+		c->reinit_used = 0;
 	c->call_i++;
 	start_call(c);
 }

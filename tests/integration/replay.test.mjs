@@ -209,6 +209,20 @@ describe('replay against the drift server', () => {
     assert.equal(plain.code, 1, show(plain));
   });
 
+  test('a session the server forgets mid-replay is initialized again and the call re-sent', T, async () => {
+    const e = await startDriftServer({ mode: 'v1', expireAfter: 1 });
+    try {
+      const cap = jsonl([v1(1, 'lookup', { key: 'a' }), v1(2, 'lookup', { key: 'b' }), v1(3, 'render')]);
+      const r = await replay([cap, '--against', e.url, '--json']);
+      assert.equal(r.code, 0, show(r));
+      assert.deepEqual(e.calls.map((c) => c.name), ['lookup', 'lookup', 'render']);
+      assert.equal(e.inits.filter((i) => i.clientInfo?.name === 'claude-code').length, 3);
+      assert.ok(r.json().notes.some((n) => /session expired/.test(n)), r.stdout);
+    } finally {
+      await e.close();
+    }
+  });
+
   test('--max-slowdown: replay-slower when the ratio is over it', T, async () => {
     const fast = jsonl([v1(1, 'lookup', { key: 'a' }, { ms: 0.0001 })]);
     const r = await replay([fast, '--against', a.url, '--max-slowdown', '2', '--json']);

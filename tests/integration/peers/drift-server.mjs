@@ -19,7 +19,10 @@
 // Every call is recorded (calls), so a test can prove what was sent, and
 // each initialize's clientInfo and capabilities too (inits).
 //
-//   startDriftServer({mode}) -> {url, calls, inits, close()}
+// expireAfter: N forgets a session after its Nth call (its next request
+// gets 404), as a server restarted between calls would.
+//
+//   startDriftServer({mode, expireAfter}) -> {url, calls, inits, close()}
 //   Run alone: node tests/integration/peers/drift-server.mjs v1|v2 [port]
 
 import http from 'node:http';
@@ -96,18 +99,19 @@ export function answer(mode, name, args = {}) {
   }
 }
 
-function newServer(mode, calls) {
+function newServer(mode, calls, onCall) {
   const server = new Server({ name: 'drift-server', version: mode === 'v2' ? '2.0.0' : '1.0.0' },
     { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     calls.push({ name: req.params.name, arguments: req.params.arguments });
+    onCall();
     return answer(mode, req.params.name, req.params.arguments);
   });
   return server;
 }
 
-export async function startDriftServer({ mode = 'v1', port = 0 } = {}) {
+export async function startDriftServer({ mode = 'v1', port = 0, expireAfter = 0 } = {}) {
   const calls = [];
   const inits = [];
   const transports = new Map();
@@ -128,7 +132,11 @@ export async function startDriftServer({ mode = 'v1', port = 0 } = {}) {
         onsessioninitialized: (id) => { transports.set(id, t); },
       });
       t.onclose = () => { if (t.sessionId) transports.delete(t.sessionId); };
-      await newServer(mode, calls).connect(t);
+      let n = 0;
+      const session = t;
+      await newServer(mode, calls, () => {
+        if (expireAfter && ++n >= expireAfter) transports.delete(session.sessionId);
+      }).connect(t);
     }
     if (!t) {
       res.writeHead(sid ? 404 : 400, { 'content-type': 'application/json' });
