@@ -223,6 +223,17 @@ describe('replay against the drift server', () => {
     }
   });
 
+  test('--timeout: a call with no answer in time is replay-no-response; the session goes on', T, async () => {
+    const waited = line(1, 'wait', { ms: 3000 }, { result: { content: [{ type: 'text', text: 'waited' }] } });
+    const cap = jsonl([waited, v1(2, 'lookup', { key: 'a' })]);
+    const r = await replay([cap, '--against', a.url, '--timeout', '0.5', '--json']);
+    assert.equal(r.code, 1, show(r));
+    const doc = r.json();
+    assert.deepEqual(doc.calls.map((c) => [c.tool, c.verdict]), [['wait', 'regressed'], ['lookup', 'pass']]);
+    assert.deepEqual(codesOf(doc, 'wait'), ['replay-no-response']);
+    assert.match(doc.calls[0].findings[0].message, /no answer within 0\.5 s/);
+  });
+
   test('--max-slowdown: replay-slower when the ratio is over it', T, async () => {
     const fast = jsonl([v1(1, 'lookup', { key: 'a' }, { ms: 0.0001 })]);
     const r = await replay([fast, '--against', a.url, '--max-slowdown', '2', '--json']);

@@ -13,6 +13,7 @@
 //   search        a result                             a JSON-RPC error            replay-error-flip
 //   stable        text with a fresh UUID, time, id     the same (fresh again)      none: normalised
 //   delete_item   destructive (readOnlyHint false)     the same                    never sent by default
+//   wait          answers after arguments.ms           the same                    (timeouts)
 //
 // The low-level Server, not McpServer: McpServer would check
 // structuredContent against the outputSchema and refuse to send the drift.
@@ -54,6 +55,7 @@ export const TOOLS = [
   { name: 'render', description: 'Renders a chart', inputSchema: ANY, annotations: RO },
   { name: 'search', description: 'Searches documents', inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, annotations: RO },
   { name: 'stable', description: 'Answers with fresh ids and the time', inputSchema: ANY, annotations: RO },
+  { name: 'wait', description: 'Answers after ms milliseconds', inputSchema: { type: 'object', properties: { ms: { type: 'integer' } } }, annotations: RO },
   {
     name: 'delete_item',
     description: 'Deletes an item',
@@ -106,6 +108,10 @@ function newServer(mode, calls, onCall) {
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
     calls.push({ name: req.params.name, arguments: req.params.arguments });
     onCall();
+    if (req.params.name === 'wait') {
+      await new Promise((r) => { const t = setTimeout(r, Number(req.params.arguments?.ms) || 0); t.unref(); });
+      return { content: [text('waited')] };
+    }
     return answer(mode, req.params.name, req.params.arguments);
   });
   return server;
