@@ -23,6 +23,7 @@
 #include "proxy/base/log.h"
 #include "proxy/cli/check_client.h"
 #include "proxy/cli/cli_out.h"
+#include "proxy/cli/report.h"
 
 #define CHECK_MAX_HEADERS    32 /* two secrets each at most: CLI_MAX_SECRETS */
 #define CHECK_TIMEOUT_S      30.0
@@ -38,6 +39,8 @@ struct check_opts {
 	double timeout_s;
 	int json, lenient, spec_only;
 	struct cli_secrets sec;
+	struct report_outs outs; /* --format; --json adds json on stdout */
+	struct report *rep;      /* owned: what every format is written from */
 };
 
 static const char check_usage[] =
@@ -47,6 +50,7 @@ static const char check_usage[] =
 	"                           [--save-baseline FILE] [--timeout S]\n"
 	"       mcpwarden check --tools-file FILE [--protocol VERSION] [--json] [--lenient]\n"
 	"                           [--spec-only] [--baseline FILE] [--save-baseline FILE]\n"
+	"       both also [--format text|json|junit|sarif|github|markdown[=FILE]]...\n"
 	"\n"
 	"Lists the server's tools (every page) and checks their contract; with\n"
 	"--baseline also the breaking changes against a saved listing.\n"
@@ -62,6 +66,7 @@ static void opts_free(struct check_opts *o)
 		free(o->headers[i].wire);
 	}
 	cli_secrets_free(&o->sec);
+	report_free(o->rep);
 }
 
 static int is_tchar(int c)
@@ -203,7 +208,8 @@ static int parse_check_args(int argc, char **argv, struct check_opts *o)
 			dst = &o->save_baseline;
 		else if (strcmp(a, "--tools-file") == 0)
 			dst = &o->tools_file;
-		if (dst || strcmp(a, "--header") == 0 || strcmp(a, "--timeout") == 0) {
+		if (dst || strcmp(a, "--header") == 0 || strcmp(a, "--timeout") == 0 ||
+		    strcmp(a, "--format") == 0) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "mcpwarden check: %s needs a value\n", a);
 				return -1;
@@ -214,6 +220,12 @@ static int parse_check_args(int argc, char **argv, struct check_opts *o)
 			} else if (strcmp(a, "--header") == 0) {
 				if (add_header(o, v) < 0)
 					return -1;
+			} else if (strcmp(a, "--format") == 0) {
+				const char *why;
+				if (report_outs_add(&o->outs, v, &why) < 0) {
+					fprintf(stderr, "mcpwarden check: %s\n", why);
+					return -1;
+				}
 			} else {
 				char *end;
 				errno = 0;
@@ -237,6 +249,12 @@ static int parse_check_args(int argc, char **argv, struct check_opts *o)
 		}
 		o->url = a;
 	}
+	const char *why;
+	if (o->json && report_outs_add(&o->outs, "json", &why) < 0) {
+		fprintf(stderr, "mcpwarden check: --json: %s\n", why);
+		return -1;
+	}
+	o->json = report_outs_has(&o->outs, REPORT_FMT_JSON);
 	if (!!o->url == !!o->tools_file) {
 		fprintf(stderr, "mcpwarden check: give a URL or --tools-file FILE\n%s", check_usage);
 		return -1;
@@ -281,6 +299,7 @@ struct origin_info {
 	const char *transport;  /* "streamable_http", "sse", or NULL */
 	const char *protocol;   /* era, or NULL */
 	json_t *notes;          /* borrowed array of strings, or NULL */
+	const json_t *doc;      /* borrowed: file's document, or NULL */
 };
 
 static json_t *joined_tools(const json_t *pages)
@@ -293,6 +312,93 @@ static json_t *joined_tools(const json_t *pages)
 			json_array_extend(all, t);
 	}
 	return all;
+}
+
+/* ---- the CI formats (report.h) --------------------------------------------- */
+
+/* One case per examined tool (pages in order), failing when it has a
+ * problem (not with --lenient) or broke against the baseline; one failing
+ * case per tool the baseline had and the listing lacks. */
+static int add_cases(struct check_opts *o, const struct contract_report *r, const json_t *changes,
+                     const json_t *pages, const char *suite)
+{
+	size_t seen = 0, ntools = contract_report_ntools(r);
+	for (size_t p = 0; p < json_array_size(pages) && p < CONTRACT_MAX_PAGES; p++) {
+		const json_t *pg = json_array_get(pages, p);
+		const json_t *tools = json_is_array(pg) ? pg : json_object_get(pg, "tools");
+		for (size_t i = 0; i < json_array_size(tools) && seen < ntools; i++, seen++) {
+			const char *name = json_string_value(json_object_get(json_array_get(tools, i), "name"));
+			char label[32];
+			snprintf(label, sizeof label, "(tool %zu)", seen);
+			int failed = !o->lenient && contract_report_tool_failed(r, p, i);
+			for (size_t k = 0; name && !failed && k < json_array_size(changes); k++) {
+				const json_t *c = json_array_get(changes, k);
+				const char *ct = json_string_value(json_object_get(c, "tool"));
+				failed = strcmp(json_string_value(json_object_get(c, "kind")), "breaking") == 0 &&
+				         ct && strcmp(ct, name) == 0;
+			}
+			if (report_add_case(o->rep, suite, name ? name : label,
+			                    failed ? REPORT_FAIL : REPORT_PASS, -1, NULL) < 0)
+				return -1;
+		}
+	}
+	for (size_t k = 0; k < json_array_size(changes); k++) {
+		const json_t *c = json_array_get(changes, k);
+		if (strcmp(json_string_value(json_object_get(c, "code")), "tool-removed") == 0 &&
+		    report_add_case(o->rep, suite, json_string_value(json_object_get(c, "tool")),
+		                    REPORT_FAIL, -1, "removed since the baseline") < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The cases and findings of a check for the CI formats. Contract findings
+ * point into the tools file (a live listing has none to point at);
+ * baseline changes into the tools file or, for what the listing lacks and
+ * for every change of a live listing, into the baseline file (the same
+ * tool there). */
+static int add_findings(struct check_opts *o, const struct contract_report *r,
+                        const json_t *changes, const json_t *pages, const json_t *baseline,
+                        const struct origin_info *oi)
+{
+	struct cli_listing_text nt = {0}, bt = {0};
+	const char *suite = oi->url ? oi->url : oi->file;
+	int rc = add_cases(o, r, changes, pages, suite);
+	if (oi->doc)
+		cli_listing_text_load(&nt, oi->file, oi->doc);
+	if (baseline)
+		cli_listing_text_load(&bt, o->baseline, baseline);
+	for (size_t i = 0; rc == 0 && i < contract_report_nfindings(r); i++) {
+		const struct contract_finding *f = contract_report_finding(r, i);
+		struct report_finding rf = {
+			.code = f->code, .message = f->message, .tool = f->tool, .pointer = f->pointer,
+			.level = f->problem && !o->lenient ? REPORT_LEVEL_ERROR : REPORT_LEVEL_WARNING,
+		};
+		if (oi->doc)
+			cli_listing_locate(&nt, f->pointer, NULL, &rf);
+		rc = report_add_finding(o->rep, &rf);
+	}
+	for (size_t i = 0; rc == 0 && i < json_array_size(changes); i++) {
+		const json_t *c = json_array_get(changes, i);
+		struct report_finding rf = {
+			.code = json_string_value(json_object_get(c, "code")),
+			.message = json_string_value(json_object_get(c, "message")),
+			.tool = json_string_value(json_object_get(c, "tool")),
+			.pointer = json_string_value(json_object_get(c, "pointer")),
+		};
+		rf.breaking = strcmp(json_string_value(json_object_get(c, "kind")), "breaking") == 0;
+		rf.level = rf.breaking ? REPORT_LEVEL_ERROR : REPORT_LEVEL_NOTE;
+		if (cli_change_in_old(rf.code, rf.message))
+			cli_listing_locate(&bt, rf.pointer, NULL, &rf);
+		else if (oi->doc)
+			cli_listing_locate(&nt, rf.pointer, NULL, &rf);
+		else
+			cli_listing_locate(&bt, rf.pointer, rf.tool, &rf);
+		rc = report_add_finding(o->rep, &rf);
+	}
+	cli_listing_text_fini(&nt);
+	cli_listing_text_fini(&bt);
+	return rc;
 }
 
 /* Checks the pages, diffs against the baseline, prints, saves. Returns the
@@ -311,8 +417,15 @@ static int report_listing(struct check_opts *o, const json_t *pages, const struc
 		n = CONTRACT_MAX_PAGES;
 	for (size_t i = 0; i < n; i++)
 		arr[i] = json_array_get(pages, i);
-	if (o->baseline && !(baseline = cli_load_listing(o->baseline, "--baseline")))
+	if (o->baseline && !(baseline = cli_load_listing(o->baseline, "--baseline"))) {
+		/* Said on stderr only, as ever: nothing on stdout, a reason in the
+		 * CI files. */
+		report_set_error(o->rep, "cannot read --baseline");
+		report_set_text(o->rep, "");
+		report_set_json(o->rep, NULL);
+		report_outs_write(&o->outs, o->rep, "mcpwarden check");
 		goto done;
+	}
 	r = contract_check(arr, n, &copts);
 	all = joined_tools(pages);
 	if (!r || !all)
@@ -342,6 +455,12 @@ static int report_listing(struct check_opts *o, const json_t *pages, const struc
 	int passed = cpassed && nbreaking == 0 && !truncated;
 	rc = passed ? CLI_EXIT_PASS : (o->lenient && nbreaking == 0) ? CLI_EXIT_PASS : CLI_EXIT_FAIL;
 
+	size_t np = contract_report_nproblems(r);
+	char summary[160];
+	snprintf(summary, sizeof summary, "%s: %zu problem%s, %zu breaking change%s%s",
+	         passed ? "PASSED" : rc == CLI_EXIT_PASS ? "PASSED (lenient)" : "FAILED", np,
+	         np == 1 ? "" : "s", nbreaking, nbreaking == 1 ? "" : "s",
+	         truncated ? ", listing cut (not every tool was checked)" : "");
 	if (o->json) {
 		out = contract_report_json(r);
 		if (!out)
@@ -370,35 +489,44 @@ static int report_listing(struct check_opts *o, const json_t *pages, const struc
 		json_object_set_new(out, "baseline", o->baseline ? json_string(o->baseline) : json_null());
 		json_object_set_new(out, "lenient", json_boolean(o->lenient));
 		json_object_set_new(out, "exit", json_integer(rc));
-		cli_emit_json(&o->sec, stdout, out);
-	} else {
+		report_set_json(o->rep, out);
+	}
+	if (report_outs_has(&o->outs, REPORT_FMT_TEXT)) {
+		char *tbuf = NULL;
+		size_t tlen = 0;
+		FILE *tf = open_memstream(&tbuf, &tlen);
+		if (!tf)
+			goto oom;
 		if (oi->url)
-			cli_emitf(&o->sec, stdout, "mcpwarden check %s\n  transport %s, protocol %s, %zu page%s\n",
+			cli_emitf(&o->sec, tf, "mcpwarden check %s\n  transport %s, protocol %s, %zu page%s\n",
 			      oi->url, oi->transport ? oi->transport : "?",
 			      oi->protocol ? oi->protocol : "?", json_array_size(pages),
 			      json_array_size(pages) == 1 ? "" : "s");
 		else
-			cli_emitf(&o->sec, stdout, "mcpwarden check --tools-file %s\n  protocol %s\n", oi->file,
+			cli_emitf(&o->sec, tf, "mcpwarden check --tools-file %s\n  protocol %s\n", oi->file,
 			      oi->protocol ? oi->protocol : "(none: era-independent checks only)");
 		if (o->nheaders) {
-			cli_emit(&o->sec, stdout, "  headers:");
+			cli_emit(&o->sec, tf, "  headers:");
 			for (size_t i = 0; i < o->nheaders; i++)
-				cli_emitf(&o->sec, stdout, "%s %s: " CLI_MASK, i ? "," : "", o->headers[i].name);
-			cli_emit(&o->sec, stdout, "\n");
+				cli_emitf(&o->sec, tf, "%s %s: " CLI_MASK, i ? "," : "", o->headers[i].name);
+			cli_emit(&o->sec, tf, "\n");
 		}
 		for (size_t i = 0; oi->notes && i < json_array_size(oi->notes); i++)
-			cli_emitf(&o->sec, stdout, "  note: %s\n", json_string_value(json_array_get(oi->notes, i)));
+			cli_emitf(&o->sec, tf, "  note: %s\n", json_string_value(json_array_get(oi->notes, i)));
 		char *text = contract_report_text(r);
-		if (!text)
+		if (!text) {
+			fclose(tf);
+			free(tbuf);
 			goto oom;
-		cli_emit(&o->sec, stdout, text);
+		}
+		cli_emit(&o->sec, tf, text);
 		free(text);
 		if (d) {
-			cli_emitf(&o->sec, stdout, "baseline %s: %zu change%s, %zu breaking\n", o->baseline,
+			cli_emitf(&o->sec, tf, "baseline %s: %zu change%s, %zu breaking\n", o->baseline,
 			      json_array_size(changes), json_array_size(changes) == 1 ? "" : "s", nbreaking);
 			for (size_t i = 0; i < json_array_size(changes); i++) {
 				const json_t *c = json_array_get(changes, i);
-				cli_emitf(&o->sec, stdout, "  %-8s %s tool \"%s\" at %s: %s\n",
+				cli_emitf(&o->sec, tf, "  %-8s %s tool \"%s\" at %s: %s\n",
 				      json_string_value(json_object_get(c, "kind")),
 				      json_string_value(json_object_get(c, "code")),
 				      json_string_value(json_object_get(c, "tool")),
@@ -406,14 +534,21 @@ static int report_listing(struct check_opts *o, const json_t *pages, const struc
 				      json_string_value(json_object_get(c, "message")));
 			}
 			if (truncated)
-				cli_emit(&o->sec, stdout, "  (the listing is cut: removed tools are not judged)\n");
+				cli_emit(&o->sec, tf, "  (the listing is cut: removed tools are not judged)\n");
 		}
-		size_t np = contract_report_nproblems(r);
-		cli_emitf(&o->sec, stdout, "%s: %zu problem%s, %zu breaking change%s%s\n",
-		      passed ? "PASSED" : rc == CLI_EXIT_PASS ? "PASSED (lenient)" : "FAILED", np,
-		      np == 1 ? "" : "s", nbreaking, nbreaking == 1 ? "" : "s",
-		      truncated ? ", listing cut (not every tool was checked)" : "");
+		cli_emitf(&o->sec, tf, "%s\n", summary);
+		int bad = fclose(tf) != 0;
+		if (!bad)
+			bad = report_set_text(o->rep, tbuf) < 0;
+		free(tbuf);
+		if (bad)
+			goto oom;
 	}
+	if (report_outs_rich(&o->outs) && add_findings(o, r, changes, pages, baseline, oi) < 0)
+		goto oom;
+	report_set_result(o->rep, rc, summary);
+	if (report_outs_write(&o->outs, o->rep, "mcpwarden check") < 0)
+		rc = CLI_EXIT_ERROR;
 	if (o->save_baseline) {
 		if (truncated) {
 			cli_emitf(&o->sec, stderr, "mcpwarden check: baseline NOT saved to %s: the listing is "
@@ -447,10 +582,16 @@ done:
 	return rc;
 }
 
-/* Prints a failure (text on stderr; with --json also an object on stdout). */
-static void report_error(struct check_opts *o, const char *msg, const struct origin_info *oi)
+/* A failure: text on stderr (when say), with --json also an object on
+ * stdout, and the reason in every other format. */
+static void report_error(struct check_opts *o, const char *msg, const struct origin_info *oi,
+                         int say)
 {
-	cli_emitf(&o->sec, stderr, "mcpwarden check: %s\n", msg);
+	if (say)
+		cli_emitf(&o->sec, stderr, "mcpwarden check: %s\n", msg);
+	report_set_error(o->rep, msg);
+	report_set_text(o->rep, "");
+	report_set_json(o->rep, NULL);
 	if (o->json) {
 		json_t *j = json_pack("{s:s,s:b,s:i}", "error", msg, "passed", 0, "exit", CLI_EXIT_ERROR);
 		if (j && oi && oi->url)
@@ -458,9 +599,10 @@ static void report_error(struct check_opts *o, const char *msg, const struct ori
 		if (j && oi && oi->notes)
 			json_object_set(j, "notes", oi->notes);
 		if (j)
-			cli_emit_json(&o->sec, stdout, j);
+			report_set_json(o->rep, j);
 		json_decref(j);
 	}
+	report_outs_write(&o->outs, o->rep, "mcpwarden check");
 }
 
 static int check_file(struct check_opts *o)
@@ -468,10 +610,10 @@ static int check_file(struct check_opts *o)
 	struct origin_info oi = {.file = o->tools_file, .protocol = o->protocol};
 	json_t *doc = cli_load_listing(o->tools_file, "--tools-file");
 	if (!doc) {
-		if (o->json)
-			report_error(o, "cannot read --tools-file", &oi);
+		report_error(o, "cannot read --tools-file", &oi, o->json);
 		return CLI_EXIT_ERROR;
 	}
+	oi.doc = doc;
 	json_t *pages = json_array();
 	json_array_append(pages, page_of_doc(doc));
 	int rc = report_listing(o, pages, &oi);
@@ -497,12 +639,12 @@ static int check_url(struct check_opts *o)
 	int rc = CLI_EXIT_ERROR;
 
 	if (st == 1) {
-		report_error(o, "out of memory", &oi);
+		report_error(o, "out of memory", &oi, 1);
 	} else if (st == 0) {
 		oi.transport = r.transport;
 		oi.protocol = r.era;
 		if (r.error)
-			report_error(o, r.error, &oi);
+			report_error(o, r.error, &oi, 1);
 		else
 			rc = report_listing(o, r.pages, &oi);
 	}
@@ -521,6 +663,13 @@ int check_main(int argc, char **argv)
 		opts_free(&o);
 		return rc > 0 ? CLI_EXIT_PASS : CLI_EXIT_ERROR;
 	}
+	o.rep = report_new("check", REPORT_MCPWARDEN_VERSION);
+	if (!o.rep) {
+		fprintf(stderr, "mcpwarden check: out of memory\n");
+		opts_free(&o);
+		return CLI_EXIT_ERROR;
+	}
+	report_set_secrets(o.rep, &o.sec);
 	log_setup(LOG_WARN, 0);
 	signal(SIGPIPE, SIG_IGN);
 	rc = o.tools_file ? check_file(&o) : check_url(&o);

@@ -11,6 +11,8 @@
  *   mcpwarden check --tools-file FILE [--protocol VERSION] [--json]
  *                       [--lenient] [--spec-only] [--baseline FILE]
  *                       [--save-baseline FILE]
+ *   both also [--format text|json|junit|sarif|github|markdown[=FILE]]...
+ *   (report.h; --json is --format json)
  *
  * Exit codes: 0 passed; 1 the contract has problems or the baseline
  * breaking changes (--lenient: only breaking changes); 2 could not

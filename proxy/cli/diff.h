@@ -4,6 +4,7 @@
  * schema-unsupported or output-required-unknown contract finding
  * (checks/contract.h) of NEW that OLD did not have is breaking too. docs/contract.md has the JSON shape and the exit codes:
  * 0 no breaking change, 1 breaking changes, 2 bad usage or a bad file.
+ * --format FMT[=FILE] (repeatable) writes the CI formats of report.h.
  */
 #ifndef MCPWARDEN_DIFF_H
 #define MCPWARDEN_DIFF_H
