@@ -18,10 +18,11 @@
 #include "proxy/cli/check_client.h"
 #include "proxy/cli/cli_out.h"
 #include "proxy/cli/replay_compare.h"
+#include "proxy/cli/replay_report.h"
+#include "proxy/cli/report.h"
 
 #define REPLAY_TIMEOUT_S    10.0
 #define REPLAY_MAX_HEADERS  16
-#define REPLAY_MAX_OUTS     8
 #define REPLAY_MAX_LINES    100000
 #define REPLAY_MAX_LINE     (64u * 1024 * 1024)
 
@@ -34,12 +35,8 @@ extern const char replay_preset_start[], replay_preset_end[];
 static const char replay_usage[] =
 	"usage: mcpwarden replay FILE --against URL [--baseline-url URL] [--policy FILE]\n"
 	"                        [--rules FILE] [--header 'Name: value']... [--timeout S]\n"
-	"                        [--max-slowdown R] [--format text|json[=FILE]]... [--json]\n";
-
-struct rp_out {
-	const char *fmt;   /* "text" or "json" */
-	const char *path;  /* NULL: stdout */
-};
+	"                        [--max-slowdown R]\n"
+	"                        [--format text|json|junit|sarif|github|markdown[=FILE]]... [--json]\n";
 
 /* One line of the file (a capture exchange or a dataset case). */
 struct rp_call {
@@ -68,8 +65,8 @@ struct rp {
 	struct check_header headers[REPLAY_MAX_HEADERS];
 	size_t nheaders;
 	double timeout_s, max_slowdown;
-	struct rp_out outs[REPLAY_MAX_OUTS];
-	size_t nouts;
+	struct report_outs outs;       /* --format; --json adds json on stdout */
+	char why[512];                 /* why it could not run, for the CI formats */
 	struct cli_secrets sec;
 	struct replay_rules *rules;    /* owned */
 	struct policy *policy;         /* owned */
@@ -113,32 +110,11 @@ static void rp_free(struct rp *r)
 
 static int add_format(struct rp *r, const char *v)
 {
-	const char *eq = strchr(v, '=');
-	size_t n = eq ? (size_t)(eq - v) : strlen(v);
-	const char *fmt = n == 4 && strncmp(v, "text", 4) == 0   ? "text"
-	                  : n == 4 && strncmp(v, "json", 4) == 0 ? "json"
-	                                                         : NULL;
-	if (!fmt) {
-		/* junit, sarif, github, markdown: proxy/cli/report.h, when it lands. */
-		fprintf(stderr, "mcpwarden replay: --format %.*s: this build writes text and json\n",
-		        (int)n, v);
+	const char *why = NULL;
+	if (report_outs_add(&r->outs, v, &why) < 0) {
+		fprintf(stderr, "mcpwarden replay: --format %s: %s\n", v, why ? why : "refused");
 		return -1;
 	}
-	if (eq && !eq[1]) {
-		fprintf(stderr, "mcpwarden replay: --format %s: a file name after '='\n", v);
-		return -1;
-	}
-	for (size_t i = 0; i < r->nouts; i++) {
-		if (!eq && !r->outs[i].path) {
-			fprintf(stderr, "mcpwarden replay: at most one --format on stdout\n");
-			return -1;
-		}
-	}
-	if (r->nouts >= REPLAY_MAX_OUTS) {
-		fprintf(stderr, "mcpwarden replay: at most %d --format options\n", REPLAY_MAX_OUTS);
-		return -1;
-	}
-	r->outs[r->nouts++] = (struct rp_out){fmt, eq ? eq + 1 : NULL};
 	return 0;
 }
 
@@ -235,8 +211,6 @@ static int parse_args(int argc, char **argv, struct rp *r)
 		fprintf(stderr, "mcpwarden replay: give FILE and --against URL\n%s", replay_usage);
 		return -1;
 	}
-	if (r->nouts == 0)
-		r->outs[r->nouts++] = (struct rp_out){"text", NULL};
 	return 0;
 }
 
@@ -288,9 +262,10 @@ static int load_policy(struct rp *r)
 
 /* ---- the file ---------------------------------------------------------------- */
 
-static int line_error(const struct rp *r, size_t line, const char *why)
+static int line_error(struct rp *r, size_t line, const char *why)
 {
 	fprintf(stderr, "mcpwarden replay: %s:%zu: %s\n", r->file, line, why);
+	snprintf(r->why, sizeof(r->why), "%.200s:%zu: %.280s", r->file, line, why);
 	return -1;
 }
 
@@ -470,8 +445,10 @@ static int list_tools(struct rp *r, const char *url, char **shown)
 	struct check_client_result res;
 	target_init(r, &t, url);
 	int rc = check_client_run(&t, &res);
-	if (rc == 0 && res.error)
+	if (rc == 0 && res.error) {
 		cli_emitf(&r->sec, stderr, "mcpwarden replay: %s\n", res.error);
+		snprintf(r->why, sizeof(r->why), "%s", res.error); /* masked by the writers */
+	}
 	else if (rc > 0)
 		fprintf(stderr, "mcpwarden replay: out of memory\n");
 	*shown = res.url_shown ? strdup(res.url_shown) : NULL;
@@ -900,25 +877,54 @@ static void write_text(const struct rp *r, FILE *f, const json_t *doc)
 	          (long long)json_integer_value(json_object_get(sum, "skipped")));
 }
 
-static int write_outputs(const struct rp *r, const json_t *doc)
+/* The text rendering as a string (owned), for the report. */
+static char *text_of(const struct rp *r, const json_t *doc)
 {
-	for (size_t i = 0; i < r->nouts; i++) {
-		FILE *f = r->outs[i].path ? fopen(r->outs[i].path, "w") : stdout;
-		if (!f) {
-			fprintf(stderr, "mcpwarden replay: %s: %s\n", r->outs[i].path, strerror(errno));
-			return -1;
-		}
-		if (strcmp(r->outs[i].fmt, "json") == 0)
-			cli_emit_json(&r->sec, f, doc);
-		else
-			write_text(r, f, doc);
-		if (f != stdout && fclose(f) != 0) {
-			fprintf(stderr, "mcpwarden replay: %s: %s\n", r->outs[i].path, strerror(errno));
-			return -1;
-		}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	write_text(r, f, doc);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
 	}
-	fflush(stdout);
-	return 0;
+	return buf;
+}
+
+/* Every --format through report.h (text and json are replay's own). */
+static int write_outputs(struct rp *r, const json_t *doc)
+{
+	char *text = report_outs_has(&r->outs, REPORT_FMT_TEXT) ? text_of(r, doc) : NULL;
+	struct report *rep = replay_report_build(doc, r->file, text, &r->sec);
+	free(text);
+	if (!rep) {
+		fprintf(stderr, "mcpwarden replay: out of memory\n");
+		return -1;
+	}
+	int rc = report_outs_write(&r->outs, rep, "mcpwarden replay");
+	report_free(rep);
+	return rc;
+}
+
+/* Could not run: the CI formats still get a report saying why (JUnit an
+ * <error> case, SARIF executionSuccessful false); text and json stay on
+ * stderr only, as before. */
+static void write_error(struct rp *r)
+{
+	if (!report_outs_rich(&r->outs))
+		return;
+	struct report *rep = report_new("replay", REPORT_MCPWARDEN_VERSION);
+	if (!rep)
+		return;
+	report_set_secrets(rep, &r->sec);
+	report_set_error(rep, r->why[0] ? r->why : "could not run (see the messages on stderr)");
+	report_set_text(rep, "");
+	report_set_json(rep, NULL);
+	report_set_result(rep, CLI_EXIT_ERROR, "could not run");
+	report_outs_write(&r->outs, rep, "mcpwarden replay");
+	report_free(rep);
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -964,6 +970,8 @@ int replay_main(int argc, char **argv)
 		rc = CLI_EXIT_ERROR;
 	} else {
 		rc = replay_steps(&r);
+		if (rc == CLI_EXIT_ERROR)
+			write_error(&r);
 	}
 	rp_free(&r);
 	return rc;

@@ -19,9 +19,10 @@
  * Exit codes (cli_out.h): 0 nothing regressed, 1 something did, 2 could
  * not run (bad file with its line, unreachable, bad options).
  *
- * The seam for other writers (report.h): replay_run() builds the whole
- * result as one JSON document (docs/replay.md, "JSON output"); the text
- * and json writers only print it.
+ * Output: replay_result() (replay.c) builds the whole result as one JSON
+ * document (docs/replay.md, "Output"); text and json print it, and
+ * replay_report.h turns it into the report every other --format writes
+ * (report.h).
  */
 #ifndef MCPWARDEN_REPLAY_H
 #define MCPWARDEN_REPLAY_H

@@ -9,6 +9,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './lib/ports.mjs';
@@ -322,6 +323,67 @@ describe('replay against the drift server', () => {
     const doc = JSON.parse(readFileSync(out, 'utf8'));
     assert.equal(doc.summary.passed, 1);
     assert.doesNotMatch(r.stdout + r.stderr + readFileSync(out, 'utf8'), /s3cr3t/);
+  });
+});
+
+/** Runs a consumer of a format: {code, out}. */
+function consumer(cmd, args) {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { cwd: REPO_ROOT, timeout: 170000, maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
+      if (err && err.code === undefined) reject(err);
+      else resolve({ code: err ? err.code : 0, out: stdout + stderr });
+    });
+  });
+}
+
+describe('replay in every CI format', () => {
+  let b;
+  before(async () => { b = await startDriftServer({ mode: 'v2' }); });
+  after(async () => { await b?.close(); });
+
+  test('junit, sarif, github, markdown: read back by their consumers', { timeout: 180000 }, async () => {
+    const cap = driftCapture();
+    const out = (n) => path.join(tmp, n);
+    const r = await replay([cap, '--against', b.url, '--format', 'github', '--format', `junit=${out('r.xml')}`,
+      '--format', `sarif=${out('r.sarif')}`, '--format', `markdown=${out('r.md')}`, '--format', `json=${out('r.json')}`]);
+    assert.equal(r.code, 1, show(r));
+    // GitHub: one ::error per finding, at the capture line it came from.
+    const gh = r.stdout.split('\n').filter((l) => l.startsWith('::error '));
+    assert.ok(gh.some((l) => l.includes(`file=${cap},line=2`) && l.includes('title=replay-iserror-flip')), r.stdout);
+    assert.ok(gh.some((l) => l.includes('line=5') && l.includes('title=replay-error-flip')), r.stdout);
+    // JUnit through junitparser: one case per tool, failures, the skip.
+    const py = [
+      'import json, sys', 'from junitparser import JUnitXml',
+      'x = JUnitXml.fromfile(sys.argv[1])',
+      'print(json.dumps({c.name: [type(v).__name__ for v in c.result] for s in x for c in s}))',
+    ].join('\n');
+    const ju = await consumer('/usr/bin/python3', ['-c', py, out('r.xml')]);
+    assert.equal(ju.code, 0, ju.out);
+    const cases = JSON.parse(ju.out);
+    assert.deepEqual(Object.keys(cases).sort(), ['delete_item', 'fetch_report', 'get_status', 'lookup', 'render', 'search', 'stable']);
+    assert.deepEqual(cases.stable, []);
+    assert.deepEqual(cases.delete_item, ['Skipped']);
+    for (const t of ['fetch_report', 'get_status', 'lookup', 'render', 'search']) assert.deepEqual(cases[t], ['Failure'], t);
+    // SARIF 2.1.0 through Microsoft's SARIF Multitool.
+    const v = await consumer('npx', ['sarif-multitool', 'validate', out('r.sarif')]);
+    assert.match(v.out, /Analysis completed successfully/, v.out);
+    assert.deepEqual(v.out.split('\n').filter((l) => /: (error|warning) [A-Z]+\d+:/.test(l)), [], v.out);
+    const sarif = JSON.parse(readFileSync(out('r.sarif'), 'utf8'));
+    const ids = sarif.runs[0].tool.driver.rules.map((x) => x.id);
+    for (const c of ['replay-iserror-flip', 'replay-structured-missing', 'replay-content-types', 'replay-error-flip']) assert.ok(ids.includes(c), c);
+    // Markdown for the step summary; json as before.
+    assert.match(readFileSync(out('r.md'), 'utf8'), /lookup/);
+    assert.equal(JSON.parse(readFileSync(out('r.json'), 'utf8')).summary.regressed, 5);
+  });
+
+  test('could not run: the CI formats say so', T, async () => {
+    const f = jsonl(['{"capture": 2}']);
+    const x = path.join(tmp, 'err.xml');
+    const r = await replay([f, '--against', b.url, '--format', `junit=${x}`]);
+    assert.equal(r.code, 2, show(r));
+    const xml = readFileSync(x, 'utf8');
+    assert.match(xml, /<error/);
+    assert.ok(xml.includes(`${f}:1: `), xml);
   });
 });
 

@@ -103,13 +103,12 @@ static void test_formats(void **state)
 	(void)state;
 	struct rp r = {0};
 	assert_int_equal(add_format(&r, "json=out.json"), 0);
+	assert_int_equal(add_format(&r, "sarif=out.sarif"), 0);
 	assert_int_equal(add_format(&r, "text"), 0);
 	assert_int_equal(add_format(&r, "json"), -1);  /* a second one on stdout */
-	assert_int_equal(add_format(&r, "json="), -1); /* no file name */
 	assert_int_equal(add_format(&r, "yaml"), -1);
-	assert_int_equal(r.nouts, 2);
-	assert_string_equal(r.outs[0].path, "out.json");
-	assert_null(r.outs[1].path);
+	assert_int_equal(r.outs.n, 3);
+	assert_true(report_outs_rich(&r.outs));
 }
 
 static void test_tool_summary(void **state)
