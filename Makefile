@@ -42,6 +42,8 @@ MAIN_SRC  := proxy/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(wildcard proxy/*.c proxy/*/*.c policy/*.c checks/*.c admin/*.c))
 # The admin page is embedded with the assembler's .incbin (admin/page_asset.S).
 ASM_SRC   := $(wildcard admin/*.S)
+# replay: the read-only policy preset, embedded the same way (proxy/cli/replay_preset.S).
+ASM_SRC   += proxy/cli/replay_preset.S
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
 LLHTTP_OBJ := $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o $(BUILD)/llhttp/llhttp.o
 LIB       := $(BUILD)/libmcpwarden.a
@@ -79,6 +81,7 @@ $(BUILD)/%.o: %.S
 	$(CC) -c -o $@ $<
 
 $(BUILD)/admin/page_asset.o: admin/page.html
+$(BUILD)/proxy/cli/replay_preset.o: conf/policy-read-only.json  # replay
 
 # ---- version (issue 22): `mcpwarden --version` -----------------------------
 # From git (tags, else the commit, -dirty for local edits); without git a

@@ -41,6 +41,7 @@ const char *config_usage(void)
 	       /* tail / status (issue 22, item 7) */
 	       "       mcpwarden tail ADMIN_URL [--tool NAME] [--outcome OUTCOME] ...   (mcpwarden tail --help)\n"
 	       "       mcpwarden status ADMIN_URL [--json] [--token TOKEN]\n"
+	       "       mcpwarden replay FILE --against URL ...   (mcpwarden replay --help)\n" /* replay */
 	       "\n"
 	       "A reverse proxy for MCP servers: Streamable HTTP and legacy HTTP+SSE on both\n"
 	       "sides, contract checks, tool policy, call recording (admin endpoint).\n"

@@ -34,6 +34,7 @@
 #include "proxy/cli/diff.h"
 #include "proxy/cli/status.h" /* tail / status (issue 22) */
 #include "proxy/cli/tail.h"
+#include "proxy/cli/replay.h" /* replay (issue 21) */
 #include "proxy/ctx.h"
 #include "admin/admin.h"
 #include "proxy/net/affinity.h"
@@ -783,6 +784,9 @@ int main(int argc, char **argv)
 		return tail_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return status_main(argc - 1, argv + 1);
+	/* replay (issue 21): a capture or dataset against a new build. */
+	if (argc > 1 && strcmp(argv[1], "replay") == 0)
+		return replay_main(argc - 1, argv + 1);
 
 	struct px_config *cfg = config_from_argv(argc, argv, &action, err, sizeof(err));
 	if (action == CONFIG_HELP) {
