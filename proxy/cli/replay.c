@@ -15,6 +15,7 @@
 
 #include "checks/jschema.h"
 #include "policy/policy.h"
+#include "proxy/base/version.h"
 #include "proxy/cli/check_client.h"
 #include "proxy/cli/cli_out.h"
 #include "proxy/cli/replay_compare.h"
@@ -915,7 +916,7 @@ static void write_error(struct rp *r)
 {
 	if (!report_outs_rich(&r->outs))
 		return;
-	struct report *rep = report_new("replay", REPORT_MCPWARDEN_VERSION);
+	struct report *rep = report_new("replay", version_get());
 	if (!rep)
 		return;
 	report_set_secrets(rep, &r->sec);

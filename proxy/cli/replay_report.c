@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "proxy/base/version.h"
 #include "proxy/cli/cli_out.h"
 #include "proxy/cli/report.h"
 
@@ -117,7 +118,7 @@ static int add_findings(struct report *rep, const json_t *doc, const char *file)
 struct report *replay_report_build(const json_t *doc, const char *file, const char *text,
                                    const struct cli_secrets *sec)
 {
-	struct report *rep = report_new("replay", REPORT_MCPWARDEN_VERSION);
+	struct report *rep = report_new("replay", version_get());
 	const json_t *sum = json_object_get(doc, "summary");
 	char summary[160];
 	if (!rep)
