@@ -17,7 +17,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './lib/ports.mjs';
@@ -310,6 +310,25 @@ describe('Prometheus scraping three replicas', () => {
     const others = alerts.filter((x) => x.labels.alertname !== 'McpwardenContractFailing' &&
       x.labels.alertname !== 'McpwardenValidationFindingsRising');
     assert.deepEqual(others.map((x) => x.labels.alertname), []);
+  });
+
+  test('docs/metrics.md names every family a replica exports; the rules use only exported families', T, async () => {
+    const docs = readFileSync(path.join(REPO_ROOT, 'docs/metrics.md'), 'utf8');
+    const exported = new Set();
+    for (const name of ['a', 'c']) {
+      const { text } = await replicaSum(reps[name], 'mcpwarden_tool_calls_total');
+      for (const m of text.matchAll(/^# TYPE (\S+) /gm)) exported.add(m[1]);
+    }
+    assert.ok(exported.size > 40, `only ${exported.size} families`);
+    const undocumented = [...exported].filter((n) => !docs.includes(`\`${n}\``));
+    assert.deepEqual(undocumented, [], 'families missing from docs/metrics.md');
+    // Families the rules read but these replicas do not show: capture (off
+    // here) and the OpenTelemetry exporter's (off here).
+    const conditional = /^mcpwarden_(capture|otel)_/;
+    const used = new Set(readFileSync(RULES, 'utf8').match(/(?<![\w:])mcpwarden_[a-z_]+/g));
+    const unknown = [...used].filter((n) => !exported.has(n) && !conditional.test(n));
+    assert.deepEqual(unknown, [], 'rules naming families no replica exports');
+    for (const n of used) assert.ok(docs.includes(`\`${n}\``), `${n} (used by the rules) missing from docs/metrics.md`);
   });
 
   test('a replica stopped: its target goes down and McpwardenReplicaDown is pending for it', T, async () => {
