@@ -121,6 +121,18 @@ function byLabels(vec, keys) {
   return Object.fromEntries(Object.entries(out).sort());
 }
 
+/**
+ * Wait until every rule group of ours was evaluated after `t` (Unix
+ * seconds): the recorded series and alerts then reflect the data
+ * Prometheus held at t.
+ */
+function waitRulesAfter(prom, t) {
+  return waitFor(async () => {
+    const groups = (await api(prom, 'rules')).groups.filter((g) => g.name.startsWith('mcpwarden.'));
+    return groups.length === 2 && groups.every((g) => Date.parse(g.lastEvaluation) / 1000 > t);
+  }, { timeout: 20000, interval: 200, what: `both rule groups evaluated after ${t}` });
+}
+
 /** Sum of a family's samples on one replica's /metrics. */
 async function replicaSum(w, name) {
   const r = await adminGet(w.admin, '/metrics', { headers: AUTH });
@@ -159,6 +171,7 @@ describe('Prometheus scraping three replicas', () => {
   let prom;
   const reps = {}; // a, b, c
   const inst = {}; // name -> "127.0.0.1:adminPort" (Prometheus's instance label)
+  let scrapedAt = Infinity; // when every replica's post-traffic scrape was in
 
   // Calls per replica: [path, tool, arguments, count, outcome]. The contract
   // peer answers tools/call with JSON-RPC -32601 (outcome rpc_error); the
@@ -248,6 +261,7 @@ describe('Prometheus scraping three replicas', () => {
     const after = Date.now() / 1000;
     await waitQuery(prom, 'min(timestamp(up{job="mcpwarden"}))', (v) => v.length === 1 && v[0].value > after,
       'a scrape of every replica after the traffic');
+    scrapedAt = Date.now() / 1000;
     const fleet = await query(prom, 'sum by (tool, outcome) (mcpwarden_tool_calls_total{job="mcpwarden"})');
     assert.deepEqual(byLabels(fleet, ['tool', 'outcome']), expectedFleet());
     // the same data, replica by replica
@@ -265,6 +279,7 @@ describe('Prometheus scraping three replicas', () => {
         want[`instance=${inst[name]},upstream=${p === '/mcp' ? 'everything' : 'billing'}`] = name === 'c' && p !== '/mcp' ? 0 : 1;
       }
     }
+    await waitRulesAfter(prom, scrapedAt);
     const passed = await waitQuery(prom, 'mcpwarden_contract_passed{job="mcpwarden"}',
       (v) => v.length === Object.keys(want).length, 'every replica\'s contract state per upstream');
     assert.deepEqual(byLabels(passed, ['instance', 'upstream']), Object.fromEntries(Object.entries(want).sort()));
@@ -278,6 +293,7 @@ describe('Prometheus scraping three replicas', () => {
   });
 
   test('the recording rules\' series exist', T, async () => {
+    await waitRulesAfter(prom, scrapedAt);
     const calls = await waitQuery(prom, 'job:mcpwarden_tool_calls:rate5m',
       (v) => v.length === Object.keys(expectedFleet()).length, 'a fleet call rate per tool and outcome');
     assert.deepEqual(Object.keys(byLabels(calls, ['tool', 'outcome'])), Object.keys(expectedFleet()));
@@ -335,9 +351,9 @@ describe('Prometheus scraping three replicas', () => {
     await stop(reps.b.proc);
     const a = await waitFor(async () => {
       const all = (await api(prom, 'alerts')).alerts;
-      return all.find((x) => x.labels.alertname === 'McpwardenReplicaDown');
+      return all.find((x) => x.labels.alertname === 'McpwardenReplicaDown' && x.labels.instance === inst.b);
     }, { timeout: 20000, interval: 200, what: 'McpwardenReplicaDown on /api/v1/alerts' });
-    assert.equal(a.labels.instance, inst.b);
+    assert.equal(a.labels.job, 'mcpwarden');
     assert.equal(a.labels.severity, 'critical');
     assert.equal(a.state, 'pending');
     const up = await query(prom, 'up{job="mcpwarden"}');
