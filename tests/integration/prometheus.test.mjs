@@ -147,7 +147,7 @@ async function replicaSum(w, name) {
 
 describe('promtool: the shipped rules', () => {
   test('promtool check rules: clean', T, async () => {
-    const r = await run('promtool', ['check', 'rules', RULES]);
+    const r = await run('promtool', ['check', 'rules', '--lint=all', '--lint-fatal', RULES]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /SUCCESS: \d+ rules found/);
     assert.doesNotMatch(r.stdout + r.stderr, /WARNING|FAILED/);
