@@ -26,7 +26,7 @@ import { postJson } from './lib/http.mjs';
 import { withTimeout, deferred } from './lib/util.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { connectSdk } from './lib/translate-util.mjs';
+import { connectSdk, startEverythingSse } from './lib/translate-util.mjs';
 import { startFleet, startHaproxy, renderHaproxyConfig, HAPROXY_BIN, HAPROXY_CFG } from './lib/fleet.mjs';
 
 const T = { timeout: 90000 };
@@ -106,21 +106,31 @@ function metricSum(text, name) {
 
 describe('replicas: three mcpwarden behind HAProxy, one killed mid-run', () => {
   let se;
+  let seSse;
   let fleet;
   let hx;
   let direct;
   const streamable = [];
   const legacy = [];
+  const translated = [];   // Streamable clients of the legacy upstream
 
   before(async () => {
-    se = await startEverything(await freePort());
-    fleet = await startFleet({ n: 3, upstream: se.url });
+    [se, seSse] = await Promise.all([startEverything(await freePort()), startEverythingSse(await freePort())]);
+    // A second upstream speaking legacy HTTP+SSE, at /legacy/mcp: its
+    // Streamable clients get a session id mcpwarden mints (translated).
+    fleet = await startFleet({
+      n: 3,
+      upstreams: [
+        { name: 'everything', url: se.url },
+        { name: 'legacy', url: seSse.url, path: '/legacy/mcp', transport: 'sse' },
+      ],
+    });
     hx = await startHaproxy(fleet);
     direct = await connect('streamable', se.url, 'direct');
   }, T);
 
   after(async () => {
-    await Promise.all([...streamable, ...legacy, direct].filter(Boolean).map((s) => s.close()));
+    await Promise.all([...streamable, ...legacy, ...translated, direct].filter(Boolean).map((s) => s.close()));
     await stopAll();
   });
 
@@ -181,13 +191,35 @@ describe('replicas: three mcpwarden behind HAProxy, one killed mid-run', () => {
       `legacy on ${legacy.map((s) => MINTED.exec(s.sid)[1]).join(',')}; streamable replicas per session ${spread}`);
   });
 
+  test('a Streamable client of a legacy upstream: its minted Mcp-Session-Id keeps it on one replica', T, async () => {
+    // mcpwarden translates, so the session lives in one replica; the
+    // header rule (not the sessionId one) routes its every request there.
+    const s = await connect('streamable', `${hx.base}/legacy/mcp`, 'translated');
+    translated.push(s);
+    const sid = s.sid;
+    assert.match(sid, MINTED);
+    const calls = [];
+    for (let round = 1; round <= 3; round++) calls.push(...script(9, round));
+    const got = await run(s, calls);
+    assert.deepEqual(got, await run(direct, calls), 'equals direct');
+    const on = [];
+    for (const r of fleet.replicas) {
+      const recs = (await fleet.adminGet(r, `/calls?session=${encodeURIComponent(sid)}&limit=1000`)).json();
+      if ((Array.isArray(recs) ? recs : recs.calls ?? recs.records ?? []).length) on.push(r.id);
+    }
+    assert.deepEqual(on, [MINTED.exec(sid)[1]], 'its records are on its replica only');
+  });
+
   test('SIGKILL one replica: Streamable goes on, its legacy sessions end with a clear error, nothing else fails', T, async () => {
     const t0 = Date.now();
     // The victim holds a legacy session; another legacy session lives elsewhere.
     const owner = (s) => MINTED.exec(s.sid)[1];
     const counts = {};
     for (const s of legacy) counts[owner(s)] = (counts[owner(s)] ?? 0) + 1;
-    let victimId = Object.keys(counts).sort((a, b) => counts[a] - counts[b])[0];
+    // Preferably the translated session's replica too, so both kinds end.
+    const tOwner = translated.length ? owner(translated[0]) : null;
+    const victimId = counts[tOwner] && counts[tOwner] < legacy.length
+      ? tOwner : Object.keys(counts).sort((a, b) => counts[a] - counts[b])[0];
     const doomed = legacy.filter((s) => owner(s) === victimId);
     const spared = legacy.filter((s) => owner(s) !== victimId);
     if (!spared.length) {
@@ -199,6 +231,10 @@ describe('replicas: three mcpwarden behind HAProxy, one killed mid-run', () => {
       }
     }
     assert.ok(doomed.length && spared.length, `legacy sessions on the victim ${victimId} and elsewhere`);
+    // A translated Streamable session is on the victim or not, by chance:
+    // it ends (404) or goes on like the legacy sessions.
+    const doomedT = translated.filter((s) => owner(s) === victimId);
+    const sparedT = translated.filter((s) => owner(s) !== victimId);
     const victim = fleet.byId(victimId);
     const survivors = fleet.replicas.filter((r) => r !== victim);
     const before = {};
@@ -225,10 +261,17 @@ describe('replicas: three mcpwarden behind HAProxy, one killed mid-run', () => {
       assert.ok(Date.now() - t < 5000, `${s.name}: the error came in ${Date.now() - t} ms`);
     }
 
+    for (const s of doomedT) {
+      await assert.rejects(
+        withTimeout(s.client.callTool({ name: 'echo', arguments: { message: 'after the kill' } },
+          undefined, { timeout: CALL_MS }), CALL_MS, `${s.name}: the call after the kill`),
+        (e) => e.code === 404 && /Session not found/.test(e.message));
+    }
+
     // Round 2 at once, before HAProxy's checks have marked the victim down:
     // every Streamable session and every spared legacy session succeeds,
     // with the same results as direct.
-    const live = [...streamable, ...spared];
+    const live = [...streamable, ...spared, ...sparedT];
     const round = async (n) => {
       const got = await Promise.all(live.map((s, k) => run(s, script(k, n))));
       for (let k = 0; k < live.length; k++) {
@@ -260,7 +303,7 @@ describe('replicas: three mcpwarden behind HAProxy, one killed mid-run', () => {
       const other = s.errors.map(String).filter((e) => !/SSE stream disconnected|Maximum reconnection attempts/.test(e));
       assert.deepEqual(other, [], `${s.name}: no error but its GET stream's drop`);
     }
-    console.log(`# kill ${victimId}: ${doomed.length} legacy sessions ended, ${spared.length} legacy + ` +
-      `${streamable.length} streamable went on; ${Date.now() - t0} ms`);
+    console.log(`# kill ${victimId}: ${doomed.length} legacy + ${doomedT.length} translated sessions ended, ` +
+      `${spared.length} legacy + ${sparedT.length} translated + ${streamable.length} streamable went on; ${Date.now() - t0} ms`);
   });
 });

@@ -30,12 +30,13 @@ export const HAPROXY_CFG = path.join(REPO_ROOT, 'conf/haproxy/mcpwarden.cfg');
 export const BACKEND = 'mcpwarden';
 
 /**
- * Start n replicas of `upstream` (a URL). Each gets replica_id r<i>, a
+ * Start n replicas of `upstream` (a URL), or of `upstreams` (config
+ * upstream objects, for several). Each gets replica_id r<i>, a
  * config written for it (schema-checked like every test config), one
  * worker (the machine is small; several workers are workers.test.mjs's
  * business) and `extra` merged into its top level.
  */
-export async function startFleet({ n = 3, upstream, token = 'fleet-admin-token-0123', extra = {} }) {
+export async function startFleet({ n = 3, upstream, upstreams, token = 'fleet-admin-token-0123', extra = {} }) {
   const replicas = [];
   for (let i = 1; i <= n; i++) {
     const port = await freePort();
@@ -45,7 +46,7 @@ export async function startFleet({ n = 3, upstream, token = 'fleet-admin-token-0
       listen: `127.0.0.1:${port}`,
       replica_id: id,
       workers: 1,
-      upstreams: [{ name: 'everything', url: upstream }],
+      upstreams: upstreams ?? [{ name: 'everything', url: upstream }],
       ...extra,
       admin: { listen: `127.0.0.1:${adminPort}`, token },
     });
