@@ -18,7 +18,8 @@
 
 import net from 'node:net';
 import path from 'node:path';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { freePort } from './ports.mjs';
 import { REPO_ROOT, spawnTracked, startWardenQuiet, waitForPort, stop } from './procs.mjs';
 import { writeConfig } from './conf.mjs';
@@ -127,10 +128,12 @@ function parseStat(csv) {
 export async function startHaproxy(fleet, { env = {} } = {}) {
   if (!existsSync(HAPROXY_BIN)) throw new Error(`${HAPROXY_BIN} is missing: apt-get install haproxy`);
   const port = await freePort();
-  const dir = path.dirname(writeConfig('', 'haproxy-probe.txt'));
-  const statsSocket = path.join(dir, 'haproxy.sock');
-  const cfg = writeConfig(renderHaproxyConfig({ bindPort: port, servers: fleet.replicas, statsSocket }),
-    'haproxy.cfg');
+  // Its own short directory: a unix socket path has at most 107 bytes.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'mcpwarden-hx-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const statsSocket = path.join(dir, 'stats.sock');
+  const cfg = path.join(dir, 'haproxy.cfg');
+  writeFileSync(cfg, renderHaproxyConfig({ bindPort: port, servers: fleet.replicas, statsSocket }));
   const h = spawnTracked('haproxy', HAPROXY_BIN, ['-db', '-f', cfg],
     { env: { MCPWARDEN_ADMIN_TOKEN: fleet.token, ...env } });
   await waitForPort(h, port, 10000);
