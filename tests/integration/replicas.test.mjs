@@ -187,6 +187,11 @@ describe('replicas: three mcpwarden behind HAProxy, one killed mid-run', () => {
     const spread = [];
     for (const s of streamable) spread.push((await holders(s.sid)).length);
     assert.ok(spread.some((n) => n > 1), `some Streamable session reached more than one replica: ${spread}`);
+    // An id naming no server: the rule is skipped, a replica answers 404.
+    const stray = await postJson(`${hx.base}/messages?sessionId=r9-${'0'.repeat(32)}`,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    assert.equal(stray.status, 404, stray.text);
+    assert.equal(stray.json().error?.code, -32001, stray.text);
     console.log(`# round 1: ${all.length} sessions x ${CALLS} calls in ${Date.now() - t0} ms; ` +
       `legacy on ${legacy.map((s) => MINTED.exec(s.sid)[1]).join(',')}; streamable replicas per session ${spread}`);
   });
