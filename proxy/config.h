@@ -83,6 +83,9 @@ struct px_upstream_conf {
 	} capture;
 };
 
+/* replicas: longest "replica_id" ([A-Za-z0-9_], so '-' ends it in an id). */
+#define PX_REPLICA_ID_MAX 16
+
 /* Upper bound of "workers": more loops than that only add contention. */
 #define PX_MAX_WORKERS 64
 
@@ -133,6 +136,10 @@ struct px_config {
 	unsigned yield_after_us;
 	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
 	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */
+	/* replicas: "replica_id", the prefix of the session ids this replica
+	 * mints ("<replica_id>-<hex>"), so a load balancer routes a legacy
+	 * session's POSTs back to it (conf/haproxy/README.md); "" for none. */
+	char replica_id[PX_REPLICA_ID_MAX + 1];
 };
 
 /* The client whose token is `bearer` (constant-time compares), or NULL. */
