@@ -186,12 +186,6 @@ static void probe_done(struct probe *p, int up, const char *why)
 		p->ev = NULL;
 	}
 	if (p->fd >= 0) {
-		/* Closed with a reset, as load balancers' health checks do: an
-		 * orderly close leaves a TIME_WAIT behind every probe, and a
-		 * later probe reusing that port pair waits a second for TCP to
-		 * retransmit its SYN. */
-		struct linger now = {1, 0};
-		(void)setsockopt(p->fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
 		evutil_closesocket(p->fd);
 		p->fd = -1;
 	}
