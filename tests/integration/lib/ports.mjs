@@ -29,6 +29,10 @@ const HIGH = ephemeralLow();            /* exclusive */
 const SPAN = HIGH - LOW;
 let next = LOW + ((process.pid * 7919) % SPAN);
 const handed = new Set();
+// fetch() (undici, the SDK clients' transport) refuses the WHATWG "bad
+// ports" with "bad port": the one in this range is 10080. Handed to a
+// proxy, every SDK call to it failed (config-schema's sampled policy run).
+const FETCH_BAD = new Set([10080]);
 
 function bindable(port) {
   return new Promise((resolve) => {
@@ -43,7 +47,7 @@ export async function freePort() {
   for (let tries = 0; tries < SPAN; tries++) {
     const port = next;
     next = next + 1 >= HIGH ? LOW : next + 1;
-    if (handed.has(port)) continue;
+    if (handed.has(port) || FETCH_BAD.has(port)) continue;
     if (!(await bindable(port))) continue;
     handed.add(port);
     return port;
