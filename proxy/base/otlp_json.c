@@ -52,7 +52,8 @@ json_t *otlp_json_span(const struct otlp_span_head *h)
 /* Appends {"key":k,"value":{type:val}} (val stolen) to o's attributes. */
 static int attr_add(json_t *o, const char *k, const char *type, json_t *val)
 {
-	json_t *attrs = json_object_get(o, "attributes");
+	/* o is a KeyValue array itself (a resource's), or has "attributes" */
+	json_t *attrs = json_is_array(o) ? o : json_object_get(o, "attributes");
 	json_t *v = json_object(), *kv = json_object();
 	if (!attrs) {
 		attrs = json_array();

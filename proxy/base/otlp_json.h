@@ -7,7 +7,8 @@
  *   otlp_json_span(&head)                 a Span object, owned
  *   otlp_json_attr_str/_int/_bool(o, k, v) appends a KeyValue to the
  *                                         "attributes" of o (a span or an
- *                                         event)
+ *                                         event), or to o itself when it
+ *                                         is an array (a resource's)
  *   otlp_json_event(span, name, t_ns)     appends an Event, returns it
  *                                         (borrowed: the span owns it)
  *   otlp_json_status(span, code, msg)     sets the Status

@@ -302,6 +302,8 @@ struct words {
 	X("latency_us", FINISHED, offsetof(struct record_text_rec, latency_us))     \
 	X("bytes_in", FINISHED, offsetof(struct record_text_rec, bytes_in))         \
 	X("bytes_out", FINISHED, offsetof(struct record_text_rec, bytes_out))    \
+	X("trace_id", STR, RT_TRACE_ID) /* telemetry: null when off */   \
+	X("span_id", STR, RT_SPAN_ID)                                    \
 	X("findings", JSON_OPT, RT_FINDINGS) /* only when there are some */
 
 enum member_kind {
