@@ -1206,10 +1206,18 @@ static void telemetry_finish(struct errs *e, struct px_config *cfg)
 	const char *svc = json_string_value(json_object_get(o, "service_name"));
 	svc = svc ? svc : env_nonempty("OTEL_SERVICE_NAME");
 	t->service_name = strdup(svc ? svc : "mcpwarden");
+	/* The batch span processor's variables, then its defaults. */
+	const char *bsp;
 	if (!t->queue_spans)
-		t->queue_spans = 2048;  /* the OTel SDK's batch processor defaults */
+		t->queue_spans = (bsp = env_nonempty("OTEL_BSP_MAX_QUEUE_SIZE")) ? (unsigned)strtoul(bsp, NULL, 10) : 2048;
 	if (!t->batch_spans)
-		t->batch_spans = 512;
+		t->batch_spans = (bsp = env_nonempty("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")) ? (unsigned)strtoul(bsp, NULL, 10) : 512;
+	if (!t->batch_delay_ms && (bsp = env_nonempty("OTEL_BSP_SCHEDULE_DELAY")))
+		t->batch_delay_ms = (unsigned)strtoul(bsp, NULL, 10);
+	if (!t->queue_spans)
+		t->queue_spans = 1;
+	if (!t->batch_spans)
+		t->batch_spans = 1;
 	if (t->batch_spans > t->queue_spans)
 		t->batch_spans = t->queue_spans;
 	if (!t->batch_delay_ms)

@@ -211,7 +211,7 @@ static enum inspect_verdict on_observe(void *arg, struct inspect_msg *m)
 		event_add(tx, "mcpwarden.validation.finding", "mcpwarden.finding", text, NULL, NULL);
 		free(text);
 	}
-	if (m->dir == INSPECT_FROM_CLIENT && m->kind == JRPC_REQUEST) {
+	if (m->dir == INSPECT_FROM_CLIENT && (m->kind == JRPC_REQUEST || m->kind == JRPC_NOTIFICATION)) {
 		if (m->verdict == INSPECT_FORWARD) {
 			tx->forwarded = 1;
 		} else {

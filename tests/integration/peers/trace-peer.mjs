@@ -4,7 +4,8 @@
 // (header and params._meta) mcpwarden passed on.
 //
 // Tools: "echo" (returns its text), "fail" (a tool error, isError),
-// "boom" (a JSON-RPC error -32001).
+// "boom" (a JSON-RPC error -32001), "secret" (the test's policy denies it;
+// answered like echo if it ever came).
 //
 // startTracePeer() -> {url, received, close()}
 
@@ -15,6 +16,7 @@ const TOOLS = [
   { name: 'echo', description: 'Echo the text', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
   { name: 'fail', description: 'Always a tool error', inputSchema: { type: 'object' } },
   { name: 'boom', description: 'Always a JSON-RPC error', inputSchema: { type: 'object' } },
+  { name: 'secret', description: 'Denied by the test policy', inputSchema: { type: 'object' } },
 ];
 
 export async function startTracePeer() {
