@@ -1352,8 +1352,10 @@ static json_t *inflight_item(const struct rx *rx, const struct record_text_rec *
 	                                                    : json_null());
 	json_object_set_new(o, "arguments", str_json(r, RT_ARGUMENTS));
 	json_object_set_new(o, "arguments_cut", json_boolean(r->arguments_cut));
-	json_object_set_new(o, "trace_id", str_json(r, RT_TRACE_ID)); /* telemetry */
-	json_object_set_new(o, "span_id", str_json(r, RT_SPAN_ID));
+	if (r->str[RT_TRACE_ID]) { /* telemetry: only when on */
+		json_object_set_new(o, "trace_id", str_json(r, RT_TRACE_ID));
+		json_object_set_new(o, "span_id", str_json(r, RT_SPAN_ID));
+	}
 	uint64_t start = rx->where->start_us;
 	json_object_set_new(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
 	json_object_set_new(o, "notifications",

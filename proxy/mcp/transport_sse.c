@@ -45,6 +45,7 @@
  * deliver(), with that exchange's `where`, just before it is written.
  */
 #include "proxy/mcp/transport_sse.h"
+#include "proxy/mcp/tracehand.h" /* telemetry */
 
 #include <assert.h>
 #include <stdio.h>
@@ -718,9 +719,9 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
 		if (is_request)
 			x->waiting++;
 		/* telemetry: the POST this sends upstream names our CLIENT span */
-		upstream_sse_set_trace(x->link.where->up_traceparent);
+		tracehand_set(x->link.where->up_traceparent);
 		int sent = session_client_message(x->s, m, bytes, len, target, &why);
-		upstream_sse_set_trace(NULL);
+		tracehand_set(NULL);
 		if (sent == 0)
 			continue;
 		log_msg(LOG_WARN, "#%llu session %.8s…: %s not sent upstream: %s",

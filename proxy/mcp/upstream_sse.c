@@ -15,6 +15,7 @@
  * upstream_sse_close().
  */
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/mcp/tracehand.h" /* telemetry */
 
 #include <assert.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ struct outmsg {
 	json_t *msg;            /* owned reference */
 	char *raw;              /* owned: the bytes to send */
 	size_t len;
-	char traceparent[56];   /* telemetry: upstream_sse_set_trace's, or "" */
+	char traceparent[TRACEHAND_MAX]; /* telemetry: tracehand_get()'s, or "" */
 	struct outmsg *next;
 };
 
@@ -396,16 +397,6 @@ static int own_header(const char *name)
 		if (strcasecmp(name, own[i]) == 0)
 			return 1;
 	return 0;
-}
-
-/* telemetry: upstream_sse_set_trace's value, per thread (each worker's
- * loop sends its own sessions' messages); each queued message keeps a
- * copy, its POST writes it. */
-static _Thread_local char trace_next[56];
-
-void upstream_sse_set_trace(const char *traceparent)
-{
-	snprintf(trace_next, sizeof(trace_next), "%s", traceparent ? traceparent : "");
 }
 
 /* A whole request for the upstream. body may be NULL. */
@@ -1186,7 +1177,7 @@ int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size
 		return -1;
 	}
 	q->msg = json_incref(msg);
-	memcpy(q->traceparent, trace_next, sizeof(q->traceparent)); /* telemetry */
+	snprintf(q->traceparent, sizeof(q->traceparent), "%s", tracehand_get()); /* telemetry */
 	if (f->qtail)
 		f->qtail->next = q;
 	else

@@ -108,12 +108,6 @@ int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size
  * from the loop. Idempotent. */
 void upstream_sse_close(struct upstream_sse *f);
 
-/* telemetry (issue 23): the traceparent the calling thread's next
- * message POSTs carry (copied; "" or NULL: none), set by the translated
- * client face around session_client_message; each message queued by
- * upstream_sse_send keeps it for its POST. A message the session holds
- * back before this face exists leaves without it. */
-void upstream_sse_set_trace(const char *traceparent);
 
 /* Backpressure from the client side: stop / resume reading replies. */
 void upstream_sse_pause(struct upstream_sse *f);
