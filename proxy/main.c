@@ -484,10 +484,10 @@ static void otlp_drain(struct px_ctx *ctx)
 	ctx->otlp = NULL;
 }
 
-static void trace_emit(void *arg, json_t *span)
+static void trace_emit(void *arg, const char *span, size_t len)
 {
 	(void)arg;
-	otlp_enqueue(otlp_current(), span);
+	otlp_enqueue(otlp_current(), span, len);
 }
 
 /* /metrics: spans exported and dropped, summed over the workers. */

@@ -41,7 +41,7 @@ struct tx {
 	char error_type[48];
 	long long rpc_code;
 	int has_rpc_code;
-	json_t *events;                 /* owned: events to copy onto the SERVER span */
+	struct sbuf events;             /* owned: Event texts for the SERVER span */
 };
 
 /* ---- ids ---------------------------------------------------------------- */
@@ -180,16 +180,11 @@ static void event_add(struct tx *tx, const char *name, const char *k1, const cha
 {
 	if (!tx->sampled)
 		return;
-	if (!tx->events && !(tx->events = json_array()))
-		return;
-	json_t *e = json_pack("{s:s,s:I,s:[]}", "name", name, "t", (json_int_t)(clock_real_us() * 1000),
-	                      "attributes");
-	if (!e)
-		return;
-	otlp_json_attr_str(e, k1, v1);
+	otlp_json_event_begin(&tx->events, name, clock_real_us() * 1000);
+	otlp_json_attr_str(&tx->events, k1, v1);
 	if (k2)
-		otlp_json_attr_str(e, k2, v2);
-	json_array_append_new(tx->events, e);
+		otlp_json_attr_str(&tx->events, k2, v2);
+	otlp_json_event_end(&tx->events);
 }
 
 static void set_error(struct tx *tx, const char *type)
@@ -251,7 +246,7 @@ static const struct px_upstream_conf *upstream_of(const struct hook_trace *ht, c
 }
 
 /* The MCP attributes both spans carry. */
-static void mcp_attrs(json_t *s, const struct tx *tx, const struct inspect_where *w)
+static void mcp_attrs(struct sbuf *s, const struct tx *tx, const struct inspect_where *w)
 {
 	otlp_json_attr_str(s, "mcp.method.name", tx->method);
 	if (tx->session[0])
@@ -276,13 +271,15 @@ static void mcp_attrs(json_t *s, const struct tx *tx, const struct inspect_where
 		otlp_json_attr_str(s, "error.type", tx->error_type);
 }
 
-static json_t *make_span(const struct tx *tx, const struct inspect_where *w, int client,
-                         uint64_t end_ns)
+/* One span's head and shared attributes into b (its own come after). */
+static void span_begin(struct sbuf *b, const struct tx *tx, const struct inspect_where *w,
+                       int client, uint64_t end_ns)
 {
 	struct otlp_span_head h = {
 		.trace_id = tx->trace_id,
 		.span_id = client ? tx->client_id : tx->server_id,
 		.parent_id = client ? tx->server_id : tx->has_parent ? tx->parent.span_id : NULL,
+		.parent_remote = !client,
 		.tracestate = w->tracestate,
 		.name = tx->name,
 		.kind = client ? OTLP_KIND_CLIENT : OTLP_KIND_SERVER,
@@ -290,13 +287,11 @@ static json_t *make_span(const struct tx *tx, const struct inspect_where *w, int
 		.end_ns = end_ns,
 		.flags = TRACE_FLAG_SAMPLED,
 	};
-	json_t *s = otlp_json_span(&h);
-	if (s)
-		mcp_attrs(s, tx, w);
-	return s;
+	otlp_json_span_begin(b, &h);
+	mcp_attrs(b, tx, w);
 }
 
-static void client_addr(json_t *s, const char *client)
+static void client_addr(struct sbuf *s, const char *client)
 {
 	/* "ip:port" or "[v6]:port" */
 	const char *colon = client ? strrchr(client, ':') : NULL;
@@ -314,6 +309,39 @@ static void client_addr(json_t *s, const char *client)
 	otlp_json_attr_int(s, "client.port", strtol(colon + 1, NULL, 10));
 }
 
+/* The span text buffer, per thread, kept across calls. */
+static _Thread_local struct sbuf span_buf;
+
+static void emit_text(struct hook_trace *ht, struct sbuf *b)
+{
+	if (!b->oom)
+		ht->emit(ht->arg, b->p, b->len);
+	b->len = 0;
+	b->oom = 0;
+}
+
+static void emit_client(struct hook_trace *ht, struct tx *tx, const struct inspect_exchange *x,
+                        const struct px_upstream_conf *u, uint64_t end, int failed)
+{
+	const struct inspect_where *w = x->where;
+	struct sbuf *b = &span_buf;
+	span_begin(b, tx, w, 1, end);
+	otlp_json_attr_str(b, "http.request.method", "POST");
+	if (u) {
+		otlp_json_attr_str(b, "server.address", u->host);
+		otlp_json_attr_int(b, "server.port", strtol(u->port, NULL, 10));
+		char path[512];
+		snprintf(path, sizeof(path), "%.*s", (int)strcspn(u->target, "?"), u->target);
+		otlp_json_attr_str(b, "url.path", path); /* never the query */
+	}
+	otlp_json_attr_str(b, "mcpwarden.upstream.transport", w->upstream_transport);
+	otlp_json_events(b);
+	int err = failed || tx->has_rpc_code || tx->error_type[0];
+	otlp_json_span_end(b, err ? OTLP_STATUS_ERROR : OTLP_STATUS_UNSET,
+	                   err ? (x->error ? x->error : tx->error_type) : NULL);
+	emit_text(ht, b);
+}
+
 static void emit_spans(struct hook_trace *ht, struct tx *tx, const struct inspect_exchange *x)
 {
 	const struct inspect_where *w = x->where;
@@ -326,46 +354,27 @@ static void emit_spans(struct hook_trace *ht, struct tx *tx, const struct inspec
 		                                                : "mcpwarden.upstream_error");
 	if (x->status >= 500)
 		set_error(tx, "http_5xx");
-	json_t *srv = make_span(tx, w, 0, end);
-	if (!srv)
-		return;
-	otlp_json_attr_str(srv, "http.request.method", w->http_method);
+	if (!tx->session[0] && w->reply_session_id)
+		session_hash(w->reply_session_id, tx->session); /* initialize: the id it got */
+	if (tx->forwarded)
+		emit_client(ht, tx, x, u, end, failed);
+	struct sbuf *b = &span_buf;
+	span_begin(b, tx, w, 0, end);
+	otlp_json_attr_str(b, "http.request.method", w->http_method);
 	if (x->status)
-		otlp_json_attr_int(srv, "http.response.status_code", x->status);
+		otlp_json_attr_int(b, "http.response.status_code", x->status);
 	if (u)
-		otlp_json_attr_str(srv, "url.path", u->path);
-	client_addr(srv, w->client);
-	otlp_json_attr_str(srv, "mcpwarden.upstream", w->upstream);
-	otlp_json_attr_str(srv, "mcpwarden.client.transport", w->client_transport);
-	otlp_json_attr_str(srv, "mcpwarden.era", w->era);
-	size_t i;
-	json_t *ev;
-	json_array_foreach(tx->events, i, ev) {
-		json_t *e = otlp_json_event(srv, json_string_value(json_object_get(ev, "name")),
-		                            (uint64_t)json_integer_value(json_object_get(ev, "t")));
-		if (e)
-			json_object_set(e, "attributes", json_object_get(ev, "attributes"));
-	}
-	if (tx->error_type[0])
-		otlp_json_status(srv, OTLP_STATUS_ERROR, x->error ? x->error : tx->error_type);
-	if (tx->forwarded) {
-		json_t *cli = make_span(tx, w, 1, end);
-		if (cli) {
-			otlp_json_attr_str(cli, "http.request.method", "POST");
-			if (u) {
-				otlp_json_attr_str(cli, "server.address", u->host);
-				otlp_json_attr_int(cli, "server.port", strtol(u->port, NULL, 10));
-				char path[512];
-				snprintf(path, sizeof(path), "%.*s", (int)strcspn(u->target, "?"), u->target);
-				otlp_json_attr_str(cli, "url.path", path); /* never the query */
-			}
-			otlp_json_attr_str(cli, "mcpwarden.upstream.transport", w->upstream_transport);
-			if (failed || tx->has_rpc_code || tx->error_type[0])
-				otlp_json_status(cli, OTLP_STATUS_ERROR, x->error ? x->error : tx->error_type);
-			ht->emit(ht->arg, cli);
-		}
-	}
-	ht->emit(ht->arg, srv);
+		otlp_json_attr_str(b, "url.path", u->path);
+	client_addr(b, w->client);
+	otlp_json_attr_str(b, "mcpwarden.upstream", w->upstream);
+	otlp_json_attr_str(b, "mcpwarden.client.transport", w->client_transport);
+	otlp_json_attr_str(b, "mcpwarden.era", w->era);
+	otlp_json_events(b);
+	if (tx->events.len)
+		sbuf_putn(b, tx->events.p, tx->events.len);
+	otlp_json_span_end(b, tx->error_type[0] ? OTLP_STATUS_ERROR : OTLP_STATUS_UNSET,
+	                   tx->error_type[0] ? (x->error ? x->error : tx->error_type) : NULL);
+	emit_text(ht, b);
 }
 
 static void on_exchange(void *arg, const struct inspect_exchange *x)
@@ -377,7 +386,7 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 	x->where->hook_data[ht->slot] = NULL;
 	if (tx->sampled)
 		emit_spans(ht, tx, x);
-	json_decref(tx->events);
+	free(tx->events.p);
 	free(tx);
 }
 

@@ -32,7 +32,7 @@
  * with isError, or an exchange that failed sets error.type and the
  * span's status.
  *
- * A span is handed, as an OTLP/JSON object, to emit (the wiring gives
+ * A span is handed, as OTLP/JSON text (proxy/base/otlp_json.h), to emit (the wiring gives
  * the calling worker's exporter, proxy/net/otlp.h): this module does no
  * I/O. Registered first (so records see the ids) as a deciding hook that
  * never decides, plus an observer that sees the verdicts.
@@ -40,13 +40,14 @@
 #ifndef MCPWARDEN_HOOK_TRACE_H
 #define MCPWARDEN_HOOK_TRACE_H
 
-#include <jansson.h>
+#include <stddef.h>
 
 struct inspect;
 struct px_config;
 
-/* span: stolen. Runs on the worker thread of the exchange. */
-typedef void (*hook_trace_emit_fn)(void *arg, json_t *span);
+/* span[0..len): one Span's OTLP/JSON text, borrowed for the call (copy
+ * it). Runs on the worker thread of the exchange. */
+typedef void (*hook_trace_emit_fn)(void *arg, const char *span, size_t len);
 
 struct hook_trace;
 

@@ -1,6 +1,7 @@
 /* otlp: see otlp.h.
  *
- *   enqueue --> queue (json array, <= queue_spans) --timer/full--> batch
+ *   enqueue --> queue: span texts joined by commas, ends[i] the end of
+ *               span i (<= queue_spans) --timer/full--> batch
  *   batch: body text kept until answered --POST--> 2xx: exported
  *                                          429/50x/error: retry timer
  *                                          other: dropped (export_failed)
@@ -16,6 +17,7 @@
 
 #include "proxy/base/log.h"
 #include "proxy/base/otlp_json.h"
+#include "proxy/base/sbuf.h"
 #include "proxy/base/version.h"
 #include "proxy/config.h"
 #include "proxy/net/http_parse.h"
@@ -29,12 +31,14 @@ struct otlp {
 	struct event_base *base;        /* borrowed */
 	const struct px_telemetry *t;   /* borrowed */
 	struct upstream *up;            /* owned */
-	json_t *queue;                  /* owned array of spans */
-	json_t *resource;               /* owned: KeyValue array, service.name first */
+	struct sbuf queue;              /* owned: span texts, comma-separated */
+	size_t *ends;                   /* owned: queue_spans offsets into queue */
+	size_t nq;                      /* spans in queue */
+	struct sbuf resource;           /* owned: KeyValue text, service.name first */
 	struct event *timer;            /* owned: batch delay, or retry backoff */
 	struct upstream_req *req;       /* owned: the POST in flight, or NULL */
-	char *body;                     /* owned: the batch being sent, or NULL */
-	size_t body_len, body_spans;
+	struct sbuf body;               /* owned: the batch being sent (body_spans > 0) */
+	size_t body_spans;
 	unsigned attempt;
 	int status;                     /* of the reply being read */
 	unsigned retry_after_ms;
@@ -74,7 +78,7 @@ void otlp_stats(const struct otlp *o, uint64_t *exported, uint64_t dropped[OTLP_
 
 size_t otlp_pending(const struct otlp *o)
 {
-	return o ? json_array_size(o->queue) + o->body_spans : 0;
+	return o ? o->nq + o->body_spans : 0;
 }
 
 static void send_batch(struct otlp *o);
@@ -88,13 +92,12 @@ static void arm(struct otlp *o, unsigned ms)
 static void batch_done(struct otlp *o, int ok)
 {
 	count(ok ? &o->exported : &o->dropped[OTLP_DROP_EXPORT_FAILED], o->body_spans);
-	free(o->body);
-	o->body = NULL;
+	o->body.len = 0;
 	o->body_spans = 0;
 	o->attempt = 0;
-	if (json_array_size(o->queue) >= o->t->batch_spans || (o->flushing && json_array_size(o->queue)))
+	if (o->nq >= o->t->batch_spans || (o->flushing && o->nq))
 		send_batch(o);
-	else if (json_array_size(o->queue))
+	else if (o->nq)
 		arm(o, o->t->batch_delay_ms);
 }
 
@@ -175,43 +178,45 @@ static void post(struct otlp *o)
 		return;
 	evbuffer_add_printf(b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
 	                       "Content-Length: %zu\r\nUser-Agent: mcpwarden/%s\r\n",
-	                    u->target, u->host_header, o->body_len, version_get());
+	                    u->target, u->host_header, o->body.len, version_get());
 	for (size_t i = 0; i < u->nheaders; i++)
 		evbuffer_add_printf(b, "%s: %s\r\n", u->headers[i].name, u->headers[i].value);
 	if (u->basic_auth)
 		evbuffer_add_printf(b, "Authorization: %s\r\n", u->basic_auth);
 	evbuffer_add(b, "\r\n", 2);
-	evbuffer_add(b, o->body, o->body_len);
+	evbuffer_add(b, o->body.p, o->body.len);
 	o->status = 0;
 	o->req = upstream_req_new(o->up, b, 0, &cbs, o);
 	if (!o->req)
 		retry_or_drop(o, "out of memory");
 }
 
+/* Cuts the first batch_spans spans off the queue into a request body. */
 static void send_batch(struct otlp *o)
 {
-	if (o->req || o->body || !json_array_size(o->queue))
+	if (o->req || o->body_spans || !o->nq)
 		return;
 	evtimer_del(o->timer);
-	size_t n = json_array_size(o->queue), take = n < o->t->batch_spans ? n : o->t->batch_spans;
-	json_t *spans = json_array();
-	for (size_t i = 0; spans && i < take; i++)
-		json_array_append(spans, json_array_get(o->queue, i));
-	json_t *rest = json_array();
-	for (size_t i = take; rest && i < n; i++)
-		json_array_append(rest, json_array_get(o->queue, i));
-	json_decref(o->queue);
-	o->queue = rest ? rest : json_array();
-	json_t *req = spans ? otlp_json_request(o->resource, "mcpwarden", version_get(), spans) : NULL;
-	o->body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	o->body_spans = take;
-	if (!o->body) {
+	size_t take = o->nq < o->t->batch_spans ? o->nq : o->t->batch_spans;
+	size_t cut = o->ends[take - 1];
+	o->body.len = 0;
+	o->body.oom = 0;
+	otlp_json_request_begin(&o->body, o->resource.p, "mcpwarden", version_get());
+	sbuf_putn(&o->body, o->queue.p, cut);
+	otlp_json_request_end(&o->body);
+	/* The rest moves to the front, past the comma after the cut. */
+	size_t rest = take < o->nq ? cut + 1 : cut;
+	memmove(o->queue.p, o->queue.p + rest, o->queue.len - rest);
+	o->queue.len -= rest;
+	for (size_t i = take; i < o->nq; i++)
+		o->ends[i - take] = o->ends[i] - rest;
+	o->nq -= take;
+	if (o->body.oom) {
 		count(&o->dropped[OTLP_DROP_EXPORT_FAILED], take);
-		o->body_spans = 0;
+		o->body.len = 0;
 		return;
 	}
-	o->body_len = strlen(o->body);
+	o->body_spans = take;
 	o->attempt = 0;
 	post(o);
 }
@@ -221,33 +226,36 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	struct otlp *o = arg;
-	if (o->body && !o->req)
+	if (o->body_spans && !o->req)
 		post(o); /* a retry */
 	else
 		send_batch(o);
 }
 
-void otlp_enqueue(struct otlp *o, json_t *span)
+void otlp_enqueue(struct otlp *o, const char *span, size_t len)
 {
-	if (!o || !span) {
-		json_decref(span);
+	if (!o)
 		return;
-	}
-	if (json_array_size(o->queue) >= o->t->queue_spans) {
-		count(&o->dropped[OTLP_DROP_QUEUE_FULL], 1);
-		json_decref(span);
-		return;
-	}
-	if (json_array_append_new(o->queue, span) < 0) {
+	if (o->nq >= o->t->queue_spans) {
 		count(&o->dropped[OTLP_DROP_QUEUE_FULL], 1);
 		return;
 	}
-	size_t n = json_array_size(o->queue);
-	if (o->req || o->body)
+	size_t before = o->queue.len;
+	if (o->nq)
+		sbuf_putn(&o->queue, ",", 1);
+	sbuf_putn(&o->queue, span, len);
+	if (o->queue.oom) {
+		o->queue.len = before;
+		o->queue.oom = 0;
+		count(&o->dropped[OTLP_DROP_QUEUE_FULL], 1);
+		return;
+	}
+	o->ends[o->nq++] = o->queue.len;
+	if (o->req || o->body_spans)
 		return; /* batch_done sends the next */
-	if (n >= o->t->batch_spans)
+	if (o->nq >= o->t->batch_spans)
 		send_batch(o);
-	else if (n == 1)
+	else if (o->nq == 1)
 		arm(o, o->t->batch_delay_ms);
 }
 
@@ -269,29 +277,29 @@ struct otlp *otlp_new(struct event_base *base, const struct px_telemetry *t, cha
 	}
 	o->base = base;
 	o->t = t;
-	o->queue = json_array();
-	o->resource = json_array();
+	o->ends = calloc(t->queue_spans ? t->queue_spans : 1, sizeof(*o->ends));
 	o->timer = evtimer_new(base, on_timer, o);
 	struct upstream_opts uo = {base, 16384, 30000, NULL};
 	o->up = upstream_new(&uo, &t->otlp, err, errlen);
-	if (!o->queue || !o->resource || !o->timer || !o->up ||
-	    otlp_json_attr_str(o->resource, "service.name", t->service_name) < 0) {
-		if (!err[0])
-			snprintf(err, errlen, "out of memory");
-		otlp_free(o);
-		return NULL;
-	}
+	otlp_json_attr_str(&o->resource, "service.name", t->service_name);
 	/* The resource's own attributes (OTEL_RESOURCE_ATTRIBUTES); a
 	 * service.name there is shadowed by the one above, as the SDKs do. */
 	size_t i;
 	json_t *kv;
 	json_array_foreach(t->resource, i, kv) {
 		const char *k = json_string_value(json_object_get(kv, "key"));
-		if (k && strcmp(k, "service.name") != 0)
-			json_array_append(o->resource, kv);
+		const char *v = json_string_value(json_object_get(json_object_get(kv, "value"), "stringValue"));
+		if (k && v && strcmp(k, "service.name") != 0)
+			otlp_json_attr_str(&o->resource, k, v);
 	}
-	otlp_json_attr_str(o->resource, "telemetry.sdk.name", "mcpwarden");
-	otlp_json_attr_str(o->resource, "telemetry.sdk.version", version_get());
+	otlp_json_attr_str(&o->resource, "telemetry.sdk.name", "mcpwarden");
+	otlp_json_attr_str(&o->resource, "telemetry.sdk.version", version_get());
+	if (!o->ends || !o->timer || !o->up || o->resource.oom) {
+		if (!err[0])
+			snprintf(err, errlen, "out of memory");
+		otlp_free(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -304,9 +312,10 @@ void otlp_free(struct otlp *o)
 	if (o->timer)
 		event_free(o->timer);
 	upstream_free(o->up);
-	free(o->body);
-	json_decref(o->queue);
-	json_decref(o->resource);
+	free(o->body.p);
+	free(o->queue.p);
+	free(o->ends);
+	free(o->resource.p);
 	if (current == o)
 		current = NULL;
 	free(o);

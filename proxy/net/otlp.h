@@ -3,8 +3,8 @@
  * Spans (OTLP/JSON objects, proxy/base/otlp_json.h) are put on a bounded
  * queue and sent from the worker's own loop, in batches, with the
  * project's upstream HTTP client (upstream.h: keep-alive, https). Nothing
- * on the data path waits for it: enqueueing is an array append; a full
- * queue drops the span and counts it.
+ * on the data path waits for it: enqueueing is a copy of the span's text
+ * into the queue's buffer; a full queue drops the span and counts it.
  *
  *   batch    at most batch_spans per POST; a partial batch leaves after
  *            batch_delay_ms; one POST in flight per worker
@@ -21,8 +21,8 @@
 #ifndef MCPWARDEN_OTLP_H
 #define MCPWARDEN_OTLP_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
 
 struct event_base;
 struct px_telemetry;
@@ -37,8 +37,9 @@ struct otlp *otlp_new(struct event_base *base, const struct px_telemetry *t, cha
                       size_t errlen);
 /* Counts what is still queued as dropped (shutdown). Accepts NULL. */
 void otlp_free(struct otlp *o);
-/* Queues span (stolen). Worker thread only. */
-void otlp_enqueue(struct otlp *o, json_t *span);
+/* Queues a copy of span[0..len) (one Span's JSON text). Worker thread
+ * only. o NULL: nothing. */
+void otlp_enqueue(struct otlp *o, const char *span, size_t len);
 /* Sends what is queued now (drain), batch after batch. */
 void otlp_flush(struct otlp *o);
 /* Spans queued or in flight: 0 when a drain is done. */
