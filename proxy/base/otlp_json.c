@@ -1,8 +1,6 @@
 /* otlp_json: see otlp_json.h. */
 #include "proxy/base/otlp_json.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "proxy/base/traceparent.h"
@@ -23,11 +21,17 @@ static void hex(struct sbuf *b, const uint8_t *p, size_t n)
 	sbuf_putn(b, h, 2 * n + 2);
 }
 
+/* "digits": by hand, snprintf costs ~400 instructions a call here. */
 static void u64_string(struct sbuf *b, uint64_t v)
 {
-	char t[24];
-	int n = snprintf(t, sizeof(t), "\"%" PRIu64 "\"", v);
-	sbuf_putn(b, t, (size_t)n);
+	char t[24], *w = t + sizeof(t);
+	*--w = '"';
+	do {
+		*--w = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	*--w = '"';
+	sbuf_putn(b, w, (size_t)(t + sizeof(t) - w));
 }
 
 /* A comma unless this is the first element of the open array. */
@@ -77,11 +81,15 @@ static void key(struct sbuf *b, const char *k)
 
 void otlp_json_attr_str(struct sbuf *b, const char *k, const char *v)
 {
-	if (!v)
-		return;
+	if (v)
+		otlp_json_attr_strn(b, k, v, strlen(v));
+}
+
+void otlp_json_attr_strn(struct sbuf *b, const char *k, const char *v, size_t n)
+{
 	key(b, k);
 	LIT(b, "\"stringValue\":");
-	str(b, v);
+	sbuf_json_str(b, v, n);
 	LIT(b, "}}");
 }
 

@@ -51,6 +51,8 @@ struct otlp_span_head {
 void otlp_json_span_begin(struct sbuf *b, const struct otlp_span_head *h);
 /* v NULL: nothing is written. */
 void otlp_json_attr_str(struct sbuf *b, const char *k, const char *v);
+/* v[0..n): a string value that is not NUL-terminated where it ends. */
+void otlp_json_attr_strn(struct sbuf *b, const char *k, const char *v, size_t n);
 void otlp_json_attr_int(struct sbuf *b, const char *k, long long v);
 void otlp_json_attr_bool(struct sbuf *b, const char *k, int v);
 void otlp_json_events(struct sbuf *b);
