@@ -464,13 +464,17 @@ static void otlp_drain_tick(evutil_socket_t fd, short what, void *arg)
 	(void)arg;
 }
 
-/* After the loop ended: what is queued is sent, for at most drain_ms,
- * on the worker's own loop (its exporter's connection lives there). */
+/* After the loop ended: what is queued is sent, on the worker's own loop
+ * (its exporter's connection lives there). The workers are torn down one
+ * after another on the main thread: one deadline, drain_ms from the first,
+ * bounds them all. */
 static void otlp_drain(struct px_ctx *ctx)
 {
+	static uint64_t deadline; /* main thread only */
 	if (!ctx->otlp || !ctx->base)
 		return;
-	uint64_t deadline = clock_mono_us() + (uint64_t)ctx->cfg->timeouts.drain_ms * 1000;
+	if (!deadline)
+		deadline = clock_mono_us() + (uint64_t)ctx->cfg->timeouts.drain_ms * 1000;
 	struct event *tick = evtimer_new(ctx->base, otlp_drain_tick, NULL);
 	otlp_flush(ctx->otlp);
 	while (tick && otlp_pending(ctx->otlp) && clock_mono_us() < deadline) {

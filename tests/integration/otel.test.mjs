@@ -20,7 +20,8 @@
 //   - the call records carry trace_id and span_id (the SERVER span's),
 //     also for an unsampled trace;
 //   - 503 then 200: the same batch again; a receiver that never answers
-//     never slows a call, and a full queue counts drops;
+//     never slows a call, and a full queue counts drops; SIGTERM flushes
+//     what is queued;
 //   - OTEL_SDK_DISABLED=true: nothing sent; OTEL_EXPORTER_OTLP_PROTOCOL=grpc:
 //     a start-up error; OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces),
 //     OTEL_EXPORTER_OTLP_HEADERS and OTEL_SERVICE_NAME honoured.
@@ -430,6 +431,26 @@ describe('otel: the exporter never slows a call', () => {
       await client.close();
     } finally {
       await stop(w.proc, { signal: 'SIGKILL' });
+      await peer.close();
+      await rx.close();
+    }
+  });
+});
+
+describe('otel: shutdown flushes what is queued', () => {
+  test('SIGTERM with a long batch delay: the queued spans are sent before exit', T, async () => {
+    const peer = await startTracePeer();
+    const rx = await startReceiver();
+    const w = await startTraced({ upstream: peer.url, otlp: { endpoint: rx.endpoint, batch_delay_ms: 600000 } });
+    try {
+      const client = await tracedClient('http', w.url, {});
+      await client.callTool({ name: 'echo', arguments: { text: 'drained' } });
+      await client.close();
+      assert.equal(rx.posts.length, 0, 'nothing sent before the batch delay');
+      await stop(w.proc);
+      assert.ok(rx.spans().some((x) => x.name === 'tools/call echo'), 'the echo span was flushed at exit');
+      for (const p of rx.posts) checkPayload(p.body);
+    } finally {
       await peer.close();
       await rx.close();
     }
