@@ -396,6 +396,10 @@ static void emit_spans(struct hook_trace *ht, struct tx *tx, const struct inspec
 	if (u)
 		otlp_json_attr_str(b, "url.path", u->path);
 	client_addr(b, w->client);
+	otlp_json_attr_str(b, "server.address", ht->cfg->listen_host);
+	if (ht->cfg->listen_port)
+		otlp_json_attr_int(b, "server.port", strtol(ht->cfg->listen_port, NULL, 10));
+	otlp_json_attr_str(b, "user_agent.original", w->user_agent);
 	otlp_json_attr_str(b, "mcpwarden.upstream", w->upstream);
 	otlp_json_attr_str(b, "mcpwarden.client.transport", w->client_transport);
 	otlp_json_attr_str(b, "mcpwarden.era", w->era);

@@ -60,6 +60,7 @@ struct inspect_where {
 	 * records carry; the traceparent the upstream gets instead of the
 	 * client's ("" none: the client's headers pass as they came). */
 	const char *traceparent, *tracestate;
+	const char *user_agent;   /* the client's User-Agent, borrowed, or NULL */
 	char trace_id[33], span_id[17];
 	char up_traceparent[56];
 	/* Per-exchange state a hook may keep, at the slot inspect_add*()

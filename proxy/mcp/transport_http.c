@@ -1370,6 +1370,7 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	if (ex->ctx->proc->trace) { /* telemetry: the client's W3C context */
 		ex->where.traceparent = http_msg_header(req, "traceparent");
 		ex->where.tracestate = http_msg_header(req, "tracestate");
+		ex->where.user_agent = http_msg_header(req, "user-agent");
 	}
 	const char *url = http_msg_url(req);
 	http_url_path(ex->path, sizeof(ex->path), url);

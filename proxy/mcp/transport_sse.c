@@ -751,10 +751,11 @@ static int where_copy(struct transport_sse_ex *call, const struct inspect_where 
 {
 	/* telemetry: the W3C headers too (the call's span is the POST's) */
 	const char *src[] = {w->client, w->client_name, w->upstream, w->protocol, w->traceparent,
-	                     w->tracestate};
+	                     w->tracestate, w->user_agent};
 	const char **dst[] = {&call->own_where.client, &call->own_where.client_name,
 	                      &call->own_where.upstream, &call->own_where.protocol,
-	                      &call->own_where.traceparent, &call->own_where.tracestate};
+	                      &call->own_where.traceparent, &call->own_where.tracestate,
+	                      &call->own_where.user_agent};
 	size_t n = sizeof(src) / sizeof(src[0]), total = 0;
 
 	for (size_t i = 0; i < n; i++)

@@ -275,6 +275,8 @@ describe('otel: spans over OTLP/HTTP, decoded with the official definitions', ()
     assert.equal(attr(server, 'http.request.method'), 'POST');
     assert.equal(attr(server, 'http.response.status_code'), 200);
     assert.equal(attr(server, 'jsonrpc.request.id'), String(up.body.id));
+    assert.equal(attr(server, 'server.port'), w.port);
+    assert.equal(typeof attr(server, 'user_agent.original'), 'string');
     assert.equal(attr(cli[0], 'server.address'), '127.0.0.1');
     assert.equal(attr(cli[0], 'server.port'), Number(new URL(peer.url).port));
     // mcp.session.id: a hash, never the id itself.
