@@ -42,6 +42,8 @@ MAIN_SRC  := proxy/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(wildcard proxy/*.c proxy/*/*.c policy/*.c checks/*.c admin/*.c))
 # The admin page is embedded with the assembler's .incbin (admin/page_asset.S).
 ASM_SRC   := $(wildcard admin/*.S)
+# replay: the read-only policy preset, embedded the same way (proxy/cli/replay_preset.S).
+ASM_SRC   += proxy/cli/replay_preset.S
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(ASM_SRC:%.S=$(BUILD)/%.o)
 LLHTTP_OBJ := $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o $(BUILD)/llhttp/llhttp.o
 LIB       := $(BUILD)/libmcpwarden.a
@@ -79,13 +81,18 @@ $(BUILD)/%.o: %.S
 	$(CC) -c -o $@ $<
 
 $(BUILD)/admin/page_asset.o: admin/page.html
+$(BUILD)/proxy/cli/replay_preset.o: conf/policy-read-only.json  # replay
 
 # ---- version (issue 22): `mcpwarden --version` -----------------------------
 # From git (tags, else the commit, -dirty for local edits); without git a
 # VERSION file; else 0.2.0-unknown. Only proxy/base/version.o gets the
 # define, and it depends on a stamp rewritten only when the string changes,
 # so a new commit (or a first edit) rebuilds that one object and relinks.
-MCPWARDEN_VERSION := $(or $(shell git describe --tags --always --dirty 2>/dev/null),$(shell cat VERSION 2>/dev/null),0.2.0-unknown)
+# Without a tag, describe gives a bare hash: it is put after VERSION_BASE
+# (0.2.0-g1a2b3c4), so the version starts with a number, as consumers of
+# the SARIF output (driver.version) and packagers expect.
+VERSION_BASE ?= 0.2.0
+MCPWARDEN_VERSION := $(or $(shell git describe --tags --dirty 2>/dev/null),$(addprefix $(VERSION_BASE)-g,$(shell git describe --always --dirty 2>/dev/null)),$(shell cat VERSION 2>/dev/null),$(VERSION_BASE)-unknown)
 VERSION_STAMP := $(BUILD)/version.stamp
 $(BUILD)/proxy/base/version.o: CFLAGS += -DMCPWARDEN_VERSION='"$(MCPWARDEN_VERSION)"'
 $(BUILD)/proxy/base/version.o: $(VERSION_STAMP)
@@ -305,7 +312,7 @@ uninstall:
 # else 0.2.0~git<commit date>.<hash> (before 0.2.0, which sorts above it).
 # The same string goes into the binary (MCPWARDEN_VERSION, debian/rules).
 DEB_DIR    := build/deb
-DEB_BASE   ?= 0.2.0
+DEB_BASE   ?= $(VERSION_BASE)
 DEB_DESC    = $(shell git describe --tags 2>/dev/null)
 DEB_VERSION ?= $(shell d='$(DEB_DESC)'; \
   if [ -n "$$d" ]; then echo "$$d" | sed -E 's/^v//; s/-([0-9]+)-(g[0-9a-f]+)$$/+git\1.\2/'; \

@@ -786,6 +786,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	adm->locked = 1;
 	adm->max_streams = ac.max_streams;
 	adm->ready_requires_contract = ac.ready_requires_contract; /* issue 21 */
+	adm->probe_conf = ac.probe; /* readiness probes (issue 23) */
 	adm->start_time = (double)clock_real_us() / 1e6;
 	adm->ring = ring_new(ac.ring_size);
 	adm->m = metrics_new(ac.max_labels);

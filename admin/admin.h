@@ -24,7 +24,9 @@
  *   /metrics          Prometheus text format
  *   /healthz          alive: 200 while the event loop runs
  *   /readyz           200 when every upstream accepts a TCP connection
- *                     (probed asynchronously, at most once a second), 503
+ *                     (probed in the background every probe_interval_ms
+ *                     from the first /readyz on, answered from the latest
+ *                     results: probes.c, issue 23), 503
  *                     otherwise or while draining; with
  *                     ready_requires_contract also while an upstream's
  *                     latest complete listing fails its contract

@@ -25,6 +25,7 @@ static const char *const admin_keys[] = {
 	"listen", "token", "token_file", "ring_size", "log_calls", "redact_keys",
 	"redact_values", "max_streams", "max_labels", "tls",
 	"ready_requires_contract", /* live baselines (issue 21) */
+	"probe_interval_ms", "probe_timeout_ms", "probe_parallel", /* readiness probes (issue 23) */
 	NULL,
 };
 
@@ -197,6 +198,8 @@ void admin_conf_parse(struct errs *e, const json_t *conf, struct admin_conf *ac)
 	ac->ring_size = RING_DEFAULT_SIZE;
 	ac->max_streams = ADMIN_DEFAULT_STREAMS;
 	ac->max_labels = METRICS_DEFAULT_MAX_LABELS;
+	ac->probe.interval_ms = ADMIN_PROBE_DEFAULT_INTERVAL_MS; /* readiness probes (issue 23) */
+	ac->probe.parallel = ADMIN_PROBE_DEFAULT_PARALLEL;
 	if (!conf)
 		return;
 	/* json_object_foreach wants a non-const object; it is only read. */
@@ -260,6 +263,10 @@ void admin_conf_parse(struct errs *e, const json_t *conf, struct admin_conf *ac)
 	if (rrc && !json_is_boolean(rrc))
 		errs_add(e, "$.admin.ready_requires_contract: must be true or false");
 	ac->ready_requires_contract = json_is_true(rrc);
+	/* Readiness probes (issue 23): their background schedule. */
+	get_size(e, conf, "probe_interval_ms", 100, 600000, &ac->probe.interval_ms);
+	get_size(e, conf, "probe_timeout_ms", 10, 60000, &ac->probe.timeout_ms);
+	get_size(e, conf, "probe_parallel", 1, ADMIN_PROBE_MAX_PARALLEL, &ac->probe.parallel);
 	if (!ac->off && !ac->token && e->count == 0) {
 		int lo = host_is_loopback(ac->host, ac->port);
 		if (lo < 0)

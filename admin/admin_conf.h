@@ -17,6 +17,17 @@
 #define ADMIN_MAX_STREAMS     1024
 #define ADMIN_TOKEN_MAX       4096
 
+/* Readiness probes (issue 23): the background schedule of /readyz's
+ * upstream probes (conf/README.md "admin"). */
+#define ADMIN_PROBE_DEFAULT_INTERVAL_MS 1000u
+#define ADMIN_PROBE_DEFAULT_PARALLEL    16u
+#define ADMIN_PROBE_MAX_PARALLEL        1024u
+struct admin_probe_conf {
+	size_t interval_ms;  /* a round starts this long after the last started */
+	size_t timeout_ms;   /* 0: each upstream's connect timeout, capped */
+	size_t parallel;     /* connects in flight at most */
+};
+
 struct errs;
 
 struct admin_conf {
@@ -30,6 +41,7 @@ struct admin_conf {
 	const char *tls_cert, *tls_key;  /* borrowed from the config, or NULL */
 	int tls_listener;             /* "tls": "listener" */
 	int ready_requires_contract;  /* live baselines (issue 21): /readyz gate */
+	struct admin_probe_conf probe;  /* readiness probes (issue 23) */
 };
 
 /* Fills ac (zeroed by the caller) from conf ($.admin, borrowed: ac points

@@ -16,8 +16,10 @@
  *              event for whatever left the ring meanwhile. Memory per
  *              reader is bounded by the output cap; a reader that stops
  *              reading is cut by conn's write timeout.
- *   AX_READY   a /readyz request waiting for the upstream probes, in
- *              adm->ready_waiters until they finish.
+ *   AX_READY   a /readyz request waiting for the first round of upstream
+ *              probes, in adm->ready_waiters until it finishes (or
+ *              ADMIN_READY_WAIT_MS passed). Later requests are answered
+ *              at once from the latest results (probes.c).
  */
 #ifndef MCPWARDEN_ADMIN_INT_H
 #define MCPWARDEN_ADMIN_INT_H
@@ -29,14 +31,17 @@
 #include <event2/util.h>
 #include <jansson.h>
 
+#include "admin/admin_conf.h"
 #include "admin/ring.h"
 #include "proxy/hooks/sink.h"
 
 #define ADMIN_X_MAGIC        0x61646d78u /* "admx" */
 #define ADMIN_CALLS_DEFAULT  100
 #define ADMIN_INFLIGHT_MAX   1000
-#define ADMIN_PROBE_EVERY_US 1000000u  /* /readyz probes at most this often */
-#define ADMIN_PROBE_MAX_MS   2000u
+#define ADMIN_PROBE_MAX_MS   2000u     /* default probe timeout's cap */
+/* Readiness probes (issue 23): how long the first /readyz waits for the
+ * first round, under Kubernetes' default 1 s probe timeout. */
+#define ADMIN_READY_WAIT_MS  800u
 #define ADMIN_KEEPALIVE_MS   15000u    /* when timeouts.sse_keepalive_ms is 0 */
 
 struct conn;
@@ -65,8 +70,15 @@ struct admin_x {
 	int dead;                     /* stream ended: write nothing more */
 };
 
+/* Readiness probes (issue 23): one upstream's probe. */
+enum probe_state {
+	PROBE_IDLE,        /* waiting for its turn in a round */
+	PROBE_CONNECTING,  /* fd and ev live */
+};
+
 struct probe {
 	struct admin *adm;            /* borrowed */
+	enum probe_state state;
 	const char *name;             /* borrowed: config */
 	struct sockaddr_storage ss;
 	socklen_t sslen;              /* 0: the host did not resolve */
@@ -75,6 +87,7 @@ struct probe {
 	struct event *ev;             /* owned while probing */
 	int up;                       /* -1 never probed */
 	const char *why;              /* static: why it is down */
+	uint64_t result_us;           /* when up/why were set, 0: never */
 };
 
 struct admin {
@@ -98,8 +111,17 @@ struct admin {
 	struct event *keepalive;      /* owned */
 	struct event *relisten;       /* owned */
 	struct probe *probes;         /* owned: one per upstream */
-	size_t nprobes, probing;
-	uint64_t probed_at;
+	size_t nprobes;
+	/* Readiness probes (issue 23): the background schedule (probes.c). */
+	struct admin_probe_conf probe_conf;
+	struct event *probe_tick;     /* owned: starts the next round */
+	struct event *probe_wait;     /* owned: ends the first /readyz's wait */
+	size_t probe_next;            /* the round's next probe to start */
+	size_t probe_running, probe_peak;
+	uint64_t probe_rounds, round_start_us;
+	int probe_started;            /* the schedule runs (first /readyz) */
+	int probe_known;              /* the first round ended, or the wait did */
+	int probe_pumping;            /* in probe_pump: no re-entry */
 	double start_time;
 	/* Guards what every worker's recorder writes and this thread reads:
 	 * ring, metrics, the recorder's in-flight table, the call log. The

@@ -41,6 +41,7 @@ const char *config_usage(void)
 	       /* tail / status (issue 22, item 7) */
 	       "       mcpwarden tail ADMIN_URL [--tool NAME] [--outcome OUTCOME] ...   (mcpwarden tail --help)\n"
 	       "       mcpwarden status ADMIN_URL [--json] [--token TOKEN]\n"
+	       "       mcpwarden replay FILE --against URL ...   (mcpwarden replay --help)\n" /* replay */
 	       "\n"
 	       "A reverse proxy for MCP servers: Streamable HTTP and legacy HTTP+SSE on both\n"
 	       "sides, contract checks, tool policy, call recording (admin endpoint).\n"
@@ -500,6 +501,7 @@ static const struct key_spec top_keys[] = {
 	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {"workers", JSON_INTEGER},
 	{"yield_after_us", JSON_INTEGER},
 	{"telemetry", JSON_OBJECT}, /* telemetry (issue 23) */
+	{"replica_id", JSON_STRING},  /* replicas */
 	/* Editors' JSON Schema hint ("$schema": URL): accepted, not used. */
 	{"$schema", JSON_STRING}, {NULL, 0},
 };
@@ -523,6 +525,28 @@ static void load_timeouts(struct errs *e, const char *where, json_t *t, struct p
 	get_uint(e, where, t, "drain_ms", MAX_MS, &cfg->timeouts.drain_ms, sizeof(unsigned));
 	get_uint(e, where, t, "session_idle_ms", MAX_MS, &cfg->timeouts.session_idle_ms, sizeof(unsigned));
 }
+
+/* ---- replicas: "replica_id" ---------------------------------------------------
+ * One to PX_REPLICA_ID_MAX of [A-Za-z0-9_]: it becomes an HAProxy server
+ * name and the part before the first '-' of a minted session id, so it
+ * may hold no '-' itself (conf/haproxy/mcpwarden.cfg splits on it). */
+static void load_replica_id(struct errs *e, json_t *root, struct px_config *cfg)
+{
+	const char *v = json_string_value(json_object_get(root, "replica_id"));
+	if (!v)
+		return;
+	size_t n = strlen(v);
+	int ok = n >= 1 && n <= PX_REPLICA_ID_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
+		     (v[i] >= '0' && v[i] <= '9') || v[i] == '_';
+	if (!ok) {
+		errs_add(e, "$.replica_id: must be 1 to %d of A-Z, a-z, 0-9 and _", PX_REPLICA_ID_MAX);
+		return;
+	}
+	memcpy(cfg->replica_id, v, n + 1);
+}
+/* ---- end replicas ---- */
 
 static void load_limits(struct errs *e, json_t *l, struct px_config *cfg)
 {
@@ -1259,6 +1283,7 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 		cfg->tls_cert_file = cert ? strdup(cert) : NULL;
 		cfg->tls_key_file = key ? strdup(key) : NULL;
 	}
+	load_replica_id(e, root, cfg);  /* replicas */
 	if (json_is_array(sec = json_object_get(root, "allowed_hosts")))
 		load_strings(e, "$.allowed_hosts", sec, &cfg->hosts, &cfg->nhosts);
 	if (json_is_array(sec = json_object_get(root, "allowed_origins")))
@@ -1636,6 +1661,8 @@ const char *config_restart_needed(const struct px_config *running, const struct 
 		return "workers";
 	if (running->yield_after_us != next->yield_after_us)
 		return "yield_after_us";
+	if (strcmp(running->replica_id, next->replica_id) != 0)  /* replicas */
+		return "replica_id";
 	if (running->nups != next->nups)
 		return "the list of upstreams";
 	for (size_t i = 0; i < next->nups; i++) {

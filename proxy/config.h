@@ -101,6 +101,8 @@ struct px_telemetry {
 	unsigned batch_spans;          /* per POST */
 	unsigned batch_delay_ms;       /* a partial batch waits at most this */
 };
+/* replicas: longest "replica_id" ([A-Za-z0-9_], so '-' ends it in an id). */
+#define PX_REPLICA_ID_MAX 16
 
 /* Upper bound of "workers": more loops than that only add contention. */
 #define PX_MAX_WORKERS 64
@@ -153,6 +155,10 @@ struct px_config {
 	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
 	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */
 	struct px_telemetry telemetry;        /* telemetry (issue 23) */
+	/* replicas: "replica_id", the prefix of the session ids this replica
+	 * mints ("<replica_id>-<hex>"), so a load balancer routes a legacy
+	 * session's POSTs back to it (conf/haproxy/README.md); "" for none. */
+	char replica_id[PX_REPLICA_ID_MAX + 1];
 };
 
 /* The client whose token is `bearer` (constant-time compares), or NULL. */

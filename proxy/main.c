@@ -34,6 +34,7 @@
 #include "proxy/cli/diff.h"
 #include "proxy/cli/status.h" /* tail / status (issue 22) */
 #include "proxy/cli/tail.h"
+#include "proxy/cli/replay.h" /* replay (issue 21) */
 #include "proxy/ctx.h"
 #include "admin/admin.h"
 #include "proxy/net/affinity.h"
@@ -754,7 +755,7 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	ctx->proc->workers[0] = ctx;
 	ctx->proc->nworkers = 1;
 	if (preflight(cfg, err, sizeof(err)) > 0) {
-		log_msg(LOG_ERROR, "configuration errors:\n%s", err);
+		log_block(LOG_ERROR, "configuration errors:", err);
 		return -1;
 	}
 	if (cfg->tls_cert_file) {
@@ -780,14 +781,14 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		return -1;
 	}
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
-		log_msg(LOG_ERROR, "contract configuration:\n%s", err);
+		log_block(LOG_ERROR, "contract configuration:", err);
 		return -1;
 	}
 	ctx->proc->tools = tools_setup(ctx, 0);
 	if (!ctx->proc->tools)
 		return -1;
 	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
-		log_msg(LOG_ERROR, "policy configuration:\n%s", err);
+		log_block(LOG_ERROR, "policy configuration:", err);
 		return -1;
 	}
 	/* The live contract after policy (a denied call is not validated),
@@ -801,7 +802,7 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		return -1;
 	}
 	if (capture_setup(ctx, err, sizeof(err)) < 0) { /* capture */
-		log_msg(LOG_ERROR, "capture:\n%s", err);
+		log_block(LOG_ERROR, "capture:", err);
 		return -1;
 	}
 	if (trace_metrics(ctx) < 0) { /* telemetry */
@@ -898,6 +899,9 @@ int main(int argc, char **argv)
 		return tail_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return status_main(argc - 1, argv + 1);
+	/* replay (issue 21): a capture or dataset against a new build. */
+	if (argc > 1 && strcmp(argv[1], "replay") == 0)
+		return replay_main(argc - 1, argv + 1);
 
 	struct px_config *cfg = config_from_argv(argc, argv, &action, err, sizeof(err));
 	if (action == CONFIG_HELP) {

@@ -13,6 +13,8 @@ PKGS="$PKGS systemd python3"
 # issues 21 and 22: the package build (debhelper, lintian), the man-page lint
 # (mandoc), the JUnit consumer (python3-junitparser).
 PKGS="$PKGS debhelper lintian mandoc python3-junitparser"
+# issue 23 (replicas): HAProxy in front of three replicas (tests/integration/replicas.test.mjs).
+PKGS="$PKGS haproxy"
 # issue 22 (ops): DEPS_EXTRA_PKGS adds names to the list, for a test that
 # needs a package to be missing (tests/integration/setup.test.mjs).
 PKGS="$PKGS ${DEPS_EXTRA_PKGS:-}"

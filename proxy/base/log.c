@@ -76,6 +76,41 @@ static void log_emit_json(json_t *obj)
 	json_decref(obj);
 }
 
+/* Writes a text line with every control byte shown as \xNN and every C1
+ * control (U+0080..U+009F, which some terminals obey like ESC) as \u00NN,
+ * then the one newline. Tool names, methods and paths are the client's
+ * bytes: raw, a newline in one forged a second log line and an escape
+ * sequence reached the operator's terminal. UTF-8 text is kept.
+ * keep_newlines: only for log_block's own multi-line reports. */
+static void log_put_text(const char *s, int keep_newlines)
+{
+	static const char hex[] = "0123456789abcdef";
+	char out[4400];
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 8 < sizeof(out); p++) {
+		if (*p == '\n' && keep_newlines) {
+			out[o++] = '\n';
+		} else if (*p < 0x20 || *p == 0x7f) {
+			memcpy(out + o, "\\x", 2);
+			out[o + 2] = hex[*p >> 4];
+			out[o + 3] = hex[*p & 15];
+			o += 4;
+		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			memcpy(out + o, "\\u00", 4);
+			out[o + 4] = hex[p[1] >> 4];
+			out[o + 5] = hex[p[1] & 15];
+			o += 6;
+			p++;
+		} else {
+			out[o++] = (char)*p;
+		}
+	}
+	out[o++] = '\n';
+	out[o] = '\0';
+	fputs(out, stderr);
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	char ts[40], msg[2048], line[2200];
@@ -95,8 +130,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		log_emit_json(o);
 		return;
 	}
-	snprintf(line, sizeof(line), "%s %-5s %s\n", ts, level_names[level], msg);
-	fputs(line, stderr);
+	snprintf(line, sizeof(line), "%s %-5s %s", ts, level_names[level], msg);
+	log_put_text(line, 0);
 }
 
 /* Every key in every access line, null when unknown: one shape, whether
@@ -136,7 +171,7 @@ void log_access(const struct log_access *a)
 		return;
 	}
 	snprintf(line, sizeof(line),
-	         "%s info  #%llu %s%s%s %s %s%s%s%s%s -> %d %.1fms in=%llu out=%llu%s%s%s%s\n",
+	         "%s info  #%llu %s%s%s %s %s%s%s%s%s -> %d %.1fms in=%llu out=%llu%s%s%s%s",
 	         ts, a->conn_id, a->client ? a->client : "-", a->client_name ? " as=" : "",
 	         a->client_name ? a->client_name : "",
 	         a->http_method ? a->http_method : "-", a->path ? a->path : "-",
@@ -145,5 +180,20 @@ void log_access(const struct log_access *a)
 	         a->latency_ms, a->bytes_in, a->bytes_out,
 	         a->upstream ? " up=" : "", a->upstream ? a->upstream : "",
 	         a->note ? " note=" : "", a->note ? a->note : "");
-	fputs(line, stderr);
+	log_put_text(line, 0);
+}
+
+void log_block(enum log_level level, const char *head, const char *text)
+{
+	char ts[40], line[4400];
+
+	if (!log_enabled(level))
+		return;
+	if (__atomic_load_n(&log_json, __ATOMIC_RELAXED)) {
+		log_msg(level, "%s\n%s", head, text);
+		return;
+	}
+	log_time(ts, sizeof(ts));
+	snprintf(line, sizeof(line), "%s %-5s %s\n%s", ts, level_names[level], head, text);
+	log_put_text(line, 1);
 }

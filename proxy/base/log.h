@@ -18,9 +18,17 @@ int log_enabled(enum log_level level);
 /* Parses "debug|info|warn|error"; returns 0 or -1. */
 int log_level_parse(const char *s, enum log_level *out);
 
-/* A free-form line (message is printf-formatted). */
+/* A free-form line (message is printf-formatted). In text, control bytes
+ * come out as \xNN and C1 controls as \u00NN: always one line. */
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* A report of several lines (a config's errors, one per line): head on
+ * the log line, then text as it is, line by line. Control bytes other
+ * than the newlines are escaped as in every text line; in JSON one object
+ * whose msg holds both. Only for text the program wrote itself: a client's
+ * bytes go through log_msg, where a newline cannot start a line. */
+void log_block(enum log_level level, const char *head, const char *text);
 
 /* The one access-log line per HTTP request, also for a request refused
  * before any adapter saw it (conn.c: 400, 405, 408, 413, 431, 503, 505),

@@ -40,6 +40,9 @@
 #include <jansson.h>
 
 #include "checks/contract.h"
+#include "proxy/base/b64.h"
+#include "proxy/base/clock.h"
+#include "proxy/base/envx.h"
 #include "proxy/config.h"
 #include "proxy/net/http_parse.h"
 #include "proxy/base/limits.h"
@@ -69,6 +72,7 @@ enum chk_state {
 	ST_INIT,         /* initialize in flight */
 	ST_INITIALIZED,  /* notifications/initialized in flight */
 	ST_LIST,         /* a tools/list page in flight */
+	ST_CALL,         /* target call call_i in flight (replay: calls given) */
 	ST_DELETE,       /* DELETE of the session in flight (best effort) */
 	ST_DONE,         /* the loop is being left */
 };
@@ -122,6 +126,11 @@ struct chk {
 	json_int_t next_id;
 	json_t *pages;                 /* owned */
 	json_t *notes;                 /* owned: array of strings */
+	size_t call_i;                 /* the next or current of o->calls */
+	json_t *replies;               /* owned: one per call done (header) */
+	uint64_t sent_us;              /* when the call in flight was sent */
+	const char *mcp_name;          /* borrowed during send_rpc: Mcp-Name */
+	const json_t *call_headers;    /* borrowed during send_rpc: the call's "headers" */
 	const char *waiting_for;       /* static: what the timer guards */
 	int timed_out;
 	int exit_code;
@@ -134,6 +143,8 @@ static void start_init(struct chk *c);
 static void start_list(struct chk *c, const char *cursor);
 static void start_sse(struct chk *c);
 static void start_streamable(struct chk *c);
+static void session_up(struct chk *c);
+static void list_done(struct chk *c);
 static void http_reason(const struct hreq *h, char *buf, size_t cap);
 
 static void note(struct chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -374,6 +385,34 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	advance(arg);
 }
 
+/* jansson's object iterator takes json_t * but never modifies the object. */
+static json_t *mut(const json_t *j)
+{
+	return (json_t *)(uintptr_t)j;
+}
+
+/* Mcp-Name and Mcp-Param-* (STATELESS-2026.md 2.2): as is when
+ * header-safe (VCHAR, inner spaces) and not shaped like the sentinel, else
+ * =?base64?...?=. */
+static void add_mcp_value(struct evbuffer *req, const char *name, const char *v)
+{
+	size_t n = strlen(v);
+	int safe = n > 0 && v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t' &&
+	           strncmp(v, "=?base64?", 9) != 0;
+	for (size_t i = 0; safe && i < n; i++)
+		safe = (v[i] >= 0x21 && v[i] <= 0x7e) || v[i] == ' ' || v[i] == '\t';
+	if (safe) {
+		evbuffer_add_printf(req, "%s: %s\r\n", name, v);
+		return;
+	}
+	char *enc = malloc(b64_encoded_len(n) + 1);
+	if (!enc)
+		return; /* the server answers -32020: recorded like any reply */
+	enc[b64_encode(v, n, enc)] = '\0';
+	evbuffer_add_printf(req, "%s: =?base64?%s?=\r\n", name, enc);
+	free(enc);
+}
+
 /* Starts an HTTP exchange on the current origin. body is borrowed. */
 static struct hreq *hreq_start(struct chk *c, const char *method, const char *target,
                                const json_t *body, json_int_t want_id, const char *mcp_method,
@@ -417,6 +456,13 @@ static struct hreq *hreq_start(struct chk *c, const char *method, const char *ta
 			                    mcp_method);
 		else if (c->era)
 			evbuffer_add_printf(req, "MCP-Protocol-Version: %s\r\n", c->era);
+		if (c->modern && c->mcp_name)
+			add_mcp_value(req, "Mcp-Name", c->mcp_name);
+		const char *hk;
+		const json_t *hv;
+		json_object_foreach(mut(c->call_headers), hk, hv)
+			if (json_is_string(hv))
+				add_mcp_value(req, hk, json_string_value(hv));
 	}
 	if (json) {
 		evbuffer_add_printf(req, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
@@ -652,8 +698,12 @@ static int outcome(struct chk *c, struct hreq *h, const char *what, void (*resen
 			return 1;
 		}
 		c->reinit_used = 1;
-		note(c, "the session expired (HTTP 404 on %s): initialized again and listed from the "
-		        "first page", what);
+		if (c->st == ST_CALL)
+			note(c, "the session expired (HTTP 404 on %s, call %zu): initialized again and "
+			        "the call sent again", what, c->call_i + 1);
+		else
+			note(c, "the session expired (HTTP 404 on %s): initialized again and listed from "
+			        "the first page", what);
 		free(c->session);
 		c->session = NULL;
 		json_array_clear(c->pages);
@@ -760,12 +810,25 @@ static void http_reason(const struct hreq *h, char *buf, size_t cap)
 	buf[w] = '\0';
 }
 
+/* The clientInfo and capabilities to send: the target's (replay: the
+ * captured client's), else mcpwarden-check's and none. Owned. */
+static json_t *client_info(const struct chk *c)
+{
+	if (c->o->client_info)
+		return json_deep_copy(c->o->client_info);
+	return json_pack("{s:s,s:s}", "name", CHECK_CLIENT_NAME, "version", CHECK_CLIENT_VERSION);
+}
+
+static json_t *client_caps(const struct chk *c)
+{
+	return c->o->capabilities ? json_deep_copy(c->o->capabilities) : json_object();
+}
+
 static json_t *envelope(const struct chk *c)
 {
-	return json_pack("{s:s,s:{},s:{s:s,s:s}}", META_VERSION_KEY, c->era,
-	                 "io.modelcontextprotocol/clientCapabilities",
-	                 "io.modelcontextprotocol/clientInfo", "name", CHECK_CLIENT_NAME, "version",
-	                 CHECK_CLIENT_VERSION);
+	return json_pack("{s:s,s:o,s:o}", META_VERSION_KEY, c->era,
+	                 "io.modelcontextprotocol/clientCapabilities", client_caps(c),
+	                 "io.modelcontextprotocol/clientInfo", client_info(c));
 }
 
 /* Sends a JSON-RPC request (id > 0) or notification (id 0) on the current
@@ -789,8 +852,16 @@ static int send_rpc(struct chk *c, const char *method, json_t *params, int notif
 	c->legacy_reply = NULL;
 	c->pending_id = c->tr == TR_SSE ? id : 0;
 	const char *target = c->tr == TR_SSE ? c->post_target : c->url.target;
+	const json_t *p = json_object_get(msg, "params");
+	c->mcp_name = json_string_value(json_object_get(p, "name"));
+	if (strcmp(method, "resources/read") == 0)
+		c->mcp_name = json_string_value(json_object_get(p, "uri"));
+	else if (strcmp(method, "tools/call") != 0 && strcmp(method, "prompts/get") != 0)
+		c->mcp_name = NULL;
 	c->h = hreq_start(c, "POST", target, msg, c->tr == TR_SSE ? 0 : id, method, 0);
+	c->mcp_name = NULL;
 	json_decref(msg);
+	c->sent_us = clock_mono_us();
 	if (!c->h) {
 		fail(c, "cannot start a request to %s", c->url.url_safe);
 		return -1;
@@ -872,7 +943,7 @@ static void on_discover(struct chk *c)
 	if (v) {
 		set_era(c, v);
 		c->modern = 1;
-		start_list(c, NULL);
+		session_up(c);
 		return;
 	}
 	/* Not a modern server (SDK 1.x servers answer 400 without a session):
@@ -888,9 +959,8 @@ static void start_init(struct chk *c)
 	c->st = ST_INIT;
 	c->modern = 0;
 	set_era(c, NULL);
-	json_t *params = json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", v, "capabilities",
-	                           "clientInfo", "name", CHECK_CLIENT_NAME, "version",
-	                           CHECK_CLIENT_VERSION);
+	json_t *params = json_pack("{s:s,s:o,s:o}", "protocolVersion", v, "capabilities",
+	                           client_caps(c), "clientInfo", client_info(c));
 	send_rpc(c, "initialize", params, 0);
 }
 
@@ -953,7 +1023,7 @@ static void on_initialized(struct chk *c)
 		fail(c, "notifications/initialized: HTTP %d%s", h->status, why);
 		return;
 	}
-	start_list(c, NULL);
+	session_up(c);
 }
 
 static void start_list(struct chk *c, const char *cursor)
@@ -1002,19 +1072,102 @@ static void on_list(struct chk *c)
 			        json_object_get(json_array_get(c->pages, i), "nextCursor"));
 			if (prev && strcmp(prev, next) == 0) {
 				note(c, "the server's nextCursor repeats (page %zu): listing stopped", n);
-				start_delete(c);
+				list_done(c);
 				return;
 			}
 		}
 		if (n >= CONTRACT_MAX_PAGES) {
 			note(c, "more than %d pages: the rest is not listed", CONTRACT_MAX_PAGES);
-			start_delete(c);
+			list_done(c);
 			return;
 		}
 		start_list(c, next);
 		return;
 	}
-	start_delete(c);
+	list_done(c);
+}
+
+/* ---- target calls (replay) ---------------------------------------------------- */
+
+static void start_call(struct chk *c)
+{
+	const json_t *call = json_array_get(c->o->calls, c->call_i);
+	if (!call) {
+		start_delete(c);
+		return;
+	}
+	const char *method = json_string_value(json_object_get(call, "method"));
+	const json_t *p = json_object_get(call, "params");
+	json_t *params = json_is_object(p) ? json_deep_copy(p) : json_object();
+	if (c->modern && params) {
+		/* The per-request form: the envelope joins the client's own _meta. */
+		json_t *meta = json_object_get(params, "_meta");
+		if (!json_is_object(meta)) {
+			meta = json_object();
+			json_object_set_new(params, "_meta", meta);
+		}
+		json_t *env = envelope(c);
+		json_object_update(meta, env);
+		json_decref(env);
+	}
+	c->st = ST_CALL;
+	c->call_headers = c->modern ? json_object_get(call, "headers") : NULL;
+	send_rpc(c, method ? method : "tools/call", params, 0);
+	c->call_headers = NULL;
+}
+
+/* The session is initialized (or needs none): list, or go to the calls. */
+static void session_up(struct chk *c)
+{
+	if (c->o->calls && c->o->skip_list)
+		start_call(c);
+	else
+		start_list(c, NULL);
+}
+
+static void list_done(struct chk *c)
+{
+	if (c->o->calls)
+		start_call(c);
+	else
+		start_delete(c);
+}
+
+static void record_call(struct chk *c, json_t *entry)
+{
+	double ms = (double)(clock_mono_us() - c->sent_us) / 1000.0;
+	if (entry) {
+		json_object_set_new(entry, "ms", json_real(ms));
+		json_array_append_new(c->replies, entry);
+	}
+	/* An answered call is progress: a later expiry may initialize again
+	 * (the guard is against a session that dies right after initialize). */
+	if (json_object_get(entry, "response"))
+		c->reinit_used = 0;
+	c->call_i++;
+	start_call(c);
+}
+
+static void on_call(struct chk *c)
+{
+	struct hreq *h = c->h;
+	if (h->finished < 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", h->error ? h->error : "the request failed");
+		record_call(c, json_pack("{s:s}", "error", msg));
+		return;
+	}
+	if (outcome(c, h, "tools/call", start_call))
+		return;
+	const json_t *reply = rpc_reply(c);
+	if (!reply) {
+		char why[CHECK_REASON_MAX + 16], msg[CHECK_REASON_MAX + 64];
+		http_reason(h, why, sizeof(why));
+		snprintf(msg, sizeof(msg), "HTTP %d%s (no JSON-RPC response)", h->status, why);
+		record_call(c, json_pack("{s:s}", "error", msg));
+		return;
+	}
+	record_call(c, json_pack("{s:O}", "response", reply));
 }
 
 static void open_stream(struct chk *c)
@@ -1113,7 +1266,7 @@ static void start_streamable(struct chk *c)
 	} else if (c->o->protocol) {
 		c->modern = 1;
 		set_era(c, c->o->protocol);
-		start_list(c, NULL);
+		session_up(c);
 	} else {
 		start_discover(c);
 	}
@@ -1145,6 +1298,12 @@ static void advance(struct chk *c)
 		c->timed_out = 0;
 		if (c->st == ST_DELETE) {
 			finish(c);
+			return;
+		}
+		if (c->st == ST_CALL) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "no answer within %g s", c->o->timeout_s);
+			record_call(c, json_pack("{s:s}", "error", msg));
 			return;
 		}
 		fail(c, "no answer within %g s while waiting for %s (%s)", c->o->timeout_s,
@@ -1180,6 +1339,9 @@ static void advance(struct chk *c)
 	case ST_LIST:
 		on_list(c);
 		break;
+	case ST_CALL:
+		on_call(c);
+		break;
 	case ST_DELETE:
 		finish(c);
 		break;
@@ -1198,7 +1360,7 @@ int check_client_run(const struct check_client_target *o, struct check_client_re
 	/* Only the printable form of the URL ever appears. */
 	struct px_upstream_conf shown = {0};
 	if (config_parse_url(&shown, o->url, &why) < 0) {
-		fprintf(stderr, "mcpwarden check: %s: %s\n", "URL", why);
+		fprintf(stderr, "mcpwarden %s: %s: %s\n", o->cmd ? o->cmd : "check", "URL", why);
 		url_clear(&shown);
 		return -1;
 	}
@@ -1217,9 +1379,10 @@ int check_client_run(const struct check_client_target *o, struct check_client_re
 	};
 	c.pages = json_array();
 	c.notes = json_array();
+	c.replies = o->calls ? json_array() : NULL;
 	c.kick = c.base ? event_new(c.base, -1, 0, kick_cb, &c) : NULL;
 	c.timer = c.base ? evtimer_new(c.base, timer_cb, &c) : NULL;
-	if (!c.base || !c.pages || !c.notes || !c.kick || !c.timer || !c.url_shown) {
+	if (!c.base || !c.pages || !c.notes || (o->calls && !c.replies) || !c.kick || !c.timer || !c.url_shown) {
 		rc = 1;
 		goto done;
 	}
@@ -1248,6 +1411,7 @@ done:
 	r->transport = transport_names[c.tr];
 	r->era = c.era;
 	r->error = c.error;
+	r->replies = c.replies;
 	hreq_free(c.h);
 	hreq_free(c.stream);
 	upstream_free(c.up);
@@ -1269,8 +1433,91 @@ void check_client_result_fini(struct check_client_result *r)
 {
 	json_decref(r->pages);
 	json_decref(r->notes);
+	json_decref(r->replies);
 	free(r->url_shown);
 	free(r->era);
 	free(r->error);
 	memset(r, 0, sizeof(*r));
+}
+
+/* ---- --header for other commands (replay) ------------------------------------ */
+
+static const char *header_env(void *arg, const char *name)
+{
+	const char *val = getenv(name);
+	if (val)
+		cli_secrets_add(arg, val, strlen(val)); /* what ${NAME} gave is a secret */
+	return val;
+}
+
+/* Whether the header name may be given: a token, not one mcpwarden sets. */
+static const char *header_name_problem(const char *name, size_t n)
+{
+	static const char *const ours[] = {"host", "content-length", "transfer-encoding",
+	                                   "connection", "content-type"};
+	if (n == 0)
+		return "wants 'Name: value'";
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("!#$%&'*+-.^_`|~", name[i]))
+			return "the name is not a header name";
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (strlen(ours[i]) == n && strncasecmp(name, ours[i], n) == 0)
+			return "mcpwarden sets that header itself";
+	return NULL;
+}
+
+int check_client_header_parse(const char *cmd, const char *arg, struct check_header *out,
+                              struct cli_secrets *sec)
+{
+	const char *colon = strchr(arg, ':');
+	size_t nl = colon ? (size_t)(colon - arg) : 0;
+	const char *bad = colon ? header_name_problem(arg, nl) : "wants 'Name: value'";
+	memset(out, 0, sizeof(*out));
+	if (bad) {
+		fprintf(stderr, "mcpwarden %s: --header: %s\n", cmd, bad);
+		return -1;
+	}
+	const char *v = colon + 1 + strspn(colon + 1, " \t");
+	struct envx_fail ef;
+	char *wire = envx_expand(v, header_env, sec, &ef);
+	if (!wire) {
+		fprintf(stderr, "mcpwarden %s: --header %.*s: %s%s\n", cmd, (int)nl, arg,
+		        ef.why == ENVX_UNSET ? "environment variable not set: " : "cannot expand ${...}",
+		        ef.why == ENVX_UNSET ? ef.name : "");
+		return -1;
+	}
+	size_t wl = strlen(wire);
+	while (wl && (wire[wl - 1] == ' ' || wire[wl - 1] == '\t'))
+		wire[--wl] = '\0';
+	for (size_t i = 0; i < wl; i++) {
+		if (((unsigned char)wire[i] < 0x20 && wire[i] != '\t') || wire[i] == 0x7f) {
+			fprintf(stderr, "mcpwarden %s: --header %.*s: control characters in the value\n",
+			        cmd, (int)nl, arg);
+			free(wire);
+			return -1;
+		}
+	}
+	out->name = strndup(arg, nl);
+	out->wire = wire;
+	if (!out->name) {
+		check_client_header_fini(out);
+		return -1;
+	}
+	/* Credential-like values are masked whole even when typed literally. */
+	if (strcasecmp(out->name, "authorization") == 0 || strcasecmp(out->name, "cookie") == 0 ||
+	    strcasecmp(out->name, "proxy-authorization") == 0 || strcasestr(out->name, "token") ||
+	    strcasestr(out->name, "key") || strcasestr(out->name, "secret")) {
+		const char *sp = strchr(wire, ' ');
+		cli_secrets_add(sec, wire, wl);
+		if (sp)
+			cli_secrets_add(sec, sp + 1, strlen(sp + 1));
+	}
+	return 0;
+}
+
+void check_client_header_fini(struct check_header *h)
+{
+	free(h->name);
+	free(h->wire);
+	h->name = h->wire = NULL;
 }

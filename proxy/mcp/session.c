@@ -82,7 +82,7 @@ enum session_flag {
 struct session {
 	unsigned magic;
 	struct session_table *t;        /* borrowed */
-	char id[SESSION_ID_LEN + 1];
+	char id[SESSION_ID_MAX + 1];
 	enum session_state state;       /* changed by set_state only */
 	unsigned flags;                 /* enum session_flag */
 	enum session_face face;
@@ -235,6 +235,21 @@ int session_mint_id(char *out, size_t outlen)
 	}
 	out[SESSION_ID_LEN] = '\0';
 	return 0;
+}
+
+/* replicas: "<replica_id>-<hex>" when the table has a prefix, so that a
+ * load balancer in front of several replicas can send every request
+ * naming the session to the replica that holds it. */
+static int mint_prefixed(const struct session_table *t, char *out, size_t outlen)
+{
+	size_t n = strlen(t->lim.id_prefix);
+	if (n == 0)
+		return session_mint_id(out, outlen);
+	if (outlen < n + 1 + SESSION_ID_LEN + 1)
+		return -1;
+	memcpy(out, t->lim.id_prefix, n);
+	out[n] = '-';
+	return session_mint_id(out + n + 1, outlen - n - 1);
 }
 
 /* ---- the table ------------------------------------------------------------ */
@@ -731,7 +746,7 @@ struct session *session_new(struct session_table *t, size_t up, enum session_fac
 	/* A collision among 2^128 values is not going to happen, but looking
 	 * costs nothing and an id must never name two sessions. */
 	do {
-		if (session_mint_id(s->id, sizeof(s->id)) < 0) {
+		if (mint_prefixed(t, s->id, sizeof(s->id)) < 0) {
 			free(s->client_name);
 			free(s);
 			give_place(t);

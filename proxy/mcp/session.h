@@ -52,6 +52,9 @@ struct upstream_sse_refusal;
 
 /* A minted id: 128 random bits as lowercase hex (0x21..0x7E by design). */
 #define SESSION_ID_LEN 32
+/* replicas: the longest id, "<replica_id>-" then SESSION_ID_LEN hex digits
+ * when the config names a replica_id (conf/haproxy/README.md). */
+#define SESSION_ID_MAX (PX_REPLICA_ID_MAX + 1 + SESSION_ID_LEN)
 
 enum session_face {
 	SESSION_FACE_SSE = 0,     /* legacy HTTP+SSE client (2024-11-05) */
@@ -122,6 +125,7 @@ struct session_limits {
 	size_t max_queue_bytes;  /* limits.max_output_bytes, for the same queue */
 	uint64_t idle_us;        /* timeouts.session_idle_ms (0: never) */
 	uint64_t request_us;     /* default wait for a response (0: forever) */
+	char id_prefix[PX_REPLICA_ID_MAX + 1];  /* replicas: replica_id, "" for none */
 };
 
 struct session_table;

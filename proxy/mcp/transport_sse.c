@@ -167,7 +167,7 @@ struct transport_sse_ex {
 	struct event *keepalive;        /* owned */
 	uint64_t last_write_us;
 	struct evbuffer *scratch;       /* owned */
-	char sid[SESSION_ID_LEN + 1];
+	char sid[SESSION_ID_MAX + 1];  /* replicas: room for a replica_id prefix */
 	/* A legacy POST and its call point at each other while both live. */
 	struct transport_sse_ex *call;  /* the POST's call (owned by itself), or NULL */
 	struct transport_sse_ex *post;  /* SX_CALL: the POST while it lasts, or NULL */
@@ -674,6 +674,8 @@ struct session_table *transport_sse_sessions_new(struct px_ctx *ctx)
 		.idle_us = (uint64_t)cfg->timeouts.session_idle_ms * 1000u,
 		.request_us = (uint64_t)cfg->timeouts.request_ms * 1000u,
 	};
+	/* replicas: fixed at start (a change needs a restart). */
+	memcpy(lim.id_prefix, cfg->replica_id, sizeof(lim.id_prefix));
 	return session_table_new(ctx, &lim, &client_ops);
 }
 
@@ -976,7 +978,7 @@ static int same_client(const struct transport_sse_ex *x, const struct session *s
 
 static void legacy_post(struct transport_sse_ex *x, json_t *body, struct evbuffer *raw)
 {
-	char sid[SESSION_ID_LEN + 8];
+	char sid[SESSION_ID_MAX + 8];  /* replicas */
 	struct session *s = NULL;
 
 	if (query_param(http_msg_url(x->req), "sessionId", sid, sizeof(sid)) == 0)

@@ -8,6 +8,9 @@
 #                            latency of a pushed message (nginx for reference)
 #   listcheck  listcheck.sh  what the contract check adds to a 1,000-tool list
 #   memory     memflat.sh    resident memory over 1,000,000 tools/call
+#   upstreams  upstreams.sh  (issue 23) start-up, memory, /readyz, /metrics,
+#                            admin page at 1, 100, 1,000 upstreams; memory
+#                            per session and per stream
 #
 #   PARTS="table streams listcheck memory" DURATION=10 ROUNDS=3 CONNS=50 make bench
 #
@@ -19,7 +22,7 @@
 # printed, not failed.
 set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
-PARTS=${PARTS:-table streams listcheck memory}
+PARTS=${PARTS:-table streams listcheck memory upstreams} # upstreams: issue 23
 PART_TIMEOUT=${PART_TIMEOUT:-1500}
 here=$(cd "$dir/../.." && pwd)
 
@@ -38,7 +41,8 @@ for part in $PARTS; do
 	streams) script=streams.sh ;;
 	listcheck) script=listcheck.sh ;;
 	memory) script=memflat.sh ;;
-	*) echo "bench: unknown part $part (table streams listcheck memory)" >&2; exit 2 ;;
+	upstreams) script=upstreams.sh ;; # the fleet's cost (issue 23)
+	*) echo "bench: unknown part $part (table streams listcheck memory upstreams)" >&2; exit 2 ;;
 	esac
 	t0=$(date +%s)
 	timeout -s TERM "$PART_TIMEOUT" bash "$dir/$script"

@@ -37,7 +37,7 @@ export const ALLOWED = {
   net: ['base', 'net'],
   hooks: ['base', 'checks', 'policy', 'hooks'],
   mcp: ['base', 'net', 'hooks', 'mcp'],
-  cli: ['base', 'net', 'checks', 'mcp', 'cli'],
+  cli: ['base', 'net', 'checks', 'policy', 'mcp', 'cli'], // policy: replay judges calls by the proxy's engine
   admin: ['base', 'net', 'hooks', 'policy', 'admin'],
   wiring: ['base', 'checks', 'policy', 'net', 'hooks', 'mcp', 'cli', 'admin', 'wiring'],
 };

@@ -189,6 +189,26 @@ static void test_mint_ids_differ(void **state)
 	}
 }
 
+/* replicas: with a replica_id, minted ids are "<replica_id>-<32 hex>",
+ * found by that id, as long as SESSION_ID_MAX allows. */
+static void test_mint_with_replica_prefix(void **state)
+{
+	(void)state;
+	struct session_limits lim = default_limits;
+	snprintf(lim.id_prefix, sizeof(lim.id_prefix), "%s", "abcdefghijklmno_");
+	struct session_table *t = session_table_new(NULL, &lim, &fake_ops);
+	assert_non_null(t);
+	struct session *s = new_session(t, SESSION_FACE_SSE);
+	const char *id = session_id(s);
+	assert_int_equal(strlen(id), SESSION_ID_MAX);
+	assert_memory_equal(id, "abcdefghijklmno_-", 17);
+	for (size_t i = 17; i < SESSION_ID_MAX; i++)
+		assert_non_null(strchr("0123456789abcdef", id[i]));
+	assert_ptr_equal(session_find(t, id), s);
+	assert_null(session_find(t, id + 17));  /* the bare hex names nothing */
+	session_table_free(t);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 static void test_new_and_find(void **state)
@@ -812,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_mint_id_format),
 		cmocka_unit_test(test_mint_id_too_small_buffer),
 		cmocka_unit_test(test_mint_ids_differ),
+		cmocka_unit_test(test_mint_with_replica_prefix),  /* replicas */
 		cmocka_unit_test_setup_teardown(test_new_and_find, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_name_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_is_bounded, setup, teardown),
