@@ -851,6 +851,23 @@ static void render_capture(struct out *o, const struct metrics_snapshot *s)
 }
 /* ---- end capture ---- */
 
+/* ---- telemetry (proxy/net/otlp.h) ---- */
+static void render_otlp(struct out *o, const struct metrics_snapshot *s)
+{
+	if (!s->otlp)
+		return;
+	family(o, "mcpwarden_otel_spans_exported_total", "counter",
+	       "Spans the OTLP exporter delivered (2xx).");
+	sample_u64(o, "mcpwarden_otel_spans_exported_total", NULL, NULL, NULL, NULL,
+	           s->otlp->exported);
+	family(o, "mcpwarden_otel_spans_dropped_total", "counter",
+	       "Spans the OTLP exporter dropped, by reason (queue_full, export_failed, shutdown).");
+	for (int i = 0; i < 3; i++)
+		sample_u64(o, "mcpwarden_otel_spans_dropped_total", "reason", s->otlp->reason[i], NULL,
+		           NULL, s->otlp->dropped[i]);
+}
+/* ---- end telemetry ---- */
+
 char *metrics_render(const struct metrics *m, const struct metrics_snapshot *snap, size_t *len)
 {
 	struct out o = {0};
@@ -858,6 +875,7 @@ char *metrics_render(const struct metrics *m, const struct metrics_snapshot *sna
 
 	render_snapshot(&o, m, snap ? snap : &none);
 	render_capture(&o, snap ? snap : &none); /* capture */
+	render_otlp(&o, snap ? snap : &none);    /* telemetry */
 	by_label_outcome(&o, "mcpwarden_requests_total",
 	                 "Client JSON-RPC requests and notifications recorded, by method and outcome.",
 	                 &m->methods, "method", m->calls, 0);

@@ -123,6 +123,13 @@ struct metrics_validate {
 void metrics_validate_add(struct metrics_validate *v, const char *upstream, const char *tool,
                           const char *code, uint64_t n);
 
+/* telemetry (issue 23): spans the OTLP exporters sent and dropped, by
+ * reason (proxy/net/otlp.h's names, borrowed static strings). */
+struct metrics_otlp {
+	uint64_t exported, dropped[3];
+	const char *reason[3];
+};
+
 /* capture: one capturing upstream's lines written and dropped. */
 struct metrics_capture {
 	const char *upstream;            /* borrowed: the capture's */
@@ -150,6 +157,7 @@ struct metrics_snapshot {
 	/* capture (proxy/hooks/hook_capture.h): per capturing upstream */
 	const struct metrics_capture *capture;
 	size_t ncapture;
+	const struct metrics_otlp *otlp; /* telemetry: NULL when off */
 	const struct metrics_policy *policy;  /* NULL: no policy module */
 	struct metrics_validate *validate;    /* NULL: no live contract */
 	/* What sources allocated for the pointers above (owned by s). */

@@ -138,6 +138,9 @@ void config_free(struct px_config *cfg)
 	free(cfg->origins);
 	free(cfg->tls_cert_file);
 	free(cfg->tls_key_file);
+	upstream_conf_fini(&cfg->telemetry.otlp); /* telemetry */
+	free(cfg->telemetry.service_name);
+	json_decref(cfg->telemetry.resource);
 	free(cfg);
 }
 
@@ -417,12 +420,14 @@ static int check_keys(struct errs *e, const char *where, json_t *obj,
 			errs_add(e, "%s.%s: unknown key", where, key);
 			bad++;
 		} else if (json_typeof(val) != s->type &&
-		           !(s->type == JSON_TRUE && json_is_boolean(val))) {
+		           !(s->type == JSON_TRUE && json_is_boolean(val)) &&
+		           !(s->type == JSON_REAL && json_is_number(val))) { /* telemetry: a ratio */
 			errs_add(e, "%s.%s: must be %s", where, key,
 			        s->type == JSON_STRING    ? "a string"
 			        : s->type == JSON_INTEGER ? "a non-negative integer"
 			        : s->type == JSON_OBJECT  ? "an object"
 			        : s->type == JSON_TRUE    ? "true or false"
+			        : s->type == JSON_REAL    ? "a number"
 			                                  : "an array");
 			bad++;
 		}
@@ -495,6 +500,7 @@ static const struct key_spec top_keys[] = {
 	{"clients", JSON_ARRAY}, {"admin", JSON_OBJECT}, {"allowed_hosts", JSON_ARRAY},
 	{"allowed_origins", JSON_ARRAY}, {"tls", JSON_OBJECT}, {"workers", JSON_INTEGER},
 	{"yield_after_us", JSON_INTEGER},
+	{"telemetry", JSON_OBJECT}, /* telemetry (issue 23) */
 	{"replica_id", JSON_STRING},  /* replicas */
 	/* Editors' JSON Schema hint ("$schema": URL): accepted, not used. */
 	{"$schema", JSON_STRING}, {NULL, 0},
@@ -681,6 +687,15 @@ static void load_headers(struct errs *e, const char *where, json_t *hj,
 		u->headers[u->nheaders].value = v;
 		u->nheaders++;
 	}
+}
+
+/* telemetry: whether u has a header named name already. */
+static int configured_header_name(const struct px_upstream_conf *u, const char *name)
+{
+	for (size_t i = 0; i < u->nheaders; i++)
+		if (strcasecmp(u->headers[i].name, name) == 0)
+			return 1;
+	return 0;
 }
 
 static const struct key_spec client_keys[] = {
@@ -986,6 +1001,256 @@ static void load_strings(struct errs *e, const char *where, json_t *arr, char **
 	}
 }
 
+/* ---- telemetry (issue 23): "telemetry.otlp" and OTEL_* ------------------ */
+
+/* What the file says wins over the environment, key by key; the
+ * environment fills what the file leaves out (docs/telemetry.md). */
+static const struct key_spec telemetry_keys[] = {{"otlp", JSON_OBJECT}, {NULL, 0}};
+static const struct key_spec otlp_keys[] = {
+	{"enabled", JSON_TRUE},        {"endpoint", JSON_STRING},     {"headers", JSON_OBJECT},
+	{"timeout_ms", JSON_INTEGER},  {"protocol", JSON_STRING},     {"service_name", JSON_STRING},
+	{"sampler", JSON_STRING},      {"sampler_arg", JSON_REAL},    {"queue_spans", JSON_INTEGER},
+	{"batch_spans", JSON_INTEGER}, {"batch_delay_ms", JSON_INTEGER}, {NULL, 0},
+};
+
+/* The file's choices, kept until telemetry_finish merges the environment. */
+static void load_telemetry(struct errs *e, json_t *sec, struct px_config *cfg)
+{
+	check_keys(e, "$.telemetry", sec, telemetry_keys);
+	json_t *o = json_object_get(sec, "otlp");
+	if (!json_is_object(o))
+		return;
+	check_keys(e, "$.telemetry.otlp", o, otlp_keys);
+	json_decref(cfg->telemetry.resource);
+	/* the section itself, read again by telemetry_finish */
+	cfg->telemetry.resource = json_incref(o);
+	struct px_telemetry *t = &cfg->telemetry;
+	get_uint(e, "$.telemetry.otlp", o, "timeout_ms", MAX_MS, &t->otlp.request_timeout_ms,
+	         sizeof(unsigned));
+	get_uint(e, "$.telemetry.otlp", o, "queue_spans", 1u << 20, &t->queue_spans, sizeof(unsigned));
+	get_uint(e, "$.telemetry.otlp", o, "batch_spans", 1u << 16, &t->batch_spans, sizeof(unsigned));
+	get_uint(e, "$.telemetry.otlp", o, "batch_delay_ms", MAX_MS, &t->batch_delay_ms,
+	         sizeof(unsigned));
+	json_t *h = json_object_get(o, "headers");
+	if (json_is_object(h))
+		load_headers(e, "$.telemetry.otlp", h, &t->otlp);
+}
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* %XX decoded in place (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES
+ * are W3C Baggage-style lists, percent-encoded). */
+static void percent_decode(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2])) {
+			char hx[3] = {r[1], r[2], 0};
+			*w++ = (char)strtol(hx, NULL, 16);
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	return s;
+}
+
+typedef void (*kv_fn)(struct errs *e, const char *var, char *k, char *v, void *arg);
+
+/* "k1=v1,k2=v2": each pair, trimmed and decoded, to fn. */
+static void env_list(struct errs *e, const char *var, kv_fn fn, void *arg)
+{
+	const char *v = env_nonempty(var);
+	char *copy = v ? strdup(v) : NULL, *save = NULL;
+	for (char *p = copy ? strtok_r(copy, ",", &save) : NULL; p; p = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(p, '=');
+		if (!eq) {
+			errs_add(e, "%s: \"%s\" is not key=value", var, trim(p));
+			continue;
+		}
+		*eq = '\0';
+		char *k = trim(p), *val = trim(eq + 1);
+		percent_decode(k);
+		percent_decode(val);
+		fn(e, var, k, val, arg);
+	}
+	if (copy)
+		explicit_bzero(copy, strlen(copy)); /* header values are credentials */
+	free(copy);
+}
+
+static void env_header(struct errs *e, const char *var, char *k, char *v, void *arg)
+{
+	struct px_upstream_conf *u = arg;
+	const char *c;
+	for (c = k; *c && token_char((unsigned char)*c); c++)
+		;
+	if (!*k || *c || !header_value_ok(v)) {
+		errs_add(e, "%s: a header name or value is not valid", var); /* never the value */
+		return;
+	}
+	if (configured_header_name(u, k))
+		return; /* the file's, or the more specific variable's, wins */
+	struct px_header *nh = realloc(u->headers, (u->nheaders + 1) * sizeof(*nh));
+	if (!nh)
+		return;
+	u->headers = nh;
+	nh[u->nheaders].name = strdup(k);
+	nh[u->nheaders].value = strdup(v);
+	u->nheaders++;
+}
+
+static void env_resource(struct errs *e, const char *var, char *k, char *v, void *arg)
+{
+	(void)e;
+	(void)var;
+	json_t *res = arg;
+	json_array_append_new(res, json_pack("{s:s,s:{s:s}}", "key", k, "value", "stringValue", v));
+}
+
+/* Sampler name (OTEL_TRACES_SAMPLER's words) and arg into t. */
+static void set_sampler(struct errs *e, const char *where, const char *name, const char *arg,
+                        struct px_telemetry *t)
+{
+	double ratio = 1.0;
+	if (arg) {
+		char *end;
+		ratio = strtod(arg, &end);
+		if (end == arg || *end || ratio < 0 || ratio > 1) {
+			errs_add(e, "%s: the sampler argument must be a number from 0 to 1", where);
+			ratio = 1.0;
+		}
+	}
+	static const struct {
+		const char *name;
+		enum px_sampler s;
+		double fixed; /* < 0: the argument */
+	} words[] = {
+		{"always_on", PX_SAMPLER_RATIO, 1},
+		{"always_off", PX_SAMPLER_RATIO, 0},
+		{"traceidratio", PX_SAMPLER_RATIO, -1},
+		{"parentbased_always_on", PX_SAMPLER_PARENT_RATIO, 1},
+		{"parentbased_always_off", PX_SAMPLER_PARENT_RATIO, 0},
+		{"parentbased_traceidratio", PX_SAMPLER_PARENT_RATIO, -1},
+	};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		if (strcmp(name, words[i].name) == 0) {
+			t->sampler = words[i].s;
+			t->ratio = words[i].fixed < 0 ? ratio : words[i].fixed;
+			return;
+		}
+	}
+	errs_add(e, "%s: unknown sampler \"%s\" (always_on, always_off, traceidratio, "
+	            "parentbased_always_on, parentbased_always_off, parentbased_traceidratio)",
+	         where, name);
+}
+
+static void check_protocol(struct errs *e, const char *where, const char *p)
+{
+	if (p && strcmp(p, "http/json") != 0)
+		errs_add(e, "%s=%s: mcpwarden exports OTLP over http/json only (set http/json, or "
+		            "put an OpenTelemetry Collector in between)", where, p);
+}
+
+/* The endpoint URL: the file's as is, else the traces variable as is,
+ * else the generic one with /v1/traces appended (OTLP exporter spec). */
+static char *endpoint_url(const char *file_ep)
+{
+	const char *v;
+	if (file_ep)
+		return strdup(file_ep);
+	if ((v = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")))
+		return strdup(v);
+	if ((v = env_nonempty("OTEL_EXPORTER_OTLP_ENDPOINT"))) {
+		size_t n = strlen(v);
+		char *u = malloc(n + 12);
+		if (u)
+			snprintf(u, n + 12, "%.*s/v1/traces", (int)(n && v[n - 1] == '/' ? n - 1 : n), v);
+		return u;
+	}
+	return NULL;
+}
+
+static void telemetry_finish(struct errs *e, struct px_config *cfg)
+{
+	struct px_telemetry *t = &cfg->telemetry;
+	json_t *o = t->resource; /* the file's section, or NULL */
+	t->resource = json_array();
+	const char *file_ep = json_string_value(json_object_get(o, "endpoint"));
+	const char *dis = env_nonempty("OTEL_SDK_DISABLED");
+	char *url = endpoint_url(file_ep);
+	const char *why;
+	/* On with a section in the file or an endpoint in the environment;
+	 * a section without an endpoint sends to the OTLP default. */
+	t->enabled = (o || url) && !(dis && strcasecmp(dis, "true") == 0) &&
+	             !json_is_false(json_object_get(o, "enabled"));
+	if (!t->enabled || !t->resource)
+		goto done;
+	check_protocol(e, "$.telemetry.otlp.protocol",
+	               json_string_value(json_object_get(o, "protocol")));
+	check_protocol(e, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+	               env_nonempty("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"));
+	if (!env_nonempty("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+		check_protocol(e, "OTEL_EXPORTER_OTLP_PROTOCOL", env_nonempty("OTEL_EXPORTER_OTLP_PROTOCOL"));
+	t->otlp.name = strdup("otlp");
+	t->otlp.path = strdup("/v1/traces");
+	if (config_parse_url(&t->otlp, url ? url : "http://localhost:4318/v1/traces", &why) < 0)
+		errs_add(e, "telemetry endpoint: %s", why);
+	env_list(e, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", env_header, &t->otlp);
+	env_list(e, "OTEL_EXPORTER_OTLP_HEADERS", env_header, &t->otlp);
+	const char *to = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT");
+	to = to ? to : env_nonempty("OTEL_EXPORTER_OTLP_TIMEOUT");
+	if (!t->otlp.request_timeout_ms)
+		t->otlp.request_timeout_ms = to ? (unsigned)strtoul(to, NULL, 10) : 10000;
+	t->otlp.connect_timeout_ms = t->otlp.request_timeout_ms;
+	const char *sname = json_string_value(json_object_get(o, "sampler"));
+	const char *sv = env_nonempty("OTEL_TRACES_SAMPLER");
+	json_t *sarg = json_object_get(o, "sampler_arg");
+	char argbuf[32];
+	if (sarg)
+		snprintf(argbuf, sizeof(argbuf), "%.17g", json_number_value(sarg));
+	set_sampler(e, sname ? "$.telemetry.otlp.sampler" : "OTEL_TRACES_SAMPLER",
+	            sname ? sname : sv ? sv : "parentbased_always_on",
+	            sarg ? argbuf : env_nonempty("OTEL_TRACES_SAMPLER_ARG"), t);
+	env_list(e, "OTEL_RESOURCE_ATTRIBUTES", env_resource, t->resource);
+	const char *svc = json_string_value(json_object_get(o, "service_name"));
+	svc = svc ? svc : env_nonempty("OTEL_SERVICE_NAME");
+	t->service_name = strdup(svc ? svc : "mcpwarden");
+	/* The batch span processor's variables, then its defaults. */
+	const char *bsp;
+	if (!t->queue_spans)
+		t->queue_spans = (bsp = env_nonempty("OTEL_BSP_MAX_QUEUE_SIZE")) ? (unsigned)strtoul(bsp, NULL, 10) : 2048;
+	if (!t->batch_spans)
+		t->batch_spans = (bsp = env_nonempty("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")) ? (unsigned)strtoul(bsp, NULL, 10) : 512;
+	if (!t->batch_delay_ms && (bsp = env_nonempty("OTEL_BSP_SCHEDULE_DELAY")))
+		t->batch_delay_ms = (unsigned)strtoul(bsp, NULL, 10);
+	if (!t->queue_spans)
+		t->queue_spans = 1;
+	if (!t->batch_spans)
+		t->batch_spans = 1;
+	if (t->batch_spans > t->queue_spans)
+		t->batch_spans = t->queue_spans;
+	if (!t->batch_delay_ms)
+		t->batch_delay_ms = 5000;
+done:
+	free(url);
+	json_decref(o);
+}
+
 static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 {
 	if (!json_is_object(root)) {
@@ -1031,6 +1296,8 @@ static void load_json(struct errs *e, json_t *root, struct px_config *cfg)
 	}
 	if (json_is_object(sec = json_object_get(root, "admin")))
 		cfg->admin = json_incref(sec);
+	if (json_is_object(sec = json_object_get(root, "telemetry")))
+		load_telemetry(e, sec, cfg); /* telemetry (issue 23) */
 	json_t *ups = json_object_get(root, "upstreams");
 	if (json_is_array(ups)) {
 		size_t n = json_array_size(ups);
@@ -1077,7 +1344,8 @@ struct px_config *config_load_file(const char *path, char *errbuf, size_t errlen
 		errs_add(&e, "out of memory");
 		return NULL;
 	}
-	if (load_file_into(&e, path, cfg) < 0 || cfg->nups == 0 || legacy_paths(&e, cfg) < 0) {
+	if (load_file_into(&e, path, cfg) < 0 || cfg->nups == 0 || legacy_paths(&e, cfg) < 0 ||
+	    (telemetry_finish(&e, cfg), e.count > 0)) { /* telemetry */
 		if (e.count == 0)
 			errs_add(&e, "%s: $.upstreams: required", path);
 		config_free(cfg);
@@ -1362,6 +1630,8 @@ struct px_config *config_from_argv(int argc, char **argv, enum config_action *ac
 		errs_add(&e, "no upstream: give --upstream URL or a config file with \"upstreams\"");
 	if (e.count == 0)
 		legacy_paths(&e, cfg);
+	if (e.count == 0)
+		telemetry_finish(&e, cfg); /* telemetry (issue 23) */
 	if (e.count) {
 		config_free(cfg);
 		return NULL;

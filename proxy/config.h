@@ -83,6 +83,24 @@ struct px_upstream_conf {
 	} capture;
 };
 
+/* telemetry (issue 23): "telemetry": {"otlp": {...}} and the OTEL_*
+ * environment variables folded in (docs/telemetry.md says which wins).
+ * enabled 0: no span is made, no id is drawn. */
+enum px_sampler {
+	PX_SAMPLER_PARENT_RATIO = 0, /* parentbased_traceidratio (ratio 1: parentbased_always_on) */
+	PX_SAMPLER_RATIO,            /* traceidratio, always_on (1), always_off (0) */
+};
+struct px_telemetry {
+	int enabled;
+	struct px_upstream_conf otlp;  /* the endpoint as an upstream: url, headers, timeout */
+	char *service_name;            /* owned */
+	json_t *resource;              /* owned: array of OTLP KeyValue (OTEL_RESOURCE_ATTRIBUTES) */
+	enum px_sampler sampler;
+	double ratio;                  /* 0..1: new roots sampled (and every trace for RATIO) */
+	unsigned queue_spans;          /* per worker; past it spans are dropped */
+	unsigned batch_spans;          /* per POST */
+	unsigned batch_delay_ms;       /* a partial batch waits at most this */
+};
 /* replicas: longest "replica_id" ([A-Za-z0-9_], so '-' ends it in an id). */
 #define PX_REPLICA_ID_MAX 16
 
@@ -136,6 +154,7 @@ struct px_config {
 	unsigned yield_after_us;
 	/* "tls" / --tls-cert --tls-key: TLS on the client listener */
 	char *tls_cert_file, *tls_key_file;   /* owned, or NULL */
+	struct px_telemetry telemetry;        /* telemetry (issue 23) */
 	/* replicas: "replica_id", the prefix of the session ids this replica
 	 * mints ("<replica_id>-<hex>"), so a load balancer routes a legacy
 	 * session's POSTs back to it (conf/haproxy/README.md); "" for none. */

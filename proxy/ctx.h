@@ -35,6 +35,8 @@ struct session_table;
 struct inbox;
 struct affinity;
 struct sesslimit;
+struct hook_trace; /* telemetry */
+struct otlp;       /* telemetry */
 
 /* Counters of one worker, written by its thread only (PX_STAT_ADD) and read
  * by the admin endpoint's thread (px_stat_get): relaxed atomics, so a
@@ -72,6 +74,7 @@ struct px_proc {
 	struct hook_contract *contract;   /* owned: proxy/hooks/hook_contract.c */
 	struct hook_validate *validate;   /* owned: proxy/hooks/hook_validate.c */
 	struct hook_capture *capture;     /* owned: proxy/hooks/hook_capture.c (capture) */
+	struct hook_trace *trace;         /* owned: proxy/hooks/hook_trace.c (telemetry) */
 	/* SIGHUP re-reads the configuration from the same command line. */
 	int argc;
 	char **argv;                  /* borrowed: main's */
@@ -109,6 +112,7 @@ struct px_ctx {
 	struct ssl_ctx_st *tls_server;
 	struct session_table *translated; /* owned: translated sessions (session.c) */
 	struct px_stats stats;
+	struct otlp *otlp;            /* owned: this worker's exporter, or NULL (telemetry) */
 };
 
 /* Event priorities (event_base_priority_init): everything runs at the

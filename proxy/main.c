@@ -40,6 +40,9 @@
 #include "proxy/net/affinity.h"
 #include "proxy/net/inbox.h"
 #include "proxy/hooks/hook_capture.h"
+#include "proxy/hooks/hook_trace.h" /* telemetry */
+#include "proxy/net/otlp.h"        /* telemetry */
+#include "proxy/base/clock.h"      /* telemetry */
 #include "proxy/hooks/hook_contract.h"
 #include "proxy/hooks/redact.h"
 #include "admin/secrets.h"
@@ -453,9 +456,109 @@ static struct event_base *base_new(void)
 	return base;
 }
 
+/* ---- telemetry (issue 23): the exporter's drain ---------------------------- */
+
+static void otlp_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+/* After the loop ended: what is queued is sent, on the worker's own loop
+ * (its exporter's connection lives there). The workers are torn down one
+ * after another on the main thread: one deadline, drain_ms from the first,
+ * bounds them all. */
+static void otlp_drain(struct px_ctx *ctx)
+{
+	static uint64_t deadline; /* main thread only */
+	if (!ctx->otlp || !ctx->base)
+		return;
+	if (!deadline)
+		deadline = clock_mono_us() + (uint64_t)ctx->cfg->timeouts.drain_ms * 1000;
+	struct event *tick = evtimer_new(ctx->base, otlp_drain_tick, NULL);
+	otlp_flush(ctx->otlp);
+	while (tick && otlp_pending(ctx->otlp) && clock_mono_us() < deadline) {
+		struct timeval tv = {0, 50000};
+		evtimer_add(tick, &tv);
+		event_base_loop(ctx->base, EVLOOP_ONCE);
+	}
+	if (tick)
+		event_free(tick);
+	otlp_free(ctx->otlp);
+	ctx->otlp = NULL;
+}
+
+static void trace_emit(void *arg, const char *span, size_t len)
+{
+	(void)arg;
+	otlp_enqueue(otlp_current(), span, len);
+}
+
+/* /metrics: spans exported and dropped, summed over the workers. */
+static void source_otlp(void *arg, struct metrics_snapshot *s)
+{
+	struct px_ctx *ctx = arg;
+	struct metrics_otlp *mo = metrics_snapshot_alloc(s, 1, sizeof(*mo));
+	if (!mo)
+		return;
+	for (size_t i = 0; i < ctx->proc->nworkers; i++) {
+		uint64_t e, d[OTLP_DROP_N];
+		otlp_stats(ctx->proc->workers[i] ? ctx->proc->workers[i]->otlp : NULL, &e, d);
+		mo->exported += e;
+		for (int k = 0; k < OTLP_DROP_N; k++)
+			mo->dropped[k] += d[k];
+	}
+	for (int k = 0; k < OTLP_DROP_N; k++)
+		mo->reason[k] = otlp_drop_name((enum otlp_drop)k);
+	s->otlp = mo;
+}
+
+/* Registered first: the ids exist before any other hook (the recorder)
+ * sees the call, and a call policy refuses still has its span. */
+static int trace_setup(struct px_ctx *ctx, char *err, size_t errlen)
+{
+	if (!ctx->cfg->telemetry.enabled)
+		return 0;
+	ctx->proc->trace = hook_trace_new(ctx->insp, ctx->cfg, trace_emit, NULL);
+	if (!ctx->proc->trace) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	log_msg(LOG_INFO, "telemetry: OTLP/HTTP traces to %s (service %s, sampler ratio %g)",
+	        ctx->cfg->telemetry.otlp.url_safe, ctx->cfg->telemetry.service_name,
+	        ctx->cfg->telemetry.ratio);
+	return 0;
+}
+
+static int trace_metrics(struct px_ctx *ctx)
+{
+	if (!ctx->proc->trace || !ctx->proc->admin)
+		return 0;
+	return admin_add_metrics_source(ctx->proc->admin, "otlp", source_otlp, ctx);
+}
+
+static int otlp_setup(struct px_ctx *ctx)
+{
+	char err[512] = "";
+	if (!ctx->proc->trace)
+		return 0;
+	ctx->otlp = otlp_new(ctx->base, &ctx->cfg->telemetry, err, sizeof(err));
+	if (!ctx->otlp) {
+		log_msg(LOG_ERROR, "telemetry: %s", err);
+		return -1;
+	}
+	if (ctx->worker_id == 0)
+		otlp_bind(ctx->otlp); /* the others bind on their own thread */
+	return 0;
+}
+
+/* ---- end telemetry ------------------------------------------------------------ */
+
 /* What every worker has of its own. */
 static void worker_teardown(struct px_ctx *ctx)
 {
+	otlp_drain(ctx); /* telemetry */
 	while (ctx->conns)
 		conn_destroy(ctx->conns);
 	listener_free(ctx->lst);
@@ -500,6 +603,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	hook_policy_free(ctx->proc->policy);
 	hook_validate_free(ctx->proc->validate);
 	hook_capture_free(ctx->proc->capture); /* capture: writes what is queued */
+	hook_trace_free(ctx->proc->trace); /* telemetry */
 	admin_free(ctx->proc->admin);
 	inspect_free(ctx->insp);
 	tools_free(ctx->proc->tools);
@@ -579,6 +683,8 @@ static int worker_setup(struct px_ctx *ctx, const char *port, int reuseport)
 		}
 		ctx->nups++;
 	}
+	if (otlp_setup(ctx) < 0) /* telemetry */
+		return -1;
 	ctx->translated = transport_sse_sessions_new(ctx);
 	if (!ctx->translated) {
 		log_msg(LOG_ERROR, "out of memory");
@@ -670,6 +776,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	 * messages through) and hiding tools from the listing it is given;
 	 * the live contract next, judging what policy let through; observers
 	 * (recorder) see everything last. */
+	if (trace_setup(ctx, err, sizeof(err)) < 0) { /* telemetry */
+		log_msg(LOG_ERROR, "telemetry: %s", err);
+		return -1;
+	}
 	if (hook_contract_setup(ctx, err, sizeof(err)) < 0) {
 		log_block(LOG_ERROR, "contract configuration:", err);
 		return -1;
@@ -693,6 +803,10 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 	}
 	if (capture_setup(ctx, err, sizeof(err)) < 0) { /* capture */
 		log_block(LOG_ERROR, "capture:", err);
+		return -1;
+	}
+	if (trace_metrics(ctx) < 0) { /* telemetry */
+		log_msg(LOG_ERROR, "admin: too many metrics sources");
 		return -1;
 	}
 	if (stats_register(ctx) < 0) {
@@ -725,6 +839,7 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 static void *worker_main(void *arg)
 {
 	struct px_ctx *ctx = arg;
+	otlp_bind(ctx->otlp); /* telemetry */
 	loop_run(ctx->base, ctx->cfg->yield_after_us, &ctx->stats.yields);
 	/* Worker 0 keeps its loop (and so the signals) running until every
 	 * worker has said this. */

@@ -404,6 +404,10 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 	r->kind = kind;
 	r->is_error = -1;
 	rec_set_bounded(r, RT_SESSION, session_of(w));
+	if (w->trace_id[0]) { /* telemetry (issue 23): set by hook_trace */
+		record_text_set(r, RT_TRACE_ID, w->trace_id, 32);
+		record_text_set(r, RT_SPAN_ID, w->span_id, 16);
+	}
 	/* The client's own words are cut; ours (addresses, names from the
 	 * configuration, transports) are not. */
 	const char *v[RT_NCONST] = {w->client,   w->client_name,      w->upstream,
@@ -1348,6 +1352,10 @@ static json_t *inflight_item(const struct rx *rx, const struct record_text_rec *
 	                                                    : json_null());
 	json_object_set_new(o, "arguments", str_json(r, RT_ARGUMENTS));
 	json_object_set_new(o, "arguments_cut", json_boolean(r->arguments_cut));
+	if (r->str[RT_TRACE_ID]) { /* telemetry: only when on */
+		json_object_set_new(o, "trace_id", str_json(r, RT_TRACE_ID));
+		json_object_set_new(o, "span_id", str_json(r, RT_SPAN_ID));
+	}
 	uint64_t start = rx->where->start_us;
 	json_object_set_new(o, "age_us", json_integer((json_int_t)(now > start ? now - start : 0)));
 	json_object_set_new(o, "notifications",

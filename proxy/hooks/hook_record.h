@@ -14,7 +14,8 @@
  * HTTP status and the bytes are known); until then a request waiting for
  * its answer is listed by hook_record_inflight().
  *
- * Record (one JSON object, members always present, in this order):
+ * Record (one JSON object, members always present but for the optional
+ * ones named so, in this order):
  *   seq              the sink numbers it (hook_record_text_seal)
  *   time             RFC 3339 UTC with microseconds, when the request arrived
  *   session          Mcp-Session-Id (the reply's for initialize) or null
@@ -46,6 +47,10 @@
  *   latency_us       arrival to answer (unanswered: to the exchange's end)
  *   bytes_in, bytes_out   of the HTTP exchange that carried it (shared by
  *                    the records of one batch)
+ *   trace_id, span_id   only when telemetry is on (issue 23,
+ *                    docs/telemetry.md): the W3C trace id and the SERVER
+ *                    span's id of the exchange (hook_trace.h), lowercase
+ *                    hex, also when the trace was not sampled
  *   findings         only when there are some: what the live contract
  *                    found (proxy/hooks/hook_validate.h) in the request
  *                    and in its answer, one array, request's first:

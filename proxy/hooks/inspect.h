@@ -54,6 +54,15 @@ struct inspect_where {
 	const char *client_transport;   /* "streamable_http", "sse" */
 	const char *upstream_transport; /* "streamable_http", "sse" */
 	uint64_t start_us;        /* monotonic, when the request arrived */
+	/* telemetry (issue 23, proxy/hooks/hook_trace.h): the client's W3C
+	 * headers (borrowed, or NULL; set by the transport only when tracing
+	 * is on); the SERVER span's ids in hex ("" when not traced), which
+	 * records carry; the traceparent the upstream gets instead of the
+	 * client's ("" none: the client's headers pass as they came). */
+	const char *traceparent, *tracestate;
+	const char *user_agent;   /* the client's User-Agent, borrowed, or NULL */
+	char trace_id[33], span_id[17];
+	char up_traceparent[56];
 	/* Per-exchange state a hook may keep, at the slot inspect_add*()
 	 * returned. The hook owns what it stores and must release it in its
 	 * on_exchange callback, which always runs, exactly once. */

@@ -302,6 +302,8 @@ struct words {
 	X("latency_us", FINISHED, offsetof(struct record_text_rec, latency_us))     \
 	X("bytes_in", FINISHED, offsetof(struct record_text_rec, bytes_in))         \
 	X("bytes_out", FINISHED, offsetof(struct record_text_rec, bytes_out))    \
+	X("trace_id", STR_OPT, RT_TRACE_ID) /* telemetry: only when on */ \
+	X("span_id", STR_OPT, RT_SPAN_ID)                                \
 	X("findings", JSON_OPT, RT_FINDINGS) /* only when there are some */
 
 enum member_kind {
@@ -320,6 +322,8 @@ enum member_kind {
 	M_FINISHED,   /* the uint64_t at offset arg once r->finished, else null */
 	M_JSON_OPT,   /* string member arg as a JSON array of its text, name and
 	               * all; nothing when it is null (an optional member) */
+	M_STR_OPT,    /* string member arg, name and all; nothing when it is null
+	               * (telemetry's ids: records stay as they were without it) */
 };
 
 /* What a member's value writes at most beyond the escaped text of its
@@ -339,6 +343,7 @@ enum member_kind {
 #define ROOM_COUNT      SBUF_I64_MAX
 #define ROOM_FINISHED   SBUF_I64_MAX
 #define ROOM_JSON_OPT   2
+#define ROOM_STR_OPT    4
 
 /* A name is copied as MEMBER_NAME_MAX bytes whatever its length (a
  * fixed-size copy, no call), then the pointer moves by its length: the
@@ -394,6 +399,14 @@ static char *rec_write(struct record_text_clock *l, const struct record_text_rec
 			memcpy(w, j, r->len[m->arg]);
 			w += r->len[m->arg];
 			*w++ = ']';
+			continue;
+		}
+		if (m->kind == M_STR_OPT) {
+			if (!r->str[m->arg])
+				continue;
+			memcpy(w, m->name, MEMBER_NAME_MAX);
+			w += m->len;
+			w = w_member(w, r, (enum record_text_str)m->arg);
 			continue;
 		}
 		if (i > 0 && m->kind != M_CONSTS) {
@@ -453,6 +466,7 @@ static char *rec_write(struct record_text_clock *l, const struct record_text_rec
 			break;
 		}
 		case M_JSON_OPT:
+		case M_STR_OPT:
 			break; /* above */
 		case M_FINISHED: {
 			uint64_t v;

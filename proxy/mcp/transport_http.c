@@ -406,6 +406,9 @@ static void build_head(struct exchange *ex, const char *target, size_t blen,
 		if (!forwardable_request_header(id, n, nl, connection) ||
 		    (ex->uc->nheaders && configured_header(ex->uc, n, nl)))
 			continue;
+		/* telemetry: the upstream's parent is our CLIENT span */
+		if (ex->where.up_traceparent[0] && header_is(n, nl, "traceparent"))
+			continue;
 		if (id == HH_AUTHORIZATION) {
 			/* A token the proxy checked is the proxy's, not the
 			 * upstream's: passing it on is the token passthrough the
@@ -425,6 +428,9 @@ static void build_head(struct exchange *ex, const char *target, size_t blen,
 	if (ex->uc->basic_auth && !has_auth)
 		http_headbuf_header(hb, "Authorization", 13, ex->uc->basic_auth,
 		                    strlen(ex->uc->basic_auth));
+	if (ex->where.up_traceparent[0]) /* telemetry */
+		http_headbuf_header(hb, "traceparent", 11, ex->where.up_traceparent,
+		                    strlen(ex->where.up_traceparent));
 	enum http_method_id mid = http_msg_method_id(m);
 	if (blen || mid == HM_POST || mid == HM_PUT || mid == HM_PATCH) {
 		char line[HTTP_RESP_CL_LINE_MAX];
@@ -1361,6 +1367,11 @@ static struct exchange *exchange_new(struct conn *c, const struct http_msg *req)
 	ex->where.client_transport = "streamable_http";
 	ex->where.upstream_transport = "streamable_http";
 	ex->where.start_us = conn_request_start_us(c);
+	if (ex->ctx->proc->trace) { /* telemetry: the client's W3C context */
+		ex->where.traceparent = http_msg_header(req, "traceparent");
+		ex->where.tracestate = http_msg_header(req, "tracestate");
+		ex->where.user_agent = http_msg_header(req, "user-agent");
+	}
 	const char *url = http_msg_url(req);
 	http_url_path(ex->path, sizeof(ex->path), url);
 	return ex;

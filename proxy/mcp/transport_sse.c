@@ -45,6 +45,7 @@
  * deliver(), with that exchange's `where`, just before it is written.
  */
 #include "proxy/mcp/transport_sse.h"
+#include "proxy/mcp/tracehand.h" /* telemetry */
 
 #include <assert.h>
 #include <stdio.h>
@@ -719,7 +720,11 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
 		const char *why = NULL;
 		if (is_request)
 			x->waiting++;
-		if (session_client_message(x->s, m, bytes, len, target, &why) == 0)
+		/* telemetry: the POST this sends upstream names our CLIENT span */
+		tracehand_set(x->link.where->up_traceparent);
+		int sent = session_client_message(x->s, m, bytes, len, target, &why);
+		tracehand_set(NULL);
+		if (sent == 0)
 			continue;
 		log_msg(LOG_WARN, "#%llu session %.8s…: %s not sent upstream: %s",
 		        x->link.where->conn_id, x->sid, jrpc_kind_str(jrpc_classify(m)), why);
@@ -746,9 +751,13 @@ static void client_messages(struct transport_sse_ex *x, json_t *body, struct evb
  * the POST's request's and the running configuration's). */
 static int where_copy(struct transport_sse_ex *call, const struct inspect_where *w)
 {
-	const char *src[] = {w->client, w->client_name, w->upstream, w->protocol};
+	/* telemetry: the W3C headers too (the call's span is the POST's) */
+	const char *src[] = {w->client, w->client_name, w->upstream, w->protocol, w->traceparent,
+	                     w->tracestate, w->user_agent};
 	const char **dst[] = {&call->own_where.client, &call->own_where.client_name,
-	                      &call->own_where.upstream, &call->own_where.protocol};
+	                      &call->own_where.upstream, &call->own_where.protocol,
+	                      &call->own_where.traceparent, &call->own_where.tracestate,
+	                      &call->own_where.user_agent};
 	size_t n = sizeof(src) / sizeof(src[0]), total = 0;
 
 	for (size_t i = 0; i < n; i++)

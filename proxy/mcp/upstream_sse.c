@@ -15,6 +15,7 @@
  * upstream_sse_close().
  */
 #include "proxy/mcp/upstream_sse.h"
+#include "proxy/mcp/tracehand.h" /* telemetry */
 
 #include <assert.h>
 #include <stdio.h>
@@ -49,6 +50,7 @@ struct outmsg {
 	json_t *msg;            /* owned reference */
 	char *raw;              /* owned: the bytes to send */
 	size_t len;
+	char traceparent[TRACEHAND_MAX]; /* telemetry: tracehand_get()'s, or "" */
 	struct outmsg *next;
 };
 
@@ -398,9 +400,10 @@ static int own_header(const char *name)
 }
 
 /* A whole request for the upstream. body may be NULL. */
-static struct evbuffer *build_request(struct upstream_sse *f, const char *method,
-                                      const char *target, const char *accept,
-                                      const char *last_event_id, const char *body, size_t len)
+static struct evbuffer *build_request_tp(struct upstream_sse *f, const char *method,
+                                         const char *target, const char *accept,
+                                         const char *last_event_id, const char *body, size_t len,
+                                         const char *trace_out)
 {
 	const struct px_upstream_conf *uc = uconf(f);
 	struct evbuffer *out = evbuffer_new();
@@ -428,12 +431,21 @@ static struct evbuffer *build_request(struct upstream_sse *f, const char *method
 		evbuffer_add_printf(out, "Authorization: %s\r\n", f->authorization);
 	else if (!has_auth && uc->basic_auth)
 		evbuffer_add_printf(out, "Authorization: %s\r\n", uc->basic_auth);
+	if (body && trace_out && trace_out[0]) /* telemetry */
+		evbuffer_add_printf(out, "traceparent: %s\r\n", trace_out);
 	if (body)
 		evbuffer_add_printf(out, "Content-Type: application/json\r\nContent-Length: %zu\r\n", len);
 	evbuffer_add(out, "\r\n", 2);
 	if (body)
 		evbuffer_add(out, body, len);
 	return out;
+}
+
+static struct evbuffer *build_request(struct upstream_sse *f, const char *method,
+                                      const char *target, const char *accept,
+                                      const char *last_event_id, const char *body, size_t len)
+{
+	return build_request_tp(f, method, target, accept, last_event_id, body, len, NULL);
 }
 
 static const struct upstream_req_cbs op_cbs;
@@ -513,8 +525,8 @@ static void start_stream(struct upstream_sse *f, const char *last_event_id)
 static void start_post(struct upstream_sse *f, struct outmsg *q)
 {
 	const char *target = f->tr == PX_TRANSPORT_SSE ? f->endpoint : uconf(f)->target;
-	struct evbuffer *rq = build_request(f, "POST", target, "application/json, text/event-stream",
-	                                    NULL, q->raw, q->len);
+	struct evbuffer *rq = build_request_tp(f, "POST", target, "application/json, text/event-stream",
+	                                       NULL, q->raw, q->len, q->traceparent);
 	struct op *op = op_start(f, OP_POST, rq);
 	if (!op) {
 		f->cbs->on_failed(f->arg, q->msg, 502, "cannot start the upstream request", NULL, NULL);
@@ -1165,6 +1177,7 @@ int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size
 		return -1;
 	}
 	q->msg = json_incref(msg);
+	snprintf(q->traceparent, sizeof(q->traceparent), "%s", tracehand_get()); /* telemetry */
 	if (f->qtail)
 		f->qtail->next = q;
 	else

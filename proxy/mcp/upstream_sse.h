@@ -108,6 +108,7 @@ int upstream_sse_send(struct upstream_sse *f, json_t *msg, const char *raw, size
  * from the loop. Idempotent. */
 void upstream_sse_close(struct upstream_sse *f);
 
+
 /* Backpressure from the client side: stop / resume reading replies. */
 void upstream_sse_pause(struct upstream_sse *f);
 void upstream_sse_resume(struct upstream_sse *f);
