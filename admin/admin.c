@@ -230,8 +230,8 @@ static void ep_contract(struct admin_x *ax)
 		return;
 	}
 	/* Every configured upstream, in order, with null until a report came:
-	 * pulled from the contract hook, which keeps each one unchanged once
-	 * published (a reference, no copy). */
+	 * pulled from the contract hook (a copy each: no reference crosses
+	 * threads). */
 	for (size_t i = 0; i < cfg->nups; i++) {
 		struct hook_contract_published pub;
 		char when[40];

@@ -959,7 +959,13 @@ void hook_contract_published(struct hook_contract *hc, const char *upstream,
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];
 		if (strcmp(us->conf->name, upstream) == 0) {
-			out->report = json_incref(us->latest);
+			/* A copy of the reader's own, not a reference: the report
+			 * is replaced (and its last reference dropped) on any
+			 * worker, and jansson's json_decref reads the count
+			 * without an atomic before decrementing it, a race that
+			 * TSan reported (test_accept_while_listing). Readers are
+			 * the admin endpoint's, rare next to listings. */
+			out->report = us->latest ? json_deep_copy(us->latest) : NULL;
 			out->time_us = us->latest ? us->published_us : 0;
 			out->count = us->published;
 			out->gate = us->cf.mode == CONTRACT_MODE_OFF ? HOOK_CONTRACT_GATE_OFF : us->gate;

@@ -140,9 +140,9 @@ const char *hook_contract_gate_name(enum hook_contract_gate g);
 /* What hook_contract_published gives: the latest report as published
  * (the shape of hook_contract_report's), when, and how many so far. */
 struct hook_contract_published {
-	json_t *report;            /* a new reference (json_decref it), or NULL:
-	                              none yet; never changed once published,
-	                              so it is read without any lock */
+	json_t *report;            /* the caller's own copy (json_decref it), or
+	                              NULL: none yet; no reference crosses
+	                              threads */
 	uint64_t time_us;          /* Unix time it was published, 0 with none */
 	uint64_t count;            /* reports published for the upstream */
 	/* Live baselines (issue 21). */
