@@ -445,7 +445,14 @@ struct hook_trace *hook_trace_new(struct inspect *in, const struct px_config *cf
 	return ht;
 }
 
+void hook_trace_thread_exit(void)
+{
+	free(span_buf.p);
+	span_buf = (struct sbuf){0};
+}
+
 void hook_trace_free(struct hook_trace *ht)
 {
+	hook_trace_thread_exit();
 	free(ht);
 }

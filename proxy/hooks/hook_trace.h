@@ -58,4 +58,9 @@ struct hook_trace *hook_trace_new(struct inspect *in, const struct px_config *cf
                                   hook_trace_emit_fn emit, void *arg);
 void hook_trace_free(struct hook_trace *ht);
 
+/* Frees the calling thread's span text buffer (kept across calls so a span
+ * costs no allocation). Each worker thread calls it as its last step;
+ * hook_trace_free does it for its own thread. */
+void hook_trace_thread_exit(void);
+
 #endif
