@@ -4,6 +4,12 @@
  * (and per baseline) -> a verdict per call and per tool -> the writers.
  * Output is in file order (sessions by their first line, calls by line),
  * so two runs over the same answers print the same bytes.
+ *
+ * Why it stays whole (over 800 lines): the steps share struct rp and run
+ * once, in order; each is a short function. What is pure is already out
+ * (replay_compare.c judges, replay_report.c writes formats, check_client.c
+ * talks MCP); what is left is the sequence itself, which reads best in one
+ * place.
  */
 #include "proxy/cli/replay.h"
 

@@ -1,4 +1,12 @@
-/* replay_compare: see replay_compare.h. */
+/* replay_compare: see replay_compare.h. Pure functions on jansson values:
+ * normalising text (built-in rules, then --rules), comparing one answer with
+ * its reference, and judging a dataset case's expectations.
+ *
+ * Why it stays whole (over 800 lines): every comparison and every matcher
+ * uses the same normaliser and the same finding list, and each is a short
+ * function; the unit tests (tests/unit/cli/test_replay_compare.c) cover the
+ * file as one interface.
+ */
 #include "proxy/cli/replay_compare.h"
 
 #include <ctype.h>
