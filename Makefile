@@ -289,6 +289,9 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 INST_MAN   := $(wildcard man/*.[15])
 INST_EX    := $(wildcard conf/examples/*.json) conf/policy-read-only.json conf/mcpwarden.logrotate
 INST_DATA  := conf/mcpwarden.schema.json conf/mcpwarden-policy.schema.json
+# Running many replicas (issue 23): the HAProxy front and the Prometheus rules.
+INST_FLEET := conf/haproxy/mcpwarden.cfg conf/haproxy/README.md \
+              conf/prometheus/mcpwarden-rules.yml conf/prometheus/prometheus.yml
 D          := $(DESTDIR)
 install: $(BIN)
 	install -d $(D)$(BINDIR) $(D)$(DATADIR) $(D)$(DOCDIR)/examples $(D)$(UNITDIR)
@@ -298,6 +301,8 @@ install: $(BIN)
 	  install -d $(D)$(MANDIR)/man$$s; install -m 0644 $$m $(D)$(MANDIR)/man$$s/; done
 	install -m 0644 $(INST_DATA) $(D)$(DATADIR)/
 	install -m 0644 $(INST_EX) $(D)$(DOCDIR)/examples/
+	@set -e; for f in $(INST_FLEET); do d=$(D)$(DOCDIR)/examples/$$(basename $$(dirname $$f)); \
+	  echo "install -m 0644 $$f $$d/"; install -d $$d; install -m 0644 $$f $$d/; done
 	sed 's|^ExecStart=/usr/bin/mcpwarden |ExecStart=$(BINDIR)/mcpwarden |' conf/mcpwarden.service \
 	  >$(D)$(UNITDIR)/mcpwarden.service && chmod 0644 $(D)$(UNITDIR)/mcpwarden.service
 

@@ -73,109 +73,16 @@ static void opts_free(struct check_opts *o)
 	report_free(o->rep);
 }
 
-static int is_tchar(int c)
-{
-	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-/* A variable's value is a secret: masked wherever it would be printed. */
-static const char *env_get(void *arg, const char *name)
-{
-	const char *val = getenv(name);
-	if (val)
-		cli_secrets_add(arg, val, strlen(val));
-	return val;
-}
-
-/* Fills ${NAME} from the environment (envx.h's rule). Returns an owned
- * string, or NULL with *why set (static, or "unset" with the name of the
- * unset variable in namebuf). */
-static char *expand_env(const char *v, struct cli_secrets *sec, char *namebuf, size_t nlen,
-                        const char **why)
-{
-	struct envx_fail fail;
-	char *out = envx_expand(v, env_get, sec, &fail);
-	if (!out) {
-		snprintf(namebuf, nlen, "%s", fail.name);
-		*why = fail.why == ENVX_UNSET      ? "unset"
-		       : fail.why == ENVX_BAD_NAME ? "${…} must name an environment variable (" ENVX_RULE ")"
-		                                   : "out of memory";
-	}
-	return out;
-}
-
+/* One --header: parsed, expanded and masked by the parser replay uses too
+ * (check_client_header_parse), so both commands take the same headers. */
 static int add_header(struct check_opts *o, const char *arg)
 {
-	char name[128];
-	const char *colon = strchr(arg, ':');
-	size_t nl = colon ? (size_t)(colon - arg) : 0;
-
-	if (!colon || nl == 0 || nl >= sizeof(name)) {
-		fprintf(stderr, "mcpwarden check: --header wants 'Name: value'\n");
-		return -1;
-	}
-	memcpy(name, arg, nl);
-	name[nl] = '\0';
-	for (size_t i = 0; i < nl; i++) {
-		if (!is_tchar((unsigned char)name[i])) {
-			fprintf(stderr, "mcpwarden check: --header: \"%s\" is not a header name\n", name);
-			return -1;
-		}
-	}
-	static const char *const reserved[] = {"host", "content-length", "transfer-encoding",
-	                                       "connection", "content-type", NULL};
-	for (size_t i = 0; reserved[i]; i++) {
-		if (strcasecmp(name, reserved[i]) == 0) {
-			fprintf(stderr, "mcpwarden check: --header: %s is set by mcpwarden itself\n", name);
-			return -1;
-		}
-	}
 	if (o->nheaders >= CHECK_MAX_HEADERS) {
 		fprintf(stderr, "mcpwarden check: at most %d --header options\n", CHECK_MAX_HEADERS);
 		return -1;
 	}
-	const char *v = colon + 1;
-	while (*v == ' ' || *v == '\t')
-		v++;
-	char env[128];
-	const char *why = NULL;
-	char *wire = expand_env(v, &o->sec, env, sizeof(env), &why);
-	if (!wire) {
-		if (why && strcmp(why, "unset") == 0)
-			fprintf(stderr, "mcpwarden check: --header %s: environment variable %s is not set\n",
-			        name, env);
-		else
-			fprintf(stderr, "mcpwarden check: --header %s: %s\n", name, why ? why : "error");
+	if (check_client_header_parse("check", arg, &o->headers[o->nheaders], &o->sec) < 0)
 		return -1;
-	}
-	size_t wl = strlen(wire);
-	while (wl && (wire[wl - 1] == ' ' || wire[wl - 1] == '\t'))
-		wire[--wl] = '\0';
-	for (size_t i = 0; i < wl; i++) {
-		unsigned char c = (unsigned char)wire[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			fprintf(stderr, "mcpwarden check: --header %s: the value holds control "
-			                "characters\n", name);
-			free(wire);
-			return -1;
-		}
-	}
-	/* The whole value of anything credential-like is masked too, literal
-	 * or not: it may have been typed on the command line. */
-	if (strcasecmp(name, "authorization") == 0 || strcasecmp(name, "proxy-authorization") == 0 ||
-	    strcasecmp(name, "cookie") == 0 || strcasestr(name, "token") || strcasestr(name, "key") ||
-	    strcasestr(name, "secret")) {
-		cli_secrets_add(&o->sec, wire, wl);
-		const char *sp = strchr(wire, ' ');
-		if (sp)
-			cli_secrets_add(&o->sec, sp + 1, strlen(sp + 1));
-	}
-	o->headers[o->nheaders].name = strdup(name);
-	o->headers[o->nheaders].wire = wire;
-	if (!o->headers[o->nheaders].name) {
-		free(wire);
-		return -1;
-	}
 	o->nheaders++;
 	return 0;
 }

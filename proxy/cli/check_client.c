@@ -1462,7 +1462,7 @@ static const char *header_name_problem(const char *name, size_t n)
 			return "the name is not a header name";
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		if (strlen(ours[i]) == n && strncasecmp(name, ours[i], n) == 0)
-			return "mcpwarden sets that header itself";
+			return "that header is set by mcpwarden itself";
 	return NULL;
 }
 
@@ -1481,9 +1481,14 @@ int check_client_header_parse(const char *cmd, const char *arg, struct check_hea
 	struct envx_fail ef;
 	char *wire = envx_expand(v, header_env, sec, &ef);
 	if (!wire) {
-		fprintf(stderr, "mcpwarden %s: --header %.*s: %s%s\n", cmd, (int)nl, arg,
-		        ef.why == ENVX_UNSET ? "environment variable not set: " : "cannot expand ${...}",
-		        ef.why == ENVX_UNSET ? ef.name : "");
+		if (ef.why == ENVX_UNSET)
+			fprintf(stderr, "mcpwarden %s: --header %.*s: environment variable %s is not set\n",
+			        cmd, (int)nl, arg, ef.name);
+		else
+			fprintf(stderr, "mcpwarden %s: --header %.*s: %s\n", cmd, (int)nl, arg,
+			        ef.why == ENVX_BAD_NAME
+			                ? "${…} must name an environment variable (" ENVX_RULE ")"
+			                : "out of memory");
 		return -1;
 	}
 	size_t wl = strlen(wire);

@@ -80,6 +80,9 @@ const known = () => run('dpkg-query', ['-W', 'mcpwarden']).code === 0;   // inst
 const getent = (db, name) => run('getent', [db, name]);
 const manPages = () => (existsSync(path.join(REPO_ROOT, 'man'))
   ? readdirSync(path.join(REPO_ROOT, 'man')).filter((f) => /\.[15]$/.test(f)) : []);
+// The replica fleet's files (issue 23), shipped as examples beside the configs.
+const FLEET = ['haproxy/mcpwarden.cfg', 'haproxy/README.md', 'prometheus/mcpwarden-rules.yml',
+  'prometheus/prometheus.yml'];
 const examples = () => [
   ...(existsSync(path.join(REPO_ROOT, 'conf/examples'))
     ? readdirSync(path.join(REPO_ROOT, 'conf/examples')).filter((f) => f.endsWith('.json')) : []),
@@ -115,6 +118,7 @@ describe('make install / make uninstall', () => {
       'usr/share/mcpwarden/mcpwarden-policy.schema.json',
       ...examples().map((e) => `usr/share/doc/mcpwarden/examples/${e}`),
       'usr/share/doc/mcpwarden/examples/mcpwarden.logrotate',
+      ...FLEET.map((f) => `usr/share/doc/mcpwarden/examples/${f}`),
       'usr/lib/systemd/system/mcpwarden.service',
     ].sort();
     assert.deepEqual(filesUnder(dest), want);
@@ -177,6 +181,10 @@ describe('the Debian package: build, install, run, purge', () => {
       assert.equal(readFileSync(`/usr/share/mcpwarden/${s}`, 'utf8'), readFileSync(path.join(REPO_ROOT, 'conf', s), 'utf8'));
     }
     for (const e of examples()) assert.ok(existsSync(`/usr/share/doc/mcpwarden/examples/${e}`), `example ${e}`);
+    for (const f of FLEET) {
+      assert.equal(readFileSync(`/usr/share/doc/mcpwarden/examples/${f}`, 'utf8'),
+        readFileSync(path.join(REPO_ROOT, 'conf', f), 'utf8'), `fleet file ${f}`);
+    }
     assert.equal(readFileSync('/lib/systemd/system/mcpwarden.service', 'utf8'),
       readFileSync(path.join(REPO_ROOT, 'conf/mcpwarden.service'), 'utf8'));
     // Installed disabled (debian/rules says why).

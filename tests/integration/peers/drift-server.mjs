@@ -26,13 +26,12 @@
 //   startDriftServer({mode, expireAfter}) -> {url, calls, inits, close()}
 //   Run alone: node tests/integration/peers/drift-server.mjs v1|v2 [port]
 
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { startSdkHost } from '../lib/sdk-host.mjs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
-  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, isInitializeRequest,
+  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 
 const RO = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
@@ -120,50 +119,18 @@ function newServer(mode, calls, onCall) {
 export async function startDriftServer({ mode = 'v1', port = 0, expireAfter = 0 } = {}) {
   const calls = [];
   const inits = [];
-  const transports = new Map();
-  const sockets = new Set();
-  const httpServer = http.createServer(async (req, res) => {
-    const parts = [];
-    for await (const d of req) parts.push(d);
-    const raw = Buffer.concat(parts).toString('utf8');
-    let body;
-    try { body = raw ? JSON.parse(raw) : undefined; } catch { body = undefined; }
-    const sid = req.headers['mcp-session-id'];
-    let t = sid ? transports.get(sid) : undefined;
-    if (!t && req.method === 'POST' && body && isInitializeRequest(body)) {
+  const host = await startSdkHost({
+    port,
+    async onInitialize(body, t, transports) {
       inits.push({ clientInfo: body.params.clientInfo, capabilities: body.params.capabilities,
         protocolVersion: body.params.protocolVersion });
-      t = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => { transports.set(id, t); },
-      });
-      t.onclose = () => { if (t.sessionId) transports.delete(t.sessionId); };
       let n = 0;
-      const session = t;
       await newServer(mode, calls, () => {
-        if (expireAfter && ++n >= expireAfter) transports.delete(session.sessionId);
+        if (expireAfter && ++n >= expireAfter) transports.delete(t.sessionId);
       }).connect(t);
-    }
-    if (!t) {
-      res.writeHead(sid ? 404 : 400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'no such session' } }));
-      return;
-    }
-    await t.handleRequest(req, res, body);
-  });
-  httpServer.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
-  await new Promise((r) => httpServer.listen(port, '127.0.0.1', r));
-  const p = httpServer.address().port;
-  return {
-    url: `http://127.0.0.1:${p}/mcp`,
-    calls,
-    inits,
-    async close() {
-      for (const t of transports.values()) await t.close().catch(() => {});
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => httpServer.close(r));
     },
-  };
+  });
+  return { url: host.url, calls, inits, close: host.close };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -14,12 +14,10 @@
 //   startValidatePeer() -> {url, calls: [{name, arguments}], close()}
 //   Run alone: node tests/integration/peers/validate-peer.mjs [port]
 
-import http from 'node:http';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { startSdkHost } from '../lib/sdk-host.mjs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const TEMP_SCHEMA = {
   type: 'object',
@@ -88,43 +86,11 @@ function newServer(calls) {
 
 export async function startValidatePeer({ port = 0 } = {}) {
   const calls = [];
-  const transports = new Map();
-  const sockets = new Set();
-  const httpServer = http.createServer(async (req, res) => {
-    const parts = [];
-    for await (const d of req) parts.push(d);
-    const text = Buffer.concat(parts).toString('utf8');
-    let body;
-    try { body = text ? JSON.parse(text) : undefined; } catch { body = undefined; }
-    const sid = req.headers['mcp-session-id'];
-    let t = sid ? transports.get(sid) : undefined;
-    if (!t && req.method === 'POST' && body && isInitializeRequest(body)) {
-      t = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => { transports.set(id, t); },
-      });
-      t.onclose = () => { if (t.sessionId) transports.delete(t.sessionId); };
-      await newServer(calls).connect(t);
-    }
-    if (!t) {
-      res.writeHead(sid ? 404 : 400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'no such session' } }));
-      return;
-    }
-    await t.handleRequest(req, res, body);
+  const host = await startSdkHost({
+    port,
+    async onInitialize(body, t) { await newServer(calls).connect(t); },
   });
-  httpServer.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
-  await new Promise((r) => httpServer.listen(port, '127.0.0.1', r));
-  const p = httpServer.address().port;
-  return {
-    url: `http://127.0.0.1:${p}/mcp`,
-    calls,
-    async close() {
-      for (const t of transports.values()) await t.close().catch(() => {});
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => httpServer.close(r));
-    },
-  };
+  return { url: host.url, calls, close: host.close };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
