@@ -44,6 +44,9 @@ import { writeConfig } from './lib/conf.mjs';
 import { adminGet, metricValue } from './lib/admin-util.mjs';
 import { waitFor, withTimeout } from './lib/util.mjs';
 import { startTracePeer } from './peers/trace-peer.mjs';
+import { startTraceSsePeer } from './peers/trace-sse-peer.mjs';
+import { startStatelessServer } from './peers/stateless-server.mjs';
+import { modernRequest, V2026 } from './lib/stateless-util.mjs';
 
 const T = { timeout: 60000 };
 const CALL_MS = 10000;
@@ -210,12 +213,12 @@ async function tracedClient(kind, url, holder) {
 
 // ---- mcpwarden ------------------------------------------------------------
 
-async function startTraced({ upstream, otlp = {}, env = {}, extra = {} }) {
+async function startTraced({ upstream, otlp = {}, env = {}, extra = {}, upstreamExtra = {} }) {
   const port = await freePort();
   const adminPort = await freePort();
   const conf = writeConfig({
     listen: `127.0.0.1:${port}`,
-    upstreams: [{ name: 'peer', path: '/mcp', url: upstream }],
+    upstreams: [{ name: 'peer', path: '/mcp', url: upstream, ...upstreamExtra }],
     admin: { listen: `127.0.0.1:${adminPort}` },
     ...(otlp ? { telemetry: { otlp: { batch_delay_ms: 50, ...otlp } } } : {}),
     ...extra,
@@ -390,6 +393,74 @@ describe('otel: through the legacy HTTP+SSE translation', () => {
       { what: 'legacy record' });
     assert.equal(rec.trace_id, sc.traceId);
     assert.equal(rec.span_id, srv.spanId);
+  });
+});
+
+describe('otel: to a legacy HTTP+SSE upstream', () => {
+  let peer, rx, w, client;
+  const holder = {};
+  before(async () => {
+    peer = await startTraceSsePeer();
+    rx = await startReceiver();
+    w = await startTraced({ upstream: peer.url, otlp: { endpoint: rx.endpoint }, upstreamExtra: { transport: 'sse' } });
+    client = await tracedClient('http', w.url, holder);
+  }, T);
+  after(async () => { await client?.close(); await peer?.close(); await rx?.close(); });
+
+  test('a Streamable client\'s trace reaches the message POST, parented by our CLIENT span', T, async () => {
+    holder.span = tracer.startSpan('call to a legacy upstream');
+    const sc = holder.span.spanContext();
+    const r = await withTimeout(client.callTool({ name: 'echo', arguments: { text: 'to-legacy' } }), CALL_MS, 'echo');
+    holder.span.end();
+    holder.span = undefined;
+    assert.equal(r.content[0].text, 'to-legacy');
+    const post = peer.posts.filter((p) => p.body?.method === 'tools/call').at(-1);
+    const m = new RegExp(`^00-${sc.traceId}-([0-9a-f]{16})-01$`).exec(post.headers.traceparent ?? '');
+    assert.ok(m, `traceparent on the message POST: ${post.headers.traceparent}`);
+    const [srv] = await rx.waitSpans((s) => s.traceId === sc.traceId && s.kind === 2, 'SERVER span');
+    const [cli] = await rx.waitSpans((s) => s.traceId === sc.traceId && s.kind === 3, 'CLIENT span');
+    assert.equal(srv.parentSpanId, sc.spanId, 'SERVER span\'s parent: the client\'s span');
+    assert.equal(cli.parentSpanId, srv.spanId, 'CLIENT span\'s parent: the SERVER span');
+    assert.equal(m[1], cli.spanId, 'the legacy upstream\'s parent is the CLIENT span');
+    assert.equal(attr(srv, 'gen_ai.tool.name'), 'echo');
+    assert.equal(attr(srv, 'mcpwarden.client.transport'), 'streamable_http');
+    for (const p of rx.posts) { checkPayload(p.body); checkNames(p.body); }
+    const rec = await waitFor(async () => (await records(w)).find((x) => x.tool === 'echo' && x.from === 'client'),
+      { what: 'record of the call' });
+    assert.equal(rec.upstream_transport, 'sse');
+    assert.equal(rec.trace_id, sc.traceId);
+  });
+});
+
+describe('otel: the 2026-07-28 era (stateless)', () => {
+  let peer, rx, w;
+  before(async () => {
+    peer = await startStatelessServer();
+    rx = await startReceiver();
+    w = await startTraced({ upstream: peer.url, otlp: { endpoint: rx.endpoint } });
+  }, T);
+  after(async () => { await peer?.close(); await rx?.close(); });
+
+  test('a 2026 request\'s traceparent carries through; the SERVER span names the era and version', T, async () => {
+    const traceId = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+    const parent = '1122334455667788';
+    const { body, headers } = modernRequest(7, 'tools/call', { name: 'echo', arguments: { message: 'stateless' } },
+      { traceparent: `00-${traceId}-${parent}-01` });
+    const res = await fetch(w.url, { method: 'POST', headers, body: JSON.stringify(body) });
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /Echo: stateless/);
+    const up = peer.received.filter((x) => x.body?.method === 'tools/call').at(-1);
+    const m = new RegExp(`^00-${traceId}-([0-9a-f]{16})-01$`).exec(up.headers.traceparent ?? '');
+    assert.ok(m, `traceparent upstream: ${up.headers.traceparent}`);
+    const [srv] = await rx.waitSpans((s) => s.traceId === traceId && s.kind === 2, 'SERVER span');
+    const [cli] = await rx.waitSpans((s) => s.traceId === traceId && s.kind === 3, 'CLIENT span');
+    assert.equal(srv.parentSpanId, parent);
+    assert.equal(cli.parentSpanId, srv.spanId);
+    assert.equal(m[1], cli.spanId, 'the upstream\'s parent is the CLIENT span');
+    assert.equal(attr(srv, 'mcpwarden.era'), '2026');
+    assert.equal(attr(srv, 'mcp.protocol.version'), V2026);
+    assert.equal(attr(srv, 'mcp.session.id'), undefined, 'a stateless call has no session');
+    for (const p of rx.posts) { checkPayload(p.body); checkNames(p.body); }
   });
 });
 
