@@ -248,7 +248,7 @@ perf-baseline: $(BIN)
 
 # ---- benchmarks (tests/bench/README.md) ------------------------------------
 # `make test` only builds these programs (they must compile warning-free);
-# `make bench` runs the suite (about 14 minutes): the side-by-side table
+# `make bench` runs the suite (about 13 minutes): the side-by-side table
 # (floor relay, nginx, mcpwarden; JSON, SSE, a 1,000-tool list unchanged
 # and changing), then the streams, list-check, 1,000,000-request memory and
 # upstreams runs, and ends with issue 20's targets block (tests/bench/

@@ -28,7 +28,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-# Defaults sized so `make bench` stays near 15 minutes (tests/bench/README.md):
+# Defaults sized so `make bench` stays under 15 minutes (tests/bench/README.md):
 # 6 targets x 4 scenarios x (2 + 3 x 5) s of wrk = 6.8 minutes of table.
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
