@@ -377,6 +377,16 @@ wrk_parse() { # WRK_OUTPUT [LOGNAME]
 	echo "${rps:-0} ${p50:-0} ${p99:-0} ${reqs:-0} ${errs:--}"
 }
 
+# The machine-readable figures (issue 20's targets block, targets.sh): one
+# line per figure, PART SCENARIO TARGET METRIC VALUE, tab-separated, appended
+# to BENCH_FIGURES (run.sh sets it to a file in its work directory; a part
+# run alone writes $WORK/figures.tsv). The printed tables stay for people;
+# this file is what targets.sh reads, so no figure is parsed back from text.
+bench_figure() { # PART SCENARIO TARGET METRIC VALUE
+	local v=${5//$'\t'/ }
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${v//$'\n'/ }" >>"${BENCH_FIGURES:-$WORK/figures.tsv}"
+}
+
 # Median of numbers given as arguments.
 bench_median() {
 	printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END { if (NR == 0) print 0; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.0f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'

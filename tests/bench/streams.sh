@@ -38,7 +38,7 @@ echo "== $n idle SSE streams, then $PUSHES pushes on random ones (mcpwarden: ful
 rc=0
 # shellcheck disable=SC2046
 "$STREAMS_BIN" --port "$MW" --upstream-port "$UP" $(bench_tree "$mw" | sed 's/^/--pid /') \
-	--streams "$n" --pushes "$PUSHES" --label mcpwarden || rc=1
+	--streams "$n" --pushes "$PUSHES" --label mcpwarden | tee -a "$WORK/streams.out" || rc=1
 kill "$mw" 2>/dev/null || true
 
 if [ "$STREAMS_NGINX" = 1 ]; then
@@ -47,6 +47,18 @@ if [ "$STREAMS_NGINX" = 1 ]; then
 	echo "-- the same through nginx (reference)"
 	# shellcheck disable=SC2046
 	"$STREAMS_BIN" --port "$NG" --upstream-port "$UP" $(bench_tree "$NGINX_PID" | sed 's/^/--pid /') \
-		--streams "$n" --pushes "$PUSHES" --label nginx || true
+		--streams "$n" --pushes "$PUSHES" --label nginx | tee -a "$WORK/streams.out" || true
 fi
+
+# ---- figures for the targets block (issue 20; targets.sh) -------------------
+# From the output above (streams.c's lines; a line it no longer prints is a
+# figure missing, "not measured" in the block): per label, the streams
+# open, KiB per open stream and the hop's p99 in ms.
+awk '/^[a-z]+: [0-9]+ of [0-9]+ streams open/ { l = substr($1, 1, length($1) - 1); print l "\tstreams\t" $2 }
+	l != "" && /^  per open stream/ { print l "\tkib_per_stream\t" $4 }
+	l != "" && /^  upstream write -> client/ { for (i = 1; i < NF; i++) if ($i == "p99") print l "\thop_p99_ms\t" $(i + 1) }' \
+	"$WORK/streams.out" | while IFS=$'\t' read -r label metric value; do
+	bench_figure streams idle "$label" "$metric" "$value"
+done
+# ---- end of the figures block ----
 exit $rc
