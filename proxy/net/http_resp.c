@@ -54,6 +54,14 @@ const char *http_resp_reason(int status)
  * reason does not fit the fixed layout (then printf writes it). */
 static size_t status_line_fmt(char *line, int version, int status)
 {
+	/* The status of nearly every reply: one fixed line, no reason lookup
+	 * or strlen (~40 instructions a reply less). */
+	if (status == 200) {
+		memcpy(line, "HTTP/1.1 200 OK\r\n", 17);
+		if (version == 10)
+			line[7] = '0';
+		return 17;
+	}
 	const char *reason = http_resp_reason(status);
 	size_t rlen = strlen(reason), n = 0;
 
@@ -85,9 +93,17 @@ int http_resp_status_line(struct evbuffer *out, int version, int status)
 void http_headbuf_status_line(struct http_headbuf *h, int version, int status)
 {
 	char line[128];
-	size_t n = status_line_fmt(line, version, status);
+	size_t n;
 
-	if (n) {
+	/* Written in place when there is room (there always is: it comes
+	 * first), not through a copy on the stack. */
+	if (sizeof(h->buf) - h->len >= sizeof(line)) {
+		n = status_line_fmt(h->buf + h->len, version, status);
+		if (n) {
+			h->len += n;
+			return;
+		}
+	} else if ((n = status_line_fmt(line, version, status))) {
 		http_headbuf_add(h, line, n);
 		return;
 	}
@@ -151,7 +167,7 @@ void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n)
 			return;
 		}
 	}
-	memcpy(h->buf + h->len, p, n);
+	http_copy_short(h->buf + h->len, p, n);
 	h->len += n;
 }
 
@@ -160,9 +176,9 @@ void http_headbuf_header(struct http_headbuf *h, const char *name, size_t name_l
 {
 	if (name_len + value_len + 4 <= sizeof(h->buf) - h->len) {
 		char *w = h->buf + h->len;
-		memcpy(w, name, name_len);
+		http_copy_short(w, name, name_len);
 		memcpy(w + name_len, ": ", 2);
-		memcpy(w + name_len + 2, value, value_len);
+		http_copy_short(w + name_len + 2, value, value_len);
 		memcpy(w + name_len + 2 + value_len, "\r\n", 2);
 		h->len += name_len + value_len + 4;
 		return;
