@@ -408,7 +408,8 @@ static void test_headbuf_status_line(void **state)
 static void test_content_length_line(void **state)
 {
 	(void)state;
-	static const uint64_t ns[] = {0, 1, 9, 10, 12345, UINT64_MAX};
+	static const uint64_t ns[] = {0, 1, 9, 10, 99, 100, 999, 1000, 12345, 9999999999999999999ull,
+	                              10000000000000000000ull, UINT64_MAX};
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		char line[HTTP_RESP_CL_LINE_MAX + 1], want[64];
 		size_t n = http_resp_content_length_line(line, ns[i]);
