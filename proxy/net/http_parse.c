@@ -181,9 +181,8 @@ __attribute__((noinline)) static int append_slow(struct http_parser *p, const ch
 /* Appends a span and keeps room for one more byte (a NUL terminator).
  * m->cap never exceeds p->max, so within cap is within the cap: one
  * comparison on the usual path. Spans of up to 32 bytes (names, most
- * values) are copied here without a call: two loads and two stores that
- * overlap in the middle cover n to 2n bytes; nothing is read or written
- * outside [at, at + len) and the destination. */
+ * values) are copied here without a call (http_copy_short); longer ones
+ * and a buffer that must grow go the slow way. */
 static inline int buf_append(struct http_parser *p, const char *at, size_t len)
 {
 	struct http_msg *m = &p->msg;
@@ -191,26 +190,7 @@ static inline int buf_append(struct http_parser *p, const char *at, size_t len)
 
 	if (len > 32 || used + len + 1 > m->cap)
 		return append_slow(p, at, len);
-	char *d = m->buf + used;
-	if (len > 16) {
-		struct { char b[16]; } a, b;
-		memcpy(&a, at, 16);
-		memcpy(&b, at + len - 16, 16);
-		memcpy(d, &a, 16);
-		memcpy(d + len - 16, &b, 16);
-	} else if (len >= 8) {
-		uint64_t a = ld64(at), b = ld64(at + len - 8);
-		memcpy(d, &a, 8);
-		memcpy(d + len - 8, &b, 8);
-	} else if (len >= 4) {
-		uint32_t a = ld32(at), b = ld32(at + len - 4);
-		memcpy(d, &a, 4);
-		memcpy(d + len - 4, &b, 4);
-	} else if (len) {
-		d[0] = at[0];
-		d[len >> 1] = at[len >> 1];
-		d[len - 1] = at[len - 1];
-	}
+	http_copy_short(m->buf + used, at, len);
 	m->used = used + len;
 	return 0;
 }

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum http_kind { HTTP_KIND_REQUEST, HTTP_KIND_RESPONSE };
 
@@ -151,5 +152,40 @@ enum http_hdr_id http_msg_header_id(const struct http_msg *m, size_t i);
  * answers (a fixed name has a hop-by-hop id already) without a walk of
  * "keep-alive" per forwarded header. */
 const char *http_msg_connection_options(const struct http_msg *m);
+
+/* Copies n bytes, up to 32 of them without a call to memcpy: two loads
+ * and two stores that overlap in the middle cover n to 2n bytes; nothing
+ * is read or written outside [s, s + n) and [d, d + n). For the short
+ * pieces of a head (names, most values), where a memcpy call was ~15 of
+ * the ~50 instructions a line cost. Shared by the parser's appends and
+ * http_resp's head writer. */
+static inline void http_copy_short(char *d, const char *s, size_t n)
+{
+	if (n > 32) {
+		memcpy(d, s, n);
+	} else if (n > 16) {
+		struct { char b[16]; } a, b;
+		memcpy(&a, s, 16);
+		memcpy(&b, s + n - 16, 16);
+		memcpy(d, &a, 16);
+		memcpy(d + n - 16, &b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n >> 1] = s[n >> 1];
+		d[n - 1] = s[n - 1];
+	}
+}
 
 #endif

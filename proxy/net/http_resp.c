@@ -54,6 +54,14 @@ const char *http_resp_reason(int status)
  * reason does not fit the fixed layout (then printf writes it). */
 static size_t status_line_fmt(char *line, int version, int status)
 {
+	/* The status of nearly every reply: one fixed line, no reason lookup
+	 * or strlen (~40 instructions a reply less). */
+	if (status == 200) {
+		memcpy(line, "HTTP/1.1 200 OK\r\n", 17);
+		if (version == 10)
+			line[7] = '0';
+		return 17;
+	}
 	const char *reason = http_resp_reason(status);
 	size_t rlen = strlen(reason), n = 0;
 
@@ -85,9 +93,17 @@ int http_resp_status_line(struct evbuffer *out, int version, int status)
 void http_headbuf_status_line(struct http_headbuf *h, int version, int status)
 {
 	char line[128];
-	size_t n = status_line_fmt(line, version, status);
+	size_t n;
 
-	if (n) {
+	/* Written in place when there is room (there always is: it comes
+	 * first), not through a copy on the stack. */
+	if (sizeof(h->buf) - h->len >= sizeof(line)) {
+		n = status_line_fmt(h->buf + h->len, version, status);
+		if (n) {
+			h->len += n;
+			return;
+		}
+	} else if ((n = status_line_fmt(line, version, status))) {
 		http_headbuf_add(h, line, n);
 		return;
 	}
@@ -141,7 +157,10 @@ int http_headbuf_flush(struct http_headbuf *h)
 	return h->err ? -1 : 0;
 }
 
-void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n)
+/* The general add: a piece over 32 bytes, or one that does not fit. Out
+ * of line, so that the usual path calls nothing and saves no register
+ * (~18 instructions a call less, a dozen calls a head). */
+__attribute__((noinline)) static void add_slow(struct http_headbuf *h, const char *p, size_t n)
 {
 	if (n > sizeof(h->buf) - h->len) {
 		http_headbuf_flush(h);
@@ -155,22 +174,42 @@ void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n)
 	h->len += n;
 }
 
-void http_headbuf_header(struct http_headbuf *h, const char *name, size_t name_len,
-                         const char *value, size_t value_len)
+void http_headbuf_add(struct http_headbuf *h, const char *p, size_t n)
 {
-	if (name_len + value_len + 4 <= sizeof(h->buf) - h->len) {
-		char *w = h->buf + h->len;
-		memcpy(w, name, name_len);
-		memcpy(w + name_len, ": ", 2);
-		memcpy(w + name_len + 2, value, value_len);
-		memcpy(w + name_len + 2 + value_len, "\r\n", 2);
-		h->len += name_len + value_len + 4;
+	if (n > 32 || n > sizeof(h->buf) - h->len) {
+		add_slow(h, p, n);
 		return;
 	}
+	http_copy_short(h->buf + h->len, p, n);
+	h->len += n;
+}
+
+/* A line with a long name or value, or one that does not fit: piece by
+ * piece (the same bytes: pieces that fit are gathered, as a whole line
+ * would be). */
+__attribute__((noinline)) static void header_slow(struct http_headbuf *h, const char *name,
+                                                  size_t name_len, const char *value,
+                                                  size_t value_len)
+{
 	http_headbuf_add(h, name, name_len);
 	http_headbuf_add(h, ": ", 2);
 	http_headbuf_add(h, value, value_len);
 	http_headbuf_add(h, "\r\n", 2);
+}
+
+void http_headbuf_header(struct http_headbuf *h, const char *name, size_t name_len,
+                         const char *value, size_t value_len)
+{
+	if (name_len > 32 || value_len > 32 || name_len + value_len + 4 > sizeof(h->buf) - h->len) {
+		header_slow(h, name, name_len, value, value_len);
+		return;
+	}
+	char *w = h->buf + h->len;
+	http_copy_short(w, name, name_len);
+	memcpy(w + name_len, ": ", 2);
+	http_copy_short(w + name_len + 2, value, value_len);
+	memcpy(w + name_len + 2 + value_len, "\r\n", 2);
+	h->len += name_len + value_len + 4;
 }
 
 size_t http_resp_content_length_line(char *line, uint64_t n)
@@ -195,8 +234,7 @@ int http_resp_content_length(struct evbuffer *out, uint64_t n)
 	return evbuffer_add(out, line, http_resp_content_length_line(line, n)) ? -1 : 0;
 }
 
-/* Whether the comma-separated token list holds name. */
-static int token_listed(const char *list, const char *name, size_t len)
+int http_token_listed(const char *list, const char *name, size_t len)
 {
 	const char *t;
 	size_t n;
@@ -204,14 +242,6 @@ static int token_listed(const char *list, const char *name, size_t len)
 		if (n == len && strncasecmp(t, name, len) == 0)
 			return 1;
 	return 0;
-}
-
-int http_hop_by_hop_id(enum http_hdr_id id, const char *name, size_t len,
-                      const char *connection)
-{
-	if (id >= HH_FIRST_HOP_BY_HOP)
-		return 1;
-	return connection && token_listed(connection, name, len);
 }
 
 int http_hop_by_hop(const char *name, size_t len, const char *connection)

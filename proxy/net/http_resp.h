@@ -52,9 +52,20 @@ int http_resp_head(struct evbuffer *out, int version, int status, struct evbuffe
  * hop-by-hop set plus every token listed in the message's Connection header
  * (connection may be NULL). */
 int http_hop_by_hop(const char *name, size_t len, const char *connection);
-/* The same for a name whose id is known (http_msg_header_id). */
-int http_hop_by_hop_id(enum http_hdr_id id, const char *name, size_t len,
-                       const char *connection);
+/* Whether the comma-separated token list (a Connection value) names the
+ * header name (case-insensitive). */
+int http_token_listed(const char *list, const char *name, size_t len);
+/* The same as http_hop_by_hop for a name whose id is known
+ * (http_msg_header_id). Inline: the forwarding filters ask it of every
+ * header, and it is an id comparison when the message's Connection lists
+ * no option (~100 instructions a call less than a call each). */
+static inline int http_hop_by_hop_id(enum http_hdr_id id, const char *name, size_t len,
+                                     const char *connection)
+{
+	if (id >= HH_FIRST_HOP_BY_HOP)
+		return 1;
+	return connection && http_token_listed(connection, name, len);
+}
 
 /* Appends a whole response whose body is `body` serialised (borrowed):
  * status line, Content-Type: application/json, Content-Length, and

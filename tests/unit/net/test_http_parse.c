@@ -600,6 +600,45 @@ static void test_field_name_not_a_token(void **state)
 	}
 }
 
+/* The byte checks go four bytes a step: a name or a Host of every length
+ * from 1 to 13 with one bad byte at each position is refused, and the same
+ * without it accepted (the step and the tail both see every byte). */
+static void test_bad_byte_at_every_position(void **state)
+{
+	(void)state;
+	for (size_t len = 1; len <= 13; len++) {
+		for (size_t bad = 0; bad <= len; bad++) { /* bad == len: none */
+			char name[16], host[16], in[128];
+			for (size_t i = 0; i < len; i++) {
+				name[i] = (char)('a' + i); /* "abc...": never a known name */
+				host[i] = (char)('a' + i);
+			}
+			name[len] = host[len] = '\0';
+			if (bad < len) {
+				name[bad] = ' ';
+				host[bad] = '/';
+			}
+			const char *want = bad < len ? "error=1" : NULL;
+			snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: a\r\nX%s: v\r\n\r\n", name);
+			struct run *t = run_new(HTTP_KIND_REQUEST);
+			run_whole(t, in);
+			if (want)
+				assert_string_equal(t->log, want);
+			else
+				assert_null(strstr(t->log, "error"));
+			free(t);
+			snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+			t = run_new(HTTP_KIND_REQUEST);
+			run_whole(t, in);
+			if (want)
+				assert_string_equal(t->log, want);
+			else
+				assert_null(strstr(t->log, "error"));
+			free(t);
+		}
+	}
+}
+
 /* Known names in any case, split anywhere (a name may come in pieces
  * over several feeds): the same headers and ids as fed whole; the ids are
  * checked by log_message. */
@@ -1796,6 +1835,7 @@ int main(void)
 		cmocka_unit_test(test_header_ids),
 		cmocka_unit_test(test_header_ids_fold_only_letters),
 		cmocka_unit_test(test_field_name_not_a_token),
+		cmocka_unit_test(test_bad_byte_at_every_position),
 		cmocka_unit_test(test_header_ids_every_split),
 		cmocka_unit_test(test_url_path),
 		cmocka_unit_test(test_header_lookup_matches_scan),

@@ -234,6 +234,54 @@ static void test_header_line(void **state)
 	evbuffer_free(b);
 }
 
+/* The fixed 200 line, in either version, in a headbuf and alone. */
+static void test_status_line_200(void **state)
+{
+	(void)state;
+	for (int version = 10; version <= 11; version++) {
+		struct evbuffer *b = evbuffer_new();
+		struct http_headbuf hb;
+		http_headbuf_init(&hb, b);
+		http_headbuf_status_line(&hb, version, 200);
+		assert_int_equal(http_headbuf_flush(&hb), 0);
+		assert_int_equal(http_resp_status_line(b, version, 200), 0);
+		char *s = drain_str(b);
+		assert_string_equal(s, version == 10 ? "HTTP/1.0 200 OK\r\nHTTP/1.0 200 OK\r\n"
+		                                     : "HTTP/1.1 200 OK\r\nHTTP/1.1 200 OK\r\n");
+		free(s);
+		evbuffer_free(b);
+	}
+}
+
+/* Names and values of every length the short copies branch on (0 to 40,
+ * around 4, 8, 16 and 32), each line exactly its bytes, none past them. */
+static void test_header_line_lengths(void **state)
+{
+	(void)state;
+	char name[41], value[41];
+	for (size_t i = 0; i < sizeof(name); i++) {
+		name[i] = (char)('A' + i % 26);
+		value[i] = (char)('a' + (i * 7) % 26);
+	}
+	for (size_t nl = 0; nl <= 40; nl++) {
+		for (size_t vl = 0; vl <= 40; vl++) {
+			struct evbuffer *b = evbuffer_new();
+			struct http_headbuf hb;
+			http_headbuf_init(&hb, b);
+			http_headbuf_add(&hb, value, vl);
+			http_headbuf_header(&hb, name, nl, value, vl);
+			http_headbuf_add(&hb, name, nl);
+			assert_int_equal(http_headbuf_flush(&hb), 0);
+			char want[200];
+			int wl = snprintf(want, sizeof(want), "%.*s%.*s: %.*s\r\n%.*s", (int)vl, value,
+			                  (int)nl, name, (int)vl, value, (int)nl, name);
+			assert_int_equal(evbuffer_get_length(b), (size_t)wl);
+			assert_memory_equal(evbuffer_pullup(b, -1), want, (size_t)wl);
+			evbuffer_free(b);
+		}
+	}
+}
+
 /* Pieces of every size around the buffer's: the same bytes in the same
  * order as added one by one, whatever spills. */
 static void test_headbuf_spills_in_order(void **state)
@@ -360,7 +408,8 @@ static void test_headbuf_status_line(void **state)
 static void test_content_length_line(void **state)
 {
 	(void)state;
-	static const uint64_t ns[] = {0, 1, 9, 10, 12345, UINT64_MAX};
+	static const uint64_t ns[] = {0, 1, 9, 10, 99, 100, 999, 1000, 12345, 9999999999999999999ull,
+	                              10000000000000000000ull, UINT64_MAX};
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		char line[HTTP_RESP_CL_LINE_MAX + 1], want[64];
 		size_t n = http_resp_content_length_line(line, ns[i]);
@@ -502,6 +551,8 @@ int main(void)
 		cmocka_unit_test(test_status_line),
 		cmocka_unit_test(test_reason_fallbacks),
 		cmocka_unit_test(test_header_line),
+		cmocka_unit_test(test_header_line_lengths),
+		cmocka_unit_test(test_status_line_200),
 		cmocka_unit_test(test_headbuf_spills_in_order),
 		cmocka_unit_test(test_head_one_add),
 		cmocka_unit_test(test_headbuf_status_line),
