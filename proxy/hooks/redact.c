@@ -948,10 +948,8 @@ static int preview_to(const struct redact *rd, const json_t *result, size_t max_
 	char stack[PV_STACK];
 	struct preview p;
 	const json_t *content = JPARSE_MEMBER(result, "content");
-	const json_t *structured = JPARSE_MEMBER(result, "structuredContent");
 
 	pv_start(&p, stack, pv_limit(max_chars));
-	p.bounded = raw && !structured && !json_is_array(content);
 	if (json_is_array(content) && json_array_size(content) > 0) {
 		for (size_t i = 0; i < json_array_size(content); i++) {
 			if (i)
@@ -959,6 +957,8 @@ static int preview_to(const struct redact *rd, const json_t *result, size_t max_
 			pv_item(rd, &p, json_array_get(content, i));
 		}
 	} else {
+		const json_t *structured = JPARSE_MEMBER(result, "structuredContent");
+		p.bounded = raw && !structured;
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
 	if (p.oom) {

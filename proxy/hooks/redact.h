@@ -125,7 +125,7 @@ void redact_preview_memo_free(struct redact_preview_memo *pm);  /* accepts NULL 
  * same bytes were previewed last with the same patterns (and max_chars),
  * the kept preview is given without reading result. pm may be NULL.
  * Given raw, a result previewed as its whole JSON text (a listing: no
- * content array, no structuredContent) is walked only as far as the
+ * content items, no structuredContent) is walked only as far as the
  * preview keeps, and when cut the marker's total is the code points of
  * raw, not of the redacted text: a changed 1,000-tool listing walked
  * whole cost ~11.5M instructions, 0.77M now (kept bytes copied included). */
