@@ -844,6 +844,13 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	}
 	/* Last: once registered, the observer is called for every message. */
 	adm->rec = hook_record_new(ctx->insp, adm->rd, &calls_sink, adm);
+	/* Records are written as JSON text when they are read (issue 20),
+	 * but for the call log, which reads each one as it comes: with it,
+	 * the recorder writes the text per call, once, and the ring keeps it. */
+	if (adm->rec && adm->log)
+		hook_record_set_text_now(adm->rec, 1);
+	else if (adm->rec)
+		ring_set_text(adm->ring, hook_record_stored_text);
 	if (!adm->rec) {
 		errs_add(&e, "admin: cannot register the call recorder (too many hooks?)");
 		goto fail;

@@ -429,7 +429,10 @@ static void on_record(void *arg, struct hook_record_text *t, const struct record
 	(void)keys; /* they travel in the block */
 	/* The recorder's buffer moves into the ring, no copy: what the slot
 	 * held goes back to the recorder, which frees or reuses it once the
-	 * lock is released. */
+	 * lock is released. It holds the record's JSON text when there is a
+	 * call log (admin.c: the log reads every record as it comes, so the
+	 * text is written once, per call), else the record as stored, written
+	 * as text when /calls or a stream reads it (issue 20). */
 	struct record_block *b = hook_record_text_block(t, ring_next_seq(adm->ring));
 	char *s = b->block + (b->json - b->block); /* the ring's once swapped: under the lock */
 	size_t len = b->len;

@@ -1,6 +1,8 @@
 /* ring: see ring.h.
  *
- * Each slot owns one heap block holding the JSON text and its keys. An
+ * Each slot owns one heap block holding the record (its JSON text, or the
+ * recorder's stored form, written as text by r->text when read) and its
+ * keys. An
  * append reuses the block of the record it overwrites when that is big
  * enough and not much bigger (records of one workload are about one size),
  * so a full ring in steady state appends with one memcpy and no malloc;
@@ -25,6 +27,7 @@ struct slot {
 	const char *json;         /* into block */
 	size_t len;               /* json length */
 	const char *key[NKEYS];   /* into block, static strings, or NULL */
+	int stored;               /* json is a stored record (r->text writes it) */
 };
 
 struct ring {
@@ -32,6 +35,7 @@ struct ring {
 	size_t size;
 	uint64_t next_seq;        /* >= 1 */
 	uint64_t dropped;
+	ring_text_fn text;        /* NULL: swapped blocks hold JSON text */
 };
 
 struct ring *ring_new(size_t size)
@@ -59,6 +63,11 @@ void ring_free(struct ring *r)
 		free(r->slots[i].block);
 	free(r->slots);
 	free(r);
+}
+
+void ring_set_text(struct ring *r, ring_text_fn fn)
+{
+	r->text = fn;
 }
 
 uint64_t ring_next_seq(const struct ring *r)
@@ -117,6 +126,7 @@ uint64_t ring_append(struct ring *r, const struct record_keys *keys, const char 
 	}
 	assert((size_t)(p - block) == total);
 	s->len = len;
+	s->stored = 0;
 	s->seq = r->next_seq++;
 	return s->seq;
 }
@@ -137,6 +147,7 @@ uint64_t ring_swap(struct ring *r, struct record_block *b)
 	s->key[KEY_TOOL] = b->keys.tool;
 	s->key[KEY_SESSION] = b->keys.session;
 	s->key[KEY_OUTCOME] = b->keys.outcome;
+	s->stored = r->text != NULL;
 	s->seq = r->next_seq++;
 	*b = old;
 	return s->seq;
@@ -175,12 +186,30 @@ static int finding_match(const char *json, size_t len, const char *code)
 	return hit;
 }
 
-static int slot_match(const struct slot *s, const struct ring_filter *f)
+/* s's JSON text into out (emptied first): 0, or -1. */
+static int slot_text(const struct ring *r, const struct slot *s, struct sbuf *out)
 {
-	return key_match(s->key[KEY_METHOD], f->method) && key_match(s->key[KEY_TOOL], f->tool) &&
-	       key_match(s->key[KEY_SESSION], f->session) &&
-	       key_match(s->key[KEY_OUTCOME], f->outcome) &&
-	       (!f->finding || finding_match(s->json, s->len, f->finding));
+	out->len = 0;
+	out->oom = 0;
+	if (s->stored)
+		return r->text(s->json, s->len, s->seq, out);
+	sbuf_putn(out, s->json, s->len);
+	return out->oom ? -1 : 0;
+}
+
+/* Whether s matches f; its text is in *text (written once, when the
+ * finding filter needs it: -1 when it could not be). */
+static int slot_match(const struct ring *r, const struct slot *s, const struct ring_filter *f,
+                      struct sbuf *text, int *have)
+{
+	if (!(key_match(s->key[KEY_METHOD], f->method) && key_match(s->key[KEY_TOOL], f->tool) &&
+	      key_match(s->key[KEY_SESSION], f->session) &&
+	      key_match(s->key[KEY_OUTCOME], f->outcome)))
+		return 0;
+	if (!f->finding)
+		return 1;
+	*have = slot_text(r, s, text) == 0 ? 1 : -1;
+	return *have > 0 && finding_match(text->p, text->len, f->finding);
 }
 
 int ring_keys_match(const struct record_keys *k, const struct ring_filter *f)
@@ -247,19 +276,24 @@ size_t ring_read(const struct ring *r, const struct ring_filter *f, struct ring_
 	struct ring_item *items = calloc(cap, sizeof(*items));
 	if (!items)
 		return (size_t)-1;
-	/* Walk from the end the reader wants first; stop at the limit. */
+	/* Walk from the end the reader wants first; stop at the limit. Each
+	 * item's text is written into its own buffer, which it keeps. */
 	for (uint64_t i = 0; i <= hi - lo && got < cap; i++) {
 		uint64_t seq = f->oldest_first ? lo + i : hi - i;
 		const struct slot *s = slot_of(r, seq);
-		if (!slot_match(s, f))
+		struct sbuf text = {0};
+		int have = 0, match = slot_match(r, s, f, &text, &have);
+		if (match && !have)
+			have = slot_text(r, s, &text) == 0 ? 1 : -1;
+		if (!match || have < 0) {
+			free(text.p);
+			if (text.oom) {
+				ring_items_free(items, got);
+				return (size_t)-1;
+			}
 			continue;
-		char *copy = malloc(s->len + 1);
-		if (!copy) {
-			ring_items_free(items, got);
-			return (size_t)-1;
 		}
-		memcpy(copy, s->json, s->len + 1);
-		items[got++] = (struct ring_item){.seq = seq, .json = copy, .len = s->len};
+		items[got++] = (struct ring_item){.seq = seq, .json = text.p, .len = text.len};
 	}
 	if (got == 0) {
 		free(items);

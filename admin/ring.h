@@ -1,8 +1,10 @@
 /* ring: a fixed-slot ring of call records (HAProxy ring-t.h in spirit).
  *
- * Each record is stored as the one JSON text it is served as (/calls,
- * /calls/stream, admin.log_calls), serialised once by the recorder, plus the
- * few keys the filters compare. The ring has a fixed number of slots chosen
+ * Each record is stored as the recorder kept it (a compact stored form,
+ * already redacted: hook_record.h) and written as the JSON text it is
+ * served as (/calls, /calls/stream) when it is read, through the ring's
+ * text function (ring_set_text), plus the few keys the filters compare.
+ * Records appended as text (ring_append) are kept as that text. The ring has a fixed number of slots chosen
  * at creation; appending is O(1) and overwrites the oldest record once the
  * ring is full, counting it as dropped:
  *
@@ -15,8 +17,8 @@
  * (seq - 1) % size. Reads copy records out (the caller owns the copies), so
  * nothing a reader holds is ever invalidated by a later append.
  *
- * Memory is bounded: size slots of at most RING_MAX_RECORD_BYTES of JSON and
- * four keys of at most RING_KEY_MAX bytes each.
+ * Memory is bounded: size slots of at most RING_MAX_RECORD_BYTES of stored
+ * record (or JSON text) and four keys of at most RING_KEY_MAX bytes each.
  *
  * Pure: no I/O, no clock, no logging. Not here: what a record contains
  * (proxy/hooks/hook_record.c) and how it is served (admin/calls.c).
@@ -27,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/base/sbuf.h"
 #include "proxy/hooks/sink.h"
 
 #define RING_DEFAULT_SIZE     1024
@@ -82,7 +85,8 @@ uint64_t ring_append(struct ring *r, const struct record_keys *keys, const char 
  * keys are compared on their first RING_KEY_MAX - 1 bytes, like
  * ring_append's cut copies. */
 
-/* Appends b without copying: its block moves into the next slot, and b
+/* Appends b without copying (json[0..len): its stored record when the
+ * ring has a text function, else its JSON text): its block moves into the next slot, and b
  * gets back the block that slot held ({NULL, 0} when it was empty), which
  * the caller now owns (to reuse or free, preferably outside any lock).
  * The caller keeps the memory bound: cap at most 2 * what the record
@@ -90,6 +94,15 @@ uint64_t ring_append(struct ring *r, const struct record_keys *keys, const char 
  * sequence number, or 0 when len is over RING_MAX_RECORD_BYTES (nothing
  * changes, b is left alone). */
 uint64_t ring_swap(struct ring *r, struct record_block *b);
+
+/* How a stored record (a block ring_swap took) becomes the JSON text it
+ * is read as: appends the text of record seq, stored[0..len), to out. 0,
+ * or -1 (out of memory, or not a stored record: the reader skips it). */
+typedef int (*ring_text_fn)(const char *stored, size_t len, uint64_t seq, struct sbuf *out);
+/* Blocks ring_swap takes from now on are stored records, read through
+ * fn (NULL: blocks hold their JSON text, as ring_append's). Set it
+ * before the first swap. */
+void ring_set_text(struct ring *r, ring_text_fn fn);
 
 /* Copies out the records matching f (NULL: all, newest first) into a new
  * array (*out, owned: free with ring_items_free). Returns how many; *out

@@ -173,6 +173,7 @@ struct hook_record {
 	const struct record_sink *sink; /* borrowed */
 	void *arg;
 	int count;                   /* the sink counts (its count ops are set) */
+	int text_now;                /* write JSON text per call (hook_record_set_text_now) */
 	int slot;                    /* our index in where->hook_data */
 	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
 	uint64_t gen;                /* tells this recorder's hr_locals apart */
@@ -381,8 +382,11 @@ static void local_free(struct hr_local *l)
 		free(rx);
 	}
 	free(l->out.b.p);
-	for (size_t i = 0; i < OUTBOX_SIZE; i++)
+	free(l->out.text.p);
+	for (size_t i = 0; i < OUTBOX_SIZE; i++) {
 		free(l->ob.slot[i].t.b.p);
+		free(l->ob.slot[i].t.text.p);
+	}
 	free(l->scratch.p);
 	record_text_consts_free(l->consts);
 	redact_preview_memo_free(l->pmemo);
@@ -672,6 +676,7 @@ static void out_record(struct hr_local *l, struct outrec *o, const struct record
 		o->t.b = l->out.b;
 		o->t.json_len = l->out.json_len;
 		o->t.keys = l->out.keys;
+		o->t.stored = l->out.stored;
 		l->out.b = spare;
 		o->text = 1;
 	}
@@ -695,11 +700,15 @@ static void out_put(struct hook_record *hr, struct hr_local *l)
 	}
 }
 
-/* Whether r's text was written (into l->out) for the sink. */
+/* Whether r was stored (into l->out) for the sink. Stored, not written
+ * as JSON text: that is done when the record is read
+ * (hook_record_stored_text). */
 static int write_text(struct hook_record *hr, struct hr_local *l, const struct record_text_rec *r)
 {
-	return hr->sink->record && !r->arena.oom && !r->ans.oom &&
-	       record_text_format(&l->out, &l->clock, r) == 0;
+	if (!hr->sink->record || r->arena.oom || r->ans.oom)
+		return 0;
+	return (hr->text_now ? record_text_format(&l->out, &l->clock, r)
+	                     : record_text_pack(&l->out, r)) == 0;
 }
 
 /* A finished record to the sink: its text and its counts. */
@@ -1200,14 +1209,39 @@ static void on_exchange(void *arg, const struct inspect_exchange *x)
 
 /* ---- public ---------------------------------------------------------------- */
 
+/* The date part of the last "time" a reader's thread wrote: the call log
+ * writes every record as it comes, mostly within one second. */
+static _Thread_local struct record_text_clock reader_clock = RECORD_TEXT_CLOCK_INIT;
+
+int hook_record_stored_text(const char *stored, size_t len, uint64_t seq, struct sbuf *out)
+{
+	struct record_text_rec v;
+	if (record_text_view(stored, len, &v) < 0)
+		return -1;
+	return record_text_write(out, &reader_clock, &v, seq);
+}
+
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len)
 {
-	return record_text_seal(t, seq, len);
+	if (!t->stored)
+		return record_text_seal(t, seq, len);
+	t->text.len = 0;
+	t->text.oom = 0;
+	*len = 0;
+	if (hook_record_stored_text(t->b.p, t->json_len, seq, &t->text) < 0)
+		return NULL;
+	*len = t->text.len;
+	return t->text.p;
 }
 
 struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq)
 {
-	return record_text_block(t, seq);
+	if (!t->stored)
+		return record_text_block(t, seq);
+	t->rb = (struct record_block){
+		.block = t->b.p, .cap = t->b.cap, .json = t->b.p, .len = t->json_len, .keys = t->keys,
+	};
+	return &t->rb;
 }
 
 struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
@@ -1234,6 +1268,11 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
 	}
 	inspect_set_listing_fast(in, hr->slot, listing_may, listing_passed);
 	return hr;
+}
+
+void hook_record_set_text_now(struct hook_record *hr, int on)
+{
+	hr->text_now = on;
 }
 
 void hook_record_set_lock(struct hook_record *hr, pthread_mutex_t *lock)

@@ -83,30 +83,42 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "proxy/base/sbuf.h"
 #include "proxy/hooks/sink.h"
 
 struct inspect;
 struct redact;
 struct hook_record;
 
-/* A finished record as JSON text: the object above with every member but
- * "seq", which the sink's numbering decides. Owned by the recorder,
+/* A finished record, kept in a compact stored form: its members as they
+ * were built (redacted and cut: no secret is in it), written as the JSON
+ * object above only when it is read (issue 20). Owned by the recorder,
  * borrowed by the sink for the call (proxy/hooks/sink.h). */
 struct hook_record_text;
 
-/* Puts "seq" in front of the record and returns its whole JSON text
- * ({"seq":N,"time":…}, NUL-terminated, *len bytes). The text lives in the
- * recorder's buffer until the sink returns; the sink may write to it (and
- * to the NUL at [*len]) but keeps no pointer into it. */
+/* The record's whole JSON text, "seq" first ({"seq":N,"time":…},
+ * NUL-terminated, *len bytes), written now; NULL when memory runs out.
+ * The text lives in the recorder's buffer until the sink returns; the
+ * sink may write to it (and to the NUL at [*len]) but keeps no pointer
+ * into it. */
 char *hook_record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len);
 
-/* The sealed text (as hook_record_text_seal) as a block, for a sink that
- * keeps records without copying them (admin/ring.h ring_swap): the sink
- * may swap the block for another one of its own (an older record's,
- * empty, or {NULL, 0}), which the recorder takes back when the sink
- * returns. The keys are in the buffer too: after a swap they belong to
- * whoever took the block. */
+/* The stored record as a block, for a sink that keeps records without
+ * copying them (admin/ring.h ring_swap): json[0..len) is the stored form
+ * (not JSON text: hook_record_stored_text writes it), or with
+ * hook_record_set_text_now on the sealed JSON text (seq in it). The sink may swap
+ * the block for another one of its own (an older record's, empty, or
+ * {NULL, 0}), which the recorder takes back when the sink returns. The
+ * keys are in the buffer too: after a swap they belong to whoever took
+ * the block. seq: the text's (not used for the stored form: the reader
+ * numbers it). */
 struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t seq);
+
+/* Appends the JSON text of a stored record (a block's json[0..len), as
+ * hook_record_text_block gave it) as record seq to out (NUL-terminated).
+ * 0, or -1 when memory runs out or stored is not a stored record. Any
+ * thread; stored is only read. */
+int hook_record_stored_text(const char *stored, size_t len, uint64_t seq, struct sbuf *out);
 
 /* Registers the recorder as an observer on in. rd, sink and arg are
  * borrowed and must outlive it (sink: see proxy/hooks/sink.h; its record
@@ -117,6 +129,12 @@ struct record_block *hook_record_text_block(struct hook_record_text *t, uint64_t
 struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
                                     const struct record_sink *sink, void *arg);
 void hook_record_free(struct hook_record *hr);  /* accepts NULL */
+
+/* on: the sink reads every record as it comes (a call log), so the
+ * recorder writes each one's JSON text per call (record_text_format, the
+ * block then holds that text, seq in it) instead of keeping the stored
+ * form for readers to write. Set before the first exchange. */
+void hook_record_set_text_now(struct hook_record *hr, int on);
 
 /* Several threads: the recorder serialises, with lock (borrowed; NULL:
  * one thread only), what they share: its in-flight list and the sink's

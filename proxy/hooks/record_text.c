@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -503,6 +504,25 @@ struct record_block *record_text_block(struct hook_record_text *t, uint64_t seq)
 	return &t->rb;
 }
 
+/* The bytes r's text needs at most, "seq" included, and its words' lengths
+ * into *n. Every string member's escaped text, quotes aside, is in the
+ * arenas but for the raw members', which are there unescaped: their
+ * escaped sizes on top (an over-count, not a per-member sum). */
+static size_t text_need(const struct record_text_rec *r, struct words *n)
+{
+	*n = (struct words){
+		.from = strlen(r->from),
+		.kind = kind_lens[r->kind],
+		.outcome = r->outcome ? strlen(r->outcome) : 0,
+	};
+	size_t need = SEQ_ROOM + FIXED_ROOM + r->arena.len + r->ans.len + n->from + n->kind +
+	              n->outcome;
+	for (int f = 0; f < RT_ANS_FIRST; f++)
+		if (RT_IS_RAW(f) && r->str[f])
+			need += r->esc[f];
+	return need;
+}
+
 /* A key's copy after the text, for the ring (NULL stays NULL). */
 static const char *put_key(char **w, const char *s, size_t n)
 {
@@ -525,21 +545,9 @@ int record_text_format(struct hook_record_text *t, struct record_text_clock *l,
 		   *session = record_text_get(r, RT_SESSION);
 	size_t n_method = method ? r->len[RT_METHOD] : 0, n_tool = tool ? r->len[RT_TOOL] : 0,
 	       n_session = session ? r->len[RT_SESSION] : 0;
-	struct words n = {
-		.from = strlen(r->from),
-		.kind = kind_lens[r->kind],
-		.outcome = r->outcome ? strlen(r->outcome) : 0,
-	};
-	/* Every string member's escaped text, quotes aside, is in the
-	 * arenas but for the raw members', which are there unescaped: their
-	 * escaped sizes on top (an over-count, not a per-member sum). */
-	size_t need = SEQ_ROOM + FIXED_ROOM + r->arena.len + r->ans.len + n.from + n.kind +
-	              n.outcome;
-	for (int f = 0; f < RT_ANS_FIRST; f++)
-		if (RT_IS_RAW(f) && r->str[f])
-			need += r->esc[f];
-	/* the keys, after the text */
-	need += n_method + n_tool + n_session;
+	struct words n;
+	/* the text, then the keys */
+	size_t need = text_need(r, &n) + n_method + n_tool + n_session;
 
 	b->len = 0;
 	b->oom = 0;
@@ -554,6 +562,7 @@ int record_text_format(struct hook_record_text *t, struct record_text_clock *l,
 		}
 	}
 	char *start = b->p;
+	t->stored = 0;
 	memset(start, ' ', SEQ_ROOM);
 	char *w = rec_write(l, r, &n, start + SEQ_ROOM);
 	t->json_len = (size_t)(w - start) - SEQ_ROOM;
@@ -573,6 +582,96 @@ int record_text_format(struct hook_record_text *t, struct record_text_clock *l,
 			b->cap = b->len + 1;
 		}
 	}
+	return 0;
+}
+
+/* ---- the stored form (issue 20: formatting when records are read) -------- */
+
+/* A record is kept as it was built: the struct itself (its arenas'
+ * pointers aside), then the arena's bytes and the answer arena's. Its
+ * strings are in there already redacted, cut and escaped; what writing
+ * adds (member names, numbers, "time") is done when a reader asks. */
+static size_t stored_need(const struct record_text_rec *r)
+{
+	return sizeof(*r) + r->arena.len + 1 + r->ans.len + 1;
+}
+
+int record_text_pack(struct hook_record_text *t, const struct record_text_rec *r)
+{
+	struct sbuf *b = &t->b;
+	size_t need = stored_need(r);
+	b->len = 0;
+	b->oom = 0;
+	if (b->cap < need + 1 || b->cap > 2 * (need + 1) + 1024) {
+		/* Nothing in it to keep: a fresh block, not a realloc's copy;
+		 * held to ring_append's rule (at most twice what it needs, plus
+		 * 1024), as the ring may keep this very block. */
+		size_t cap = (need + 1 + TEXT_ROUND - 1) / TEXT_ROUND * TEXT_ROUND;
+		free(b->p);
+		*b = (struct sbuf){.p = malloc(cap), .cap = cap};
+		if (!b->p) {
+			*b = (struct sbuf){0};
+			return -1;
+		}
+	}
+	char *w = b->p;
+	struct record_text_rec h = *r;
+	h.arena = (struct sbuf){.len = r->arena.len};
+	h.ans = (struct sbuf){.len = r->ans.len};
+	memcpy(w, &h, sizeof(h));
+	w += sizeof(h);
+	char *arena = w;
+	if (r->arena.len)
+		memcpy(w, r->arena.p, r->arena.len);
+	w += r->arena.len;
+	*w++ = '\0';
+	if (r->ans.len)
+		memcpy(w, r->ans.p, r->ans.len);
+	w += r->ans.len;
+	*w++ = '\0';
+	/* The keys are the raw members, NUL-terminated in the arena copy. */
+	t->keys.method = r->str[RT_METHOD] ? arena + r->str[RT_METHOD] - 1 : NULL;
+	t->keys.tool = r->str[RT_TOOL] ? arena + r->str[RT_TOOL] - 1 : NULL;
+	t->keys.session = r->str[RT_SESSION] ? arena + r->str[RT_SESSION] - 1 : NULL;
+	t->keys.outcome = r->outcome; /* static */
+	t->json_len = need;
+	t->stored = 1;
+	b->len = need;
+	return 0;
+}
+
+int record_text_view(const char *stored, size_t len, struct record_text_rec *v)
+{
+	if (len < sizeof(*v))
+		return -1;
+	memcpy(v, stored, sizeof(*v));
+	if (stored_need(v) != len)
+		return -1;
+	char *arena = (char *)(uintptr_t)stored + sizeof(*v); /* read only */
+	v->arena.p = arena;
+	v->arena.cap = v->arena.len + 1;
+	v->ans.p = arena + v->arena.len + 1;
+	v->ans.cap = v->ans.len + 1;
+	return 0;
+}
+
+int record_text_write(struct sbuf *out, struct record_text_clock *c,
+                      const struct record_text_rec *r, uint64_t seq)
+{
+	struct words n;
+	size_t need = text_need(r, &n);
+	char *start = sbuf_room(out, need + 1);
+	if (!start)
+		return -1;
+	char *w = start;
+	memcpy(w, "{\"seq\":", 7);
+	w += 7;
+	w += sbuf_i64_text(w, (long long)seq);
+	*w++ = ',';
+	w = rec_write(c, r, &n, w);
+	assert((size_t)(w - start) <= need);
+	*w = '\0';
+	sbuf_wrote(out, (size_t)(w - start));
 	return 0;
 }
 

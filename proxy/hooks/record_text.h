@@ -111,6 +111,9 @@ struct hook_record_text {
 	size_t json_len;             /* of the members, after the room for "seq" */
 	struct record_keys keys;     /* into b, or static */
 	struct record_block rb;      /* record_text_block's */
+	struct sbuf text;            /* owned: hook_record_text_seal's JSON text */
+	int stored;                  /* b holds the stored form (record_text_pack),
+	                              * else the JSON text (record_text_format) */
 };
 
 /* The date part of the last time written (per thread: a writer's own). */
@@ -132,6 +135,24 @@ int record_text_format(struct hook_record_text *t, struct record_text_clock *c,
 char *record_text_seal(struct hook_record_text *t, uint64_t seq, size_t *len);
 /* The sealed text as a block (hook_record_text_block, hook_record.h). */
 struct record_block *record_text_block(struct hook_record_text *t, uint64_t seq);
+
+/* ---- the stored form ---- */
+
+/* r as the ring keeps it (issue 20: records are written as JSON text when
+ * they are read, not per call): r's struct and its arenas' bytes, copied
+ * into t's buffer (reused when big enough), t->json_len bytes; keys into
+ * it. Cost per tools/call, callgrind: see the commit that brought it.
+ * The strings are the record's own, redacted and cut before they were
+ * stored: no secret is in these bytes. 0, or -1 when memory runs out. */
+int record_text_pack(struct hook_record_text *t, const struct record_text_rec *r);
+/* A view of a stored record (stored[0..len), as record_text_pack wrote
+ * it): v's arenas point into stored, which must outlive v and is not
+ * written. -1: not a stored record of that length. */
+int record_text_view(const char *stored, size_t len, struct record_text_rec *v);
+/* Appends r's whole JSON text, "seq" first, to out (NUL-terminated). 0,
+ * or -1 when memory runs out. */
+int record_text_write(struct sbuf *out, struct record_text_clock *c,
+                      const struct record_text_rec *r, uint64_t seq);
 
 /* ---- filling a record ---- */
 

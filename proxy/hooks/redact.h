@@ -123,7 +123,12 @@ void redact_preview_memo_free(struct redact_preview_memo *pm);  /* accepts NULL 
 /* redact_result_preview_to(rd, result, ...), where raw[0..raw_len) is
  * result's text as it arrived (NULL: not known, nothing kept). When the
  * same bytes were previewed last with the same patterns (and max_chars),
- * the kept preview is given without reading result. pm may be NULL. */
+ * the kept preview is given without reading result. pm may be NULL.
+ * Given raw, a result previewed as its whole JSON text (a listing: no
+ * content items, no structuredContent) is walked only as far as the
+ * preview keeps, and when cut the marker's total is the code points of
+ * raw, not of the redacted text: a changed 1,000-tool listing walked
+ * whole cost ~11.5M instructions, 0.77M now (kept bytes copied included). */
 int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview_memo *pm,
                                   const json_t *result, const char *raw, size_t raw_len,
                                   size_t max_chars, int *cut, struct sbuf *out);

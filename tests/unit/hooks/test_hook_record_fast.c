@@ -30,6 +30,8 @@ struct fix {
 	size_t ncopies;
 	char *given[8];           /* buffers handed to the ring, in order */
 	size_t ngiven;
+	char *stored[8];          /* copies of the bytes handed to the ring */
+	size_t stored_len[8];
 };
 
 static void sink(void *arg, struct hook_record_text *t, const struct record_keys *keys)
@@ -44,8 +46,13 @@ static void sink(void *arg, struct hook_record_text *t, const struct record_keys
 		return;
 	}
 	struct record_block *b = hook_record_text_block(t, ring_next_seq(f->ring));
-	if (f->ngiven < 8)
+	if (f->ngiven < 8) {
+		f->stored[f->ngiven] = malloc(b->len);
+		assert_non_null(f->stored[f->ngiven]);
+		memcpy(f->stored[f->ngiven], b->json, b->len);
+		f->stored_len[f->ngiven] = b->len;
 		f->given[f->ngiven++] = b->block;
+	}
 	assert_int_not_equal(ring_swap(f->ring, b), 0);
 }
 
@@ -58,6 +65,7 @@ static void fix_init(struct fix *f, int swap, size_t ring_size)
 	f->in = inspect_new();
 	f->rd = redact_new();
 	f->ring = ring_new(ring_size);
+	ring_set_text(f->ring, hook_record_stored_text);
 	assert_int_equal(pthread_mutex_init(&f->lock, NULL), 0);
 	f->hr = hook_record_new(f->in, f->rd, &sink_ops, f);
 	assert_non_null(f->hr);
@@ -73,6 +81,8 @@ static void fix_fini(struct fix *f)
 	pthread_mutex_destroy(&f->lock);
 	for (size_t i = 0; i < f->ncopies; i++)
 		free(f->copies[i]);
+	for (size_t i = 0; i < f->ngiven; i++)
+		free(f->stored[i]);
 }
 
 static void one_call(struct inspect *in, struct inspect_where *w, int id, const char *text)
@@ -179,6 +189,57 @@ static void test_displaced_block_is_reused(void **state)
 	assert_non_null(strstr(items[0].json, "\"seq\":4,"));
 	assert_non_null(strstr(items[0].json, "Echo: four"));
 	assert_non_null(strstr(items[1].json, "Echo: three"));
+	ring_items_free(items, n);
+	fix_fini(&f);
+}
+
+/* Records are kept in a stored form and written as text when read (issue
+ * 20): redaction still comes first, so the bytes the ring holds carry no
+ * secret, neither a secret-looking argument's value nor a configured
+ * literal in the arguments or the result, while what is not secret is
+ * there. */
+static void test_ring_holds_no_secret(void **state)
+{
+	(void)state;
+	struct fix f;
+	fix_init(&f, 1, 4);
+	assert_int_equal(redact_add_value(f.rd, "lit-secret-123"), 0);
+	struct inspect_where w = where_of("127.0.0.1:3");
+	one_call(f.in, &w, 1, "visible lit-secret-123");
+	const char *req_text =
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"login\",\"arguments\":{\"user\":\"ann\",\"api_key\":\"k-9f8e7d6c5b\"}}}";
+	json_t *req = json_loads(req_text, 0, NULL);
+	json_t *res = json_loads("{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":"
+	                         "\"text\",\"text\":\"{\\\"password\\\":\\\"hunter2-pw\\\"}\"}]}}",
+	                         0, NULL);
+	assert_non_null(req);
+	assert_non_null(res);
+	struct inspect_msg m = {.dir = INSPECT_FROM_CLIENT, .kind = jrpc_classify(req), .msg = req,
+	                        .request = req, .where = &w};
+	inspect_message(f.in, &m);
+	struct inspect_msg a = {.dir = INSPECT_FROM_SERVER, .kind = jrpc_classify(res), .msg = res,
+	                        .request = req, .where = &w};
+	inspect_message(f.in, &a);
+	struct inspect_exchange x = {.end = INSPECT_END_OK, .where = &w, .status = 200};
+	inspect_exchange_done(f.in, &x);
+	json_decref(req);
+	json_decref(res);
+
+	assert_int_equal(f.ngiven, 2);
+	static const char *const secrets[] = {"lit-secret-123", "k-9f8e7d6c5b", "hunter2-pw"};
+	for (size_t i = 0; i < f.ngiven; i++)
+		for (size_t k = 0; k < 3; k++)
+			assert_null(memmem(f.stored[i], f.stored_len[i], secrets[k], strlen(secrets[k])));
+	assert_non_null(memmem(f.stored[0], f.stored_len[0], "Echo: visible", 13));
+	assert_non_null(memmem(f.stored[1], f.stored_len[1], "ann", 3));
+	/* and the text read from them shows the masks */
+	struct ring_item *items;
+	size_t n = ring_read(f.ring, NULL, &items);
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(items[0].json, "\"api_key\\\":\\\"" REDACT_MASK));
+	assert_non_null(strstr(items[0].json, "\"password\\\":\\\"" REDACT_MASK));
+	assert_non_null(strstr(items[1].json, "Echo: visible " REDACT_MASK));
 	ring_items_free(items, n);
 	fix_fini(&f);
 }
@@ -397,6 +458,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_swapped_records_match_copied_ones),
 		cmocka_unit_test(test_displaced_block_is_reused),
+		cmocka_unit_test(test_ring_holds_no_secret),
 		cmocka_unit_test(test_reused_record_is_clean),
 		cmocka_unit_test(test_threads_record_under_the_lock),
 		cmocka_unit_test(test_worker_never_waits_for_the_lock),

@@ -359,6 +359,18 @@ static char *preview_of(const struct redact *rd, struct redact_preview_memo *pm,
 	return out.p;
 }
 
+/* Whether two previews of a large listing show the same text: the
+ * recorder's (memo) path counts the marker's total on the raw text
+ * (test_preview_big_listing_bounded), redact_result_preview on the
+ * redacted one. */
+static void assert_same_preview(const char *got, const char *want)
+{
+	const char *mark = strstr(want, "\xe2\x80\xa6[cut: ");
+	size_t keep = mark ? (size_t)(mark - want) : strlen(want);
+	assert_int_equal(strncmp(got, want, keep), 0);
+	assert_true(mark ? strncmp(got + keep, "\xe2\x80\xa6[cut: ", 8) == 0 : got[keep] == '\0');
+}
+
 /* The kept preview is the one the result's own preview gives, is given
  * again for the same bytes, and never for other bytes or patterns. */
 static void test_preview_memo(void **state)
@@ -372,7 +384,7 @@ static void test_preview_memo(void **state)
 	int cut_plain = 0, cut = 0;
 	char *plain = redact_result_preview(rd, a.tree, REDACT_PREVIEW_CHARS, &cut_plain);
 	char *first = preview_of(rd, pm, &a, a.tree, &cut);
-	assert_string_equal(first, plain);
+	assert_same_preview(first, plain);
 	assert_int_equal(cut, cut_plain);
 	assert_int_equal(cut, 1);
 	assert_non_null(strstr(plain, "\"token\":\"" REDACT_MASK "\""));
@@ -381,13 +393,13 @@ static void test_preview_memo(void **state)
 	 * another tree here to show it is not read). */
 	cut = 0;
 	char *again = preview_of(rd, pm, &a, b.tree, &cut);
-	assert_string_equal(again, plain);
+	assert_same_preview(again, plain);
 	assert_int_equal(cut, 1);
 
 	/* Other bytes of the same length: previewed from their tree. */
 	char *other = preview_of(rd, pm, &b, b.tree, &cut);
 	char *other_plain = redact_result_preview(rd, b.tree, REDACT_PREVIEW_CHARS, NULL);
-	assert_string_equal(other, other_plain);
+	assert_same_preview(other, other_plain);
 	assert_string_not_equal(other, plain);
 
 	/* Other patterns (same bytes as last): "other" is secret now. */
@@ -395,7 +407,7 @@ static void test_preview_memo(void **state)
 	assert_int_equal(redact_add_key(rd2, "other"), 0);
 	char *masked = preview_of(rd2, pm, &b, b.tree, &cut);
 	char *masked_plain = redact_result_preview(rd2, b.tree, REDACT_PREVIEW_CHARS, NULL);
-	assert_string_equal(masked, masked_plain);
+	assert_same_preview(masked, masked_plain);
 	assert_non_null(strstr(masked, "\"other\":\"" REDACT_MASK "\""));
 
 	/* A literal added to the same redactor: the kept preview of these
@@ -425,6 +437,64 @@ static void test_preview_memo(void **state)
 	redact_preview_memo_free(pm);
 	redact_free(rd);
 	redact_free(rd2);
+}
+
+/* A listing in the shape of the bench's (tests/bench/README.md: 1,000
+ * tools, each with a description, a small inputSchema and annotations),
+ * and a member the default patterns mask. */
+static struct big_result tool_listing(int n)
+{
+	struct sbuf b = {0};
+	sbuf_puts(&b, "{\"tools\":[");
+	for (int i = 0; i < n; i++) {
+		char t[512];
+		snprintf(t, sizeof(t),
+		         "%s{\"name\":\"tool_%04d\",\"description\":\"Looks up records of kind %d in "
+		         "the catalogue and returns the matching entries, newest first, with their "
+		         "identifiers and a short summary of each.\",\"inputSchema\":{\"type\":\"object\","
+		         "\"properties\":{\"query\":{\"type\":\"string\",\"description\":\"What to "
+		         "look for\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100}},"
+		         "\"required\":[\"query\"]},\"annotations\":{\"readOnlyHint\":true,"
+		         "\"destructiveHint\":false,\"openWorldHint\":false},\"token\":\"tk-%04d-secret\"}",
+		         i ? "," : "", i, i, i);
+		sbuf_puts(&b, t);
+	}
+	sbuf_puts(&b, "]}");
+	struct big_result r = {b.p, b.len, json_loadb(b.p, b.len, 0, NULL)};
+	assert_non_null(r.tree);
+	return r;
+}
+
+/* A large listing that changed (nothing kept for its bytes): the preview
+ * walks the listing only as far as it keeps (800 characters), not every
+ * value. Measured with callgrind on this test (tests/unit/README.md). The
+ * text is the full walk's; the marker's total is counted on the result's
+ * text as it arrived. */
+static void test_preview_big_listing_bounded(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	struct big_result a = tool_listing(1000);
+	assert_true(a.len > 400000);
+	char *plain = redact_result_preview(rd, a.tree, REDACT_PREVIEW_CHARS, NULL);
+	struct redact_preview_memo *pm = redact_preview_memo_new();
+	int cut = 0;
+	char *got = preview_of(rd, pm, &a, a.tree, &cut);
+	assert_int_equal(cut, 1);
+	const char *mark = strstr(plain, "\xe2\x80\xa6[cut: 800 of ");
+	assert_non_null(mark);
+	size_t keep = (size_t)(mark - plain);
+	assert_int_equal(strncmp(got, plain, keep), 0);
+	assert_null(strstr(got, "-secret"));
+	char want[80];
+	snprintf(want, sizeof(want), "\xe2\x80\xa6[cut: 800 of %zu chars]", a.len);
+	assert_string_equal(got + keep, want);
+	free(plain);
+	free(got);
+	free(a.raw);
+	json_decref(a.tree);
+	redact_preview_memo_free(pm);
+	redact_free(rd);
 }
 
 static void test_limits(void **state)
@@ -683,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_preview_tool_result),
 		cmocka_unit_test(test_preview_cut_at_800),
 		cmocka_unit_test(test_preview_memo),
+		cmocka_unit_test(test_preview_big_listing_bounded),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_secrets_added_live),
 		cmocka_unit_test(test_many_values),
