@@ -32,6 +32,11 @@ enum jrpc_kind {
 enum jrpc_kind jrpc_classify(const json_t *msg);
 const char *jrpc_kind_str(enum jrpc_kind k);
 
+/* jrpc_classify of the text jparse_scan indexed into *ix (the same answer
+ * as for its tree: tests/fuzz/fuzz_jsonrpc.c), without building one. */
+struct jparse_index;
+enum jrpc_kind jrpc_classify_index(const struct jparse_index *ix);
+
 /* Checks a client POST body: a valid message, or (when max_batch > 0) a
  * non-empty array of at most max_batch valid messages. Returns 0, or -1 with
  * *why set to a static reason. *kind (kind may be NULL) is set to the
