@@ -1,6 +1,7 @@
 /* jsonrpc: see jsonrpc.h. */
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/jparse.h"
+#include "proxy/base/sbuf.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -277,6 +278,20 @@ int jrpc_id_equal(const json_t *a, const json_t *b)
 		return json_string_length(a) == json_string_length(b) &&
 		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
 	return 0;
+}
+
+int jrpc_id_spelt(const json_t *id, const struct jparse_ref *r)
+{
+	if (!id || !r->at)
+		return 0;
+	if (json_is_integer(id)) {
+		char t[SBUF_I64_MAX];
+		size_t n = sbuf_i64_text(t, (long long)json_integer_value(id));
+		return r->len == n && memcmp(r->at, t, n) == 0;
+	}
+	size_t n = json_string_length(id);
+	return json_is_string(id) && r->len == n + 2 && r->at[0] == '"' &&
+	       memcmp(r->at + 1, json_string_value(id), n) == 0 && !memchr(r->at + 1, '\\', n);
 }
 
 json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *data)

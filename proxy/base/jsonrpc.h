@@ -66,6 +66,12 @@ void jrpc_names(const json_t *msg, const char **method, const char **tool, json_
 /* Two ids are the same id (string or integer). */
 int jrpc_id_equal(const json_t *a, const json_t *b);
 
+/* 1 when r (a span jparse_scan noted) spells id as plainly as can be: an
+ * integer's digits, a string's bytes without an escape. 0 otherwise,
+ * which does not mean another id (-0, "\u0061"): compare the trees. */
+struct jparse_ref;
+int jrpc_id_spelt(const json_t *id, const struct jparse_ref *r);
+
 /* A new error response (owned). id is borrowed and copied (NULL -> null);
  * data is stolen (may be NULL). */
 json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *data);
