@@ -4,6 +4,10 @@
  * nothing with the parser: moving it out means splitting jparse.h's API in
  * two (jparse_elements*), the step to take when either half grows.
  *
+ * jparse_scan is the same descent with ix set: the constructors give the
+ * json_null() singleton instead of values, and scan_member notes spans,
+ * so the grammar (what is accepted) is one piece of code for both.
+ *
  * Recursive descent over the bytes in place. A string without escapes is
  * handed to json_stringn_nocheck straight from the input; one with escapes
  * is decoded into a scratch buffer first (never longer than its source).
@@ -30,6 +34,10 @@ struct jp {
 	size_t span_len;        /* strlen(span->name) */
 	char *scratch;          /* owned: decoded strings with escapes */
 	size_t scratch_cap;
+	/* jparse_scan: no value is built (every constructor gives the
+	 * json_null() singleton, which needs no free), the index is filled. */
+	struct jparse_index *ix; /* borrowed, or NULL: building a tree */
+	enum jparse_slot under;  /* the top-level member whose value is being read */
 };
 
 /* A decoded string: in the input, or in jp->scratch. */
@@ -305,7 +313,7 @@ static json_t *parse_number(struct jp *jp)
 			v = v * 10 + dig;
 		}
 		json_int_t i = neg ? (json_int_t)(0 - v) : (json_int_t)v;
-		return json_integer(i);
+		return jp->ix ? json_null() : json_integer(i);
 	}
 	char stack[64], *buf = stack;
 	size_t n = (size_t)(p - s);
@@ -318,7 +326,7 @@ static json_t *parse_number(struct jp *jp)
 	int overflow = (d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE;
 	if (buf != stack)
 		free(buf);
-	return overflow ? NULL : json_real(d);
+	return overflow ? NULL : jp->ix ? json_null() : json_real(d);
 }
 
 /* Past an opening bracket: 1 when `close` follows at once (consumed). */
@@ -347,7 +355,9 @@ static int next_or_close(struct jp *jp, char close)
 static inline json_t *string_value(struct jp *jp)
 {
 	struct jstr s;
-	return parse_string(jp, &s) < 0 ? NULL : json_stringn_nocheck(s.s, s.len);
+	if (parse_string(jp, &s) < 0)
+		return NULL;
+	return jp->ix ? json_null() : json_stringn_nocheck(s.s, s.len);
 }
 
 /* One "key": value of an object into o. 0, or -1. */
@@ -426,6 +436,118 @@ static json_t *parse_items(struct jp *jp, json_t *c, char close,
 	return NULL;
 }
 
+/* ---- jparse_scan: the same grammar, no tree ---------------------------------- */
+
+#define KEY_IS(lit) (n == sizeof(lit) - 1 && memcmp(key, lit, n) == 0)
+
+/* The slot a member named key[0..n) fills: a top-level one (depth 1), or
+ * one of the object that top-level member `under` holds (depth 2). By
+ * length first: most keys of a message are none of these (a loop over
+ * the names cost half the scan of a tools/call result). */
+static enum jparse_slot slot_of(size_t depth, enum jparse_slot under, const char *key, size_t n)
+{
+	if (depth == 1) {
+		switch (n) {
+		case 2: return KEY_IS("id") ? JPI_ID : JPI_NONE;
+		case 5: return KEY_IS("error") ? JPI_ERROR : JPI_NONE;
+		case 7: return KEY_IS("jsonrpc") ? JPI_JSONRPC : JPI_NONE;
+		case 6:
+			return KEY_IS("method") ? JPI_METHOD
+			       : KEY_IS("params") ? JPI_PARAMS
+			       : KEY_IS("result") ? JPI_RESULT
+			                          : JPI_NONE;
+		default: return JPI_NONE;
+		}
+	}
+	if (depth != 2)
+		return JPI_NONE;
+	switch (under) {
+	case JPI_PARAMS:
+		return KEY_IS("name") ? JPI_NAME
+		       : KEY_IS("arguments") ? JPI_ARGUMENTS
+		       : KEY_IS("_meta") ? JPI_META
+		       : KEY_IS("cursor") ? JPI_CURSOR
+		                          : JPI_NONE;
+	case JPI_RESULT: return KEY_IS("isError") ? JPI_IS_ERROR : JPI_NONE;
+	case JPI_ERROR: return KEY_IS("code") ? JPI_CODE : JPI_NONE;
+	default: return JPI_NONE;
+	}
+}
+
+#undef KEY_IS
+
+/* A later top-level member of the same name replaces the earlier one
+ * (jansson keeps the last): what was found inside the earlier goes. */
+static void forget_inside(struct jparse_index *ix, enum jparse_slot top)
+{
+	for (int s = JPI_NAME; s < JPI_N; s++)
+		if (jparse_parent(s) == top)
+			ix->at[s] = (struct jparse_ref){NULL, 0};
+	if (top == JPI_PARAMS)
+		ix->name = NULL;
+}
+
+/* The decoded string of a member the proxy reads by name, kept in buf
+ * (NULL: not a string, or too long: then *long_string). */
+static const char *keep_string(struct jparse_index *ix, char *buf, const struct jstr *s)
+{
+	if (!s)
+		return NULL;
+	if (s->len >= JPARSE_NAME_MAX) {
+		ix->long_string = 1;
+		return NULL;
+	}
+	memcpy(buf, s->s, s->len);
+	buf[s->len] = '\0';
+	return buf;
+}
+
+/* scan's parse_member: validates one "key": value, noting its span when
+ * the index wants it. */
+static int scan_member(struct jp *jp, json_t *unused)
+{
+	struct jparse_index *ix = jp->ix;
+	struct jstr key, str;
+	(void)unused;
+
+	if (peek(jp) != '"' || parse_string(jp, &key) < 0 || peek(jp) != ':')
+		return -1;
+	/* Before the value: its strings may reuse the key's scratch. */
+	enum jparse_slot slot = slot_of(jp->depth, jp->under, key.s, key.len);
+	jp->p++;
+	int c = peek(jp);
+	const char *at = jp->p;
+	int top = jp->depth == 1;
+	if (top) {
+		jp->under = slot == JPI_PARAMS || slot == JPI_RESULT || slot == JPI_ERROR ? slot : JPI_NONE;
+		if (jp->under)
+			forget_inside(ix, slot);
+	}
+	json_t *v;
+	int is_str = c == '"' && jp->depth < JSON_PARSER_MAX_DEPTH;
+	if (is_str)
+		v = parse_string(jp, &str) < 0 ? NULL : json_null();
+	else
+		v = parse_value(jp, c);
+	if (top)
+		jp->under = JPI_NONE;
+	if (!v)
+		return -1;
+	if (slot != JPI_NONE)
+		ix->at[slot] = (struct jparse_ref){at, (size_t)(jp->p - at)};
+	if (slot == JPI_METHOD)
+		ix->method = keep_string(ix, ix->method_buf, is_str ? &str : NULL);
+	else if (slot == JPI_NAME)
+		ix->name = keep_string(ix, ix->name_buf, is_str ? &str : NULL);
+	return 0;
+}
+
+static int scan_element(struct jp *jp, json_t *unused)
+{
+	(void)unused;
+	return parse_value(jp, peek(jp)) ? 0 : -1;
+}
+
 static int literal(struct jp *jp, const char *word, size_t n)
 {
 	if ((size_t)(jp->end - jp->p) < n || memcmp(jp->p, word, n) != 0)
@@ -473,10 +595,12 @@ static json_t *parse_value(struct jp *jp, int c)
 		return NULL;
 	switch (c) {
 	case '{':
-		v = parse_items(jp, json_object(), '}', parse_member);
+		v = jp->ix ? parse_items(jp, json_null(), '}', scan_member)
+		           : parse_items(jp, json_object(), '}', parse_member);
 		break;
 	case '[':
-		v = parse_items(jp, json_array(), ']', parse_element);
+		v = jp->ix ? parse_items(jp, json_null(), ']', scan_element)
+		           : parse_items(jp, json_array(), ']', parse_element);
 		break;
 	case '"':
 		v = string_value(jp);
@@ -490,9 +614,9 @@ static json_t *parse_value(struct jp *jp, int c)
 }
 
 static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_span *span,
-                           size_t *nest)
+                           size_t *nest, struct jparse_index *ix)
 {
-	struct jp jp = {.p = buf, .end = buf + len, .span = span};
+	struct jp jp = {.p = buf, .end = buf + len, .span = span, .ix = ix};
 
 	if (span) {
 		span->at = NULL;
@@ -502,11 +626,12 @@ static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_s
 	if (!buf)
 		return NULL;
 	skip_ws(&jp);
-	if (!any && (jp.p >= jp.end || (*jp.p != '{' && *jp.p != '[')))
+	char first = jp.p < jp.end ? *jp.p : 0;
+	if (!any && first != '{' && first != '[')
 		return NULL;
 	/* A small text's tree is cut from the arena (jarena.h): most of its
 	 * values are freed together when the exchange ends. */
-	int arena = len <= JARENA_MAX_TEXT;
+	int arena = !ix && len <= JARENA_MAX_TEXT;
 	if (arena)
 		jarena_open();
 	json_t *v = parse_value(&jp, peek(&jp));
@@ -528,6 +653,10 @@ static json_t *jparse_full(const char *buf, size_t len, int any, struct jparse_s
 	}
 	if (nest)
 		*nest = jp.nest_max;
+	if (ix) {
+		ix->object = first == '{';
+		ix->nest = jp.nest_max;
+	}
 	return v;
 }
 
@@ -538,12 +667,29 @@ json_t *jparse(const char *buf, size_t len, int any)
 
 json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *span)
 {
-	return jparse_full(buf, len, any, span, NULL);
+	return jparse_full(buf, len, any, span, NULL, NULL);
 }
 
 json_t *jparse_nest(const char *buf, size_t len, int any, size_t *nest)
 {
-	return jparse_full(buf, len, any, NULL, nest);
+	return jparse_full(buf, len, any, NULL, nest, NULL);
+}
+
+int jparse_scan(const char *buf, size_t len, int any, struct jparse_index *ix)
+{
+	memset(ix, 0, sizeof(*ix));
+	/* v is the json_null() singleton: nothing to free. */
+	json_t *v = jparse_full(buf, len, any, NULL, NULL, ix);
+	if (!v) {
+		memset(ix, 0, sizeof(*ix));
+		return -1;
+	}
+	return 0;
+}
+
+json_t *jparse_ref_value(const struct jparse_ref *r)
+{
+	return r->at ? jparse(r->at, r->len, 1) : NULL;
 }
 
 json_t *jparse_copy(const json_t *v)

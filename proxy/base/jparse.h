@@ -53,6 +53,68 @@ json_t *jparse_span(const char *buf, size_t len, int any, struct jparse_span *sp
  * the same name replaces counts, though the value no longer holds it. */
 json_t *jparse_nest(const char *buf, size_t len, int any, size_t *nest);
 
+/* ---- jparse_scan: the members the proxy reads, without a tree ----------------
+ *
+ * Most messages are only read by the hooks (method, tool, id, whether it is
+ * a result or an error), never changed: building their tree and freeing it
+ * was about a third of a proxied tools/call's instructions (issue 20). This
+ * scan checks the text with the very grammar jparse uses (the same code,
+ * building nothing: it accepts exactly what jparse and json_loadb accept,
+ * tests/fuzz/fuzz_jparse.c checks it) and notes where the members below
+ * sit. A member that appears twice is noted where its last instance is
+ * (the one jansson keeps), and what an earlier instance held is forgotten. */
+enum jparse_slot {
+	JPI_NONE = 0,
+	/* members of the top-level object */
+	JPI_ID, JPI_METHOD, JPI_JSONRPC, JPI_PARAMS, JPI_RESULT, JPI_ERROR,
+	/* members of params (when it is an object) */
+	JPI_NAME, JPI_ARGUMENTS, JPI_META, JPI_CURSOR,
+	JPI_IS_ERROR, /* result.isError */
+	JPI_CODE,     /* error.code */
+	JPI_N
+};
+
+/* The top-level member a slot sits in (JPI_NONE: it is one itself). */
+static inline enum jparse_slot jparse_parent(int slot)
+{
+	return slot >= JPI_NAME && slot <= JPI_CURSOR ? JPI_PARAMS
+	       : slot == JPI_IS_ERROR                 ? JPI_RESULT
+	       : slot == JPI_CODE                     ? JPI_ERROR
+	                                              : JPI_NONE;
+}
+
+/* A value's bytes in the text (at NULL: no such member). A string's
+ * include its quotes; blanks around a value are not included. */
+struct jparse_ref {
+	const char *at;
+	size_t len;
+};
+
+/* Longest method or tool name kept decoded (with its NUL). */
+#define JPARSE_NAME_MAX 256
+
+struct jparse_index {
+	int object;                   /* the text is an object (else: no member found) */
+	size_t nest;                  /* nesting, as jparse_nest tells it */
+	struct jparse_ref at[JPI_N];  /* by enum jparse_slot */
+	/* "method" and params.name decoded (escapes resolved), NUL-terminated,
+	 * pointing into the buffers below (so an index is not to be copied);
+	 * NULL when absent or not a string. long_string: one was a string of
+	 * JPARSE_NAME_MAX bytes or more and is left NULL: read the tree. */
+	const char *method, *name;
+	int long_string;
+	char method_buf[JPARSE_NAME_MAX], name_buf[JPARSE_NAME_MAX];
+};
+
+/* Checks buf[0..len) (any as for jparse) and fills *ix. 0: JSON as
+ * json_loadb sees it; -1: not (or out of memory on a long escaped
+ * string), *ix then all empty. Allocates nothing else. */
+int jparse_scan(const char *buf, size_t len, int any, struct jparse_index *ix);
+
+/* The value a noted span holds (owned), e.g. a message's id; NULL when
+ * the member is absent. For spans jparse_scan gave. */
+json_t *jparse_ref_value(const struct jparse_ref *r);
+
 /* Where each element of the array that member `name` of the object
  * text[0..len) holds sits in the text, for a hook that keys a cache on
  * each element's bytes (hook_contract: a tool list's tools). For text

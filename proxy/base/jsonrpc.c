@@ -1,6 +1,7 @@
 /* jsonrpc: see jsonrpc.h. */
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/jparse.h"
+#include "proxy/base/sbuf.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +85,76 @@ enum jrpc_kind jrpc_classify(const json_t *msg)
 		if (e.id && !id_valid(e.id) && !json_is_null(e.id))
 			return JRPC_INVALID;
 		if (!json_is_object(e.error) || !json_is_integer(JPARSE_MEMBER(e.error, "code")))
+			return JRPC_INVALID;
+		return JRPC_ERROR;
+	}
+	return JRPC_INVALID;
+}
+
+/* ---- the same from a scanned text (jparse_scan) ------------------------------ */
+
+static int ref_is(const struct jparse_ref *r, char first)
+{
+	return r->at && r->len && r->at[0] == first;
+}
+
+/* A JSON integer's text: no fraction, no exponent (the grammar checked
+ * the rest). A trailing NUL (jparse.h's quirk) is no digit either. */
+static int ref_is_integer(const struct jparse_ref *r)
+{
+	if (!r->at || !r->len || (r->at[0] != '-' && (r->at[0] < '0' || r->at[0] > '9')))
+		return 0;
+	for (size_t i = 0; i < r->len; i++)
+		if (r->at[i] == '.' || r->at[i] == 'e' || r->at[i] == 'E')
+			return 0;
+	return 1;
+}
+
+static int ref_id_valid(const struct jparse_ref *r)
+{
+	return ref_is(r, '"') || ref_is_integer(r);
+}
+
+/* "jsonrpc": "2.0", also when spelt with escapes. */
+static int ref_is_v2(const struct jparse_ref *r)
+{
+	if (!ref_is(r, '"'))
+		return 0;
+	if (r->len == 5 && memcmp(r->at, "\"2.0\"", 5) == 0)
+		return 1;
+	if (!memchr(r->at, '\\', r->len))
+		return 0;
+	json_t *v = jparse_ref_value(r);
+	int ok = json_is_string(v) && strcmp(json_string_value(v), "2.0") == 0 &&
+	         json_string_length(v) == 3;
+	json_decref(v);
+	return ok;
+}
+
+enum jrpc_kind jrpc_classify_index(const struct jparse_index *ix)
+{
+	const struct jparse_ref *id = &ix->at[JPI_ID], *method = &ix->at[JPI_METHOD];
+	const struct jparse_ref *params = &ix->at[JPI_PARAMS];
+	int result = ix->at[JPI_RESULT].at != NULL, error = ix->at[JPI_ERROR].at != NULL;
+
+	if (!ix->object || !ref_is_v2(&ix->at[JPI_JSONRPC]))
+		return JRPC_INVALID;
+	if (method->at) {
+		/* A string's span holds its quotes; no escape decodes to nothing. */
+		if (!ref_is(method, '"') || method->len <= 2)
+			return JRPC_INVALID;
+		if (params->at && !ref_is(params, '{') && !ref_is(params, '['))
+			return JRPC_INVALID;
+		if (!id->at)
+			return JRPC_NOTIFICATION;
+		return ref_id_valid(id) ? JRPC_REQUEST : JRPC_INVALID;
+	}
+	if (result && !error)
+		return ref_id_valid(id) ? JRPC_RESULT : JRPC_INVALID;
+	if (error && !result) {
+		if (id->at && !ref_id_valid(id) && !ref_is(id, 'n'))
+			return JRPC_INVALID;
+		if (!ref_is(&ix->at[JPI_ERROR], '{') || !ref_is_integer(&ix->at[JPI_CODE]))
 			return JRPC_INVALID;
 		return JRPC_ERROR;
 	}
@@ -207,6 +278,20 @@ int jrpc_id_equal(const json_t *a, const json_t *b)
 		return json_string_length(a) == json_string_length(b) &&
 		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
 	return 0;
+}
+
+int jrpc_id_spelt(const json_t *id, const struct jparse_ref *r)
+{
+	if (!id || !r->at)
+		return 0;
+	if (json_is_integer(id)) {
+		char t[SBUF_I64_MAX];
+		size_t n = sbuf_i64_text(t, (long long)json_integer_value(id));
+		return r->len == n && memcmp(r->at, t, n) == 0;
+	}
+	size_t n = json_string_length(id);
+	return json_is_string(id) && r->len == n + 2 && r->at[0] == '"' &&
+	       memcmp(r->at + 1, json_string_value(id), n) == 0 && !memchr(r->at + 1, '\\', n);
 }
 
 json_t *jrpc_error_new(const json_t *id, int code, const char *message, json_t *data)

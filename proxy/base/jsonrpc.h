@@ -32,6 +32,11 @@ enum jrpc_kind {
 enum jrpc_kind jrpc_classify(const json_t *msg);
 const char *jrpc_kind_str(enum jrpc_kind k);
 
+/* jrpc_classify of the text jparse_scan indexed into *ix (the same answer
+ * as for its tree: tests/fuzz/fuzz_jsonrpc.c), without building one. */
+struct jparse_index;
+enum jrpc_kind jrpc_classify_index(const struct jparse_index *ix);
+
 /* Checks a client POST body: a valid message, or (when max_batch > 0) a
  * non-empty array of at most max_batch valid messages. Returns 0, or -1 with
  * *why set to a static reason. *kind (kind may be NULL) is set to the
@@ -60,6 +65,12 @@ void jrpc_names(const json_t *msg, const char **method, const char **tool, json_
 
 /* Two ids are the same id (string or integer). */
 int jrpc_id_equal(const json_t *a, const json_t *b);
+
+/* 1 when r (a span jparse_scan noted) spells id as plainly as can be: an
+ * integer's digits, a string's bytes without an escape. 0 otherwise,
+ * which does not mean another id (-0, "\u0061"): compare the trees. */
+struct jparse_ref;
+int jrpc_id_spelt(const json_t *id, const struct jparse_ref *r);
 
 /* A new error response (owned). id is borrowed and copied (NULL -> null);
  * data is stolen (may be NULL). */

@@ -15,6 +15,7 @@
 #include <openssl/sha.h>
 
 #include "proxy/base/clock.h"
+#include "proxy/base/jparse.h"
 #include "proxy/base/otlp_json.h"
 #include "proxy/base/traceparent.h"
 #include "proxy/config.h"
@@ -226,6 +227,41 @@ static void set_error(struct tx *tx, const char *type)
 		snprintf(tx->error_type, sizeof(tx->error_type), "%s", type);
 }
 
+/* The error code, or a tool error, a reply carries: from its tree, or
+ * from its index when it has none (inspect.h). */
+static void reply_outcome(struct tx *tx, const struct inspect_msg *m)
+{
+	int is_error, has_err = 0;
+	if (m->msg) {
+		json_t *err = json_object_get(m->msg, "error");
+		if (err) {
+			tx->rpc_code = json_integer_value(json_object_get(err, "code"));
+			has_err = 1;
+		}
+		is_error = json_is_true(json_object_get(json_object_get(m->msg, "result"), "isError"));
+	} else if (m->ix) {
+		if (m->ix->at[JPI_ERROR].at) {
+			json_t *code = jparse_ref_value(&m->ix->at[JPI_CODE]);
+			tx->rpc_code = json_integer_value(code);
+			has_err = 1;
+			json_decref(code);
+		}
+		const struct jparse_ref *r = &m->ix->at[JPI_IS_ERROR];
+		/* (a value's span may end in the NUL jparse.h's quirk skips) */
+		is_error = r->at && r->len >= 4 && memcmp(r->at, "true", 4) == 0;
+	} else {
+		return;
+	}
+	if (has_err) {
+		tx->has_rpc_code = 1;
+		char c[24];
+		snprintf(c, sizeof(c), "%lld", tx->rpc_code);
+		set_error(tx, c);
+	} else if (is_error) {
+		set_error(tx, "tool_error");
+	}
+}
+
 static enum inspect_verdict on_observe(void *arg, struct inspect_msg *m)
 {
 	struct hook_trace *ht = arg;
@@ -253,19 +289,26 @@ static enum inspect_verdict on_observe(void *arg, struct inspect_msg *m)
 			event_add(tx, "mcpwarden.contract.decision", "mcpwarden.verdict",
 			          m->verdict == INSPECT_DROP ? "drop" : "answer", "mcpwarden.rule",
 			          m->reason ? m->reason : m->decided_by);
-		json_t *err = json_object_get(m->msg, "error");
-		json_t *res = json_object_get(m->msg, "result");
-		if (err) {
-			tx->rpc_code = json_integer_value(json_object_get(err, "code"));
-			tx->has_rpc_code = 1;
-			char c[24];
-			snprintf(c, sizeof(c), "%lld", tx->rpc_code);
-			set_error(tx, c);
-		} else if (json_is_true(json_object_get(res, "isError"))) {
-			set_error(tx, "tool_error");
-		}
+		reply_outcome(tx, m);
 	}
 	return INSPECT_FORWARD;
+}
+
+/* inspect_tree_fn (issue 20): the observer reads a reply's error code and
+ * result.isError, which a message without a tree has in its index. */
+static int observe_tree(void *arg, const struct inspect_msg *m)
+{
+	(void)arg;
+	(void)m;
+	return 0;
+}
+
+/* on_context reads (and may rewrite) a client message's params._meta;
+ * of a reply, nothing. */
+static int context_tree(void *arg, const struct inspect_msg *m)
+{
+	(void)arg;
+	return m->dir == INSPECT_FROM_CLIENT;
 }
 
 /* ---- spans -------------------------------------------------------------- */
@@ -442,6 +485,8 @@ struct hook_trace *hook_trace_new(struct inspect *in, const struct px_config *cf
 		free(ht);
 		return NULL;
 	}
+	inspect_set_needs_tree(in, ht->slot, context_tree);
+	inspect_set_needs_tree(in, ht->obs_slot, observe_tree);
 	return ht;
 }
 

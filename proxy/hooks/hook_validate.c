@@ -858,6 +858,37 @@ static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
 	return INSPECT_FORWARD;
 }
 
+/* inspect_tree_fn (issue 20): the tree only of a message this hook will
+ * read past its envelope: a call's arguments (transports ask about
+ * replies only, today), a result it validates, or one it pairs with its
+ * call by the id (out of band). A result without an outputSchema, an
+ * error, anything but a tools/call's answer: read from the index. */
+static int needs_tree(void *arg, const struct inspect_msg *m)
+{
+	struct hook_validate *hv = arg;
+	size_t idx = 0;
+
+	if (m->dir == INSPECT_FROM_CLIENT)
+		return m->kind == JRPC_REQUEST && m->method && strcmp(m->method, "tools/call") == 0;
+	if (m->kind != JRPC_RESULT && m->kind != JRPC_ERROR)
+		return 0;
+	if (m->request && (!m->request_method || strcmp(m->request_method, "tools/call") != 0))
+		return 0;
+	struct vup *u = up_of(hv, m, &idx);
+	if (!u || u->results == VALIDATE_OFF)
+		return 0;
+	if (!m->request || out_of_band(m->where))
+		return 1;
+	if (m->kind == JRPC_ERROR)
+		return 0;
+	struct snap *s = snap_get(hv, u);
+	const char *tool = s && s->any_output ? jrpc_tool_name(m->request) : NULL;
+	const struct vtool *t = tool ? snap_find(s, tool) : NULL;
+	int need = t && t->schema[VK_RESULT];
+	snap_unref(s);
+	return need;
+}
+
 /* inspect_listing_may_fn (issue 20): a listing is no call's result,
  * on_result leaves it alone; an unchanged one may pass unparsed. */
 static int listing_may(void *arg, const struct inspect_listing *l)
@@ -942,8 +973,10 @@ int hook_validate_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		snprintf(err, errlen, "too many hooks");
 		return -1;
 	}
-	if (any)
+	if (any) {
 		inspect_set_listing_fast(ctx->insp, slot, listing_may, NULL);
+		inspect_set_needs_tree(ctx->insp, slot, needs_tree);
+	}
 	if (any && tools_subscribe(hv->tools, &tracker_events, hv) < 0) {
 		/* Without the news, every call asks the tracker (correct, slower). */
 		hv->unsubscribed = 1;

@@ -18,6 +18,7 @@ struct inspect_hook {
 	inspect_uninspected_fn uninspected; /* or NULL: see inspect_set_uninspected */
 	inspect_listing_may_fn listing_may;      /* or NULL: inspect_set_listing_fast */
 	inspect_listing_passed_fn listing_passed;
+	inspect_tree_fn needs_tree; /* or NULL: needs every tree (inspect_set_needs_tree) */
 };
 
 struct inspect {
@@ -154,7 +155,8 @@ static int hook_add(struct inspect *in, const char *name, inspect_message_fn on_
 	if (in->n >= INSPECT_MAX_HOOKS)
 		return -1;
 	in->hooks[in->n] =
-	        (struct inspect_hook){name, on_message, on_exchange, arg, observer, NULL, NULL, NULL, NULL};
+	        (struct inspect_hook){.name = name, .on_message = on_message,
+	                              .on_exchange = on_exchange, .arg = arg, .observer = observer};
 	return (int)in->n++;
 }
 
@@ -168,6 +170,42 @@ int inspect_add_observer(struct inspect *in, const char *name, inspect_message_f
                          inspect_exchange_fn on_exchange, void *arg)
 {
 	return hook_add(in, name, on_message, on_exchange, arg, 1);
+}
+
+void inspect_set_needs_tree(struct inspect *in, int slot, inspect_tree_fn fn)
+{
+	if (slot >= 0 && (size_t)slot < in->n)
+		in->hooks[slot].needs_tree = fn;
+}
+
+int inspect_needs_tree(const struct inspect *in, const struct inspect_msg *m, const char **who)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		const struct inspect_hook *h = &in->hooks[i];
+		if (h->on_message && (!h->needs_tree || h->needs_tree(h->arg, m))) {
+			if (who)
+				*who = h->name;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int inspect_trees_optional(const struct inspect *in)
+{
+	for (size_t i = 0; i < in->n; i++)
+		if (in->hooks[i].on_message && !in->hooks[i].needs_tree)
+			return 0;
+	return 1;
+}
+
+int inspect_tree_for_listings(void *arg, const struct inspect_msg *m)
+{
+	(void)arg;
+	const char *method = m->dir == INSPECT_FROM_CLIENT ? m->method : m->request_method;
+	if (m->dir == INSPECT_FROM_SERVER && !m->request)
+		return 1;
+	return method && strcmp(method, "tools/list") == 0;
 }
 
 /* The observers, then the notes go (inspect.h: the message's last
@@ -185,12 +223,18 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 {
 	STAT_INC(in, messages[m->dir == INSPECT_FROM_SERVER]);
 	m->verdict = INSPECT_FORWARD;
-	if (m->kind == JRPC_REQUEST || m->kind == JRPC_NOTIFICATION)
+	if (!m->msg) {
+		/* No tree (inspect_needs_tree said so): the transport's names. */
+		m->params = NULL;
+		if (m->kind != JRPC_REQUEST && m->kind != JRPC_NOTIFICATION)
+			m->method = m->tool = NULL;
+	} else if (m->kind == JRPC_REQUEST || m->kind == JRPC_NOTIFICATION) {
 		jrpc_names(m->msg, &m->method, &m->tool, &m->params);
-	else {
+	} else {
 		m->method = m->tool = NULL;
 		m->params = NULL;
 	}
+	/* (msg NULL and no request: a client message, its own method) */
 	m->request_method = m->request == m->msg ? m->method
 	                    : m->request ? jrpc_method(m->request) : NULL;
 	for (size_t i = 0; i < in->n; i++) {
@@ -204,7 +248,7 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 			m->result_raw = NULL; /* no longer what msg holds */
 			m->result_raw_len = 0;
 		}
-		if (m->modified && m->method) {
+		if (m->modified && m->method && m->msg) {
 			jrpc_names(m->msg, &m->method, &m->tool, &m->params);
 			if (m->request == m->msg)
 				m->request_method = m->method;

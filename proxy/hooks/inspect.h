@@ -69,10 +69,19 @@ struct inspect_where {
 	void *hook_data[INSPECT_MAX_HOOKS];
 };
 
+struct jparse_index;
+
 struct inspect_msg {
 	enum inspect_dir dir;
 	enum jrpc_kind kind;
-	json_t *msg;              /* borrowed; a hook may modify it in place */
+	/* borrowed; a hook may modify it in place. NULL when the transport
+	 * built no tree (no hook needed one: inspect_set_needs_tree): then
+	 * ix is set, and method and tool are the transport's (from ix). */
+	json_t *msg;
+	/* The message's text as jparse_scan indexed it (borrowed, valid for
+	 * the call: ix->at[...] point into the text), or NULL. Set whenever
+	 * msg is NULL; a hook reads members through it (jparse_ref_value). */
+	const struct jparse_index *ix;
 	/* For a response: the request it answers when it came in the same HTTP
 	 * exchange (borrowed), else NULL. For a request: msg itself. */
 	const json_t *request;
@@ -211,6 +220,56 @@ void inspect_set_listing_fast(struct inspect *in, int slot, inspect_listing_may_
  * returns 1. Else returns 0 (*who, if who is not NULL, names the first
  * hook that refused: a static string) and nothing happened. */
 int inspect_listing_fast(struct inspect *in, const struct inspect_listing *l, const char **who);
+
+/* No tree where none is needed (issue 20). Building a message's jansson
+ * tree and freeing it cost more than all the hooks' reading of a
+ * tools/call result, and most hooks read only the envelope: the method,
+ * the tool, the id, whether it is a result. So before building the tree a
+ * transport may ask every hook whether it needs it, passing an
+ * inspect_msg with msg NULL and ix, kind, where, request and
+ * request_method set (and method and tool, for a request). When none does
+ * the hooks run on that message as it is (msg NULL: a hook reads what it
+ * wants through m->ix) and the bytes pass untouched; when one does, the
+ * tree is built and the hooks see it as always.
+ *
+ * 1: this hook needs m's tree (it will change it, or walk more of it
+ * than ix notes); 0: it reads m, if at all, from ix, and must not set
+ * m->modified or m->answer on such a message. No side effects; must not
+ * block; runs without the hook's lock (it reads configuration, or state
+ * the hook reads safely itself). A hook with an on_message and no
+ * function here needs every tree: a new hook is never bypassed by
+ * accident. Examples of answers a hook gives:
+ *   - the live contract (hook_validate): 1 only when it will validate
+ *     this message: a tools/call whose tool has an input schema, the
+ *     result of a tool with an outputSchema;
+ *   - a hook acting on tool listings only (the contract checker, the
+ *     tools tracker): inspect_tree_for_listings below;
+ *   - policy: 1 for a tools/call only when a rule has args matchers for
+ *     this tool (it reads m->tool, the name being in ix), and for
+ *     listings it filters;
+ *   - the recorder: 0 when it records from the raw bytes (the message's
+ *     text is the one ix indexes).
+ * Today transports ask only about replies to a single request, JSON or
+ * SSE events (proxy/mcp/transport_http.c); batches, translated
+ * transports and client messages keep building trees. */
+typedef int (*inspect_tree_fn)(void *arg, const struct inspect_msg *m);
+
+/* Gives the hook at slot its answer (fn NULL: it needs every tree). Call
+ * it right after inspect_add*. */
+void inspect_set_needs_tree(struct inspect *in, int slot, inspect_tree_fn fn);
+
+/* 1 when some hook needs m's tree (*who, if who is not NULL, then names
+ * the first: a static string), 0 when none does. */
+int inspect_needs_tree(const struct inspect *in, const struct inspect_msg *m, const char **who);
+
+/* 0 when some hook has no inspect_tree_fn (so every message needs its
+ * tree): a transport then need not scan a text before parsing it. */
+int inspect_trees_optional(const struct inspect *in);
+
+/* An inspect_tree_fn for a hook that reads only tool listings: 1 for a
+ * tools/list request and for a reply to one or to an unknown request
+ * (m->request NULL), 0 for anything else. arg is unused. */
+int inspect_tree_for_listings(void *arg, const struct inspect_msg *m);
 
 /* Runs the hooks on one message. Returns the verdict; with DROP/ANSWER
  * m->decided_by names the hook. A hook returning ANSWER without an answer

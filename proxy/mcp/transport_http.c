@@ -716,6 +716,8 @@ static void write_json_event(struct exchange *ex, const json_t *msg)
 }
 
 static void reply_mismatch(struct exchange *ex);
+static int inspect_without_tree(struct exchange *ex, const char *bytes, size_t len,
+                                enum inspect_verdict *v);
 
 static int on_sse_event(void *arg, const struct sse_event *ev, const char *comment,
                         size_t comment_len)
@@ -741,6 +743,13 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 	if (!ev->data || ev->data_len == 0 || (ev->data[0] != '{' && ev->data[0] != '[')) {
 		/* Priming events (id + empty data), retry hints: as they are. */
 		write_event(ex, ev);
+		return 0;
+	}
+	enum inspect_verdict nv;
+	if (inspect_without_tree(ex, ev->data, ev->data_len, &nv)) { /* p3-notree (issue 20) */
+		if (nv == INSPECT_FORWARD)
+			write_event(ex, ev);
+		check_backpressure(ex);
 		return 0;
 	}
 	struct jparse_span result = {.name = "result"};
@@ -892,6 +901,66 @@ static json_t *inspect_reply_messages(struct exchange *ex, json_t *reply, enum j
 	}
 	json_decref(reply);
 	return keep;
+}
+
+/* ---- replies read without a tree (issue 20) ------------------------------- */
+
+/* The one answer to the body's one request, a JSON reply or an SSE
+ * event's data: when no hook needs its tree (inspect_needs_tree), the
+ * hooks read it from the scan's index and its bytes pass untouched; the
+ * tree and its free cost more than all the hooks' reading of a tools/call
+ * result (see the commit). Returns 1 when the hooks ran so (*v: their
+ * verdict), 0 when the message takes the tree path (anything out of the
+ * ordinary: a batch, a mismatch, an id spelt oddly, a hook that needs the
+ * tree), nothing changed. */
+static int inspect_without_tree(struct exchange *ex, const char *bytes, size_t len,
+                                enum inspect_verdict *v)
+{
+	struct jparse_index ix;
+	if (!ex->body || !json_is_object(ex->body) || ex->body_kind != JRPC_REQUEST ||
+	    ex->answered || ex->answers || !inspect_trees_optional(ex->ctx->insp) ||
+	    jparse_scan(bytes, len, 1, &ix) < 0 || ix.long_string)
+		return 0;
+	struct inspect_msg im = {
+		.dir = INSPECT_FROM_SERVER,
+		.kind = jrpc_classify_index(&ix),
+		.ix = &ix,
+		.request = ex->body,
+		.where = &ex->where,
+		.request_method = jrpc_method(ex->body),
+		.result_raw = ix.at[JPI_RESULT].at,
+		.result_raw_len = ix.at[JPI_RESULT].len,
+	};
+	/* match_reply's one-request case, on the id's bytes */
+	if ((im.kind != JRPC_RESULT && im.kind != JRPC_ERROR) ||
+	    !jrpc_id_spelt(jrpc_id(ex->body), &ix.at[JPI_ID]) ||
+	    inspect_needs_tree(ex->ctx->insp, &im, NULL))
+		return 0;
+	ex->answered = 1;
+	*v = inspect_message(ex->ctx->insp, &im);
+	json_decref(im.answer); /* a server message is not answered */
+	if (*v != INSPECT_FORWARD)
+		log_msg(LOG_DEBUG, "#%llu dropped %s by %s", ex->where.conn_id, jrpc_kind_str(im.kind),
+		        im.decided_by ? im.decided_by : "?");
+	return 1;
+}
+
+/* A JSON reply, through inspect_without_tree; 1 when it was sent. */
+static int reply_without_tree(struct exchange *ex, const char *bytes, size_t len)
+{
+	enum inspect_verdict v;
+	if (!inspect_without_tree(ex, bytes, len, &v))
+		return 0;
+	if (v != INSPECT_FORWARD) {
+		/* What the tree path sends for a dropped reply: an empty batch. */
+		reply_head(ex, ex->up_status, 2);
+		conn_reply_body(ex->c, "[]", 2);
+	} else {
+		reply_head(ex, ex->up_status, (int64_t)len);
+		conn_reply_body_buffer(ex->c, ex->json_buf);
+	}
+	conn_reply_end(ex->c);
+	return 1;
 }
 
 /* ---- unchanged listings (issue 20) ------------------------------------------ */
@@ -1070,6 +1139,9 @@ static void finish_json(struct exchange *ex)
 	size_t len = evbuffer_get_length(ex->json_buf);
 	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
 	if (bytes && fast_listing(ex, bytes, len))
+		return;
+	/* p3-notree (issue 20, item 1): a reply no hook needs the tree of. */
+	if (bytes && reply_without_tree(ex, bytes, len))
 		return;
 	struct jparse_span result = {.name = "result"};
 	json_t *reply = len ? jparse_span(bytes, len, 1, &result) : NULL;

@@ -10,8 +10,11 @@
  * top-level member parse on their own to that member's value. For each
  * top-level array member, jparse_elements' spans (when it answers) parse
  * to its elements, and jparse_elements_since, from the input to the input
- * with one byte changed, answers what jparse_elements does. abort() on
- * any mismatch.
+ * with one byte changed, answers what jparse_elements does. jparse_scan
+ * accepts what json_loadb accepts (both flags), tells jparse_nest's
+ * nesting, and each member it notes (and only those) is the value the
+ * tree holds there, its decoded method and params.name those strings.
+ * abort() on any mismatch.
  *
  * Built with libFuzzer (make fuzz-run FUZZ=jparse) or with
  * tests/fuzz/replay.c to replay the corpus (make fuzz).
@@ -224,6 +227,66 @@ static void check_nest(const uint8_t *data, size_t size)
 	json_decref(v);
 }
 
+/* The tree's value where slot s points (NULL: none). */
+static json_t *member_at(json_t *v, int s)
+{
+	static const char *const names[JPI_N] = {
+	        [JPI_ID] = "id",          [JPI_METHOD] = "method", [JPI_JSONRPC] = "jsonrpc",
+	        [JPI_PARAMS] = "params",  [JPI_RESULT] = "result", [JPI_ERROR] = "error",
+	        [JPI_NAME] = "name",      [JPI_ARGUMENTS] = "arguments", [JPI_META] = "_meta",
+	        [JPI_CURSOR] = "cursor",  [JPI_IS_ERROR] = "isError", [JPI_CODE] = "code"};
+	int parent = jparse_parent(s);
+	json_t *o = parent ? json_object_get(v, names[parent]) : v;
+	return json_is_object(o) ? json_object_get(o, names[s]) : NULL;
+}
+
+static void check_string(const uint8_t *data, size_t size, const json_t *want, const char *got,
+                         int long_string)
+{
+	if (json_is_string(want) && !got && long_string &&
+	    json_string_length(want) >= JPARSE_NAME_MAX)
+		return;
+	/* strcmp: a name with a NUL (\u0000) is no JSON to either parser. */
+	if (!json_is_string(want) != !got || (got && strcmp(got, json_string_value(want)) != 0))
+		fuzz_fail("jparse_scan's decoded string differs", data, size);
+}
+
+static void check_scan(const uint8_t *data, size_t size, int any)
+{
+	json_error_t err;
+	json_t *want = json_loadb((const char *)data, size, any ? JSON_DECODE_ANY : 0, &err);
+	struct jparse_index ix;
+	int rc = jparse_scan((const char *)data, size, any, &ix);
+	if (!want != (rc < 0))
+		fuzz_fail(want ? "jparse_scan refused what jansson accepts"
+		               : "jparse_scan accepted what jansson refuses", data, size);
+	if (!want)
+		return;
+	size_t nest = 0;
+	json_t *again = jparse_nest((const char *)data, size, any, &nest);
+	if (!again || nest != ix.nest || ix.object != json_is_object(want))
+		fuzz_fail("jparse_scan's nesting or kind differs", data, size);
+	json_decref(again);
+	for (int s = JPI_ID; s < JPI_N; s++) {
+		json_t *m = ix.object ? member_at(want, s) : NULL;
+		if (!m != !ix.at[s].at)
+			fuzz_fail("jparse_scan notes another set of members", data, size);
+		if (!m)
+			continue;
+		if (ix.at[s].at < (const char *)data || ix.at[s].at + ix.at[s].len > (const char *)data + size)
+			fuzz_fail("a jparse_scan span outside the text", data, size);
+		json_t *alone = jparse_ref_value(&ix.at[s]);
+		if (!alone || !json_equal(alone, m))
+			fuzz_fail("a jparse_scan span is not its member's value", data, size);
+		json_decref(alone);
+	}
+	check_string(data, size, ix.object ? member_at(want, JPI_METHOD) : NULL, ix.method,
+	             ix.long_string);
+	check_string(data, size, ix.object ? member_at(want, JPI_NAME) : NULL, ix.name,
+	             ix.long_string);
+	json_decref(want);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	compare(data, size, 0);
@@ -231,5 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_nest(data, size);
 	check_spans(data, size);
 	check_elements(data, size);
+	check_scan(data, size, 0);
+	check_scan(data, size, 1);
 	return 0;
 }

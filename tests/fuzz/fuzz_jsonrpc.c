@@ -23,6 +23,8 @@
  *  7. Classification survives a serialise/parse round trip.
  *  8. jrpc_classify (one walk over the members) agrees with the same
  *     rules written as hashed lookups, member by member.
+ *  9. jrpc_classify_index, from jparse_scan's index of the text, agrees
+ *     with jrpc_classify of the text's tree.
  *
  * Built with libFuzzer (make fuzz-run FUZZ=jsonrpc) or with
  * tests/fuzz/replay.c to replay the corpus (make fuzz).
@@ -34,6 +36,7 @@
 
 #include <jansson.h>
 
+#include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/limits.h"
 #include "tests/fuzz/check.h"
@@ -205,6 +208,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_error_t err;
 	json_t *body = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 
+	struct jparse_index ix;
+	if (jparse_scan((const char *)data, size, 1, &ix) == 0) {
+		json_t *tree = jparse((const char *)data, size, 1);
+		CHECK(tree != NULL);
+		CHECK(jrpc_classify_index(&ix) == jrpc_classify(tree));
+		json_decref(tree);
+	}
 	/* jsonrpc.c never sees text that is not JSON, but NULL must not crash. */
 	CHECK(jrpc_classify(NULL) == JRPC_INVALID);
 	if (!body)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "tests/unit/helpers.h"
 
@@ -35,6 +36,16 @@ static void expect_kind(const char *text, enum jrpc_kind want)
 	if (got != want)
 		print_error("%s: got %s, want %s\n", text, jrpc_kind_str(got), jrpc_kind_str(want));
 	assert_int_equal(got, want);
+	/* The same answer from the scanned text, wherever it is JSON without
+	 * JSON_ALLOW_NUL (the proxy's parsers refuse \u0000). */
+	struct jparse_index ix;
+	if (jparse_scan(text, strlen(text), 1, &ix) == 0) {
+		got = jrpc_classify_index(&ix);
+		if (got != want)
+			print_error("%s scanned: got %s, want %s\n", text, jrpc_kind_str(got),
+			            jrpc_kind_str(want));
+		assert_int_equal(got, want);
+	}
 }
 
 /* ---- jrpc_classify ----------------------------------------------------------- */

@@ -537,6 +537,89 @@ static void test_listing_fast(void **state)
 	inspect_set_listing_fast(f->in, INSPECT_MAX_HOOKS, fast_yes, NULL);
 }
 
+static int tree_never(void *arg, const struct inspect_msg *m)
+{
+	(void)arg;
+	(void)m;
+	return 0;
+}
+
+/* inspect_needs_tree: a hook without an answer needs every tree (a new
+ * hook is never bypassed); observers are asked too; a hook that reads
+ * nothing (no on_message) needs none. */
+static void test_needs_tree(void **state)
+{
+	struct fixture *f = *state;
+	const char *who = NULL;
+	assert_int_equal(inspect_needs_tree(f->in, &f->m, &who), 0);
+	assert_int_equal(inspect_trees_optional(f->in), 1);
+	assert_true(inspect_add(f->in, "exchange-only", NULL, on_ex, &f->h[0]) >= 0);
+	assert_int_equal(inspect_needs_tree(f->in, &f->m, &who), 0);
+	inspect_set_needs_tree(f->in, add(f, 1), tree_never);
+	assert_int_equal(inspect_needs_tree(f->in, &f->m, &who), 0);
+	int obs = inspect_add_observer(f->in, "h2", on_msg, NULL, &f->h[2]);
+	assert_int_equal(inspect_needs_tree(f->in, &f->m, &who), 1);
+	assert_string_equal(who, "h2");
+	assert_int_equal(inspect_trees_optional(f->in), 0);
+	inspect_set_needs_tree(f->in, obs, tree_never);
+	assert_int_equal(inspect_needs_tree(f->in, &f->m, NULL), 0);
+	assert_int_equal(inspect_trees_optional(f->in), 1);
+	add(f, 3);
+	assert_int_equal(inspect_trees_optional(f->in), 0);
+	assert_int_equal(inspect_needs_tree(f->in, &f->m, &who), 1);
+	assert_string_equal(who, "h3");
+}
+
+static void test_tree_for_listings(void **state)
+{
+	struct fixture *f = *state;
+	json_t *call = json_pack("{s:s,s:i,s:s}", "jsonrpc", "2.0", "id", 2, "method", "tools/call");
+	struct inspect_msg m = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST, .method = "tools/list"};
+	assert_int_equal(inspect_tree_for_listings(NULL, &m), 1);
+	m.method = "tools/call";
+	assert_int_equal(inspect_tree_for_listings(NULL, &m), 0);
+	m = (struct inspect_msg){.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT};
+	assert_int_equal(inspect_tree_for_listings(NULL, &m), 1); /* answers what? */
+	m.request = call;
+	m.request_method = "tools/call";
+	assert_int_equal(inspect_tree_for_listings(NULL, &m), 0);
+	m.request = f->msg;
+	m.request_method = "tools/list";
+	assert_int_equal(inspect_tree_for_listings(NULL, &m), 1);
+	json_decref(call);
+}
+
+static const char *seen_method, *seen_tool, *seen_request_method;
+
+static enum inspect_verdict note_names(void *arg, struct inspect_msg *m)
+{
+	(void)arg;
+	seen_method = m->method;
+	seen_tool = m->tool;
+	seen_request_method = m->request_method;
+	return INSPECT_FORWARD;
+}
+
+/* A message without a tree: the hooks see the transport's names (a
+ * request's), a response none of its own, and the request's method. */
+static void test_message_without_tree(void **state)
+{
+	struct fixture *f = *state;
+	assert_true(inspect_add(f->in, "names", note_names, NULL, NULL) >= 0);
+	struct inspect_msg m = {.dir = INSPECT_FROM_CLIENT, .kind = JRPC_REQUEST, .where = &f->where,
+	                        .method = "tools/call", .tool = "echo"};
+	assert_int_equal(inspect_message(f->in, &m), INSPECT_FORWARD);
+	assert_string_equal(seen_method, "tools/call");
+	assert_string_equal(seen_tool, "echo");
+	assert_string_equal(seen_request_method, "tools/call");
+	m = (struct inspect_msg){.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .where = &f->where,
+	                         .request = f->msg, .method = "stale", .tool = "stale"};
+	assert_int_equal(inspect_message(f->in, &m), INSPECT_FORWARD);
+	assert_null(seen_method);
+	assert_null(seen_tool);
+	assert_string_equal(seen_request_method, "tools/list");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -555,6 +638,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_observers_see_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_may_skip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_fast, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_needs_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tree_for_listings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_message_without_tree, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("inspect", tests, NULL, NULL);
 }
