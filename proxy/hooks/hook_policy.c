@@ -1554,19 +1554,33 @@ static int policy_listing_may(void *arg, const struct inspect_listing *l)
 	return ok;
 }
 
+/* The kept listing whose result is sent (held by the caller, so never a
+ * freed one's address), or NULL. Under hp->lock. */
+static const struct kept_listing *kept_of_sent(const struct hook_policy *hp,
+                                               const struct inspect_bytes *sent)
+{
+	for (size_t i = 0; sent && i < hp->nups; i++)
+		for (size_t s = 0; s < KEPT_LISTINGS; s++)
+			if (hp->ups[i].kept[s] && hp->ups[i].kept[s]->sent == sent)
+				return hp->ups[i].kept[s];
+	return NULL;
+}
+
 /* inspect_listing_passed_fn: the listing is counted as on_listing does,
- * with what it hid. Another worker may have replaced the kept listing
- * since policy_listing_may: then only the listing is counted (the reply
- * sent is the one may took). */
+ * with what it hid: the kept listing is the one whose result
+ * policy_listing_may handed over (found by address, not by comparing the
+ * bytes again). Another worker may have replaced it since: then only the
+ * listing is counted (the reply sent is the one may took). */
 static void policy_listing_passed(void *arg, const struct inspect_listing *l)
 {
 	struct hook_policy *hp = arg;
 	stat_add(&hp->stats.listings, 1);
+	if (!l->sent || !*l->sent)
+		return; /* nothing hidden */
 	pthread_mutex_lock(&hp->lock);
 	const struct pgen *g = listing_policy(hp, l);
-	const struct kept_listing *k = g && g->p && policy_may_hide(g->p) && l->where
-	                               ? kept_find(hp, g, l->where, l->raw, l->len) : NULL;
-	if (k && k->nhidden) {
+	const struct kept_listing *k = kept_of_sent(hp, *l->sent);
+	if (k && g && k->gen == g->gen && k->nhidden) {
 		for (size_t j = 0; j < k->nhidden; j++)
 			policy_count(g->p, &k->hidden[j], 1);
 		stat_add(&hp->stats.tools_hidden, k->nhidden);
