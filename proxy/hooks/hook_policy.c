@@ -293,8 +293,9 @@ struct view {
  * same again, so is what was hidden, and the listing need not be parsed.
  * Under hp->lock. */
 struct kept_listing {
-	char *raw;                 /* owned: the upstream's "result" bytes */
-	size_t len;
+	/* The upstream's "result" bytes, named by the tools tracker, which
+	 * keeps them (tools_listing_serial): no copy of 448 KB here. */
+	uint64_t listing;
 	uint64_t gen;              /* of the pgen that judged it */
 	struct tool_table *base;   /* one ref, or NULL: the baseline judged with */
 	char *client;              /* owned, or NULL (none, or not client-keyed) */
@@ -989,7 +990,6 @@ static void kept_free(struct kept_listing *k)
 {
 	if (!k)
 		return;
-	free(k->raw);
 	table_unref(k->base);
 	free(k->client);
 	inspect_bytes_unref(k->sent);
@@ -1017,30 +1017,30 @@ static const struct tool_table *current_base(const struct hook_policy *hp, long 
 	return i >= 0 && (size_t)i < hp->view->nups ? hp->view->ups[i].base : NULL;
 }
 
-/* The listing kept for these bytes, judged by g for this client with
- * today's baseline, or NULL. Under hp->lock. */
+/* The listing kept for the bytes the tracker names `listing`, judged by g
+ * for this client with today's baseline, or NULL. Under hp->lock. */
 static struct kept_listing *kept_find(const struct hook_policy *hp, const struct pgen *g,
-                                      const struct inspect_where *w, const char *raw, size_t len)
+                                      const struct inspect_where *w, uint64_t listing)
 {
 	long i = up_find(hp, w->upstream);
-	if (i < 0)
+	if (i < 0 || !listing)
 		return NULL;
 	const char *client = g->client_keyed ? w->client_name : NULL;
 	for (size_t s = 0; s < KEPT_LISTINGS; s++) {
 		struct kept_listing *k = hp->ups[i].kept[s];
 		if (k && k->gen == g->gen && same_client(k->client, client) &&
-		    k->base == current_base(hp, i) && k->len == len && memcmp(k->raw, raw, len) == 0)
+		    k->base == current_base(hp, i) && k->listing == listing)
 			return k;
 	}
 	return NULL;
 }
 
-/* Keeps what judging m's listing (raw: its result as received) hid, in
- * the slot of the same client, else the oldest. m is the listing as this
- * hook left it. Under hp->lock; out of memory, nothing is kept. */
+/* Keeps what judging m's listing (its result as received: the bytes the
+ * tracker names `listing`) hid, in the slot of the same client, else the
+ * oldest. m is the listing as this hook left it. Under hp->lock; out of
+ * memory, nothing is kept. */
 static void kept_put(struct hook_policy *hp, long i, const struct pgen *g,
-                     const struct inspect_msg *m, const char *raw, size_t len,
-                     struct hidden_list *hl)
+                     const struct inspect_msg *m, uint64_t listing, struct hidden_list *hl)
 {
 	const char *client = g->client_keyed ? m->where->client_name : NULL;
 	struct up_state *up = &hp->ups[i];
@@ -1053,13 +1053,11 @@ static void kept_put(struct hook_policy *hp, long i, const struct pgen *g,
 	kept_free(up->kept[slot]);
 	up->kept[slot] = NULL;
 	struct kept_listing *k = calloc(1, sizeof(*k));
-	if (!k || hl->lost || !(k->raw = malloc(len ? len : 1)) ||
-	    (client && !(k->client = strdup(client)))) {
+	if (!k || hl->lost || (client && !(k->client = strdup(client)))) {
 		kept_free(k);
 		return;
 	}
-	memcpy(k->raw, raw, len);
-	k->len = len;
+	k->listing = listing;
 	k->gen = g->gen;
 	struct tool_table *base = (struct tool_table *)(uintptr_t)current_base(hp, i);
 	if ((k->base = base))
@@ -1101,8 +1099,11 @@ static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
 	           tools, &hl);
 	/* A dry run's listing is parsed every time (its log line says what
 	 * it would hide): nothing to keep. */
-	if (raw && i >= 0 && !policy_dry_run(g->p))
-		kept_put(hp, i, g, m, raw, len, &hl);
+	uint64_t listing = raw && i >= 0 && !policy_dry_run(g->p)
+	                   ? tools_listing_serial(hp->ctx->proc->tools, m->where->upstream, raw, len, 0)
+	                   : 0;
+	if (listing)
+		kept_put(hp, i, g, m, listing, &hl);
 	free(hl.d);
 	return INSPECT_FORWARD;
 }
@@ -1545,7 +1546,10 @@ static int policy_listing_may(void *arg, const struct inspect_listing *l)
 	const struct pgen *g = listing_policy(hp, l);
 	int ok = !g || !g->p || !policy_may_hide(g->p);
 	if (!ok && !policy_dry_run(g->p) && l->where) {
-		const struct kept_listing *k = kept_find(hp, g, l->where, l->raw, l->len);
+		/* The tracker's may compared these bytes in this call already. */
+		uint64_t listing = tools_listing_serial(hp->ctx->proc->tools, l->where->upstream,
+		                                        l->raw, l->len, l->call);
+		const struct kept_listing *k = kept_find(hp, g, l->where, listing);
 		ok = k && (!k->sent || l->sent);
 		if (ok && k->sent)
 			*l->sent = inspect_bytes_ref(k->sent);

@@ -214,6 +214,10 @@ struct inspect_listing {
 	 * NULL: the transport does not take a replacement, and a hook that
 	 * would change the reply refuses. At most one hook replaces. */
 	struct inspect_bytes **sent;
+	/* Set by inspect_listing_fast: names this one question, different in
+	 * every call of every thread, so that hooks may share what one found
+	 * about these bytes during it (tools_listing_serial). */
+	uint64_t call;
 };
 /* 1: these bytes may pass unparsed, with `passed` doing this hook's part
  * (and *l->sent set when this hook's part changes them); 0: the reply

@@ -1085,7 +1085,7 @@ static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
 	const json_t *id = env ? jrpc_id(env) : NULL;
 	const json_t *request = NULL;
 	struct inspect_bytes *sent = NULL;
-	const struct inspect_listing l = {&ex->where, ex->body, result.at, result.len, &sent};
+	const struct inspect_listing l = {&ex->where, ex->body, result.at, result.len, &sent, 0};
 	/* The id first: a reply to another request is the parsed path's
 	 * (reply_mismatch), before any hook sees it. */
 	int ok = id && !json_is_null(id) && jrpc_id_equal(jrpc_id(ex->body), id) &&
