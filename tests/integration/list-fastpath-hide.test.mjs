@@ -6,7 +6,8 @@
 // takes the fast path (list-fastpath.test.mjs) even then: the reply sent
 // is, byte for byte, the one the parsed path sent for those bytes, with
 // the request's own id, and the policy's counters move as they did
-// (proxy/hooks/hook_policy.c, kept listings). /metrics counts those
+// (proxy/hooks/hook_policy.c, kept listings); the call recorder records
+// the listing sent, as it does a parsed one. /metrics counts those
 // replies (mcpwarden_fast_listings_total).
 //
 // Scripted upstream: peers/reply-peer.mjs (X-Tools tools with X-Pad bytes
@@ -16,7 +17,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { stop, stopAll, reloadWarden } from './lib/procs.mjs';
 import { postJson, request } from './lib/http.mjs';
-import { startAdminWarden } from './lib/admin-util.mjs';
+import { startAdminWarden, waitForCalls } from './lib/admin-util.mjs';
 import { startReplyPeer } from './peers/reply-peer.mjs';
 
 const T = { timeout: 20000 };
@@ -116,6 +117,31 @@ describe('an unchanged tools/list under a hide rule', () => {
       const s = await list(w, 4);
       assert.equal(s.text, r.text.replace('"id":3', '"id":4'));
       assert.equal(await metric(w, 'mcpwarden_fast_listings_total'), 2);
+    } finally {
+      await stop(w.proc);
+    }
+  });
+});
+
+describe('an unchanged tools/list under a hide rule, recorded', () => {
+  test('the call recorder records the listing sent, the hidden tool left out', T, async () => {
+    const w = await warden({ rules: [{ name: 'hide-first', match: { tool: 'tool_0' }, action: 'hide' }] });
+    try {
+      for (const id of ['r1', 'r2']) {
+        const r = await list(w, id);
+        assert.equal(r.status, 200, r.text);
+        assert.ok(!names(r).includes('tool_0'));
+      }
+      await w.proc.waitForStderr(UNPARSED);
+      const recs = await waitForCalls(w.admin, (rs) => {
+        const l = rs.filter((x) => x.method === 'tools/list' && x.finished !== false);
+        return l.length >= 2 && l;
+      });
+      assert.equal(recs.length, 2);
+      for (const rec of recs) {
+        assert.ok(rec.result_preview.includes('tool_1'), JSON.stringify(rec));
+        assert.ok(!/tool_0\b/.test(rec.result_preview), JSON.stringify(rec));
+      }
     } finally {
       await stop(w.proc);
     }
