@@ -628,6 +628,9 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	           s->hook_answered);
 	sample_u64(o, "mcpwarden_hook_verdicts_total", "verdict", "modify", NULL, NULL,
 	           s->hook_modified);
+	scalar(o, "mcpwarden_fast_listings_total", "counter",
+	       "Unchanged tools/list replies forwarded unparsed, the hooks' kept verdicts replayed.",
+	       s->fast_listings);
 	worker_family(o, s, "mcpwarden_worker_connections_total",
 	              "Client connections each worker (event loop thread) accepted or took over.",
 	              offsetof(struct metrics_worker, connections_total));

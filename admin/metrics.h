@@ -144,6 +144,7 @@ struct metrics_snapshot {
 	uint64_t upstream_errors, upstream_timeouts, requests_too_large, bad_requests, aborted;
 	uint64_t messages_from_client, messages_from_server;
 	uint64_t hook_dropped, hook_answered, hook_modified;
+	uint64_t fast_listings; /* tools/list replies forwarded unparsed (inspect.h) */
 	uint64_t ring_capacity, ring_records, ring_dropped;
 	uint64_t inflight_calls, admin_streams, admin_streams_behind;
 	/* pass-through sessions' caps (proxy/mcp/sesslimit.h): [0] requests in

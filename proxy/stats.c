@@ -48,6 +48,7 @@ static void source_workers(void *arg, struct metrics_snapshot *s)
 		s->hook_dropped += is.dropped;
 		s->hook_answered += is.answered;
 		s->hook_modified += is.modified;
+		s->fast_listings += is.fast_listings; /* issue 20: unchanged listings */
 		workers[w].connections_total = px_stat_get(&wc->stats.connections);
 		workers[w].requests_total = px_stat_get(&wc->stats.requests);
 		workers[w].handoffs_total = px_stat_get(&wc->stats.handoffs);

@@ -29,9 +29,15 @@
 
 #include <stddef.h>
 
-/* Texts up to this size get a window (jparse): a larger tree (a tool
- * list) would hold many blocks at once for one long-lived value. */
-#define JARENA_MAX_TEXT (16 * 1024)
+/* Texts up to this size get a window (jparse). A tool listing's tree
+ * too (issue 20): a 1,000-tool listing (448,808 bytes) is some 55,000
+ * values, and cutting them from blocks cost 31.2M instructions per
+ * changing listing against 40.8M with malloc (tests/bench/profile.sh
+ * listvary). A hook that keeps part of such a tree (json_incref) holds
+ * its blocks back until it lets go, as it held the malloc'd values. A
+ * larger text keeps malloc: a tree of many megabytes would take a large
+ * share of the arena's reserved range. */
+#define JARENA_MAX_TEXT (1024 * 1024)
 
 /* Makes jansson allocate through the arena (json_set_alloc_funcs).
  * Returns 0, or -1 when the address range could not be reserved (jansson

@@ -287,11 +287,34 @@ struct view {
 	struct view_up ups[];      /* index i is hp->ups[i] */
 };
 
+/* A listing the hide rules judged (issue 20, "Big lists at byte speed"):
+ * hiding is a function of the listing's bytes, the policy, the upstream's
+ * baseline and, for a client-keyed policy, the client; when all are the
+ * same again, so is what was hidden, and the listing need not be parsed.
+ * Under hp->lock. */
+struct kept_listing {
+	/* The upstream's "result" bytes, named by the tools tracker, which
+	 * keeps them (tools_listing_serial): no copy of 448 KB here. */
+	uint64_t listing;
+	uint64_t gen;              /* of the pgen that judged it */
+	struct tool_table *base;   /* one ref, or NULL: the baseline judged with */
+	char *client;              /* owned, or NULL (none, or not client-keyed) */
+	struct inspect_bytes *sent;/* one ref: the result sent; NULL: nothing hidden */
+	struct policy_decision *hidden; /* owned: one per hidden tool, to count again */
+	size_t nhidden;
+};
+
+/* Kept listings per upstream: for a client-keyed policy, the clients
+ * told apart before the oldest is replaced. */
+#define KEPT_LISTINGS 4
+
 /* What the writers keep of an upstream besides its tables. */
 struct up_state {
 	char *name;              /* owned */
 	int stale;               /* list_changed seen: next listing replaces */
 	int warned;              /* the cap was hit and logged */
+	struct kept_listing *kept[KEPT_LISTINGS]; /* owned, or NULL */
+	unsigned kept_next;      /* the slot a new client's listing takes */
 };
 
 /* One per thread that judged a message (see the file header). */
@@ -839,8 +862,31 @@ static void hide_decide(struct reader *r, struct pgen *g, const struct tool_entr
 		policy_eval(g->p, in, d);
 }
 
+/* The decisions of the tools hidden from one listing (kept_listing). */
+struct hidden_list {
+	struct policy_decision *d; /* owned */
+	size_t n, cap;
+	int lost;                  /* out of memory: not all of them are here */
+};
+
+static void hidden_add(struct hidden_list *hl, const struct policy_decision *d)
+{
+	if (hl->n == hl->cap) {
+		size_t cap = hl->cap ? hl->cap * 2 : 8;
+		struct policy_decision *nd = realloc(hl->d, cap * sizeof(*nd));
+		if (!nd) {
+			hl->lost = 1;
+			return;
+		}
+		hl->d = nd;
+		hl->cap = cap;
+	}
+	hl->d[hl->n++] = *d;
+}
+
 static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
-                       const struct view_up *up, struct inspect_msg *m, json_t *tools)
+                       const struct view_up *up, struct inspect_msg *m, json_t *tools,
+                       struct hidden_list *hl)
 {
 	size_t hidden = 0, would = 0;
 	char names[256] = "";
@@ -868,6 +914,7 @@ static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
 		if (d.action == POLICY_HIDE) {
 			policy_count(g->p, &d, 1);
 			json_array_remove(tools, i);
+			hidden_add(hl, &d);
 			hidden++;
 		} else if (d.dry_run_would == POLICY_HIDE) {
 			policy_count(g->p, &d, 1);
@@ -937,6 +984,102 @@ static void tracker_list_changed(void *arg, const char *upstream)
 
 static const struct tools_events tracker_events = {tracker_page, tracker_list_changed};
 
+/* ---- kept listings (issue 20) ------------------------------------------------------ */
+
+static void kept_free(struct kept_listing *k)
+{
+	if (!k)
+		return;
+	table_unref(k->base);
+	free(k->client);
+	inspect_bytes_unref(k->sent);
+	free(k->hidden);
+	free(k);
+}
+
+static int same_client(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The upstream's index, or -1 (not created: a reader's question). */
+static long up_find(const struct hook_policy *hp, const char *name)
+{
+	for (size_t i = 0; name && i < hp->nups; i++)
+		if (strcmp(hp->ups[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* The baseline table listings of upstream i are judged with now. */
+static const struct tool_table *current_base(const struct hook_policy *hp, long i)
+{
+	return i >= 0 && (size_t)i < hp->view->nups ? hp->view->ups[i].base : NULL;
+}
+
+/* The listing kept for the bytes the tracker names `listing`, judged by g
+ * for this client with today's baseline, or NULL. Under hp->lock. */
+static struct kept_listing *kept_find(const struct hook_policy *hp, const struct pgen *g,
+                                      const struct inspect_where *w, uint64_t listing)
+{
+	long i = up_find(hp, w->upstream);
+	if (i < 0 || !listing)
+		return NULL;
+	const char *client = g->client_keyed ? w->client_name : NULL;
+	for (size_t s = 0; s < KEPT_LISTINGS; s++) {
+		struct kept_listing *k = hp->ups[i].kept[s];
+		if (k && k->gen == g->gen && same_client(k->client, client) &&
+		    k->base == current_base(hp, i) && k->listing == listing)
+			return k;
+	}
+	return NULL;
+}
+
+/* Keeps what judging m's listing (its result as received: the bytes the
+ * tracker names `listing`) hid, in the slot of the same client, else the
+ * oldest. m is the listing as this hook left it. Under hp->lock; out of
+ * memory, nothing is kept. */
+static void kept_put(struct hook_policy *hp, long i, const struct pgen *g,
+                     const struct inspect_msg *m, uint64_t listing, struct hidden_list *hl)
+{
+	const char *client = g->client_keyed ? m->where->client_name : NULL;
+	struct up_state *up = &hp->ups[i];
+	size_t slot = up->kept_next % KEPT_LISTINGS;
+	for (size_t s = 0; s < KEPT_LISTINGS; s++)
+		if (up->kept[s] && same_client(up->kept[s]->client, client))
+			slot = s;
+	if (slot == up->kept_next % KEPT_LISTINGS)
+		up->kept_next++;
+	kept_free(up->kept[slot]);
+	up->kept[slot] = NULL;
+	struct kept_listing *k = calloc(1, sizeof(*k));
+	if (!k || hl->lost || (client && !(k->client = strdup(client)))) {
+		kept_free(k);
+		return;
+	}
+	k->listing = listing;
+	k->gen = g->gen;
+	struct tool_table *base = (struct tool_table *)(uintptr_t)current_base(hp, i);
+	if ((k->base = base))
+		base->refs++;
+	if (hl->n) {
+		/* What the transport will send: the result as hiding left it,
+		 * spelt as its re-serialisation of the whole reply spells it. */
+		char *text = json_dumps(json_object_get(m->msg, "result"),
+		                        JSON_COMPACT | JSON_PRESERVE_ORDER);
+		k->sent = text ? inspect_bytes_new(text, strlen(text)) : NULL;
+		free(text);
+		if (!k->sent) {
+			kept_free(k);
+			return;
+		}
+	}
+	k->hidden = hl->d;
+	k->nhidden = hl->n;
+	hl->d = NULL;
+	up->kept[slot] = k;
+}
+
 /* A tools/list result, as the hooks before this one left it (its page was
  * remembered by tracker_page already). Under hp->lock. */
 static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
@@ -946,9 +1089,22 @@ static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
 	long i = up_get(hp, m->where->upstream);
 	reader_refresh_locked(hp, r);  /* hide with what was remembered */
 	struct pgen *g = policy_for(hp, r, m);
-	if (g && policy_may_hide(g->p))
-		hide_tools(hp, r, g, i >= 0 && (size_t)i < r->view->nups ? &r->view->ups[i] : NULL,
-		           m, tools);
+	if (!g || !policy_may_hide(g->p))
+		return INSPECT_FORWARD;
+	/* The bytes as received, while no hook changed them (inspect.h). */
+	const char *raw = m->result_raw;
+	size_t len = m->result_raw_len;
+	struct hidden_list hl = {0};
+	hide_tools(hp, r, g, i >= 0 && (size_t)i < r->view->nups ? &r->view->ups[i] : NULL, m,
+	           tools, &hl);
+	/* A dry run's listing is parsed every time (its log line says what
+	 * it would hide): nothing to keep. */
+	uint64_t listing = raw && i >= 0 && !policy_dry_run(g->p)
+	                   ? tools_listing_serial(hp->ctx->proc->tools, m->where->upstream, raw, len, 0)
+	                   : 0;
+	if (listing)
+		kept_put(hp, i, g, m, listing, &hl);
+	free(hl.d);
 	return INSPECT_FORWARD;
 }
 
@@ -1252,8 +1408,11 @@ void hook_policy_free(struct hook_policy *hp)
 		reader_free(r);
 	}
 	view_unref(hp->view);
-	for (size_t i = 0; i < hp->nups; i++)
+	for (size_t i = 0; i < hp->nups; i++) {
 		free(hp->ups[i].name);
+		for (size_t s = 0; s < KEPT_LISTINGS; s++)
+			kept_free(hp->ups[i].kept[s]);
+	}
 	free(hp->ups);
 	pthread_mutex_destroy(&hp->lock);
 	free(hp);
@@ -1365,28 +1524,73 @@ static int policy_uninspected_ok(void *arg, const struct inspect_where *where)
 	return ok;
 }
 
+/* The policy l's exchange is judged by (policy_for: the one it started
+ * under, else the one in force). Under hp->lock. */
+static const struct pgen *listing_policy(const struct hook_policy *hp,
+                                         const struct inspect_listing *l)
+{
+	const struct pgen *g = l->where ? l->where->hook_data[hp->slot] : NULL;
+	return g ? g : hp->cur;
+}
+
 /* inspect_listing_may_fn (issue 20): an unchanged listing may pass
- * unparsed only when the policy this exchange is judged by (policy_for:
- * the one it started under, else the one in force) can hide no tool.
- * While it can, every listing is parsed and walked, as each client may see
- * another part of it; a dry run logs what it would hide, so it is parsed
- * too. */
+ * unparsed when the policy it is judged by can hide no tool, or when the
+ * same bytes were judged by that policy, with today's baseline and (for a
+ * client-keyed policy) for the same client: then what it hid is what it
+ * hides (*l->sent: the result sent then). A dry run logs what it would
+ * hide, so its listings are parsed. */
 static int policy_listing_may(void *arg, const struct inspect_listing *l)
 {
 	struct hook_policy *hp = arg;
 	pthread_mutex_lock(&hp->lock);
-	const struct pgen *g = l->where ? l->where->hook_data[hp->slot] : NULL;
-	if (!g)
-		g = hp->cur;
+	const struct pgen *g = listing_policy(hp, l);
 	int ok = !g || !g->p || !policy_may_hide(g->p);
+	if (!ok && !policy_dry_run(g->p) && l->where) {
+		/* The tracker's may compared these bytes in this call already. */
+		uint64_t listing = tools_listing_serial(hp->ctx->proc->tools, l->where->upstream,
+		                                        l->raw, l->len, l->call);
+		const struct kept_listing *k = kept_find(hp, g, l->where, listing);
+		ok = k && (!k->sent || l->sent);
+		if (ok && k->sent)
+			*l->sent = inspect_bytes_ref(k->sent);
+	}
 	pthread_mutex_unlock(&hp->lock);
 	return ok;
 }
 
-/* inspect_listing_passed_fn: the listing is counted as on_listing does. */
+/* The kept listing whose result is sent (held by the caller, so never a
+ * freed one's address), or NULL. Under hp->lock. */
+static const struct kept_listing *kept_of_sent(const struct hook_policy *hp,
+                                               const struct inspect_bytes *sent)
+{
+	for (size_t i = 0; sent && i < hp->nups; i++)
+		for (size_t s = 0; s < KEPT_LISTINGS; s++)
+			if (hp->ups[i].kept[s] && hp->ups[i].kept[s]->sent == sent)
+				return hp->ups[i].kept[s];
+	return NULL;
+}
+
+/* inspect_listing_passed_fn: the listing is counted as on_listing does,
+ * with what it hid: the kept listing is the one whose result
+ * policy_listing_may handed over (found by address, not by comparing the
+ * bytes again). Another worker may have replaced it since: then only the
+ * listing is counted (the reply sent is the one may took). */
 static void policy_listing_passed(void *arg, const struct inspect_listing *l)
 {
 	struct hook_policy *hp = arg;
-	(void)l;
 	stat_add(&hp->stats.listings, 1);
+	if (!l->sent || !*l->sent)
+		return; /* nothing hidden */
+	pthread_mutex_lock(&hp->lock);
+	const struct pgen *g = listing_policy(hp, l);
+	const struct kept_listing *k = kept_of_sent(hp, *l->sent);
+	if (k && g && k->gen == g->gen && k->nhidden) {
+		for (size_t j = 0; j < k->nhidden; j++)
+			policy_count(g->p, &k->hidden[j], 1);
+		stat_add(&hp->stats.tools_hidden, k->nhidden);
+		log_msg(LOG_DEBUG, "#%llu policy: %zu tools hidden from tools/list (upstream %s), "
+		        "as from the same listing before", l->where->conn_id, k->nhidden,
+		        l->where->upstream ? l->where->upstream : "-");
+	}
+	pthread_mutex_unlock(&hp->lock);
 }

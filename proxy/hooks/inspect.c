@@ -101,35 +101,94 @@ static void unlock_hook(const struct inspect_hook *h)
 		pthread_mutex_unlock(h->lock);
 }
 
-int inspect_listing_fast(struct inspect *in, const struct inspect_listing *l, const char **who)
+struct inspect_bytes *inspect_bytes_new(const char *text, size_t len)
 {
+	struct inspect_bytes *b = malloc(sizeof(*b) + len + 1);
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	memcpy(b->text, text, len);
+	b->text[len] = '\0';
+	return b;
+}
+
+struct inspect_bytes *inspect_bytes_ref(struct inspect_bytes *b)
+{
+	if (b)
+		__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+	return b;
+}
+
+void inspect_bytes_unref(struct inspect_bytes *b)
+{
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(b);
+}
+
+/* Asks one hook (under its lock). Once a hook replaced the result, a
+ * second replacement is a refusal: the one kept was made from bytes the
+ * other had not changed. */
+static int listing_ask(const struct inspect_hook *h, const struct inspect_listing *l)
+{
+	if (!h->listing_may)
+		return 0;
+	struct inspect_bytes *second = NULL;
+	struct inspect_listing after = *l;
+	if (l->sent && *l->sent)
+		after.sent = &second;
+	lock_hook(h);
+	int ok = h->listing_may(h->arg, &after);
+	unlock_hook(h);
+	if (second) {
+		inspect_bytes_unref(second);
+		ok = 0;
+	}
+	return ok;
+}
+
+static uint64_t listing_calls;
+
+int inspect_listing_fast(struct inspect *in, const struct inspect_listing *asked, const char **who)
+{
+	struct inspect_listing q = *asked;
+	q.call = __atomic_add_fetch(&listing_calls, 1, __ATOMIC_RELAXED);
+	const struct inspect_listing *l = &q;
 	/* Everyone is asked before anyone acts: a hook that replayed its part
 	 * and then saw the reply parsed after all would count it twice. */
+	size_t setter = in->n; /* the hook that changed the reply, if any */
 	for (size_t i = 0; i < in->n; i++) {
 		const struct inspect_hook *h = &in->hooks[i];
 		if (!h->on_message)
 			continue;
-		int ok = 0;
-		if (h->listing_may) {
-			lock_hook(h);
-			ok = h->listing_may(h->arg, l);
-			unlock_hook(h);
-		}
-		if (!ok) {
+		int had = l->sent && *l->sent;
+		if (!listing_ask(h, l)) {
 			if (who)
 				*who = h->name;
+			if (l->sent) {
+				inspect_bytes_unref(*l->sent);
+				*l->sent = NULL;
+			}
 			return 0;
 		}
+		if (!had && l->sent && *l->sent)
+			setter = i;
 	}
 	STAT_INC(in, messages[1]);
 	STAT_INC(in, fast_listings);
+	/* The hooks after the one that changed the reply see it changed. */
+	struct inspect_listing now = *l;
 	for (size_t i = 0; i < in->n; i++) {
 		const struct inspect_hook *h = &in->hooks[i];
-		if (!h->on_message || !h->listing_passed)
-			continue;
-		lock_hook(h);
-		h->listing_passed(h->arg, l);
-		unlock_hook(h);
+		if (h->on_message && h->listing_passed) {
+			lock_hook(h);
+			h->listing_passed(h->arg, &now);
+			unlock_hook(h);
+		}
+		if (i == setter) {
+			now.raw = (*l->sent)->text;
+			now.len = (*l->sent)->len;
+		}
 	}
 	return 1;
 }

@@ -198,14 +198,39 @@ int inspect_listing_may_skip(const struct inspect *in, const struct inspect_wher
  * it, and each hook's `passed` then does again what handling those bytes
  * did (counters, log lines, reports). A hook with an on_message but no
  * answer here refuses: a new hook is never bypassed by accident. */
+/* Bytes a hook kept to send again (immutable, shared by reference count:
+ * the transport may still be sending them when the hook lets them go). */
+struct inspect_bytes {
+	unsigned refs;           /* atomic */
+	size_t len;
+	char text[];
+};
+/* A copy of text (refs 1), or NULL when out of memory. */
+struct inspect_bytes *inspect_bytes_new(const char *text, size_t len);
+struct inspect_bytes *inspect_bytes_ref(struct inspect_bytes *b);
+void inspect_bytes_unref(struct inspect_bytes *b); /* NULL accepted */
+
 struct inspect_listing {
 	struct inspect_where *where; /* a hook may keep exchange state, as in on_message */
 	const json_t *request;   /* the tools/list request answered (borrowed) */
 	const char *raw;         /* the reply's "result" member as received */
 	size_t len;
+	/* When a hook's handling of these bytes changed the reply (the
+	 * policy hid tools), its `may` sets *sent to a reference on the
+	 * "result" it sent last time for the same bytes (and the same of
+	 * whatever else its verdict depends on, such as the client): the
+	 * transport sends that instead, in the reply's own envelope.
+	 * NULL: the transport does not take a replacement, and a hook that
+	 * would change the reply refuses. At most one hook replaces. */
+	struct inspect_bytes **sent;
+	/* Set by inspect_listing_fast: names this one question, different in
+	 * every call of every thread, so that hooks may share what one found
+	 * about these bytes during it (tools_listing_serial). */
+	uint64_t call;
 };
-/* 1: these bytes may pass unparsed, with `passed` doing this hook's part;
- * 0: the reply must be parsed. No side effects; must not block. */
+/* 1: these bytes may pass unparsed, with `passed` doing this hook's part
+ * (and *l->sent set when this hook's part changes them); 0: the reply
+ * must be parsed. No side effects but *l->sent; must not block. */
 typedef int (*inspect_listing_may_fn)(void *arg, const struct inspect_listing *l);
 /* The listing passed unparsed: do what handling it would have done. */
 typedef void (*inspect_listing_passed_fn)(void *arg, const struct inspect_listing *l);
@@ -217,8 +242,11 @@ void inspect_set_listing_fast(struct inspect *in, int slot, inspect_listing_may_
 
 /* Asks every hook whether l may pass unparsed; when all agree, runs their
  * `passed` (under each hook's lock, as on_message), counts the message and
- * returns 1. Else returns 0 (*who, if who is not NULL, names the first
- * hook that refused: a static string) and nothing happened. */
+ * returns 1 (*l->sent, when set, is the caller's reference: the result to
+ * send; the hooks after the one that set it are passed those bytes as
+ * l->raw, as the parsed path shows them the changed message). Else
+ * returns 0 (*who, if who is not NULL, names the first hook that refused:
+ * a static string), *l->sent is NULL and nothing happened. */
 int inspect_listing_fast(struct inspect *in, const struct inspect_listing *l, const char **who);
 
 /* No tree where none is needed (issue 20). Building a message's jansson

@@ -37,6 +37,7 @@ struct tools_entry {
 	 * sent them: the same bytes again change nothing (owned, or NULL). */
 	char *raw;
 	size_t raw_len;
+	uint64_t raw_serial;     /* names raw (tools_listing_serial), 0 with none */
 };
 
 /* Shared by every worker: the hook and each entry point take the lock. */
@@ -208,6 +209,7 @@ static void take_page(struct tools *tr, const char *upstream, const json_t *requ
 	free(e->raw); /* a paged listing: no bytes to compare with */
 	e->raw = NULL;
 	e->raw_len = 0;
+	e->raw_serial = 0;
 	if (e->pending) {
 		note_dropped(e, fill(tr->max_tools, e->pending, tools), tr->max_tools);
 		follow_cursor(e, json_is_string(cursor) ? json_string_value(cursor) : "", next);
@@ -251,6 +253,14 @@ static void observe(struct tools *tr, const char *upstream, struct inspect_msg *
 	if (json_is_object(result))
 		take_page(tr, upstream, m->request, result);
 }
+
+/* Every listing's bytes kept, in any tracker, get their own serial. */
+static uint64_t raw_serials;
+
+/* What this thread's last listing_may found equal (tools_listing_serial). */
+static _Thread_local struct {
+	uint64_t call, serial;
+} may_seen;
 
 /* Same bytes as the listing held: nothing changes but the counters. On a
  * miss *before receives the listing in place (a new reference), to
@@ -325,6 +335,7 @@ static int one_page(struct tools *tr, const char *upstream, const struct inspect
 		e->looping = 0;
 		e->raw = raw;
 		e->raw_len = raw ? m->result_raw_len : 0;
+		e->raw_serial = raw ? __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED) : 0;
 		e->pages++;
 		table = NULL;
 	}
@@ -436,9 +447,11 @@ static int listing_may(void *arg, const struct inspect_listing *l)
 {
 	struct tools *tr = arg;
 	pthread_mutex_lock(&tr->lock);
-	int same = same_listing(tr, l) != NULL;
+	const struct tools_entry *e = same_listing(tr, l);
+	may_seen.call = e ? l->call : 0;
+	may_seen.serial = e ? e->raw_serial : 0;
 	pthread_mutex_unlock(&tr->lock);
-	return same;
+	return e != NULL;
 }
 
 /* inspect_listing_passed_fn: what unchanged() counts. The subscribers
@@ -456,6 +469,26 @@ static void listing_passed(void *arg, const struct inspect_listing *l)
 		e->stale = 0;
 	}
 	pthread_mutex_unlock(&tr->lock);
+}
+
+uint64_t tools_listing_serial(struct tools *tr, const char *upstream, const char *raw, size_t len,
+                              uint64_t call)
+{
+	if (!tr || !upstream || !raw)
+		return 0;
+	pthread_mutex_lock(&tr->lock);
+	const struct tools_entry *e = entry_find(tr, upstream);
+	uint64_t serial = 0;
+	if (e && e->raw && e->raw_len == len) {
+		/* The serial is unique to e's bytes: seen in this call, they are
+		 * the ones compared. */
+		if (call && may_seen.call == call && may_seen.serial == e->raw_serial)
+			serial = e->raw_serial;
+		else if (memcmp(e->raw, raw, len) == 0)
+			serial = e->raw_serial;
+	}
+	pthread_mutex_unlock(&tr->lock);
+	return serial;
 }
 
 int tools_attach(struct tools *tr, struct inspect *in)

@@ -106,6 +106,16 @@ json_t *tools_listing(struct tools *tr, const char *upstream, uint64_t *changes)
  * hooks that act on the listing they are given, too. */
 json_t *tools_page_of(const struct inspect_msg *m);
 
+/* Names the bytes of the last one-page listing of upstream the tracker
+ * holds (issue 20): a serial no other listing it kept has had, when they
+ * are raw[0..len), else 0. A hook keys what it keeps of a listing on it
+ * instead of a copy of the bytes. call: an inspect_listing's call (the
+ * tracker's own may compared those very bytes in that call, so they are
+ * not compared again), or 0 (compared now). Takes the tracker's lock: a
+ * caller may hold its own (the tracker never calls out under its lock). */
+uint64_t tools_listing_serial(struct tools *tr, const char *upstream, const char *raw, size_t len,
+                              uint64_t call);
+
 /* What a subscriber is told, on the thread of the message, after the
  * tracker took it in and with no lock of the tracker's held: every
  * listing page the tracker sees (tools: its array as the upstream sent

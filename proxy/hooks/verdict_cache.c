@@ -9,6 +9,7 @@
  */
 #include "proxy/hooks/verdict_cache.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 struct verdict_cache {
 	/* The verdict layer. */
 	void *verdict;               /* owned through free_fn, or NULL */
+	uint64_t serial;             /* of verdict: verdict_cache_serial */
 	void (*free_fn)(void *);
 	char *bytes;                 /* owned copy, or NULL: shares text */
 	size_t len;
@@ -33,6 +35,14 @@ struct verdict_cache {
 	size_t nspans;
 };
 
+/* Every verdict kept, in any cache, gets its own serial. */
+static uint64_t serials;
+
+uint64_t verdict_cache_serial(const struct verdict_cache *vc)
+{
+	return vc ? vc->serial : 0;
+}
+
 static void verdict_drop(struct verdict_cache *vc)
 {
 	if (vc->verdict && vc->free_fn)
@@ -40,6 +50,7 @@ static void verdict_drop(struct verdict_cache *vc)
 	free(vc->bytes);
 	free(vc->era);
 	vc->verdict = NULL;
+	vc->serial = 0;
 	vc->bytes = NULL;
 	vc->era = NULL;
 	vc->len = 0;
@@ -128,6 +139,7 @@ void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, c
 		memcpy(bytes, raw, len);
 	verdict_drop(vc);
 	vc->verdict = verdict;
+	vc->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	vc->free_fn = free_fn;
 	vc->bytes = bytes;
 	vc->len = len;

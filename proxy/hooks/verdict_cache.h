@@ -60,6 +60,12 @@ void *verdict_cache_lookup(struct verdict_cache *vc, const char *raw, size_t len
 void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, const char *era,
                         void *verdict, void (*free_fn)(void *));
 
+/* Names the verdict kept now: a number no other verdict kept in any
+ * cache had or will have (0: none kept). A caller that looked a verdict
+ * up may find it again by this, without comparing the bytes again, as
+ * long as the serial has not moved. vc may be NULL. */
+uint64_t verdict_cache_serial(const struct verdict_cache *vc);
+
 /* Drops the kept verdict (the memo and skim stay: they hold each tool's
  * own findings, which no baseline changes). For a new baseline (issue 21):
  * the next listing is judged against it. vc may be NULL. */

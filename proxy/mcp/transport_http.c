@@ -1097,10 +1097,47 @@ static json_t *listing_envelope(const char *bytes, size_t len, const struct jpar
 	return env;
 }
 
+static void unref_sent(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	inspect_bytes_unref(arg);
+}
+
+/* The reply to send when a hook changed the listing (the policy hid
+ * tools): env as the parsed path re-serialises it, its "result" ({}, the
+ * last member: skim_result) being sent's bytes, taken by reference. NULL
+ * when out of memory. */
+static struct evbuffer *listing_changed_reply(const json_t *env, struct inspect_bytes *sent)
+{
+	char *head = json_dumps(env, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	size_t n = head ? strlen(head) : 0;
+	struct evbuffer *b = n > 3 && memcmp(head + n - 3, "{}}", 3) == 0 ? evbuffer_new() : NULL;
+	if (b && evbuffer_add(b, head, n - 3) == 0) {
+		/* The buffer's reference goes with the bytes it was sent. */
+		inspect_bytes_ref(sent);
+		if (evbuffer_add_reference(b, sent->text, sent->len, unref_sent, sent) < 0) {
+			inspect_bytes_unref(sent);
+			evbuffer_free(b);
+			b = NULL;
+		}
+	} else if (b) {
+		evbuffer_free(b);
+		b = NULL;
+	}
+	if (b && evbuffer_add(b, "}", 1) < 0) {
+		evbuffer_free(b);
+		b = NULL;
+	}
+	free(head);
+	return b;
+}
+
 /* A JSON reply to one tools/list request (no cursor) whose result is the
  * listing every hook kept: forwarded as the upstream sent it, each hook
- * doing again what it did (inspect_listing_fast). Returns 1 when the reply
- * was sent, 0 for the parsed path (nothing was done). */
+ * doing again what it did (inspect_listing_fast); when a hook's handling
+ * changed it (hidden tools), with the result that hook kept. Returns 1
+ * when the reply was sent, 0 for the parsed path (nothing was done). */
 static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
 {
 	if (len < FAST_LISTING_MIN_BYTES || ex->answers || !ex->body || !json_is_object(ex->body) ||
@@ -1116,22 +1153,44 @@ static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
 	json_t *env = listing_envelope(bytes, len, &result);
 	const json_t *id = env ? jrpc_id(env) : NULL;
 	const json_t *request = NULL;
-	const struct inspect_listing l = {&ex->where, ex->body, result.at, result.len};
+	struct inspect_bytes *sent = NULL;
+	const struct inspect_listing l = {&ex->where, ex->body, result.at, result.len, &sent, 0};
 	/* The id first: a reply to another request is the parsed path's
 	 * (reply_mismatch), before any hook sees it. */
 	int ok = id && !json_is_null(id) && jrpc_id_equal(jrpc_id(ex->body), id) &&
 	         inspect_listing_fast(ex->ctx->insp, &l, NULL);
 	if (ok)
 		ok = match_reply(ex, env, JRPC_RESULT, &request) == 0;
+	struct evbuffer *changed = ok && sent ? listing_changed_reply(env, sent) : NULL;
 	json_decref(env);
-	if (!ok)
+	inspect_bytes_unref(sent);
+	if (!ok || (sent && !changed))
 		return 0;
-	log_msg(LOG_DEBUG, "#%llu tools/list unchanged (%zu bytes): forwarded unparsed",
-	        ex->where.conn_id, len);
-	reply_head(ex, ex->up_status, (int64_t)len);
-	conn_reply_body_buffer(ex->c, ex->json_buf);
+	log_msg(LOG_DEBUG, "#%llu tools/list unchanged (%zu bytes): forwarded unparsed%s",
+	        ex->where.conn_id, len, changed ? ", as the hooks changed it before" : "");
+	if (changed) {
+		reply_head(ex, ex->up_status, (int64_t)evbuffer_get_length(changed));
+		conn_reply_body_buffer(ex->c, changed);
+		evbuffer_free(changed);
+	} else {
+		reply_head(ex, ex->up_status, (int64_t)len);
+		conn_reply_body_buffer(ex->c, ex->json_buf);
+	}
 	conn_reply_end(ex->c);
 	return 1;
+}
+
+/* Room for the whole body in one piece when its length is known, so that
+ * finish_json's pull-up finds it contiguous instead of copying it: for a
+ * 448,808-byte listing that copy was 365k instructions per listing (and
+ * a second copy of the body held while it ran: peak RSS under 50 listing
+ * clients 86.4 MiB, 43.8 MiB without). Pages the upstream never fills are
+ * not touched; past max_inspect_bytes the reply is not kept anyway. */
+static void json_buf_size(struct exchange *ex)
+{
+	if (ex->json_buf && ex->up_length > 0 &&
+	    (uint64_t)ex->up_length <= ex->ctx->cfg->limits.max_inspect_bytes)
+		evbuffer_expand(ex->json_buf, (size_t)ex->up_length);
 }
 
 static void finish_json(struct exchange *ex)
@@ -1257,6 +1316,7 @@ static int up_on_head(void *arg, const struct http_msg *resp)
 	if (!bodyless && media_is_json(ct)) {
 		ex->mode = RESP_JSON;
 		ex->json_buf = conn_buffer_get(ex->c);
+		json_buf_size(ex); /* issue 20: the body in one piece */
 		return ex->json_buf ? 0 : -1;
 	}
 	if (ex->answers && status == 202) {

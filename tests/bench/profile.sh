@@ -2,7 +2,7 @@
 # profile.sh: instructions per proxied tools/call, counted by callgrind
 # (repeatable on a noisy machine, unlike seconds).
 #
-#   tests/bench/profile.sh [full|bare ...]     (default: full bare)
+#   tests/bench/profile.sh [full|bare|list|listvary ...]     (default: full bare)
 #
 # For each configuration, mcpwarden runs under valgrind --tool=callgrind
 # between an nginx upstream answering a fixed tools/call reply (and a
@@ -13,6 +13,12 @@
 #   full  every module: contract check (report), a policy of four rules,
 #         the admin endpoint with the call recorder
 #   bare  no admin endpoint (no recording), no policy
+#   list  instructions per tools/list instead: build/bench/upstream --tools
+#         1000 (a 448,808-byte listing) behind the bench's full config
+#         (tests/bench/lib.sh mw_config full: contract report, validation
+#         on, a policy with a hide rule, the recorder); tests/bench/lists.mjs
+#         sends N sequential tools/list (N1/N2 default 20/120)
+#   listvary  the same with --vary-list: the listing changes every time
 # The callgrind files stay in $OUT (default /tmp/mcpwarden-profile) for
 # callgrind_annotate. Loopback only; needs valgrind, nginx, node.
 set -eu
@@ -61,6 +67,23 @@ cat >"$OUT/full.json" <<CONF
     { "name": "watch-writes", "match": { "name_words": true }, "action": "log" } ] },
   "log": { "level": "warn" } }
 CONF
+# The bench's full config (tests/bench/lib.sh mw_config full) for list, listvary.
+cat >"$OUT/list.json" <<CONF
+{ "listen": "127.0.0.1:$MW",
+  "upstreams": [ { "name": "bench", "url": "http://127.0.0.1:$((UP + 1))/mcp",
+                   "contract": { "mode": "report" }, "transport": "streamable_http" } ],
+  "policy": { "default": "allow", "rules": [
+    { "name": "no-raw-drops", "match": { "tool": "echo",
+        "args": [ { "pointer": "/message", "matches": "(?i)drop\\\\s+table" } ] },
+      "action": "deny", "message": "no SQL through the echo tool" },
+    { "name": "no-destructive", "match": { "annotations": { "destructiveHint": true } }, "action": "deny" },
+    { "name": "hide-admin", "match": { "tool": ["admin_*", "*.admin.*"] }, "action": "hide" },
+    { "name": "deny-last", "match": { "tool": "tool_0999" }, "action": "deny" },
+    { "name": "watch-writes", "match": { "name_words": true }, "action": "log" } ] },
+  "admin": { "listen": "127.0.0.1:$ADM", "ring_size": 1024 },
+  "log": { "level": "warn" } }
+CONF
+cp "$OUT/list.json" "$OUT/listvary.json"
 cat >"$OUT/bare.json" <<CONF
 { "listen": "127.0.0.1:$MW",
   "upstreams": [ { "name": "bench", "path": "/mcp", "url": "http://127.0.0.1:$UP/mcp" } ],
@@ -69,9 +92,24 @@ CONF
 
 "$NGINX" -c "$OUT/nginx.conf"
 mw=
-trap '[ -n "$mw" ] && kill $mw 2>/dev/null; "$NGINX" -c "$OUT/nginx.conf" -s stop 2>/dev/null' EXIT INT TERM
+trap '[ -n "$mw" ] && kill $mw 2>/dev/null; [ -n "$upc" ] && kill $upc 2>/dev/null; "$NGINX" -c "$OUT/nginx.conf" -s stop 2>/dev/null' EXIT INT TERM
 
-# Total instructions of one run of N calls.
+# The C upstream for list (listvary: --vary-list), on UP + 1.
+upc=
+start_upstream() {
+	[ -n "$upc" ] && kill $upc 2>/dev/null && wait $upc 2>/dev/null
+	upc=
+	case $1 in
+	list) "$here/build/bench/upstream" --port $((UP + 1)) --tools 1000 & upc=$! ;;
+	listvary) "$here/build/bench/upstream" --port $((UP + 1)) --tools 1000 --vary-list & upc=$! ;;
+	*) return 0 ;;
+	esac
+	until node -e "require('net').connect($((UP + 1)),'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))" 2>/dev/null; do
+		sleep 0.1
+	done
+}
+
+# Total instructions of one run of N calls (N listings for list, listvary).
 run() {
 	conf=$1 n=$2
 	out="$OUT/callgrind.$conf.$n"
@@ -84,16 +122,22 @@ run() {
 		[ $i -lt 100 ] || { echo "profile: mcpwarden did not start" >&2; exit 1; }
 		sleep 0.2
 	done
-	node "$here/tests/bench/calls.mjs" $MW "$n"
+	case $conf in
+	list | listvary) node "$here/tests/bench/lists.mjs" $MW "$n" ;;
+	*) node "$here/tests/bench/calls.mjs" $MW "$n" ;;
+	esac
 	kill -TERM $mw
 	wait $mw || true
 	mw=
 	awk '/^(summary|totals):/ {print $2; exit}' "$out"
 }
 
-echo "callgrind, instructions per proxied tools/call ($N2 - $N1 calls)"
+echo "callgrind, instructions per proxied tools/call ($N2 - $N1 calls; list, listvary: per tools/list)"
 for conf in ${*:-full bare}; do
-	a=$(run "$conf" "$N1")
-	b=$(run "$conf" "$N2")
-	printf '%-5s %9d\n' "$conf" $(((b - a) / (N2 - N1)))
+	n1=$N1 n2=$N2
+	case $conf in list | listvary) n1=${LIST_N1:-20} n2=${LIST_N2:-120} ;; esac
+	start_upstream "$conf"
+	a=$(run "$conf" "$n1")
+	b=$(run "$conf" "$n2")
+	printf '%-8s %9d\n' "$conf" $(((b - a) / (n2 - n1)))
 done

@@ -620,6 +620,58 @@ static void test_message_without_tree(void **state)
 	assert_string_equal(seen_request_method, "tools/list");
 }
 
+/* A hook whose handling changes the listing hands over the result it
+ * sent before (struct inspect_listing, sent). */
+static struct inspect_bytes *kept_sent;
+static char raw_seen[32];
+
+static int fast_replace(void *arg, const struct inspect_listing *l)
+{
+	(void)arg;
+	if (!l->sent)
+		return 0;
+	*l->sent = inspect_bytes_ref(kept_sent);
+	return 1;
+}
+
+static void fast_seen(void *arg, const struct inspect_listing *l)
+{
+	(void)arg;
+	snprintf(raw_seen, sizeof(raw_seen), "%.*s", (int)l->len, l->raw);
+}
+
+static void test_listing_fast_sent(void **state)
+{
+	struct fixture *f = *state;
+	const char *who = NULL;
+	struct inspect_bytes *sent = NULL;
+	struct inspect_listing l = {&f->where, f->msg, "{\"tools\":[1]}", 13, &sent};
+	kept_sent = inspect_bytes_new("{\"tools\":[]}", 12);
+	assert_non_null(kept_sent);
+	int a = add(f, 0), b = add_observer(f, 1);
+	inspect_set_listing_fast(f->in, a, fast_replace, NULL);
+	inspect_set_listing_fast(f->in, b, fast_yes, fast_seen);
+	/* The replacement is the caller's; the observer after the replacing
+	 * hook sees the bytes sent. */
+	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 1);
+	assert_ptr_equal(sent, kept_sent);
+	assert_string_equal(raw_seen, "{\"tools\":[]}");
+	inspect_bytes_unref(sent);
+	/* A transport that takes no replacement: the replacing hook refuses. */
+	struct inspect_listing bare = {&f->where, f->msg, "{\"tools\":[1]}", 13, NULL};
+	assert_int_equal(inspect_listing_fast(f->in, &bare, &who), 0);
+	assert_string_equal(who, "h0");
+	/* A second replacement refuses, and a refusal after one gives it back. */
+	int c = add(f, 2);
+	inspect_set_listing_fast(f->in, c, fast_replace, NULL);
+	sent = NULL;
+	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 0);
+	assert_string_equal(who, "h2");
+	assert_null(sent);
+	assert_int_equal(kept_sent->refs, 1);
+	inspect_bytes_unref(kept_sent);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -637,6 +689,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_observers_see_drop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_observers_see_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_may_skip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listing_fast_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listing_fast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_needs_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tree_for_listings, setup, teardown),

@@ -457,6 +457,42 @@ static int fast(struct fx *f, const char *result_text)
 	return ok;
 }
 
+/* tools_listing_serial names the bytes kept: the same for the same bytes,
+ * another for other bytes, 0 for bytes not held. */
+static uint64_t serial_of(struct fx *f, const char *result_text)
+{
+	json_t *r = th_json(result_text);
+	char *raw = json_dumps(r, JSON_COMPACT);
+	assert_non_null(raw);
+	uint64_t s = tools_listing_serial(f->tc, "up", raw, strlen(raw), 0);
+	free(raw);
+	json_decref(r);
+	return s;
+}
+
+static void test_listing_serial(void **state)
+{
+	struct fx *f = *state;
+	char t1[256], t2[256];
+	char r1[600], r2[600];
+	snprintf(r1, sizeof(r1), "{'tools':[%s]}", tool_json(t1, sizeof(t1), "a", "One"));
+	snprintf(r2, sizeof(r2), "{'tools':[%s]}", tool_json(t2, sizeof(t2), "a", "Two"));
+	assert_int_equal(serial_of(f, r1), 0);
+	feed_raw(f->in, r1);
+	uint64_t s1 = serial_of(f, r1);
+	assert_true(s1 != 0);
+	assert_int_equal(serial_of(f, r2), 0);
+	feed_raw(f->in, r1); /* the same bytes again: the same name */
+	assert_int_equal(serial_of(f, r1), s1);
+	feed_raw(f->in, r2);
+	uint64_t s2 = serial_of(f, r2);
+	assert_true(s2 != 0 && s2 != s1);
+	assert_int_equal(serial_of(f, r1), 0);
+	feed_raw(f->in, r1); /* back to the first bytes: a new name */
+	assert_true(serial_of(f, r1) != s1);
+	assert_int_equal(tools_listing_serial(f->tc, "other", "{}", 2, 0), 0);
+}
+
 static void test_unchanged_listing_fast(void **state)
 {
 	struct fx *f = *state;
@@ -764,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_raw_pages_continue_by_cursor_and_session),
 		cmocka_unit_test(test_raw_bounded_least_recently_used),
 		cmocka_unit_test_setup_teardown(test_unchanged_listing_fast, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listing_serial, setup, teardown),
 		T(test_same_bytes_keep_the_listing),
 		T(test_cursor_loop),
 		T(test_changes),
