@@ -900,6 +900,8 @@ int hook_contract_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	}
 	inspect_set_uninspected(ctx->insp, slot, contract_uninspected_ok);
 	inspect_set_listing_fast(ctx->insp, slot, contract_listing_may, contract_listing_passed);
+	/* It reads tool listings only: any other message may pass without a tree. */
+	inspect_set_needs_tree(ctx->insp, slot, inspect_tree_for_listings);
 	hc->locked = 1; /* taken by contract_on_message for tool listings only */
 	for (size_t i = 0; i < hc->nups; i++) {
 		const struct up_state *us = &hc->ups[i];

@@ -1310,6 +1310,7 @@ static int commit(struct hook_policy *hp, const struct px_config *cfg, struct st
 }
 
 static int policy_uninspected_ok(void *arg, const struct inspect_where *where);
+static int policy_needs_tree(void *arg, const struct inspect_msg *m);
 static int policy_listing_may(void *arg, const struct inspect_listing *l);
 static void policy_listing_passed(void *arg, const struct inspect_listing *l);
 
@@ -1349,6 +1350,7 @@ int hook_policy_setup(struct px_ctx *ctx, char *err, size_t errlen)
 	}
 	inspect_set_uninspected(ctx->insp, hp->slot, policy_uninspected_ok);
 	inspect_set_listing_fast(ctx->insp, hp->slot, policy_listing_may, policy_listing_passed);
+	inspect_set_needs_tree(ctx->insp, hp->slot, policy_needs_tree);
 	/* The tools it judges by come from the tracker, which main sets up
 	 * first. */
 	if (tools_subscribe(ctx->proc->tools, &tracker_events, hp) < 0) {
@@ -1513,6 +1515,14 @@ static json_t *stats_json(const struct hook_policy *hp)
  * ones would be listed. A dry run hides nothing (it only logs what it
  * would), so it changes no traffic here either. The policy in force is
  * read under hp->lock (a reload swaps it). */
+/* Its tree: a client's request is judged on its arguments (a rule's args
+ * matchers read them by pointer) and may be answered; of the server's
+ * messages only tool listings are read (hidden tools). */
+static int policy_needs_tree(void *arg, const struct inspect_msg *m)
+{
+	return m->dir == INSPECT_FROM_CLIENT || inspect_tree_for_listings(arg, m);
+}
+
 static int policy_uninspected_ok(void *arg, const struct inspect_where *where)
 {
 	struct hook_policy *hp = arg;

@@ -500,6 +500,8 @@ int tools_attach(struct tools *tr, struct inspect *in)
 	if (slot < 0)
 		return -1;
 	inspect_set_listing_fast(in, slot, listing_may, listing_passed);
+	/* It keeps tool listings only: any other message may pass without a tree. */
+	inspect_set_needs_tree(in, slot, inspect_tree_for_listings);
 	return 0;
 }
 
