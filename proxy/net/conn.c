@@ -128,7 +128,7 @@ enum conn_flag {
  * moment (transport_http's room for a head too large to keep apart). The
  * next request's body is taken only once the exchange ended (step), so
  * during a call the spares hold that one too: with four, one buffer was
- * freed and made again on every call (+281 instructions per call,
+ * freed and made again on every call (+247 instructions per call,
  * tests/bench/profile.sh bare). */
 #define CONN_SPARE_BUFFERS 5
 /* A pending head's room: the usual reply head is a few hundred bytes;

@@ -60,9 +60,10 @@ struct upconn {
 	int connected;
 	unsigned uses;
 	/* owned, or NULL before the first pool_put: the pool's idle timeout
-	 * (opts.idle_ms), armed at the first pool_put and left armed while the connection is in use: pushed on
-	 * at each return to the pool, a firing while in use arms it again
-	 * (setting and clearing it per request would move the timer twice). */
+	 * (opts.idle_ms), armed at the first pool_put and left armed while
+	 * the connection is in use: pushed on at each return to the pool, a
+	 * firing while in use arms it again (setting and clearing it per
+	 * request would move the timer twice). */
 	struct deadline *idle;
 };
 
@@ -174,8 +175,9 @@ struct upstream_req {
 	struct deadline *dl;            /* owned: request_timeout_ms */
 	struct event kick_ev;           /* deferred start/resume/error */
 	/* owned, UPSTREAM_HEAD_MAX bytes, or NULL: apart from the request so
-	 * that a stream gives it back once no retry can need it: 2,560 bytes
-	 * of the 17.5 KiB an idle SSE stream held (make bench-streams). */
+	 * that a stream gives it back once no retry can need it. Embedded,
+	 * it made the request 2,560 bytes (224 now) of the 17.5 KiB an idle
+	 * SSE stream held (make bench-streams). */
 	char *head;
 };
 
