@@ -123,13 +123,19 @@ enum conn_flag {
 };
 #define CONN_NFLAGS 14 /* the last flag is 1u << (CONN_NFLAGS - 1) */
 
-/* Three are in use at once per call (the next request's body, the body
- * the upstream request holds, the JSON reply), a fourth for a moment
- * (transport_http's room for a head too large to keep apart). */
-#define CONN_SPARE_BUFFERS 4
+/* Three are in use at once per call (the request's body the upstream
+ * request holds, the JSON reply, the next request's body), a fourth for a
+ * moment (transport_http's room for a head too large to keep apart). The
+ * next request's body is taken only once the exchange ended (step), so
+ * during a call the spares hold that one too: with four, one buffer was
+ * freed and made again on every call (+247 instructions per call,
+ * tests/bench/profile.sh bare). */
+#define CONN_SPARE_BUFFERS 5
 /* A pending head's room: the usual reply head is a few hundred bytes;
- * a larger one goes through staged. */
-#define CONN_HEAD_MAX 1024
+ * a larger one goes through staged. 952, not 1024: struct conn then fits
+ * jemalloc's 1,536-byte class instead of the 1,792 one, 256 bytes less
+ * per open connection (an idle SSE stream holds one; make bench-streams). */
+#define CONN_HEAD_MAX 952
 /* A pending head and the first staged chains, written at once. */
 #define CONN_WRITE_IOV 8
 
@@ -147,7 +153,8 @@ struct conn {
 	struct deadline *idle;
 	unsigned timeouts_ms;           /* the idle timeouts, if CF_TIMEOUTS_SET */
 	struct http_parser *parser;     /* owned */
-	struct evbuffer *body;          /* owned: request body being read */
+	struct evbuffer *body;          /* owned: request body being read; NULL
+	                                 * from dispatch to the next IDLE */
 	struct exchange *ex;            /* owned through ops->free */
 	const struct transport_ops *ops;
 	const struct conn_owner *owner; /* static: hears of the end */
@@ -156,7 +163,6 @@ struct conn {
 	unsigned flags;                 /* enum conn_flag */
 	unsigned long long id;
 	char peer[64];
-	char ip[48];                    /* peer address without port */
 	/* Key in ctx->proc->peers: the adapter's name and the address. Each listener
 	 * (client, admin) gives an address its own share of
 	 * limits.max_connections_per_client, so a flood of admin connections
@@ -165,13 +171,14 @@ struct conn {
 	char share[96];
 	int reject_status;              /* set by a parser callback that refused */
 	const char *reject_note;        /* static: why, for the log and the client */
+	struct event *probe_ev;         /* owned, or NULL: watches probe_fd */
 	/* After a client's EOF (CF_PEER_EOF): a dup of the socket watched
 	 * edge-triggered for
 	 * the reset that tells a client that closed from one that only
 	 * half-closed (-1: none). */
 	evutil_socket_t probe_fd;
-	struct event *probe_ev;         /* owned, or NULL */
 	int req_version;                /* 10 or 11: the current request's */
+	enum http_method_id req_method; /* the current request's */
 	int reply_status;               /* the reply's, from CONN_REPLYING on */
 	struct evbuffer *preload;       /* owned, or NULL: bytes handed over, read before bev's */
 	/* Reply bytes not yet handed to bev: written to the socket at once
@@ -200,6 +207,10 @@ struct conn {
 	 * string is gone by the time the exchange logs. Empty: none. */
 	char reply_note[128];
 };
+
+/* See CONN_HEAD_MAX: a field more moves every connection up a class. */
+_Static_assert(sizeof(struct conn) <= 1536 || sizeof(void *) != 8,
+               "struct conn fits jemalloc's 1,536-byte class");
 
 static const char *const conn_state_names[] = {
 	[CONN_IDLE] = "idle",
@@ -756,14 +767,13 @@ static void dispatch(struct conn *c)
 	         !http_msg_keep_alive(m) || c->ctx->draining ||
 	                 ((c->flags & CF_PEER_EOF) && evbuffer_get_length(input_of(c)) == 0));
 	c->flags &= ~CF_CHUNKED;
+	c->req_method = http_msg_method_id(m);
 	c->reply_status = 0;
 	c->reply_note[0] = '\0';
-	c->body = conn_buffer_get(c);
-	if (!c->body) {
-		evbuffer_free(body);
-		conn_abort(c, "out of memory");
-		return;
-	}
+	/* The next request's body buffer is taken when that request can
+	 * begin (step): none is held while this one is handled (a stream may
+	 * last hours). */
+	c->body = NULL;
 	c->ex = c->ops->start(c, m, body);
 	if (c->ex && c->state == CONN_REPLIED && c->ops->replied)
 		c->ops->replied(c->ex);
@@ -960,6 +970,10 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
 	/* Keep-alive: on to the next request, which may already be buffered.
 	 * Byte counts are per exchange. */
 	c->bytes_in = c->bytes_out = 0;
+	if (!c->body && !(c->body = conn_buffer_get(c))) {
+		conn_abort(c, "out of memory");
+		return;
+	}
 	http_parser_reset(c->parser);
 	conn_set_state(c, CONN_IDLE);
 	c->reject_status = 0;
@@ -1088,19 +1102,20 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	c->probe_fd = -1;
 	c->id = __atomic_add_fetch(&ctx->proc->next_conn_id, 1, __ATOMIC_RELAXED);
 	char ip[INET6_ADDRSTRLEN] = "?";
+	const char *addr = ""; /* the address without port, for the share key */
 	int port = 0;
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)sa;
 		inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
 		port = ntohs(in4->sin_port);
 		snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port);
-		snprintf(c->ip, sizeof(c->ip), "%s", ip);
+		addr = ip;
 	} else if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
 		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
 		port = ntohs(in6->sin6_port);
 		snprintf(c->peer, sizeof(c->peer), "[%s]:%d", ip, port);
-		snprintf(c->ip, sizeof(c->ip), "%s", ip);
+		addr = ip;
 	}
 	/* Without BEV_OPT_CLOSE_ON_FREE: bev_release() closes, so that a
 	 * handoff can keep the socket and its TLS state. */
@@ -1152,7 +1167,7 @@ static struct conn *conn_open(struct px_ctx *ctx, evutil_socket_t fd, SSL *ssl, 
 	set_timeouts(c);
 	read_on(c);
 	bufferevent_enable(c->bev, EV_WRITE);
-	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, c->ip);
+	snprintf(c->share, sizeof(c->share), "%s %s", ops->name, addr);
 	size_t n = peers_add(ctx->proc->peers, c->share);
 	flag_put(c, CF_COUNTED, n > 0);
 	size_t cap = ctx->cfg->limits.max_connections_per_client;
@@ -1292,6 +1307,17 @@ static long reply_framing(struct conn *c, int status, int64_t content_length, ch
 	return (long)(t + 2);
 }
 
+/* A GET answered by a stream is a standalone stream (a session's GET, a
+ * legacy /sse): it may stay open for hours, and the buffers kept for the
+ * next request's body are not worth their 160 bytes each while it does
+ * (make bench-streams). A POST's SSE reply keeps them: it ends with its
+ * answer, and the connection's next call takes them. */
+__attribute__((noinline, cold)) static void drop_spares(struct conn *c)
+{
+	while (c->nspare)
+		evbuffer_free(c->spare[--c->nspare]);
+}
+
 /* The head is in staged (from byte before on), or pending (head_len). */
 static void reply_head_written(struct conn *c, int status, int64_t content_length,
                                size_t before)
@@ -1303,6 +1329,8 @@ static void reply_head_written(struct conn *c, int status, int64_t content_lengt
 	 * goes this turn: the client may wait for it long before the first
 	 * event. */
 	flag_put(c, CF_STREAM_REPLY, content_length < 0 && !no_body);
+	if ((c->flags & CF_STREAM_REPLY) && c->req_method == HM_GET)
+		drop_spares(c);
 	if (c->flags & CF_STREAM_REPLY)
 		flush_soon(c);
 	else if (no_body)

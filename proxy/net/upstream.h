@@ -90,7 +90,8 @@ struct upstream_req *upstream_req_new_split(struct upstream *u, const char *head
  * No callback runs after this. Accepts NULL. */
 void upstream_req_free(struct upstream_req *r);
 /* The same, but the request buffer is handed back (owned by the caller,
- * possibly not empty) instead of freed, for reuse. NULL for r NULL. */
+ * possibly not empty) instead of freed, for reuse. NULL for r NULL, and
+ * for a stream whose request had no body (upstream_req_stream freed it). */
 struct evbuffer *upstream_req_release(struct upstream_req *r);
 
 /* The response, complete as HTTP, is not the answer that was asked for (its
@@ -101,7 +102,9 @@ void upstream_req_distrust(struct upstream_req *r);
 /* Backpressure: stop / resume reading the response. */
 void upstream_req_pause(struct upstream_req *r);
 void upstream_req_resume(struct upstream_req *r);
-/* The response is a stream: the request timeout no longer applies. */
+/* The response is a stream: the request timeout no longer applies, and
+ * (a response byte having come, so no retry) the copy of the request's
+ * head and an empty request buffer are let go. */
 void upstream_req_stream(struct upstream_req *r);
 
 /* For logs: where the exchange is ("waiting", "receiving", "done", ...),

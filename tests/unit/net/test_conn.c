@@ -53,6 +53,7 @@ struct exchange {
 
 static struct {
 	int starts, frees, aborted_starts;
+	size_t body_len;       /* the last request's body, as ->start got it */
 	char state_in_start[16];
 	char flags_in_start[128];
 } seen;
@@ -78,6 +79,7 @@ static void later_cb(evutil_socket_t fd, short what, void *arg)
 
 static struct exchange *t_start(struct conn *c, const struct http_msg *req, struct evbuffer *body)
 {
+	seen.body_len = evbuffer_get_length(body);
 	evbuffer_free(body);
 	seen.starts++;
 	snprintf(seen.state_in_start, sizeof(seen.state_in_start), "%s", conn_state_str(c));
@@ -91,7 +93,12 @@ static struct exchange *t_start(struct conn *c, const struct http_msg *req, stru
 	assert_non_null(ex);
 	ex->c = c;
 	snprintf(ex->path, sizeof(ex->path), "%s", http_msg_url(req));
-	if (strcmp(ex->path, "/slow") == 0) {
+	if (strcmp(ex->path, "/stream") == 0) {
+		/* A stream of one event: no length ahead, so chunked. */
+		assert_int_equal(conn_reply_head(c, 200, NULL, -1), 0);
+		assert_int_equal(conn_reply_body(c, "data: x\n\n", 9), 0);
+		conn_reply_end(c);
+	} else if (strcmp(ex->path, "/slow") == 0) {
 		struct timeval tv = {0, 50 * 1000};
 		ex->later = evtimer_new(conn_ctx(c)->base, later_cb, ex);
 		evtimer_add(ex->later, &tv);
@@ -365,6 +372,29 @@ static void test_keep_alive_two_requests_one_connection(void **state)
 	fixture_free(f);
 }
 
+/* A GET answered by a stream lets go of the buffers kept for the next
+ * request's body while it lasts; the connection still reads the next
+ * request, body and all, once the stream ended (here pipelined behind
+ * it, so read in the very step that ends the stream). */
+static void test_body_after_a_streamed_get(void **state)
+{
+	(void)state;
+	struct fixture *f = fixture_new();
+	fixture_open(f, &test_ops);
+	client_write(f, "GET /stream HTTP/1.1\r\nHost: h\r\n\r\n"
+	                "POST /two HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello");
+	for (int i = 0; i < 200 && !strstr(f->got, "\r\n\r\n/two"); i++)
+		run_until(f, 0, 10);
+	assert_int_equal(seen.starts, 2);
+	assert_int_equal(seen.body_len, 5);
+	assert_non_null(strstr(f->got, "Transfer-Encoding: chunked\r\n"));
+	assert_non_null(strstr(f->got, "9\r\ndata: x\n\n\r\n0\r\n\r\n"));
+	assert_non_null(strstr(f->got, "Content-Length: 4\r\n"));
+	assert_false(f->eof);
+	assert_int_equal(closed_count, 0);
+	fixture_free(f);
+}
+
 /* The request was refused with a 408 and the connection closed; no
  * handler saw it. */
 static void assert_408(struct fixture *f)
@@ -579,6 +609,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pipelined_requests_answered_in_order),
 		cmocka_unit_test(test_keep_alive_two_requests_one_connection),
+		cmocka_unit_test(test_body_after_a_streamed_get),
 		cmocka_unit_test(test_header_timeout_408),
 		cmocka_unit_test(test_body_timeout_408),
 		cmocka_unit_test(test_idle_keepalive_closes),

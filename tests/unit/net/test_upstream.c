@@ -604,10 +604,78 @@ static void test_pool_quiet_connection_reused(void **state)
 	event_base_free(f.base);
 }
 
+/* A stream (upstream_req_stream once the head came, as the SSE transports
+ * call it) lets go of what only a retry could need: a body-less request's
+ * empty buffer is freed, not handed back (release gives NULL), and its
+ * head's room goes back to the upstream. The next requests on the pooled
+ * connection still go out byte for byte, a POST's body is handed back
+ * intact, and each request's head is its own (no bytes of the first). */
+struct streamer {
+	struct client c;
+	struct upstream_req *r;
+};
+
+static int on_head_stream(void *arg, const struct http_msg *resp)
+{
+	struct streamer *s = arg;
+	upstream_req_stream(s->r);
+	return on_head(&s->c, resp);
+}
+
+static const struct upstream_req_cbs stream_cbs = {on_head_stream, on_body, on_done, on_error};
+
+static struct evbuffer *run_stream(struct fixture *f, const char *head, const char *body)
+{
+	struct streamer s = {.c = {.base = f->base}};
+	struct evbuffer *b = evbuffer_new();
+	evbuffer_add(b, body, strlen(body));
+	s.r = upstream_req_new_split(f->u, head, strlen(head), b, 0, &stream_cbs, &s);
+	assert_non_null(s.r);
+	event_base_dispatch(f->base);
+	assert_true(s.c.done);
+	assert_int_equal(s.c.status, 200);
+	char fl[64];
+	assert_non_null(strstr(upstream_req_flags_str(s.r, fl, sizeof(fl)), "streaming"));
+	return upstream_req_release(s.r);
+}
+
+static void test_stream_lets_go_of_retry_copies(void **state)
+{
+	(void)state;
+	static const char get[] = "GET /mcp HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n\r\n";
+	static const char post[] = "POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n";
+	static const char get2[] = "GET /x HTTP/1.1\r\nHost: h\r\n\r\n";
+	struct server s = {.nreqs = 3};
+	pthread_t t;
+	s.want[0] = strlen(get);
+	s.want[1] = strlen(post) + 5;
+	s.want[2] = strlen(get2);
+	server_start(&s, &t);
+
+	struct fixture f;
+	fixture_init(&f, s.port);
+	assert_null(run_stream(&f, get, ""));
+	struct evbuffer *kept = run_stream(&f, post, "hello");
+	assert_non_null(kept);
+	assert_int_equal(evbuffer_get_length(kept), 5);
+	evbuffer_free(kept);
+	evbuffer_free(run_split(&f, get2, NULL, 0));
+	pthread_join(t, NULL);
+	close(s.lfd);
+	fixture_fini(&f);
+
+	assert_memory_equal(s.got[0], get, s.want[0]);
+	char want[256];
+	snprintf(want, sizeof(want), "%shello", post);
+	assert_memory_equal(s.got[1], want, s.want[1]);
+	assert_memory_equal(s.got[2], get2, s.want[2]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_request_same_bytes),
+		cmocka_unit_test(test_stream_lets_go_of_retry_copies),
 		cmocka_unit_test(test_timeout_per_request_on_reuse),
 		cmocka_unit_test(test_opts_draining_and_reload_stop_pooling),
 		cmocka_unit_test(test_pool_idle_timeout_closes),
