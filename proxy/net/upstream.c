@@ -792,7 +792,8 @@ static int request_replayable(const struct upstream_req *r)
 	                                         NULL};
 	char line[8];
 	size_t n = r->head_len < sizeof(line) ? r->head_len : sizeof(line);
-	memcpy(line, r->head, n);
+	if (n) /* a request given whole has no head of its own (r->head NULL) */
+		memcpy(line, r->head, n);
 	if (n < sizeof(line)) {
 		ev_ssize_t k = evbuffer_copyout(r->request, line + n, sizeof(line) - n);
 		n += k > 0 ? (size_t)k : 0;
