@@ -206,13 +206,16 @@ static void ep_page(struct admin_x *ax, int status)
 
 /* The "diff" member of an upstream's /contract entry (contract_view.h)
  * from what the hook published. New object, or NULL when out of memory. */
-static json_t *contract_diff_of(const struct hook_contract_published *pub)
+static json_t *contract_diff_of(struct hook_contract *hc, const char *upstream,
+                                const struct hook_contract_published *pub)
 {
-	char when[40];
+	char when[40], digest[BASELINE_STORE_DIGEST_HEX];
+	int has_digest = pub->can_accept && hook_contract_listing_digest(hc, upstream, digest) == 1;
 	struct contract_view_baseline b = {
 		.has_baseline = pub->has_baseline,
 		.baseline_tools = pub->baseline_tools,
 		.can_accept = pub->can_accept,
+		.listing_sha256 = has_digest ? digest : NULL,
 		.gate = hook_contract_gate_name(pub->gate),
 		.accepted_by = pub->accepted_us ? pub->accepted_by : NULL,
 	};
@@ -250,7 +253,7 @@ static void ep_contract(struct admin_x *ax)
 		json_t *live = hook_validate_summary(adm->ctx->proc->validate, cfg->ups[i].name);
 		/* Live baselines (issue 21): the diff against the baseline,
 		 * breaking first, and what accepting would do. */
-		json_t *diff = contract_diff_of(&pub);
+		json_t *diff = contract_diff_of(adm->ctx->proc->contract, cfg->ups[i].name, &pub);
 		json_t *entry = contract_view_upstream(cfg->ups[i].name, pub.report ? when : NULL,
 		                                       pub.report, live);
 		if (contract_view_add_diff(entry, diff) < 0 || json_array_append_new(ups, entry) < 0)
@@ -360,6 +363,9 @@ static int origin_ok(const struct http_msg *req)
 
 /* ---- POST /contract/<upstream>/accept (live baselines, issue 21) -------------- */
 
+/* The longest accept body read: {"listing_sha256": "..."} with room. */
+#define ACCEPT_BODY_MAX 1024
+
 /* The upstream named by /contract/<name>/accept into name (decoded), or
  * 0 when path is not that route. */
 static int accept_route(const char *path, char *name, size_t cap)
@@ -426,28 +432,61 @@ static int accept_allowed(struct admin_x *ax, const struct http_msg *req, const 
 	return 1;
 }
 
+/* The accept's body: empty, {}, or {"listing_sha256": "<the digest
+ * /contract showed>"} to accept only the listing that was reviewed. Fills
+ * want ("" when none is named). Returns 0, or -1 after answering 400. */
+static int accept_body(struct admin_x *ax, struct evbuffer *body,
+                       char want[BASELINE_STORE_DIGEST_HEX])
+{
+	size_t len = body ? evbuffer_get_length(body) : 0;
+	want[0] = '\0';
+	if (len == 0)
+		return 0;
+	if (len > ACCEPT_BODY_MAX) {
+		accept_error(ax, 400, NULL, "the body is too long: {} or {\"listing_sha256\": \"...\"}",
+		             NULL);
+		return -1;
+	}
+	json_t *j = json_loadb((const char *)evbuffer_pullup(body, -1), len, 0, NULL);
+	const json_t *d = json_object_get(j, "listing_sha256");
+	const char *s = json_string_value(d);
+	int ok = json_is_object(j) && (!d || (s && strlen(s) == BASELINE_STORE_DIGEST_HEX - 1 &&
+	                                      strspn(s, "0123456789abcdef") == strlen(s)));
+	if (ok && s)
+		memcpy(want, s, BASELINE_STORE_DIGEST_HEX);
+	json_decref(j);
+	if (!ok)
+		accept_error(ax, 400, NULL, "the body must be {} or {\"listing_sha256\": \"<64 "
+		                            "lowercase hex digits, as /contract shows>\"}", NULL);
+	return ok ? 0 : -1;
+}
+
 static void ep_accept(struct admin_x *ax, const struct http_msg *req, const char *method,
-                      const char *upstream)
+                      const char *upstream, struct evbuffer *body)
 {
 	struct hook_contract_accepted out;
-	char err[512], by[96], safe[128];
+	char err[512], by[96], safe[128], want[BASELINE_STORE_DIGEST_HEX];
 	const char *how;
 
-	if (!accept_allowed(ax, req, &how))
-		return;
-	if (strcmp(method, "POST") != 0) {
+	int bad = !accept_allowed(ax, req, &how);
+	if (!bad && strcmp(method, "POST") != 0) {
 		accept_error(ax, 405, "Allow: POST\r\n", "only POST", NULL);
-		return;
+		bad = 1;
 	}
-	if (!media_is_json(http_msg_header(req, "content-type"))) {
+	if (!bad && !media_is_json(http_msg_header(req, "content-type"))) {
 		accept_error(ax, 415, NULL, "send Content-Type: application/json (the body may be {})",
 		             NULL);
-		return;
+		bad = 1;
 	}
+	bad = bad || accept_body(ax, body, want) < 0;
+	evbuffer_free(body);
+	if (bad)
+		return;
 	/* The peer's address and how it was let in: never the token. */
 	snprintf(by, sizeof(by), "%s (%s)", conn_peer(ax->c), how);
 	enum hook_contract_accept_rc rc =
-		hook_contract_accept(ax->adm->ctx->proc->contract, upstream, by, &out, err, sizeof(err));
+		hook_contract_accept(ax->adm->ctx->proc->contract, upstream, by, want[0] ? want : NULL,
+		                     &out, err, sizeof(err));
 	snprintf(safe, sizeof(safe), "%s", upstream);
 	for (char *p = safe; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -459,6 +498,13 @@ static void ep_accept(struct admin_x *ax, const struct http_msg *req, const char
 	case HOOK_CONTRACT_ACCEPT_NO_LISTING:
 		accept_error(ax, 409, NULL, "no complete tool listing from this upstream yet (or its "
 		                            "contract is off): nothing to accept", upstream);
+		return;
+	case HOOK_CONTRACT_ACCEPT_STALE:
+		/* Nothing changed: the reviewer looks again. */
+		log_msg(LOG_WARN, "admin: contract baseline of upstream %s NOT accepted (by %s): the "
+		                  "listing changed since it was reviewed", safe, by);
+		accept_error(ax, 409, NULL, "the listing changed since it was reviewed (its "
+		                            "listing_sha256 differs): look at /contract again", upstream);
 		return;
 	case HOOK_CONTRACT_ACCEPT_FAILED:
 		log_msg(LOG_ERROR, "admin: contract baseline of upstream %s NOT accepted (by %s): %s",
@@ -488,8 +534,8 @@ static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
 	struct admin *adm = ctx->proc->admin;
 	struct admin_x *ax = calloc(1, sizeof(*ax));
 
-	evbuffer_free(body); /* no endpoint takes a body */
 	if (!ax || !adm) {
+		evbuffer_free(body);
 		free(ax);
 		conn_abort(c, "out of memory");
 		return NULL;
@@ -510,9 +556,13 @@ static struct exchange *admin_start(struct conn *c, const struct http_msg *req,
 	int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 	char accept_up[128];
 	if (accept_route(path, accept_up, sizeof(accept_up))) {
-		/* Live baselines (issue 21): its own access rules and methods. */
-		ep_accept(ax, req, method, accept_up);
-	} else if (adm->token && !token_ok(adm, http_msg_header(req, "authorization"))) {
+		/* Live baselines (issue 21): its own access rules and methods;
+		 * the one endpoint that reads a body. */
+		ep_accept(ax, req, method, accept_up, body);
+		return (struct exchange *)ax;
+	}
+	evbuffer_free(body);
+	if (adm->token && !token_ok(adm, http_msg_header(req, "authorization"))) {
 		if (page && get)
 			ep_page(ax, 401);
 		else

@@ -79,6 +79,9 @@ json_t *contract_view_diff(const json_t *report, const struct contract_view_base
 	bad |= json_object_set_new(o, "notices", json_integer((json_int_t)nn)) < 0;
 	bad |= json_object_set_new(o, "changes", sorted) < 0;
 	bad |= json_object_set_new(o, "can_accept", json_boolean(b->can_accept)) < 0;
+	bad |= json_object_set_new(o, "listing_sha256", b->listing_sha256
+	                                                    ? json_string(b->listing_sha256)
+	                                                    : json_null()) < 0;
 	bad |= json_object_set_new(o, "accepted", accepted) < 0;
 	if (bad) {
 		json_decref(o);

@@ -34,13 +34,16 @@ json_t *contract_view_upstream(const char *name, const char *updated, json_t *re
  *            "baseline_tools": N, "complete": bool, "gate": "passing"|
  *            "failing"|"unknown"|"off", "breaking": N, "notices": N,
  *            "changes": [{"code","kind","tool","pointer","message"}, …],
- *            "can_accept": bool,
+ *            "can_accept": bool, "listing_sha256": hex or null (the
+ *            listing an accept would take: name it in the accept's body
+ *            to take only that one),
  *            "accepted": {"time": RFC 3339, "by": "…"} or null}
  */
 struct contract_view_baseline {
 	int has_baseline;          /* a baseline is in force (file or accepted) */
 	size_t baseline_tools;
 	int can_accept;            /* a complete listing is there to accept */
+	const char *listing_sha256; /* borrowed: its digest, NULL: none */
 	const char *gate;          /* borrowed: hook_contract_gate_name() */
 	const char *accepted_time; /* borrowed, NULL: never accepted */
 	const char *accepted_by;   /* borrowed, NULL: never accepted */

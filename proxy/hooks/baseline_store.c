@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 /* FILE's directory into dir (cap bytes): "." for a bare name. */
 static int dir_of(const char *file, char *dir, size_t cap)
 {
@@ -118,5 +120,23 @@ int baseline_store_write(const char *file, const json_t *tools, char *err, size_
 		         strerror(errno));
 		return 1;
 	}
+	return 0;
+}
+
+int baseline_store_digest(const json_t *tools, char hex[BASELINE_STORE_DIGEST_HEX])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	char *text = json_dumps(tools, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	hex[0] = '\0';
+	if (!text)
+		return -1;
+	SHA256((const unsigned char *)text, strlen(text), d);
+	free(text);
+	for (size_t i = 0; i < sizeof(d); i++) {
+		hex[2 * i] = digits[d[i] >> 4];
+		hex[2 * i + 1] = digits[d[i] & 15];
+	}
+	hex[2 * sizeof(d)] = '\0';
 	return 0;
 }

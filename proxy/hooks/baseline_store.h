@@ -29,4 +29,11 @@
  * ("FILE: what failed: strerror") in err, FILE untouched. */
 int baseline_store_write(const char *file, const json_t *tools, char *err, size_t errlen);
 
+/* What a reviewer saw (issue 21: accept only the listing reviewed): the
+ * SHA-256 of tools' compact JSON (members in order), as 64 lowercase hex
+ * digits and a NUL in hex. The same tools give the same digest on every
+ * replica. Returns 0, or -1 when memory runs out. */
+#define BASELINE_STORE_DIGEST_HEX 65
+int baseline_store_digest(const json_t *tools, char hex[BASELINE_STORE_DIGEST_HEX]);
+
 #endif

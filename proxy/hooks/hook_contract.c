@@ -98,6 +98,10 @@ struct up_state {
 	enum hook_contract_gate gate;
 	uint64_t accepted_us;
 	char accepted_by[96];
+	/* baseline_store_digest of cur's tools when cur.id == digest_id
+	 * (hook_contract_listing_digest); digest_id 0: none worked out. */
+	char digest[BASELINE_STORE_DIGEST_HEX];
+	uint64_t digest_id;
 };
 
 /* What checking a one-page listing did, to do again for the same bytes
@@ -1155,17 +1159,17 @@ static void rejudge(struct hook_contract *hc, struct up_state *us, const char *w
 	json_decref(tools);
 }
 
-enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, const char *upstream,
-                                                  const char *by,
-                                                  struct hook_contract_accepted *out,
-                                                  char *err, size_t errlen)
+/* The tools of the upstream's latest complete listing (*tools owned),
+ * with its cur.id, its state and its baseline file. The text is copied,
+ * not parsed, under the lock: a 4 MiB listing parses in milliseconds
+ * every worker's listings would wait for. ACCEPTED: found; UNKNOWN,
+ * NO_LISTING; FAILED: out of memory. */
+static enum hook_contract_accept_rc cur_tools_out(struct hook_contract *hc, const char *upstream,
+                                                  struct up_state **usp, json_t **tools,
+                                                  uint64_t *id, const char **file)
 {
-	*out = (struct hook_contract_accepted){0};
-	if (err && errlen)
-		err[0] = '\0';
 	if (!hc)
 		return HOOK_CONTRACT_ACCEPT_UNKNOWN;
-	/* 1. What to accept, copied out under the lock. */
 	pthread_mutex_lock(&hc->lock);
 	struct up_state *us = up_named(hc, upstream);
 	if (!us) {
@@ -1173,28 +1177,95 @@ enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, cons
 		return HOOK_CONTRACT_ACCEPT_UNKNOWN;
 	}
 	int none = us->cf.mode == CONTRACT_MODE_OFF || !cur_present(us);
-	/* The text is copied, not parsed, under the lock: a 4 MiB listing
-	 * parses in milliseconds every worker's listings would wait for. */
-	json_t *tools = none ? NULL : json_incref(us->cur.tools);
+	*tools = none ? NULL : json_incref(us->cur.tools);
 	size_t len = 0;
-	const char *text = none || tools ? NULL : cur_text(us, &len);
+	const char *text = none || *tools ? NULL : cur_text(us, &len);
 	char *raw = text ? malloc(len ? len : 1) : NULL;
-	uint64_t id = us->cur.id;
+	*id = us->cur.id;
 	if (raw)
 		memcpy(raw, text, len);
-	const char *file = us->cf.baseline_file; /* config's: retired configs live on */
+	*file = us->cf.baseline_file; /* config's: retired configs live on */
+	*usp = us;
 	pthread_mutex_unlock(&hc->lock);
 	if (raw) {
 		json_t *page = json_loadb(raw, len, 0, NULL);
-		tools = json_incref((json_t *)(uintptr_t)drift_tools_of(page));
+		*tools = json_incref((json_t *)(uintptr_t)drift_tools_of(page));
 		json_decref(page);
 		free(raw);
 	}
-	if (none || !tools) {
-		json_decref(tools);
-		if (!none)
-			snprintf(err, errlen, "out of memory");
+	if (none || !*tools) {
+		json_decref(*tools);
+		*tools = NULL;
 		return none ? HOOK_CONTRACT_ACCEPT_NO_LISTING : HOOK_CONTRACT_ACCEPT_FAILED;
+	}
+	return HOOK_CONTRACT_ACCEPTED;
+}
+
+int hook_contract_listing_digest(struct hook_contract *hc, const char *upstream,
+                                 char hex[BASELINE_STORE_DIGEST_HEX])
+{
+	hex[0] = '\0';
+	if (!hc)
+		return 0;
+	pthread_mutex_lock(&hc->lock);
+	struct up_state *us = up_named(hc, upstream);
+	int kept = us && us->cf.mode != CONTRACT_MODE_OFF && cur_present(us) && us->digest_id &&
+	           us->digest_id == us->cur.id;
+	if (kept)
+		memcpy(hex, us->digest, BASELINE_STORE_DIGEST_HEX);
+	pthread_mutex_unlock(&hc->lock);
+	if (kept)
+		return 1;
+	json_t *tools = NULL;
+	uint64_t id = 0;
+	const char *file = NULL;
+	enum hook_contract_accept_rc rc = cur_tools_out(hc, upstream, &us, &tools, &id, &file);
+	if (rc != HOOK_CONTRACT_ACCEPTED)
+		return rc == HOOK_CONTRACT_ACCEPT_FAILED ? -1 : 0;
+	int bad = baseline_store_digest(tools, hex) < 0;
+	json_decref(tools);
+	if (bad)
+		return -1;
+	pthread_mutex_lock(&hc->lock);
+	if (us->cur.id == id) {
+		memcpy(us->digest, hex, BASELINE_STORE_DIGEST_HEX);
+		us->digest_id = id;
+	}
+	pthread_mutex_unlock(&hc->lock);
+	return 1;
+}
+
+enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, const char *upstream,
+                                                  const char *by, const char *expect_digest,
+                                                  struct hook_contract_accepted *out,
+                                                  char *err, size_t errlen)
+{
+	*out = (struct hook_contract_accepted){0};
+	if (err && errlen)
+		err[0] = '\0';
+	/* 1. What to accept, and is it what the reviewer saw. */
+	json_t *tools = NULL;
+	uint64_t id = 0;
+	const char *file = NULL;
+	struct up_state *us = NULL;
+	enum hook_contract_accept_rc got = cur_tools_out(hc, upstream, &us, &tools, &id, &file);
+	if (got != HOOK_CONTRACT_ACCEPTED) {
+		if (got == HOOK_CONTRACT_ACCEPT_FAILED)
+			snprintf(err, errlen, "out of memory");
+		return got;
+	}
+	if (expect_digest) {
+		char now[BASELINE_STORE_DIGEST_HEX];
+		if (baseline_store_digest(tools, now) < 0) {
+			json_decref(tools);
+			snprintf(err, errlen, "out of memory");
+			return HOOK_CONTRACT_ACCEPT_FAILED;
+		}
+		if (strcmp(now, expect_digest) != 0) {
+			json_decref(tools);
+			snprintf(err, errlen, "the listing is now %s", now);
+			return HOOK_CONTRACT_ACCEPT_STALE;
+		}
 	}
 	/* 2. The file first (blocking, outside the lock): a failed write
 	 * changes nothing. Accepts and reloads both run on worker 0's

@@ -72,6 +72,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+#include "proxy/hooks/baseline_store.h"
 
 struct px_ctx;
 struct px_config;
@@ -170,6 +171,8 @@ enum hook_contract_accept_rc {
 	HOOK_CONTRACT_ACCEPT_NO_LISTING, /* no complete listing kept yet (or mode off) */
 	HOOK_CONTRACT_ACCEPT_FAILED,     /* the file could not be written (err), or
 	                                    out of memory: nothing changed */
+	HOOK_CONTRACT_ACCEPT_STALE,      /* the listing is not the one expected (it
+	                                    changed since it was reviewed) */
 };
 
 struct hook_contract_accepted {
@@ -187,9 +190,19 @@ struct hook_contract_accepted {
  * /contract. The file is written before anything changes, so a failed
  * write leaves the old baseline. Blocking I/O: the admin thread only. */
 enum hook_contract_accept_rc hook_contract_accept(struct hook_contract *hc, const char *upstream,
-                                                  const char *by,
+                                                  const char *by, const char *expect_digest,
                                                   struct hook_contract_accepted *out,
                                                   char *err, size_t errlen);
+
+/* The digest (baseline_store_digest) of the listing hook_contract_accept
+ * would accept now, into hex: what /contract shows, and what an accept
+ * may name (expect_digest above: STALE when the listing differs, nothing
+ * changed; NULL: whatever the listing is now). Returns 1 with hex set, 0
+ * when there is nothing to accept (no such upstream, no listing, mode
+ * off), -1 out of memory. Worked out once per listing kept (outside the
+ * lock: a large listing parses in milliseconds), from any thread. */
+int hook_contract_listing_digest(struct hook_contract *hc, const char *upstream,
+                                 char hex[BASELINE_STORE_DIGEST_HEX]);
 
 /* SIGHUP: every upstream's contract section of cfg (the new
  * configuration), parsed and its baseline read, staged before anything

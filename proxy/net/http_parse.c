@@ -27,6 +27,10 @@ struct http_hdr {
 };
 
 _Static_assert(LIMIT_MAX_HEADERS < 255, "header index + 1 fits in http_msg.first");
+/* Headers a parser holds without a table of its own: more than a usual
+ * request or reply head has (SDK clients and servers send 8 to 14). */
+#define HDR_INLINE 24
+_Static_assert(HDR_INLINE <= LIMIT_MAX_HEADERS, "the inline table is the smaller");
 _Static_assert(HH__COUNT <= 256, "a header id fits in http_msg.id");
 _Static_assert(HH__COUNT <= 32, "a bit per header id in http_msg.repeated");
 
@@ -80,8 +84,13 @@ struct http_msg {
 	/* 1 + index of the first header of each id; 0: absent. Cleared with
 	 * the fields above it on reset (it sits before hdr). */
 	uint8_t first[HH__COUNT];
-	struct http_hdr hdr[LIMIT_MAX_HEADERS];
-	uint8_t id[LIMIT_MAX_HEADERS];  /* enum http_hdr_id of hdr[i] */
+	/* hdr_in and id_in, until a head has more than HDR_INLINE headers:
+	 * then owned tables of LIMIT_MAX_HEADERS, kept for the parser's life.
+	 * A full table in every parser was 1.7 KB of the 14 KiB an idle SSE
+	 * stream held (two parsers a stream), for heads that have about 12. */
+	struct http_hdr *hdr;
+	uint8_t *id;                    /* enum http_hdr_id of hdr[i] */
+	size_t hcap;
 	size_t nhdr;
 	enum hdr_phase phase;
 	/* Past the head (HP_TRAILERS): chunked trailers are not headers
@@ -90,6 +99,8 @@ struct http_msg {
 	size_t trailer_bytes;
 	char *buf;                    /* owned */
 	size_t used, cap;
+	struct http_hdr hdr_in[HDR_INLINE];
+	uint8_t id_in[HDR_INLINE];
 };
 
 struct http_parser {
@@ -398,6 +409,24 @@ __attribute__((noinline)) static int repeat(struct http_parser *p, enum http_hdr
 	return 0;
 }
 
+/* Room for hdr[nhdr], past the inline table: the full-size tables, once.
+ * Returns 0, or HPE_USER (out of memory: the head is refused as too big,
+ * which is what the caller can answer). Cold. */
+__attribute__((noinline, cold)) static int hdr_grow(struct http_parser *p)
+{
+	struct http_msg *m = &p->msg;
+	struct http_hdr *h = malloc(LIMIT_MAX_HEADERS * (sizeof(*h) + 1));
+	if (!h)
+		return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "out of memory for header fields");
+	uint8_t *id = (uint8_t *)(h + LIMIT_MAX_HEADERS);
+	memcpy(h, m->hdr, m->nhdr * sizeof(*h));
+	memcpy(id, m->id, m->nhdr);
+	m->hdr = h;
+	m->id = id;
+	m->hcap = LIMIT_MAX_HEADERS;
+	return 0;
+}
+
 /* The name of hdr[nhdr] is complete (HP_NAME -> HP_NAMED): its id, and a
  * token check for a name that has none. */
 static inline int name_end(struct http_parser *p)
@@ -508,6 +537,8 @@ static inline int field_span(struct http_parser *p, const char *at, size_t len)
 	if (m->phase != HP_NAME) {
 		if (m->nhdr >= LIMIT_MAX_HEADERS)
 			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
+		if (m->nhdr == m->hcap && hdr_grow(p))
+			return HPE_USER;
 		m->hdr[m->nhdr].name_off = (uint32_t)m->used;
 		m->hdr[m->nhdr].name_len = 0;
 		m->phase = HP_NAME;
@@ -617,6 +648,8 @@ __attribute__((noinline, cold)) static int authority_as_host(struct http_parser 
 	if (!k) {
 		if (m->nhdr >= LIMIT_MAX_HEADERS)
 			return fail(p, HTTP_ERR_HEADERS_TOO_BIG, "too many header fields");
+		if (m->nhdr == m->hcap && hdr_grow(p))
+			return HPE_USER;
 		uint32_t name = (uint32_t)m->used;
 		if (buf_append(p, "Host", 4))
 			return HPE_USER;
@@ -821,6 +854,9 @@ struct http_parser *http_parser_new(enum http_kind kind, size_t max_header_bytes
 	p->cbs = cbs;
 	p->arg = arg;
 	p->msg.content_length = -1;
+	p->msg.hdr = p->msg.hdr_in;
+	p->msg.id = p->msg.id_in;
+	p->msg.hcap = HDR_INLINE;
 	return p;
 }
 
@@ -829,6 +865,8 @@ void http_parser_free(struct http_parser *p)
 	if (!p)
 		return;
 	free(p->msg.buf);
+	if (p->msg.hdr != p->msg.hdr_in)
+		free(p->msg.hdr);
 	free(p);
 }
 

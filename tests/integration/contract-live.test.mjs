@@ -22,6 +22,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, readdirSync, statSync, chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { runWarden, reloadWarden, stopAll, waitForStderrSince } from './lib/procs.mjs';
 import { postJson, request } from './lib/http.mjs';
@@ -260,6 +261,62 @@ describe('live baselines: accept, every worker, the file, SIGHUP, readiness', ()
     lr = await listOnce(`${w.base}/live/mcp`);
     assert.deepEqual(lr.result?.tools.map((t) => t.name), ['search', 'store'], JSON.stringify(lr));
     assert.equal((await readyz(w.admin)).status, 200);
+  });
+});
+
+describe('live baselines: accept only the listing reviewed (listing_sha256)', () => {
+  let peer;
+  let w;
+  const BASE = path.join(tmp, 'digest-baseline.json');
+  const live = { pages: [V1] };
+  const sha = (tools) => createHash('sha256').update(JSON.stringify(tools)).digest('hex');
+
+  before(async () => {
+    writeFileSync(BASE, doc(V1));
+    peer = await startContractPeer({ listings: { live } });
+    w = await startAdminWardenQuiet({
+      upstreams: [{ name: 'live', path: '/live/mcp', url: peer.url('live', 'json'), contract: { mode: 'fail', baseline: BASE } }],
+      admin: { token: TOKEN },
+      args: ['--log-level', 'info'],
+    });
+  }, T);
+
+  after(async () => { await peer?.close(); });
+
+  test('/contract names the listing by its SHA-256; an accept naming another is 409 and changes nothing', T, async () => {
+    live.pages = [V2];
+    assert.equal((await listOnce(`${w.base}/live/mcp`)).error?.code, -32003);
+    const reviewed = (await contractOf(w.admin, 'live')).diff.listing_sha256;
+    // The digest of the tools' compact JSON: the same on every replica.
+    assert.equal(reviewed, sha(V2));
+    // The listing changes after the review: the reviewed digest is stale.
+    const V3 = [...V2, GOOD('archive')];
+    live.pages = [V3];
+    assert.equal((await listOnce(`${w.base}/live/mcp`)).error?.code, -32003);
+    assert.equal((await contractOf(w.admin, 'live')).diff.listing_sha256, sha(V3));
+    const since = w.proc.stderr.length;
+    let r = await accept(w.admin, 'live', { body: JSON.stringify({ listing_sha256: reviewed }) });
+    assert.equal(r.status, 409, r.text);
+    assert.match(JSON.parse(r.text).error, /changed since it was reviewed/);
+    await waitForStderrSince(w.proc, since, /contract baseline of upstream live NOT accepted .*changed since it was reviewed/);
+    assert.deepEqual(JSON.parse(readFileSync(BASE, 'utf8')).tools.map((t) => t.name), ['search', 'fetch']);
+    assert.equal((await contractOf(w.admin, 'live')).diff.gate, 'failing');
+    // Bodies that are not {} or a digest: 400, nothing changed.
+    for (const body of ['[]', '{"listing_sha256": "abc"}', '{"listing_sha256": 7}', 'not json',
+      JSON.stringify({ listing_sha256: reviewed.toUpperCase() })]) {
+      r = await accept(w.admin, 'live', { body });
+      assert.equal(r.status, 400, `${body}: ${r.text}`);
+    }
+    assert.deepEqual(JSON.parse(readFileSync(BASE, 'utf8')).tools.map((t) => t.name), ['search', 'fetch']);
+  });
+
+  test('an accept naming the listing in force takes it', T, async () => {
+    const now = (await contractOf(w.admin, 'live')).diff.listing_sha256;
+    const r = await accept(w.admin, 'live', { body: JSON.stringify({ listing_sha256: now }) });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(JSON.parse(r.text).tools, 3);
+    assert.deepEqual(JSON.parse(readFileSync(BASE, 'utf8')).tools.map((t) => t.name), ['search', 'store', 'archive']);
+    assert.equal((await contractOf(w.admin, 'live')).diff.gate, 'passing');
   });
 });
 

@@ -906,7 +906,7 @@ static int fast_again(struct fx *f, const char *list, const char *protocol)
 	char *text = json_dumps(res, JSON_COMPACT);
 	struct inspect_where w = {.conn_id = 8, .upstream = "a", .session_id = "s3",
 	                          .protocol = protocol, .http_method = "POST"};
-	struct inspect_listing l = {&w, req, text, strlen(text)};
+	struct inspect_listing l = {.where = &w, .request = req, .raw = text, .len = strlen(text)};
 	int ok = inspect_listing_fast(f->ctx.insp, &l, NULL);
 	free(text);
 	json_decref(res);
@@ -1096,15 +1096,44 @@ static void test_accept_needs_a_listing(void **state)
 	int can = 1;
 	assert_int_equal(gate_of(f, "a", &can), HOOK_CONTRACT_GATE_UNKNOWN);
 	assert_false(can);
-	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", NULL, &out, err, sizeof(err)),
 	                 HOOK_CONTRACT_ACCEPT_NO_LISTING);
-	assert_int_equal(hook_contract_accept(f->proc.contract, "zz", "t", &out, err, sizeof(err)),
+	assert_int_equal(hook_contract_accept(f->proc.contract, "zz", "t", NULL, &out, err, sizeof(err)),
 	                 HOOK_CONTRACT_ACCEPT_UNKNOWN);
 	/* a first page of several is no complete listing either */
 	struct sent s = exchange(f, "s1", NULL, "{'tools':[" WITHP("alpha", "") "],'nextCursor':'c1'}");
 	json_decref(s.msg);
-	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", NULL, &out, err, sizeof(err)),
 	                 HOOK_CONTRACT_ACCEPT_NO_LISTING);
+	fx_free(f);
+}
+
+/* The digest of the listing an accept would take: none before a listing;
+ * the same twice (kept); naming another digest is STALE and changes
+ * nothing; naming this one accepts. */
+static void test_accept_names_the_listing(void **state)
+{
+	(void)state;
+	struct fx *f = fx_baseline("fail", base3);
+	struct hook_contract_accepted out;
+	char err[256], hex[BASELINE_STORE_DIGEST_HEX], again[BASELINE_STORE_DIGEST_HEX];
+	assert_int_equal(hook_contract_listing_digest(f->proc.contract, "a", hex), 0);
+	assert_int_equal(hook_contract_listing_digest(f->proc.contract, "zz", hex), 0);
+	free(expect_failed(exchange(f, "s1", NULL, now3), "param-removed"));
+	assert_int_equal(hook_contract_listing_digest(f->proc.contract, "a", hex), 1);
+	assert_int_equal(strlen(hex), 64);
+	assert_int_equal(hook_contract_listing_digest(f->proc.contract, "a", again), 1);
+	assert_string_equal(hex, again);
+	char other[BASELINE_STORE_DIGEST_HEX];
+	memset(other, '0', 64);
+	other[64] = '\0';
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", other, &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPT_STALE);
+	assert_non_null(strstr(err, hex));
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", hex, &out, err, sizeof(err)),
+	                 HOOK_CONTRACT_ACCEPTED);
+	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_PASSING);
 	fx_free(f);
 }
 
@@ -1118,7 +1147,7 @@ static void test_accept_makes_the_listing_the_baseline(void **state)
 	char err[256];
 	free(expect_failed(exchange(f, "s1", NULL, now3), "param-removed"));
 	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
-	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "127.0.0.1:9 (test)", &out, err,
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "127.0.0.1:9 (test)", NULL, &out, err,
 	                                      sizeof(err)),
 	                 HOOK_CONTRACT_ACCEPTED);
 	assert_int_equal(out.ntools, 3);
@@ -1177,7 +1206,7 @@ static void test_accept_write_fails(void **state)
 	rmdir(dir);
 	struct hook_contract_accepted out;
 	char err[256];
-	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", NULL, &out, err, sizeof(err)),
 	                 HOOK_CONTRACT_ACCEPT_FAILED);
 	assert_non_null(strstr(err, "cannot create a temporary file"));
 	assert_int_equal(gate_of(f, "a", NULL), HOOK_CONTRACT_GATE_FAILING);
@@ -1239,7 +1268,7 @@ static void test_reload_baseline(void **state)
 	expect_forwarded(exchange(f, "s1", NULL, base3), base3);
 	struct hook_contract_accepted out;
 	char err[256];
-	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err)),
+	assert_int_equal(hook_contract_accept(f->proc.contract, "a", "t", NULL, &out, err, sizeof(err)),
 	                 HOOK_CONTRACT_ACCEPTED);
 	assert_null(out.file);
 	struct px_config next2 = f->cfg;
@@ -1292,7 +1321,7 @@ static void test_accept_while_listing(void **state)
 	for (int i = 0; i < 50; i++) {
 		struct hook_contract_accepted out;
 		char err[256];
-		hook_contract_accept(f->proc.contract, "a", "t", &out, err, sizeof(err));
+		hook_contract_accept(f->proc.contract, "a", "t", NULL, &out, err, sizeof(err));
 		struct hook_contract_published pub;
 		hook_contract_published(f->proc.contract, "a", &pub);
 		json_decref(pub.report);
@@ -1341,6 +1370,7 @@ int main(void)
 		cmocka_unit_test(test_changed_list_checked),
 		cmocka_unit_test(test_changed_list_same_as_fresh),
 		cmocka_unit_test(test_accept_needs_a_listing),
+		cmocka_unit_test(test_accept_names_the_listing),
 		cmocka_unit_test(test_accept_makes_the_listing_the_baseline),
 		cmocka_unit_test(test_accept_write_fails),
 		cmocka_unit_test(test_reload_baseline),

@@ -498,7 +498,7 @@ static void test_listing_fast(void **state)
 {
 	struct fixture *f = *state;
 	const char *who = NULL;
-	struct inspect_listing l = {&f->where, f->msg, "{\"tools\":[]}", 12};
+	struct inspect_listing l = {.where = &f->where, .request = f->msg, .raw = "{\"tools\":[]}", .len = 12};
 	struct inspect_stats st;
 	fast_may_calls = fast_passed_calls = 0;
 	/* No hooks: nothing to replay, the listing passes and is counted. */
@@ -645,7 +645,8 @@ static void test_listing_fast_sent(void **state)
 	struct fixture *f = *state;
 	const char *who = NULL;
 	struct inspect_bytes *sent = NULL;
-	struct inspect_listing l = {&f->where, f->msg, "{\"tools\":[1]}", 13, &sent};
+	struct inspect_listing l = {.where = &f->where, .request = f->msg, .raw = "{\"tools\":[1]}", .len = 13,
+	                            .sent = &sent};
 	kept_sent = inspect_bytes_new("{\"tools\":[]}", 12);
 	assert_non_null(kept_sent);
 	int a = add(f, 0), b = add_observer(f, 1);
@@ -658,7 +659,8 @@ static void test_listing_fast_sent(void **state)
 	assert_string_equal(raw_seen, "{\"tools\":[]}");
 	inspect_bytes_unref(sent);
 	/* A transport that takes no replacement: the replacing hook refuses. */
-	struct inspect_listing bare = {&f->where, f->msg, "{\"tools\":[1]}", 13, NULL};
+	struct inspect_listing bare = {.where = &f->where, .request = f->msg, .raw = "{\"tools\":[1]}",
+	                               .len = 13};
 	assert_int_equal(inspect_listing_fast(f->in, &bare, &who), 0);
 	assert_string_equal(who, "h0");
 	/* A second replacement refuses, and a refusal after one gives it back. */

@@ -449,7 +449,7 @@ static int fast(struct fx *f, const char *result_text)
 	json_t *r = th_json(result_text);
 	char *raw = json_dumps(r, JSON_COMPACT);
 	assert_non_null(raw);
-	struct inspect_listing l = {&where, req, raw, strlen(raw)};
+	struct inspect_listing l = {.where = &where, .request = req, .raw = raw, .len = strlen(raw)};
 	int ok = inspect_listing_fast(f->in, &l, NULL);
 	free(raw);
 	json_decref(r);

@@ -1440,6 +1440,34 @@ static void test_header_size_limit_every_split(void **state)
 	free(t);
 }
 
+/* A parser holds 24 headers without a table of its own and takes one at
+ * the 25th (issue 20: an idle stream's two parsers). Every header reads
+ * back across the step, the Host an HTTP/1.0 absolute-form request gets
+ * may be the one that takes it, and the next message on the connection
+ * (the parser reset, its table kept) reads as well; cut anywhere too. */
+static void test_header_table_grows_past_inline(void **state)
+{
+	(void)state;
+	for (int k = 23; k <= 26; k++) {
+		char req[2048], want[2048];
+		size_t n = (size_t)snprintf(req, sizeof(req), "GET http://h.example/x HTTP/1.0\r\n");
+		size_t w = (size_t)snprintf(want, sizeof(want), "{GET /x v10 ka1 cl-1 ");
+		for (int i = 0; i < k; i++) {
+			n += (size_t)snprintf(req + n, sizeof(req) - n, "X-%d: v%d\r\n", i, i);
+			w += (size_t)snprintf(want + w, sizeof(want) - w, "[X-%d=v%d]", i, i);
+		}
+		n += (size_t)snprintf(req + n, sizeof(req) - n,
+		                      "Connection: keep-alive\r\n\r\nGET /y HTTP/1.1\r\nHost: a\r\n\r\n");
+		snprintf(want + w, sizeof(want) - w,
+		         "[Connection=keep-alive][Host=h.example] body=}{GET /y v11 ka1 cl-1 [Host=a] body=}");
+		struct run *t = run_new(HTTP_KIND_REQUEST);
+		assert_int_equal(run_whole(t, req), 2);
+		assert_string_equal(t->log, want);
+		check_one_cut_splits(t, req);
+		free(t);
+	}
+}
+
 /* An invalid field name is refused in the feed that brings its ':', as
  * before: the name is complete there, whatever follows (nothing yet, an
  * empty value, the end of the head). llhttp refuses most bad bytes itself
@@ -1853,6 +1881,7 @@ int main(void)
 		cmocka_unit_test(test_headers_too_big_boundary),
 		cmocka_unit_test(test_headers_too_big),
 		cmocka_unit_test(test_too_many_headers),
+		cmocka_unit_test(test_header_table_grows_past_inline),
 		cmocka_unit_test(test_malformed_request_line),
 		cmocka_unit_test(test_malformed_status_line),
 		cmocka_unit_test(test_body_too_big),
