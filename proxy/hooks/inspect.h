@@ -254,8 +254,11 @@ int inspect_listing_fast(struct inspect *in, const struct inspect_listing *l, co
  * tools/call result, and most hooks read only the envelope: the method,
  * the tool, the id, whether it is a result. So before building the tree a
  * transport may ask every hook whether it needs it, passing an
- * inspect_msg with msg NULL and ix, kind, where, request and
- * request_method set (and method and tool, for a request). When none does
+ * inspect_msg with msg NULL and kind, where, request and request_method
+ * set (and method and tool, for a request). A reply is asked about before
+ * its bytes are scanned, as a result (kind JRPC_RESULT, ix NULL): an
+ * answer for a result must cover an error to the same request, which
+ * needs no more of the message. When none does
  * the hooks run on that message as it is (msg NULL: a hook reads what it
  * wants through m->ix) and the bytes pass untouched; when one does, the
  * tree is built and the hooks see it as always.

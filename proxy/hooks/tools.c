@@ -11,6 +11,11 @@
  *
  * Lookups try pending, then tools. A listing's last page swaps pending
  * into tools (install()).
+ *
+ * Why it stays whole (over 800 lines): the entries, the raw pages of
+ * listings in progress (tools_raw) and the fast-listing replay all read
+ * the same entry under the same lock; each is a short function, and the
+ * lock's reach is clearest in one file.
  */
 #include "proxy/hooks/tools.h"
 

@@ -746,7 +746,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return 0;
 	}
 	enum inspect_verdict nv;
-	if (inspect_without_tree(ex, ev->data, ev->data_len, &nv)) { /* p3-notree (issue 20) */
+	if (inspect_without_tree(ex, ev->data, ev->data_len, &nv)) { /* issue 20: no tree */
 		if (nv == INSPECT_FORWARD)
 			write_event(ex, ev);
 		check_backpressure(ex);
@@ -918,23 +918,28 @@ static int inspect_without_tree(struct exchange *ex, const char *bytes, size_t l
 {
 	struct jparse_index ix;
 	if (!ex->body || !json_is_object(ex->body) || ex->body_kind != JRPC_REQUEST ||
-	    ex->answered || ex->answers || !inspect_trees_optional(ex->ctx->insp) ||
-	    jparse_scan(bytes, len, 1, &ix) < 0 || ix.long_string)
+	    ex->answered || ex->answers || !inspect_trees_optional(ex->ctx->insp))
 		return 0;
 	struct inspect_msg im = {
 		.dir = INSPECT_FROM_SERVER,
-		.kind = jrpc_classify_index(&ix),
-		.ix = &ix,
+		.kind = JRPC_RESULT,
 		.request = ex->body,
 		.where = &ex->where,
 		.request_method = jrpc_method(ex->body),
-		.result_raw = ix.at[JPI_RESULT].at,
-		.result_raw_len = ix.at[JPI_RESULT].len,
 	};
+	/* The hooks are asked before the scan (inspect.h), so a reply one of
+	 * them needs the tree of (a changed listing) is not scanned and then
+	 * parsed again. */
+	if (inspect_needs_tree(ex->ctx->insp, &im, NULL) || jparse_scan(bytes, len, 1, &ix) < 0 ||
+	    ix.long_string)
+		return 0;
+	im.kind = jrpc_classify_index(&ix);
+	im.ix = &ix;
+	im.result_raw = ix.at[JPI_RESULT].at;
+	im.result_raw_len = ix.at[JPI_RESULT].len;
 	/* match_reply's one-request case, on the id's bytes */
 	if ((im.kind != JRPC_RESULT && im.kind != JRPC_ERROR) ||
-	    !jrpc_id_spelt(jrpc_id(ex->body), &ix.at[JPI_ID]) ||
-	    inspect_needs_tree(ex->ctx->insp, &im, NULL))
+	    !jrpc_id_spelt(jrpc_id(ex->body), &ix.at[JPI_ID]))
 		return 0;
 	ex->answered = 1;
 	*v = inspect_message(ex->ctx->insp, &im);
@@ -1199,7 +1204,7 @@ static void finish_json(struct exchange *ex)
 	const char *bytes = (const char *)evbuffer_pullup(ex->json_buf, -1);
 	if (bytes && fast_listing(ex, bytes, len))
 		return;
-	/* p3-notree (issue 20, item 1): a reply no hook needs the tree of. */
+	/* Issue 20, item 1: a reply no hook needs the tree of. */
 	if (bytes && reply_without_tree(ex, bytes, len))
 		return;
 	struct jparse_span result = {.name = "result"};
