@@ -631,6 +631,13 @@ static void render_snapshot(struct out *o, const struct metrics *m,
 	scalar(o, "mcpwarden_fast_listings_total", "counter",
 	       "Unchanged tools/list replies forwarded unparsed, the hooks' kept verdicts replayed.",
 	       s->fast_listings);
+	family(o, "mcpwarden_listing_tools_total", "counter",
+	       "Tools of tools/list replies built from the tree of the upstream's last listing: "
+	       "taken from it (the same bytes) or parsed.");
+	sample_u64(o, "mcpwarden_listing_tools_total", "how", "reused", NULL, NULL,
+	           s->listing_tools_reused);
+	sample_u64(o, "mcpwarden_listing_tools_total", "how", "parsed", NULL, NULL,
+	           s->listing_tools_parsed);
 	worker_family(o, s, "mcpwarden_worker_connections_total",
 	              "Client connections each worker (event loop thread) accepted or took over.",
 	              offsetof(struct metrics_worker, connections_total));

@@ -145,6 +145,9 @@ struct metrics_snapshot {
 	uint64_t messages_from_client, messages_from_server;
 	uint64_t hook_dropped, hook_answered, hook_modified;
 	uint64_t fast_listings; /* tools/list replies forwarded unparsed (inspect.h) */
+	/* Tools of changed listings the last listing's values served, and
+	 * those parsed (proxy/base/jreuse.h). */
+	uint64_t listing_tools_reused, listing_tools_parsed;
 	uint64_t ring_capacity, ring_records, ring_dropped;
 	uint64_t inflight_calls, admin_streams, admin_streams_behind;
 	/* pass-through sessions' caps (proxy/mcp/sesslimit.h): [0] requests in

@@ -9,6 +9,7 @@
 #include "policy/policy.h"
 
 #include <regex.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,22 +187,32 @@ const json_t *policy_pointer_get(const json_t *doc, const char *ptr)
 
 /* ---- hints ---------------------------------------------------------------------- */
 
-static signed char hint_of(const json_t *ann, const char *key)
+static signed char hint_value(const json_t *v)
 {
-	const json_t *v = json_object_get(ann, key);
 	return json_is_boolean(v) ? (signed char)json_is_true(v) : -1;
 }
 
+/* One walk over the members, not four lookups: annotations hold a few
+ * members, and hashing four keys for each of a thousand tools was most of
+ * a listing's policy walk (1.7M instructions a 1,000-tool list,
+ * tests/bench/profile.sh listvary). */
 void policy_hints_from_json(const json_t *annotations, struct policy_hints *out)
 {
-	if (!json_is_object(annotations)) {
-		*out = (struct policy_hints){-1, -1, -1, -1};
+	json_t *ann = (json_t *)(uintptr_t)annotations; /* read only: the iterator wants non-const */
+	*out = (struct policy_hints){-1, -1, -1, -1};
+	if (!json_is_object(ann))
 		return;
+	for (void *it = json_object_iter(ann); it; it = json_object_iter_next(ann, it)) {
+		const char *k = json_object_iter_key(it);
+		size_t n = json_object_iter_key_len(it);
+		signed char *slot = n == 12 && memcmp(k, "readOnlyHint", 12) == 0       ? &out->read_only
+		                    : n == 15 && memcmp(k, "destructiveHint", 15) == 0 ? &out->destructive
+		                    : n == 14 && memcmp(k, "idempotentHint", 14) == 0  ? &out->idempotent
+		                    : n == 13 && memcmp(k, "openWorldHint", 13) == 0   ? &out->open_world
+		                                                                      : NULL;
+		if (slot)
+			*slot = hint_value(json_object_iter_value(it));
 	}
-	out->read_only = hint_of(annotations, "readOnlyHint");
-	out->destructive = hint_of(annotations, "destructiveHint");
-	out->idempotent = hint_of(annotations, "idempotentHint");
-	out->open_world = hint_of(annotations, "openWorldHint");
 }
 
 /* Spec defaults: readOnly false, destructive true, idempotent false,

@@ -37,6 +37,7 @@ struct affinity;
 struct sesslimit;
 struct hook_trace; /* telemetry */
 struct otlp;       /* telemetry */
+struct jreuse;
 
 /* Counters of one worker, written by its thread only (PX_STAT_ADD) and read
  * by the admin endpoint's thread (px_stat_get): relaxed atomics, so a
@@ -46,6 +47,9 @@ struct px_stats {
 	uint64_t upstream_errors, timeouts, too_large, bad_requests, aborted;
 	uint64_t handoffs;  /* requests passed to the worker holding their session */
 	uint64_t yields;    /* times the loop gave its core away (proxy/net/loop.h) */
+	/* Tools of changed listings taken from the last one, and parsed
+	 * (proxy/base/jreuse.h; transport_http). */
+	uint64_t listing_tools_reused, listing_tools_parsed;
 };
 
 /* What the process shares: built by worker 0 (proxy/main.c) before the
@@ -113,6 +117,10 @@ struct px_ctx {
 	struct session_table *translated; /* owned: translated sessions (session.c) */
 	struct px_stats stats;
 	struct otlp *otlp;            /* owned: this worker's exporter, or NULL (telemetry) */
+	/* Owned: per ups[i], the tools of the last large listing read from
+	 * it (proxy/base/jreuse.h), made by the first one (transport_http);
+	 * NULL entries until then, NULL array outside a worker. */
+	struct jreuse **listings;
 };
 
 /* Event priorities (event_base_priority_init): everything runs at the

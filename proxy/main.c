@@ -55,6 +55,7 @@
 #include "proxy/hooks/hook_validate.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jarena.h"
+#include "proxy/base/jreuse.h"
 #include "proxy/net/listener.h"
 #include "proxy/base/limits.h"
 #include "proxy/base/log.h"
@@ -571,8 +572,13 @@ static void worker_teardown(struct px_ctx *ctx)
 	/* Translated sessions hold upstream requests: before the upstreams. */
 	session_table_free(ctx->translated);
 	ctx->translated = NULL;
-	for (size_t i = 0; i < ctx->nups; i++)
+	for (size_t i = 0; i < ctx->nups; i++) {
 		upstream_free(ctx->ups[i]);
+		if (ctx->listings)
+			jreuse_free(ctx->listings[i]);
+	}
+	free(ctx->listings);
+	ctx->listings = NULL;
 	free(ctx->ups);
 	ctx->ups = NULL;
 	ctx->nups = 0;
@@ -675,7 +681,8 @@ static int worker_setup(struct px_ctx *ctx, const char *port, int reuseport)
 
 	ctx->inbox = inbox_new(ctx->base);
 	ctx->ups = calloc(cfg->nups, sizeof(*ctx->ups));
-	if (!ctx->inbox || !ctx->ups) {
+	ctx->listings = calloc(cfg->nups, sizeof(*ctx->listings));
+	if (!ctx->inbox || !ctx->ups || !ctx->listings) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}

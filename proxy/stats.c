@@ -49,6 +49,8 @@ static void source_workers(void *arg, struct metrics_snapshot *s)
 		s->hook_answered += is.answered;
 		s->hook_modified += is.modified;
 		s->fast_listings += is.fast_listings; /* issue 20: unchanged listings */
+		s->listing_tools_reused += px_stat_get(&wc->stats.listing_tools_reused);
+		s->listing_tools_parsed += px_stat_get(&wc->stats.listing_tools_parsed);
 		workers[w].connections_total = px_stat_get(&wc->stats.connections);
 		workers[w].requests_total = px_stat_get(&wc->stats.requests);
 		workers[w].handoffs_total = px_stat_get(&wc->stats.handoffs);

@@ -814,6 +814,28 @@ static const char *sk_value(const char *p, const char *end)
 	return NULL;
 }
 
+/* A member's name and colon from p (its opening quote): just after the
+ * colon and the blanks after it, or NULL; *is_name tells whether it is
+ * name[0..nlen). An escaped name answers NULL: it could spell name
+ * another way. */
+static const char *sk_key(const char *p, const char *end, const char *name, size_t nlen,
+                          int *is_name)
+{
+	if (p >= end || *p != '"')
+		return NULL;
+	const char *k = p + 1;
+	if (!(p = sk_string(k, end)))
+		return NULL;
+	size_t klen = (size_t)(p - 1 - k);
+	if (memchr(k, '\\', klen))
+		return NULL;
+	*is_name = klen == nlen && memcmp(k, name, nlen) == 0;
+	p = sk_ws(p, end);
+	if (p >= end || *p != ':')
+		return NULL;
+	return sk_ws(p + 1, end);
+}
+
 /* The members of an object from p (just after '{' or after a member's
  * value, blanks skipped), up to its '}'. The elements of a member named
  * name[0..nlen) go to out (at most max), *found counting them; a second
@@ -823,29 +845,20 @@ static int sk_members(const char *p, const char *end, const char *name, size_t n
 {
 	for (;;) {
 		p = sk_ws(p, end);
-		if (p < end && *p == '}')
-			return first ? -1 : 0;  /* "{}" has no such member */
+		if (p < end && *p == '}')  /* "{}" has no such member; after the
+		                              object, the text ends */
+			return first || sk_ws(p + 1, end) != end ? -1 : 0;
 		if (!first) {
 			if (p >= end || *p != ',')
 				return -1;
 			p = sk_ws(p + 1, end);
 		}
 		first = 0;
-		if (p >= end || *p != '"')
+		/* A second member of that name would replace the first (jparse
+		 * keeps the last). */
+		int is_name;
+		if (!(p = sk_key(p, end, name, nlen, &is_name)))
 			return -1;
-		const char *k = p + 1;
-		if (!(p = sk_string(k, end)))
-			return -1;
-		/* An escaped name could spell `name` differently; a second one
-		 * would replace the first (jparse keeps the last). */
-		size_t klen = (size_t)(p - 1 - k);
-		if (memchr(k, '\\', klen))
-			return -1;
-		int is_name = klen == nlen && memcmp(k, name, nlen) == 0;
-		p = sk_ws(p, end);
-		if (p >= end || *p != ':')
-			return -1;
-		p = sk_ws(p + 1, end);
 		if (!is_name) {
 			if (!(p = sk_value(p, end)))
 				return -1;
@@ -891,6 +904,42 @@ long jparse_elements(const char *text, size_t len, const char *name, struct jpar
 	if (sk_members(p + 1, text + len, name, strlen(name), out, max, &found, 1) < 0)
 		return -1;
 	return found;
+}
+
+int jparse_last_member(const char *text, size_t len, const char *name, struct jparse_ref *out)
+{
+	const char *end = text + len, *p = text ? sk_ws(text, end) : NULL;
+	size_t nlen = strlen(name);
+	*out = (struct jparse_ref){NULL, 0};
+	if (!p || p >= end || *p != '{')
+		return -1;
+	while (end > p && sk_class[(unsigned char)end[-1]] == SK_WS)
+		end--;
+	if (end - p < 2 || end[-1] != '}')
+		return -1;
+	end--; /* the object's closing brace */
+	p = sk_ws(p + 1, end);
+	for (;;) {
+		int is_name;
+		const char *v = sk_key(p, end, name, nlen, &is_name);
+		if (!v)
+			return -1;
+		if (is_name) {
+			const char *e = end;
+			while (e > v && sk_class[(unsigned char)e[-1]] == SK_WS)
+				e--;
+			if (e == v)
+				return -1;
+			*out = (struct jparse_ref){v, (size_t)(e - v)};
+			return 0;
+		}
+		if (!(p = sk_value(v, end)))
+			return -1;
+		p = sk_ws(p, end);
+		if (p >= end || *p != ',')
+			return -1;
+		p = sk_ws(p + 1, end);
+	}
 }
 
 /* Bytes a and b have in common from the start (at most n), and from the

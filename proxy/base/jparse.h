@@ -121,8 +121,8 @@ json_t *jparse_ref_value(const struct jparse_ref *r);
  * jparse accepted, and that only: it skims, it does not validate. Fills
  * out[0..n) in order and returns n; -1 when the text is no object, has no
  * such member or more than one, names a member with an escape (it could
- * spell `name` another way), the member is not an array, or it has more
- * than max elements. Element spans exclude surrounding blanks. */
+ * spell `name` another way), the member is not an array, it has more
+ * than max elements, or anything but blanks follows the object. Element spans exclude surrounding blanks. */
 struct jparse_elem {
 	const char *at;     /* into text */
 	size_t len;
@@ -139,6 +139,16 @@ long jparse_elements(const char *text, size_t len, const char *name, struct jpar
 long jparse_elements_since(const char *text, size_t len, const char *name,
                            struct jparse_elem *out, size_t max, const char *old, size_t oldlen,
                            const struct jparse_elem *prev, size_t nprev);
+
+/* Where the value of member `name` of the object text[0..len) sits when
+ * it is the last member (JSON-RPC replies put "result" there), for text
+ * read before it is parsed (jreuse.h): only the members before it are
+ * skimmed, and the span is taken to run to the object's closing brace.
+ * So it is unchecked: a later member would be in it (jparse_elements on it
+ * then refuses it). 0 and *out, or -1 when the text is no object, has no
+ * such member, or names a member before it with an escape. The span
+ * excludes surrounding blanks. */
+int jparse_last_member(const char *text, size_t len, const char *name, struct jparse_ref *out);
 
 /* A deep copy of v (owned), equal to json_deep_copy(v), NULL when memory
  * runs out. jansson 2.14's copy checks each object and array for cycles

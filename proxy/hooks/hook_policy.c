@@ -77,6 +77,7 @@
 #include "proxy/ctx.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/hooks/tools.h"
+#include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/base/hash.h"
@@ -237,9 +238,10 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 static const char *listed_tool(const json_t *tools, size_t i, struct policy_hints *h)
 {
 	const json_t *tool = json_array_get(tools, i);
-	const char *name = json_string_value(json_object_get(tool, "name"));
+	/* A walk of a tool's few members costs less than hashing the key. */
+	const char *name = json_string_value(JPARSE_MEMBER(tool, "name"));
 	if (name)
-		policy_hints_from_json(json_object_get(tool, "annotations"), h);
+		policy_hints_from_json(JPARSE_MEMBER(tool, "annotations"), h);
 	return name;
 }
 
@@ -893,13 +895,13 @@ static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
 
 	for (size_t i = json_array_size(tools); i-- > 0;) {
 		const json_t *tool = json_array_get(tools, i);
-		const char *name = json_string_value(json_object_get(tool, "name"));
+		const char *name = json_string_value(JPARSE_MEMBER(tool, "name"));
 		if (!name)
 			continue;
 		const struct tool_entry *base = up ? table_find(up->base, name) : NULL;
 		const struct tool_entry *live = up ? table_find(up->live, name) : NULL;
 		struct policy_hints h;
-		policy_hints_from_json(json_object_get(tool, "annotations"), &h);
+		policy_hints_from_json(JPARSE_MEMBER(tool, "annotations"), &h);
 		struct policy_input in = {
 			.method = "tools/call",
 			.tool = name,

@@ -17,6 +17,7 @@
 
 #include "proxy/base/sbuf.h"
 #include "proxy/base/jparse.h"
+#include "proxy/base/memdiff.h"
 
 static const char *const default_keys[] = {
 	"password", "token", "secret", "authorization", "api_key",
@@ -1012,7 +1013,7 @@ struct redact_preview_memo {
 	uint64_t vgen;      /* and of the value set (0: none) */
 	size_t max_chars;
 	char *raw;          /* owned: the result's bytes */
-	size_t raw_len;
+	size_t raw_len, raw_cap;
 	char *text;         /* owned: its preview */
 	size_t text_len;
 	int cut;
@@ -1048,15 +1049,18 @@ static void memo_keep(struct redact_preview_memo *pm, uint64_t kgen, uint64_t vg
                       size_t text_len, int cut)
 {
 	pm->gen = 0;
-	if (pm->raw_len < raw_len || !pm->raw) {
+	if (pm->raw_cap < raw_len || !pm->raw) {
 		free(pm->raw);
 		pm->raw = malloc(raw_len);
+		pm->raw_cap = pm->raw ? raw_len : 0;
+		pm->raw_len = 0;
 	}
 	free(pm->text);
 	pm->text = malloc(text_len + 1);
 	if (!pm->raw || !pm->text)
 		return;
-	memcpy(pm->raw, raw, raw_len);
+	/* A listing edited in place is copied where it changed only. */
+	memdiff_copy(pm->raw, pm->raw_len, raw, raw_len);
 	memcpy(pm->text, text, text_len);
 	pm->raw_len = raw_len;
 	pm->text_len = text_len;

@@ -126,7 +126,8 @@ static uint64_t fill(size_t max_tools, json_t *into, const json_t *tools)
 	uint64_t dropped = 0;
 
 	json_array_foreach((json_t *)(uintptr_t)tools, i, tool) {
-		const char *name = str_member(tool, "name");
+		/* A walk of a tool's few members costs less than hashing the key. */
+		const char *name = json_string_value(JPARSE_MEMBER(tool, "name"));
 		if (!json_is_object(tool) || !name || !*name)
 			continue;
 		if (json_object_size(into) >= max_tools && !json_object_get(into, name)) {

@@ -15,6 +15,7 @@
 
 #include "checks/contract.h"
 #include "proxy/base/jparse.h"
+#include "proxy/base/memdiff.h"
 
 struct verdict_cache {
 	/* The verdict layer. */
@@ -146,21 +147,6 @@ void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, c
 	vc->era = e;
 }
 
-/* text[0..len) := raw[0..len), text holding tlen bytes of the previous
- * listing: a text of the same length (a description edited in place) is
- * copied where it differs only. */
-static void text_update(char *text, size_t tlen, const char *raw, size_t len)
-{
-	size_t i = 0, j = len;
-	if (tlen == len) {
-		while (i + 4096 <= len && memcmp(text + i, raw + i, 4096) == 0)
-			i += 4096;
-		while (j >= i + 4096 && memcmp(text + j - 4096, raw + j - 4096, 4096) == 0)
-			j -= 4096;
-	}
-	memcpy(text + i, raw + i, j - i);
-}
-
 static int memo_ready(struct verdict_cache *vc)
 {
 	if (vc->memo)
@@ -187,7 +173,7 @@ static void text_keep(struct verdict_cache *vc, const char *raw, size_t len, lon
 		vc->text = p;
 		vc->text_cap = len;
 	}
-	text_update(vc->text, vc->text_len, raw, len);
+	memdiff_copy(vc->text, vc->text_len, raw, len);
 	vc->text_len = len;
 	for (long i = 0; i < k; i++)
 		vc->text_spans[i] = (struct jparse_elem){vc->text + (vc->spans[i].at - raw),

@@ -51,6 +51,7 @@
 #include "proxy/net/http_resp.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jparse.h"
+#include "proxy/base/jreuse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/mcp/mirror.h"
@@ -695,6 +696,33 @@ static void reply_answers(struct exchange *ex)
 	conn_reply_json(ex->c, 200, body);
 }
 
+/* The reply's tree. A first page of tools (a cursor's pages would
+ * take each other's place) is built from the tools of the last one this
+ * worker read from the upstream (jreuse.h): a listing that changed in one
+ * tool then costs that tool, not the list. */
+static json_t *parse_reply(struct exchange *ex, const char *bytes, size_t len, int any,
+                           struct jparse_span *result)
+{
+	struct px_ctx *ctx = ex->ctx;
+	const char *method = ex->body && json_is_object(ex->body) ? jrpc_method(ex->body) : NULL;
+	if (len < JREUSE_MIN_BYTES || !ctx->listings || ex->up_index >= ctx->nups || !method ||
+	    strcmp(method, "tools/list") != 0 ||
+	    JPARSE_MEMBER(JPARSE_MEMBER(ex->body, "params"), "cursor"))
+		return jparse_span(bytes, len, any, result);
+	if (!ctx->listings[ex->up_index])
+		ctx->listings[ex->up_index] = jreuse_new();
+	struct jreuse *r = ctx->listings[ex->up_index];
+	if (!r)
+		return jparse_span(bytes, len, any, result);
+	struct jreuse_stats a, b;
+	jreuse_stats(r, &a);
+	json_t *reply = jreuse_parse(r, bytes, len, any, result);
+	jreuse_stats(r, &b);
+	PX_STAT_ADD(ctx, listing_tools_reused, b.reused - a.reused);
+	PX_STAT_ADD(ctx, listing_tools_parsed, b.parsed - a.parsed);
+	return reply;
+}
+
 /* ---- SSE replies ---------------------------------------------------------- */
 
 static void write_event(struct exchange *ex, const struct sse_event *ev)
@@ -753,7 +781,7 @@ static int on_sse_event(void *arg, const struct sse_event *ev, const char *comme
 		return 0;
 	}
 	struct jparse_span result = {.name = "result"};
-	json_t *msg = jparse_span(ev->data, ev->data_len, 0, &result);
+	json_t *msg = parse_reply(ex, ev->data, ev->data_len, 0, &result);
 	if (!msg || !json_is_object(msg)) {
 		/* Not a message we understand: not ours to judge, pass it on. */
 		json_decref(msg);
@@ -1208,7 +1236,7 @@ static void finish_json(struct exchange *ex)
 	if (bytes && reply_without_tree(ex, bytes, len))
 		return;
 	struct jparse_span result = {.name = "result"};
-	json_t *reply = len ? jparse_span(bytes, len, 1, &result) : NULL;
+	json_t *reply = len ? parse_reply(ex, bytes, len, 1, &result) : NULL;
 
 	if (!reply) {
 		upstream_failed(ex, 502, "the upstream declared JSON but sent something else");

@@ -104,7 +104,15 @@ start_upstream() {
 	listvary) "$here/build/bench/upstream" --port $((UP + 1)) --tools 1000 --vary-list & upc=$! ;;
 	*) return 0 ;;
 	esac
+	# Bounded: a missing binary (make bench-build) or one that died says
+	# so instead of waiting for ever.
+	tries=0
 	until node -e "require('net').connect($((UP + 1)),'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))" 2>/dev/null; do
+		tries=$((tries + 1))
+		if ! kill -0 $upc 2>/dev/null || [ $tries -ge 100 ]; then
+			echo "profile: the upstream on port $((UP + 1)) did not start (built? make bench-build)" >&2
+			exit 2
+		fi
 		sleep 0.1
 	done
 }

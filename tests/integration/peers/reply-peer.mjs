@@ -8,6 +8,8 @@
 //
 // Modes
 //   json            200 application/json, the answer to the request.
+//   sse             200 text/event-stream: the answer as one event, then a
+//                   clean end (X-Break-Tool applies to the event's data).
 //   dup             the answer twice, back to back in one write (one request,
 //                   two HTTP responses).
 //   dup-later       the answer, then the same response again after
@@ -31,7 +33,9 @@
 //   batch-wrong-id  a batch body: one response per request, the last one
 //                   with another request's id.
 //   listing         tools/list answered with `X-Tools` tools (default 3), each
-//                   padded with `X-Pad` bytes of description.
+//                   padded with `X-Pad` bytes of description. `X-Tool-Json:
+//                   K:{...}` merges that object into tool K; `X-Break-Tool:
+//                   K` puts a raw control byte in tool K's name, for its '_' (not JSON).
 //
 // The peer records connections: {n, t, requests, closedAt}; each request:
 // {conn (its connection's n), method, url, headers, body, msg, mode,
@@ -47,12 +51,13 @@ export const OTHER_ID = 'someone-elses-request';
 
 const isRequest = (m) => m && typeof m === 'object' && !Array.isArray(m) && 'method' in m && 'id' in m;
 
-function result(msg, name, pad, ntools) {
+function result(msg, name, pad, ntools, edit) {
   if (msg.method === 'tools/list') {
     const tools = [];
     for (let i = 0; i < ntools; i++) {
       tools.push({ name: `tool_${i}`, description: `tool ${i} ${'d'.repeat(pad)}`, inputSchema: { type: 'object' } });
     }
+    if (edit) Object.assign(tools[edit.k], edit.json);
     return { tools };
   }
   return { peer: name, method: msg.method, params: msg.params ?? null };
@@ -125,7 +130,9 @@ export async function startReplyPeer({ name = 'reply-peer' } = {}) {
     const { msg, mode, headers } = rec;
     const pad = Number(headers['x-pad'] ?? 0);
     const ntools = Number(headers['x-tools'] ?? 3);
-    const answer = (m, id = m.id) => ({ jsonrpc: '2.0', id, result: result(m, name, pad, ntools) });
+    const te = headers['x-tool-json'];
+    const edit = te ? { k: Number(te.slice(0, te.indexOf(':'))), json: JSON.parse(te.slice(te.indexOf(':') + 1)) } : null;
+    const answer = (m, id = m.id) => ({ jsonrpc: '2.0', id, result: result(m, name, pad, ntools, edit) });
     if (conn.held) {
       // dup-next: the previous request's answer, again, first.
       sock.write(conn.held);
@@ -146,8 +153,18 @@ export async function startReplyPeer({ name = 'reply-peer' } = {}) {
       sock.write('HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    const one = jsonResponse(answer(msg));
+    const brk = headers['x-break-tool'];
+    // The '_' of the name becomes a raw U+0001: as many bytes, not JSON.
+    const one = brk === undefined ? jsonResponse(answer(msg))
+      : Buffer.from(jsonResponse(answer(msg)).toString().replace(`"tool_${brk}"`, `"tool\u0001${brk}"`));
     switch (mode) {
+      case 'sse': {
+        let data = JSON.stringify(answer(msg));
+        if (brk !== undefined) data = data.replace(`"tool_${brk}"`, `"tool\u0001${brk}"`);
+        sock.write(Buffer.concat([Buffer.from(SSE_HEAD), chunk(`event: message\ndata: ${data}\n\n`),
+          Buffer.from('0\r\n\r\n')]));
+        return;
+      }
       case 'dup':
         sock.write(Buffer.concat([one, one]));
         return;
