@@ -88,6 +88,11 @@ struct tool_entry {
 	char *name;        /* owned; NULL: free slot */
 	uint32_t hash;
 	struct policy_hints hints;
+	/* The "annotations" value hints were read from (one reference), or
+	 * NULL. Values are never changed and a listing's unchanged tools are
+	 * the very values of the last one (proxy/base/jreuse.h): the same
+	 * value again has these hints, found without reading it (hints_of). */
+	json_t *ann;
 	/* What the tool's name and hints decide under policy generation
 	 * cands_gen (0: nothing kept): see table_stamp(). */
 	uint64_t cands_gen;
@@ -143,8 +148,10 @@ static void table_unref(struct tool_table *t)
 {
 	if (!t || --t->refs > 0)
 		return;
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = 0; i < t->cap; i++) {
 		free(t->slots[i].name);
+		json_decref(t->slots[i].ann);
+	}
 	free(t->slots);
 	free(t);
 }
@@ -165,10 +172,12 @@ static struct tool_table *table_copy(const struct tool_table *src)
 		if (!src->slots[i].name)
 			continue;
 		t->slots[i] = src->slots[i];
+		t->slots[i].ann = NULL;
 		if (!(t->slots[i].name = strdup(src->slots[i].name))) {
 			table_unref(t);
 			return NULL;
 		}
+		t->slots[i].ann = json_incref(src->slots[i].ann);
 		t->n++;
 	}
 	return t;
@@ -195,9 +204,19 @@ static int table_grow(struct tool_table *t)
 	return 0;
 }
 
-/* Adds or updates a tool in a private table. Returns 0, or -1 (cap
- * reached, name too long, out of memory): the tool stays unknown. */
-static int table_put(struct tool_table *t, const char *name, const struct policy_hints *h)
+/* e->ann := ann (a reference of its own). */
+static void entry_set_ann(struct tool_entry *e, const json_t *ann)
+{
+	json_t *a = json_incref((json_t *)(uintptr_t)ann); /* held, never changed */
+	json_decref(e->ann);
+	e->ann = a;
+}
+
+/* Adds or updates a tool in a private table, its hints read from ann
+ * (borrowed). Returns 0, or -1 (cap reached, name too long, out of
+ * memory): the tool stays unknown. */
+static int table_put(struct tool_table *t, const char *name, const struct policy_hints *h,
+                     const json_t *ann)
 {
 	if (strlen(name) > HOOK_POLICY_MAX_TOOL_NAME)
 		return -1;
@@ -213,6 +232,7 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 					e->hints = *h;
 					e->cands_gen = 0;
 				}
+				entry_set_ann(e, ann);
 				return 0;
 			}
 		}
@@ -229,20 +249,32 @@ static int table_put(struct tool_table *t, const char *name, const struct policy
 	if (!copy)
 		return -1;
 	t->slots[i] = (struct tool_entry){.name = copy, .hash = hash, .hints = *h};
+	entry_set_ann(&t->slots[i], ann);
 	t->n++;
 	return 0;
 }
 
-/* The name and hints of tools[i]; NULL (h untouched) when it has no
- * name. */
-static const char *listed_tool(const json_t *tools, size_t i, struct policy_hints *h)
+/* The name of tools[i] and its "annotations" (*ann, borrowed, or NULL);
+ * NULL when it has no name. */
+static const char *listed_tool(const json_t *tools, size_t i, const json_t **ann)
 {
 	const json_t *tool = json_array_get(tools, i);
 	/* A walk of a tool's few members costs less than hashing the key. */
 	const char *name = json_string_value(JPARSE_MEMBER(tool, "name"));
-	if (name)
-		policy_hints_from_json(JPARSE_MEMBER(tool, "annotations"), h);
+	*ann = name ? JPARSE_MEMBER(tool, "annotations") : NULL;
 	return name;
+}
+
+/* The hints ann says: e's (an entry for the same tool, or NULL) when it
+ * read them from this very value, which e holds (so it is no other value
+ * at the same address), else read. 999 of a 1,000-tool listing that
+ * changed in one tool are found so. */
+static void hints_of(const struct tool_entry *e, const json_t *ann, struct policy_hints *h)
+{
+	if (e && ann && e->ann == ann)
+		*h = e->hints;
+	else
+		policy_hints_from_json(ann, h);
 }
 
 /* Fills a private table from a tools array. Returns how many tools did
@@ -252,10 +284,12 @@ static size_t table_add_tools(struct tool_table *t, const json_t *tools)
 	size_t lost = 0;
 	for (size_t i = 0; i < json_array_size(tools); i++) {
 		struct policy_hints h;
-		const char *name = listed_tool(tools, i, &h);
+		const json_t *ann;
+		const char *name = listed_tool(tools, i, &ann);
 		if (!name)
 			continue;
-		if (table_put(t, name, &h) < 0)
+		policy_hints_from_json(ann, &h);
+		if (table_put(t, name, &h, ann) < 0)
 			lost++;
 	}
 	return lost;
@@ -786,11 +820,15 @@ static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
 	}
 	for (size_t i = 0; i < json_array_size(tools); i++) {
 		struct policy_hints h;
-		const char *name = listed_tool(tools, i, &h);
+		const json_t *ann;
+		const char *name = listed_tool(tools, i, &ann);
 		if (!name)
 			continue;
 		const struct tool_table *look = t ? t : cur;
 		const struct tool_entry *e = table_find(look, name);
+		hints_of(e, ann, &h);
+		/* The same hints from another value: the entry keeps the value
+		 * it read them from (no copy of the table for that). */
 		if (e && hints_equal(&e->hints, &h))
 			continue;
 		/* What table_put would refuse needs no copy. */
@@ -803,7 +841,7 @@ static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
 			(*lost)++;
 			continue;
 		}
-		if (table_put(t, name, &h) < 0)
+		if (table_put(t, name, &h, ann) < 0)
 			(*lost)++;
 	}
 	return t;
@@ -901,7 +939,7 @@ static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
 		const struct tool_entry *base = up ? table_find(up->base, name) : NULL;
 		const struct tool_entry *live = up ? table_find(up->live, name) : NULL;
 		struct policy_hints h;
-		policy_hints_from_json(JPARSE_MEMBER(tool, "annotations"), &h);
+		hints_of(live, JPARSE_MEMBER(tool, "annotations"), &h);
 		struct policy_input in = {
 			.method = "tools/call",
 			.tool = name,

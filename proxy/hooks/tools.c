@@ -28,6 +28,7 @@
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
+#include "proxy/base/memdiff.h"
 
 struct tools_entry {
 	char *upstream;          /* owned copy of the name */
@@ -41,7 +42,7 @@ struct tools_entry {
 	/* The bytes of the last one-page listing's result, as the upstream
 	 * sent them: the same bytes again change nothing (owned, or NULL). */
 	char *raw;
-	size_t raw_len;
+	size_t raw_len, raw_cap;
 	uint64_t raw_serial;     /* names raw (tools_listing_serial), 0 with none */
 };
 
@@ -215,6 +216,7 @@ static void take_page(struct tools *tr, const char *upstream, const json_t *requ
 	free(e->raw); /* a paged listing: no bytes to compare with */
 	e->raw = NULL;
 	e->raw_len = 0;
+	e->raw_cap = 0;
 	e->raw_serial = 0;
 	if (e->pending) {
 		note_dropped(e, fill(tr->max_tools, e->pending, tools), tr->max_tools);
@@ -268,11 +270,21 @@ static _Thread_local struct {
 	uint64_t call, serial;
 } may_seen;
 
+/* The bytes an entry held, taken out of it to hold the next listing's
+ * (owned, or buf NULL). */
+struct raw_spare {
+	char *buf;
+	size_t len, cap;
+};
+
 /* Same bytes as the listing held: nothing changes but the counters. On a
  * miss *before receives the listing in place (a new reference), to
- * compare the new one with outside the lock. */
+ * compare the new one with outside the lock, and *spare the bytes held:
+ * the new listing's are copied into them where they differ (a listing
+ * edited in place), and until they are back in the entry its next
+ * listing takes the parsed path (tools_listing_serial finds no bytes). */
 static int unchanged(struct tools *tr, const char *upstream, const struct inspect_msg *m,
-                     json_t **before)
+                     json_t **before, struct raw_spare *spare)
 {
 	struct tools_entry *e = entry_find(tr, upstream);
 	if (!e)
@@ -280,6 +292,11 @@ static int unchanged(struct tools *tr, const char *upstream, const struct inspec
 	if (!m->result_raw || !e->raw || e->raw_len != m->result_raw_len ||
 	    memcmp(e->raw, m->result_raw, e->raw_len) != 0) {
 		*before = json_incref(e->tools);
+		*spare = (struct raw_spare){e->raw, e->raw_len, e->raw_cap};
+		e->raw = NULL;
+		e->raw_len = 0;
+		e->raw_cap = 0;
+		e->raw_serial = 0;
 		return 0;
 	}
 	e->pages++;
@@ -306,20 +323,28 @@ static int one_page(struct tools *tr, const char *upstream, const struct inspect
 	    (cursor && !json_is_null(cursor)) || (next && *next))
 		return -1;
 	json_t *before = NULL;
+	struct raw_spare spare = {0};
 	pthread_mutex_lock(&tr->lock);
-	int same = unchanged(tr, upstream, m, &before);
+	int same = unchanged(tr, upstream, m, &before, &spare);
 	pthread_mutex_unlock(&tr->lock);
 	if (same)
 		return 0;
 	json_t *table = json_object();
-	char *raw = m->result_raw ? malloc(m->result_raw_len ? m->result_raw_len : 1) : NULL;
+	size_t need = m->result_raw_len ? m->result_raw_len : 1;
+	if (spare.buf && (!m->result_raw || spare.cap < need)) {
+		free(spare.buf);
+		spare = (struct raw_spare){0};
+	}
+	char *raw = spare.buf, *fresh = NULL;
+	if (!raw && m->result_raw)
+		raw = fresh = malloc(need);
 	if (!table) {
 		json_decref(before);
 		free(raw);
 		return -1;
 	}
 	if (raw)
-		memcpy(raw, m->result_raw, m->result_raw_len);
+		memdiff_copy(raw, fresh ? 0 : spare.len, m->result_raw, m->result_raw_len);
 	uint64_t dropped = fill(tr->max_tools, table, tools);
 	int equal = before && json_equal(before, table);
 
@@ -341,6 +366,7 @@ static int one_page(struct tools *tr, const char *upstream, const struct inspect
 		e->looping = 0;
 		e->raw = raw;
 		e->raw_len = raw ? m->result_raw_len : 0;
+		e->raw_cap = raw ? (fresh ? need : spare.cap) : 0;
 		e->raw_serial = raw ? __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED) : 0;
 		e->pages++;
 		table = NULL;
