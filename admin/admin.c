@@ -7,15 +7,15 @@
  * (the credentials masked in records), metrics.c (the exposition);
  * admin_int.h is what they share.
  *
- * Not here: the HTTP framing (proxy/net/conn.c), the records' contents
- * (proxy/hooks/hook_record.c), the page's script (admin/page.html).
- *
- * Why it stays whole (over 800 lines): the listener, access rule and
+ * Why this file is long (over 800 lines): the listener, access rule and
  * routing table are one unit; the two routes still here (/contract with
  * its accept, /metrics) are short and read the same state the router
  * holds. Splitting them would move admin_int.h's fields into more hands
  * for no reader's gain; a new route with its own job gets its own file,
  * like calls.c and probes.c.
+ *
+ * Not here: the HTTP framing (proxy/net/conn.c), the records' contents
+ * (proxy/hooks/hook_record.c), the page's script (admin/page.html).
  */
 #include "admin/admin.h"
 

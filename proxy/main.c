@@ -1,5 +1,10 @@
 /* main: argv -> config -> px_ctx -> listener -> event loop -> teardown.
  *
+ * Why this file is long (over 800 lines): it is the wiring, the one place
+ * that knows every module's set-up and teardown order, the signals and the
+ * reload; each step is a short function. The modules it wires own their
+ * logic; what remains here is order, and order reads best in one file.
+ *
  * SIGTERM/SIGINT start a drain: stop accepting, close idle connections,
  * end standalone streams, let requests in flight finish (up to
  * timeouts.drain_ms), answer those still unfinished then, and exit. A
@@ -14,11 +19,6 @@
  *
  * --check-config runs the loaders a start runs first (loaders[]), and
  * nothing else.
- *
- * Why it stays whole (over 800 lines): it is the wiring, the one place
- * that knows every module's set-up and teardown order, the signals and the
- * reload; each step is a short function. The modules it wires own their
- * logic; what remains here is order, and order reads best in one file.
  */
 #include <pthread.h>
 #include <signal.h>

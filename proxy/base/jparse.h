@@ -142,7 +142,8 @@ long jparse_elements_since(const char *text, size_t len, const char *name,
 
 /* Where the value of member `name` of the object text[0..len) sits when
  * it is the last member (JSON-RPC replies put "result" there), for text
- * read before it is parsed (jreuse.h): only the members before it are
+ * read before it is parsed (jreuse.h, the transport's unchanged-listing
+ * path): only the members before it are
  * skimmed, and the span is taken to run to the object's closing brace.
  * So it is unchecked: a later member would be in it (jparse_elements on it
  * then refuses it). 0 and *out, or -1 when the text is no object, has no

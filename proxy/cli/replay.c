@@ -5,7 +5,7 @@
  * Output is in file order (sessions by their first line, calls by line),
  * so two runs over the same answers print the same bytes.
  *
- * Why it stays whole (over 800 lines): the steps share struct rp and run
+ * Why this file is long (over 800 lines): the steps share struct rp and run
  * once, in order; each is a short function. What is pure is already out
  * (replay_compare.c judges, replay_report.c writes formats, check_client.c
  * talks MCP); what is left is the sequence itself, which reads best in one

@@ -2,7 +2,7 @@
  * normalising text (built-in rules, then --rules), comparing one answer with
  * its reference, and judging a dataset case's expectations.
  *
- * Why it stays whole (over 800 lines): every comparison and every matcher
+ * Why this file is long (over 800 lines): every comparison and every matcher
  * uses the same normaliser and the same finding list, and each is a short
  * function; the unit tests (tests/unit/cli/test_replay_compare.c) cover the
  * file as one interface.

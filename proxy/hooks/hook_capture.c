@@ -1,5 +1,10 @@
 /* hook_capture: see hook_capture.h.
  *
+ * Why this file is long (over 800 lines): the observer, the session cache and
+ * the writer thread share the queue and its locks; keeping them in one file
+ * keeps every lock and the order it is taken in in sight. The line itself
+ * is built in capture_line.c, a pure module.
+ *
  *   worker (observer)                         writer thread
  *   ------------------------------------------+-----------------------------
  *   client tools/call: id and params kept     |
@@ -14,11 +19,6 @@
  *
  * The writer alone touches the files, so a rotation or a reopen never
  * races a write, and a line is never split between two files.
- *
- * Why it stays whole (over 800 lines): the observer, the session cache and
- * the writer thread share the queue and its locks; keeping them in one file
- * keeps every lock and the order it is taken in in sight. The line itself
- * is built in capture_line.c, a pure module.
  */
 #include "proxy/hooks/hook_capture.h"
 

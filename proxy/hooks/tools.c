@@ -1,5 +1,10 @@
 /* tools: see tools.h.
  *
+ * Why this file is long (over 800 lines): the entries, the raw pages of
+ * listings in progress (tools_raw) and the fast-listing replay all read
+ * the same entry under the same lock; each is a short function, and the
+ * lock's reach is clearest in one file.
+ *
  * One entry per upstream name, in a small array searched linearly (there
  * are as many entries as configured upstreams):
  *
@@ -11,11 +16,6 @@
  *
  * Lookups try pending, then tools. A listing's last page swaps pending
  * into tools (install()).
- *
- * Why it stays whole (over 800 lines): the entries, the raw pages of
- * listings in progress (tools_raw) and the fast-listing replay all read
- * the same entry under the same lock; each is a short function, and the
- * lock's reach is clearest in one file.
  */
 #include "proxy/hooks/tools.h"
 

@@ -696,18 +696,26 @@ static void reply_answers(struct exchange *ex)
 	conn_reply_json(ex->c, 200, body);
 }
 
-/* The reply's tree. A first page of tools (a cursor's pages would
- * take each other's place) is built from the tools of the last one this
- * worker read from the upstream (jreuse.h): a listing that changed in one
- * tool then costs that tool, not the list. */
+/* The body is one tools/list request without a cursor: a listing's first
+ * page (a cursor's pages would take each other's place in what is kept). */
+static int lists_first_page(const struct exchange *ex)
+{
+	const char *method = ex->body && json_is_object(ex->body) && ex->body_kind == JRPC_REQUEST
+	                     ? jrpc_method(ex->body)
+	                     : NULL;
+	return method && strcmp(method, "tools/list") == 0 &&
+	       !JPARSE_MEMBER(JPARSE_MEMBER(ex->body, "params"), "cursor");
+}
+
+/* The reply's tree. A first page of tools is built from the tools of the
+ * last one this worker read from the upstream (jreuse.h): a listing that
+ * changed in one tool then costs that tool, not the list. */
 static json_t *parse_reply(struct exchange *ex, const char *bytes, size_t len, int any,
                            struct jparse_span *result)
 {
 	struct px_ctx *ctx = ex->ctx;
-	const char *method = ex->body && json_is_object(ex->body) ? jrpc_method(ex->body) : NULL;
-	if (len < JREUSE_MIN_BYTES || !ctx->listings || ex->up_index >= ctx->nups || !method ||
-	    strcmp(method, "tools/list") != 0 ||
-	    JPARSE_MEMBER(JPARSE_MEMBER(ex->body, "params"), "cursor"))
+	if (len < JREUSE_MIN_BYTES || !ctx->listings || ex->up_index >= ctx->nups ||
+	    !lists_first_page(ex))
 		return jparse_span(bytes, len, any, result);
 	if (!ctx->listings[ex->up_index])
 		ctx->listings[ex->up_index] = jreuse_new();
@@ -1004,110 +1012,6 @@ static int reply_without_tree(struct exchange *ex, const char *bytes, size_t len
  * envelope: jsonrpc, id) for the fast path. */
 #define FAST_ENVELOPE_MAX 512
 
-static const char *skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++;
-	return p;
-}
-
-/* Past the string starting at p (its opening quote), or NULL; *escaped
- * tells whether it holds a backslash. */
-static const char *skip_string(const char *p, const char *end, int *escaped)
-{
-	*escaped = 0;
-	/* memchr, not a loop over bytes: strings are most of a listing. */
-	for (p++; p < end;) {
-		const char *q = memchr(p, '"', (size_t)(end - p));
-		if (!q)
-			return NULL;
-		const char *b = memchr(p, '\\', (size_t)(q - p));
-		if (!b)
-			return q + 1;
-		*escaped = 1;
-		p = b + 2; /* past the escaped character, which may be a quote */
-	}
-	return NULL;
-}
-
-/* Past the value starting at p, or NULL. A skim, not a check: what it
- * spans is taken only when a hook finds those very bytes among what it
- * kept from a parsed reply, and the rest is parsed (fast_listing). */
-static const char *skip_value(const char *p, const char *end)
-{
-	int esc;
-	if (p >= end)
-		return NULL;
-	if (*p == '"')
-		return skip_string(p, end, &esc);
-	if (*p != '{' && *p != '[') {
-		while (p < end && !strchr(",}] \t\r\n", *p))
-			p++;
-		return p;
-	}
-	size_t depth = 0;
-	while (p < end) {
-		if (*p == '"') {
-			if (!(p = skip_string(p, end, &esc)))
-				return NULL;
-			continue;
-		}
-		if (*p == '{' || *p == '[')
-			depth++;
-		else if ((*p == '}' || *p == ']') && --depth == 0)
-			return p + 1;
-		p++;
-	}
-	return NULL;
-}
-
-/* Where the value of the top-level member "result" sits in text, found
- * without reading it: the members before it are skimmed, and the value
- * is taken to run to the object's closing brace, as it does when
- * "result" is the last member (JSON-RPC replies put it there). When it is
- * not, the span holds a comma and more members: no JSON value has those
- * bytes, so no hook finds them among what it kept, and the reply is
- * parsed. 0 and *span, or -1 (no object, or a member name before it with
- * an escape, which could spell "result"). */
-static int skim_result(const char *text, size_t len, struct jparse_span *span)
-{
-	const char *p = skip_ws(text, text + len), *end = text + len;
-	if (p >= end || *p++ != '{')
-		return -1;
-	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
-		end--;
-	if (end <= p || end[-1] != '}')
-		return -1;
-	end--; /* the object's closing brace */
-	for (;;) {
-		int esc;
-		p = skip_ws(p, end);
-		const char *key = p;
-		if (p >= end || *p != '"' || !(p = skip_string(p, end, &esc)) || esc)
-			return -1;
-		int is_result = p - key == 8 && memcmp(key, "\"result\"", 8) == 0;
-		p = skip_ws(p, end);
-		if (p >= end || *p++ != ':')
-			return -1;
-		const char *v = skip_ws(p, end);
-		if (is_result) {
-			const char *e = end;
-			while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
-				e--;
-			if (e == v)
-				return -1;
-			span->at = v;
-			span->len = (size_t)(e - v);
-			return 0;
-		}
-		if (!(p = skip_value(v, end)) || p == v)
-			return -1;
-		p = skip_ws(p, end);
-		if (p >= end || *p++ != ',')
-			return -1;
-	}
-}
-
 /* The reply's envelope, parsed: its text with the result's value replaced
  * by {} (owned), or NULL when it is not a result of one request of this
  * exchange's with a small envelope. Parsed, it says the whole text is
@@ -1139,7 +1043,7 @@ static void unref_sent(const void *data, size_t len, void *arg)
 
 /* The reply to send when a hook changed the listing (the policy hid
  * tools): env as the parsed path re-serialises it, its "result" ({}, the
- * last member: skim_result) being sent's bytes, taken by reference. NULL
+ * last member: jparse_last_member) being sent's bytes, taken by reference. NULL
  * when out of memory. */
 static struct evbuffer *listing_changed_reply(const json_t *env, struct inspect_bytes *sent)
 {
@@ -1173,16 +1077,13 @@ static struct evbuffer *listing_changed_reply(const json_t *env, struct inspect_
  * when the reply was sent, 0 for the parsed path (nothing was done). */
 static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
 {
-	if (len < FAST_LISTING_MIN_BYTES || ex->answers || !ex->body || !json_is_object(ex->body) ||
-	    ex->body_kind != JRPC_REQUEST || ex->answered)
+	struct jparse_ref res;
+	if (len < FAST_LISTING_MIN_BYTES || ex->answers || ex->answered || !lists_first_page(ex) ||
+	    jparse_last_member(bytes, len, "result", &res) < 0)
 		return 0;
-	const char *method = jrpc_method(ex->body);
-	const json_t *params = json_object_get(ex->body, "params");
-	if (!method || strcmp(method, "tools/list") != 0 || json_object_get(params, "cursor"))
-		return 0;
-	struct jparse_span result = {.name = "result"};
-	if (skim_result(bytes, len, &result) < 0)
-		return 0;
+	/* A skim: a result that is not the last member spans more than one
+	 * value, and no hook finds those bytes among what it kept. */
+	struct jparse_span result = {.name = "result", .at = res.at, .len = res.len};
 	json_t *env = listing_envelope(bytes, len, &result);
 	const json_t *id = env ? jrpc_id(env) : NULL;
 	const json_t *request = NULL;
