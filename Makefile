@@ -204,8 +204,8 @@ asan:
 
 # The multi-worker paths under ThreadSanitizer (clang): the unit tests of
 # the inbox, the session ids, the policy hook (workers judging while a
-# writer lists tools and reloads), the recorder's outboxes and the jansson
-# arena, and the integration files that cross
+# writer lists tools and reloads), the recorder's outboxes, the jansson
+# arena and the listings the workers share, and the integration files that cross
 # threads (workers, legacy sessions handed between workers, shared caps
 # and policy reload) with a TSan build; any report fails, like asan.
 # Timing-bound tests (admin flood, slowloris) stay out: TSan slows
@@ -214,7 +214,9 @@ TSAN_OPT := -O1 -g -fsanitize=thread
 TSAN_LOGS := $(abspath build/tsan/logs)
 TSAN_TESTS := workers translate sesslimit policy
 TSAN_UNITS := net/test_inbox mcp/test_sessid mcp/test_sesslimit policy/test_policy hooks/test_hook_record_fast \
-              base/test_jarena
+              base/test_jarena mcp/test_listings
+# jansson's reference counts (tests/tsan.supp says why).
+TSAN_RUN_OPTIONS := log_path=$(TSAN_LOGS)/tsan:halt_on_error=0:suppressions=$(abspath tests/tsan.supp)
 # live baselines (issue 21): accepts and SIGHUP commits while a worker lists
 TSAN_UNITS += hooks/test_hook_contract
 tsan: node_modules/.package-lock.json
@@ -222,8 +224,8 @@ tsan: node_modules/.package-lock.json
 	$(MAKE) BUILD=build/tsan BIN=build/tsan/mcpwarden CC=clang OPT="$(TSAN_OPT)" MALLOC_LIB= \
 	  build/tsan/mcpwarden $(TSAN_UNITS:%=build/tsan/tests/%)
 	@set -e; for t in $(TSAN_UNITS); do \
-	  TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 build/tsan/tests/$$t; done
-	TSAN_OPTIONS=log_path=$(TSAN_LOGS)/tsan:halt_on_error=0 MCPWARDEN_BIN=$(abspath build/tsan/mcpwarden) \
+	  TSAN_OPTIONS=$(TSAN_RUN_OPTIONS) build/tsan/tests/$$t; done
+	TSAN_OPTIONS=$(TSAN_RUN_OPTIONS) MCPWARDEN_BIN=$(abspath build/tsan/mcpwarden) \
 	  node --test --test-concurrency=1 $(TSAN_TESTS:%=tests/integration/%.test.mjs)
 	@if [ -n "$$(ls -A $(TSAN_LOGS))" ]; then echo "thread sanitizer reports:"; head -80 $(TSAN_LOGS)/*; exit 1; fi
 	@echo "tsan: no thread sanitizer reports"

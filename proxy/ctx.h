@@ -37,7 +37,7 @@ struct affinity;
 struct sesslimit;
 struct hook_trace; /* telemetry */
 struct otlp;       /* telemetry */
-struct jreuse;
+struct listings;
 
 /* Counters of one worker, written by its thread only (PX_STAT_ADD) and read
  * by the admin endpoint's thread (px_stat_get): relaxed atomics, so a
@@ -70,6 +70,7 @@ struct px_proc {
 	struct affinity *affinity;    /* owned: translated session id -> worker */
 	struct sessid *sessions;      /* owned: session ids seen issued / ended */
 	struct tools *tools;          /* owned: tools as each upstream last listed them */
+	struct listings *listings;    /* owned: each upstream's last large listing (listings.h) */
 	struct peers *peers;          /* owned: open connections per client address */
 	struct sesslimit *sesslimit;  /* owned: pass-through sessions' slots (sesslimit.c) */
 	/* Modules plugged into the hook chain; each NULL when not configured. */
@@ -117,10 +118,6 @@ struct px_ctx {
 	struct session_table *translated; /* owned: translated sessions (session.c) */
 	struct px_stats stats;
 	struct otlp *otlp;            /* owned: this worker's exporter, or NULL (telemetry) */
-	/* Owned: per ups[i], the tools of the last large listing read from
-	 * it (proxy/base/jreuse.h), made by the first one (transport_http);
-	 * NULL entries until then, NULL array outside a worker. */
-	struct jreuse **listings;
 };
 
 /* Event priorities (event_base_priority_init): everything runs at the

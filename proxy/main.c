@@ -55,13 +55,13 @@
 #include "proxy/hooks/hook_validate.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jarena.h"
-#include "proxy/base/jreuse.h"
 #include "proxy/net/listener.h"
 #include "proxy/base/limits.h"
 #include "proxy/base/log.h"
 #include "proxy/net/loop.h"
 #include "proxy/net/notify.h"
 #include "proxy/net/peers.h"
+#include "proxy/mcp/listings.h"
 #include "proxy/mcp/sessid.h"
 #include "proxy/mcp/sesslimit.h"
 #include "proxy/net/tls.h"
@@ -572,13 +572,8 @@ static void worker_teardown(struct px_ctx *ctx)
 	/* Translated sessions hold upstream requests: before the upstreams. */
 	session_table_free(ctx->translated);
 	ctx->translated = NULL;
-	for (size_t i = 0; i < ctx->nups; i++) {
+	for (size_t i = 0; i < ctx->nups; i++)
 		upstream_free(ctx->ups[i]);
-		if (ctx->listings)
-			jreuse_free(ctx->listings[i]);
-	}
-	free(ctx->listings);
-	ctx->listings = NULL;
 	free(ctx->ups);
 	ctx->ups = NULL;
 	ctx->nups = 0;
@@ -618,6 +613,7 @@ static void ctx_teardown(struct px_ctx *ctx)
 	admin_free(ctx->proc->admin);
 	inspect_free(ctx->insp);
 	tools_free(ctx->proc->tools);
+	listings_free(ctx->proc->listings);
 	sessid_free(ctx->proc->sessions);
 	sesslimit_free(ctx->proc->sesslimit);
 	peers_free(ctx->proc->peers);
@@ -681,8 +677,7 @@ static int worker_setup(struct px_ctx *ctx, const char *port, int reuseport)
 
 	ctx->inbox = inbox_new(ctx->base);
 	ctx->ups = calloc(cfg->nups, sizeof(*ctx->ups));
-	ctx->listings = calloc(cfg->nups, sizeof(*ctx->listings));
-	if (!ctx->inbox || !ctx->ups || !ctx->listings) {
+	if (!ctx->inbox || !ctx->ups) {
 		log_msg(LOG_ERROR, "out of memory");
 		return -1;
 	}
@@ -797,7 +792,8 @@ static int ctx_setup(struct px_ctx *ctx, struct px_config *cfg)
 		return -1;
 	}
 	ctx->proc->tools = tools_setup(ctx, 0);
-	if (!ctx->proc->tools)
+	ctx->proc->listings = listings_new();
+	if (!ctx->proc->tools || !ctx->proc->listings)
 		return -1;
 	if (hook_policy_setup(ctx, err, sizeof(err)) < 0) {
 		log_block(LOG_ERROR, "policy configuration:", err);

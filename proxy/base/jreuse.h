@@ -18,7 +18,8 @@
  * Their reference counts are jansson's atomic ones, so a tool may be held
  * by other threads (the tools tracker) while this one builds.
  *
- * One jreuse per worker and upstream (proxy/ctx.h): not thread-safe.
+ * Not thread-safe: one per upstream, shared by the workers behind a lock
+ * (proxy/mcp/listings.h).
  */
 #ifndef MCPWARDEN_JREUSE_H
 #define MCPWARDEN_JREUSE_H

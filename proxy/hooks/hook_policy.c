@@ -78,6 +78,7 @@
 #include "proxy/hooks/inspect.h"
 #include "proxy/hooks/tools.h"
 #include "proxy/base/jparse.h"
+#include "proxy/base/jsame.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/base/hash.h"
@@ -344,6 +345,20 @@ struct kept_listing {
  * told apart before the oldest is replaced. */
 #define KEPT_LISTINGS 4
 
+/* What the hide rules decided for each tool of the last listing of an
+ * upstream they judged, for the next listing to take where its tools are
+ * the same values (hide_tools): a decision is a function of the tool's
+ * name and hints, the policy, the client (a client-keyed policy) and the
+ * upstream's baseline, and a value kept is never changed. */
+struct hide_memo {
+	struct jsame *tools;       /* owned, or NULL: the listing judged */
+	struct policy_decision *d; /* owned: one per position of tools */
+	size_t cap;
+	uint64_t gen;              /* of the pgen that decided them; 0: none */
+	char *client;              /* owned, or NULL (none, or not client-keyed) */
+	struct tool_table *base;   /* one ref, or NULL: the baseline judged with */
+};
+
 /* What the writers keep of an upstream besides its tables. */
 struct up_state {
 	char *name;              /* owned */
@@ -351,6 +366,14 @@ struct up_state {
 	int warned;              /* the cap was hit and logged */
 	struct kept_listing *kept[KEPT_LISTINGS]; /* owned, or NULL */
 	unsigned kept_next;      /* the slot a new client's listing takes */
+	/* The last listing remembered, for the next one to be read where it
+	 * differs (remember): its tools by position (owned, or NULL), the
+	 * live table it left (one ref, or NULL), and whether its tools all
+	 * had names of their own and fitted. */
+	struct jsame *last;
+	struct tool_table *last_live;
+	int last_whole;
+	struct hide_memo hide;
 };
 
 /* One per thread that judged a message (see the file header). */
@@ -806,24 +829,62 @@ static enum inspect_verdict judge(struct hook_policy *hp, struct reader *r, stru
 
 /* ---- tools/list results ------------------------------------------------------------ */
 
-/* A private table holding cur (published, NULL: none) with a listing's
- * tools added, or NULL when the listing changes nothing (the usual case:
- * every session lists the same tools). stale: the listing replaces cur.
- * *lost counts the tools that did not fit. */
+/* Whether a full pass saw two tools of one name: a set of their name
+ * hashes (a hash seen twice counts as a name seen twice). */
+struct name_set {
+	uint32_t *slot;  /* owned: cap slots, 0 free (a hash is stored + 1) */
+	size_t cap;
+	int twice;       /* or out of memory: not known to be unique */
+};
+
+static void names_init(struct name_set *ns, size_t n)
+{
+	size_t cap = 16;
+	while (cap < n * 2)
+		cap *= 2;
+	ns->slot = calloc(cap, sizeof(*ns->slot));
+	ns->cap = cap;
+	ns->twice = !ns->slot;
+}
+
+static void names_add(struct name_set *ns, const char *name)
+{
+	if (ns->twice)
+		return;
+	uint32_t h = name_hash(name) | 1u; /* never 0 */
+	size_t i = h & (ns->cap - 1);
+	for (; ns->slot[i]; i = (i + 1) & (ns->cap - 1)) {
+		if (ns->slot[i] == h) {
+			ns->twice = 1;
+			return;
+		}
+	}
+	ns->slot[i] = h;
+}
+
+/* A private table holding cur (published, NULL: none) with the tools of
+ * a listing at pos[0..npos) added (pos NULL: all of them), or NULL when
+ * they change nothing (the usual case: every session lists the same
+ * tools). stale: the listing replaces cur. *lost counts the tools that
+ * did not fit; ns (NULL: not asked) takes the names read. */
 static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
-                                        const json_t *tools, size_t *lost)
+                                        const json_t *tools, const size_t *pos, size_t npos,
+                                        size_t *lost, struct name_set *ns)
 {
 	struct tool_table *t = NULL;
 	if (stale && !(t = table_new())) {
 		*lost += json_array_size(tools);
 		return NULL;
 	}
-	for (size_t i = 0; i < json_array_size(tools); i++) {
+	size_t n = pos ? npos : json_array_size(tools);
+	for (size_t k = 0; k < n; k++) {
 		struct policy_hints h;
 		const json_t *ann;
-		const char *name = listed_tool(tools, i, &ann);
+		const char *name = listed_tool(tools, pos ? pos[k] : k, &ann);
 		if (!name)
 			continue;
+		if (ns)
+			names_add(ns, name);
 		const struct tool_table *look = t ? t : cur;
 		const struct tool_entry *e = table_find(look, name);
 		hints_of(e, ann, &h);
@@ -847,20 +908,79 @@ static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
 	return t;
 }
 
+/* At most this many changed tools are read alone (remember), and at most
+ * an eighth of the listing. */
+#define FEW_MAX 64
+
+/* The positions of tools that differ from the last listing remembered,
+ * into pos, when only they need reading: the rest are the very values
+ * read then, into the table still live, and every tool had a name of its
+ * own (so no two positions decide one entry) and a place in the table.
+ * A tool renamed at its position changes which names the listing holds:
+ * read whole. Returns their count, or -1: read the whole listing. */
+static long few_changed(const struct up_state *up, const struct tool_table *live,
+                        const json_t *tools, size_t *pos)
+{
+	size_t n = json_array_size(tools), max = n / 8 < FEW_MAX ? n / 8 : FEW_MAX;
+	if (up->stale || !up->last_whole || !up->last || live != up->last_live)
+		return -1;
+	long k = jsame_diff(up->last, tools, pos, max);
+	for (long i = 0; i < k; i++) {
+		const json_t *ann;
+		const char *now = listed_tool(tools, pos[i], &ann);
+		const char *was = json_string_value(JPARSE_MEMBER(jsame_at(up->last, pos[i]), "name"));
+		if (!now || !was || strcmp(now, was) != 0)
+			return -1;
+	}
+	return k;
+}
+
+/* What the next listing of up is compared with (few_changed). */
+static void remember_last(struct up_state *up, const json_t *tools, const size_t *pos, long k,
+                          const struct tool_table *live, int whole)
+{
+	if (!up->last && !(up->last = jsame_new()))
+		return;
+	if (jsame_keep(up->last, tools, pos, k) < 0)
+		whole = 0;
+	struct tool_table *l = (struct tool_table *)(uintptr_t)live; /* refs: under hp->lock */
+	if (l)
+		l->refs++;
+	table_unref(up->last_live);
+	up->last_live = l;
+	up->last_whole = whole;
+}
+
 /* Remembers a listing of upstream i: a new view when it changes the
- * table. Under hp->lock. */
+ * table. A listing that differs from the last one in a few tools is read
+ * only there: reading a name and the annotations of each of 1,000 tools
+ * (a cache miss each) was 12% of mcpwarden's CPU on a changing listing
+ * (perf). Under hp->lock. */
 static void remember(struct hook_policy *hp, size_t i, const json_t *tools)
 {
 	struct up_state *up = &hp->ups[i];
 	const struct view *v = hp->view;
 	const struct view_up *vu = i < v->nups ? &v->ups[i] : NULL;
-	size_t lost = 0;
-	struct tool_table *t = listing_apply(vu ? vu->live : NULL, up->stale, tools, &lost);
+	const struct tool_table *cur = vu ? vu->live : NULL;
+	size_t lost = 0, pos[FEW_MAX];
+	long k = few_changed(up, cur, tools, pos);
+	struct name_set ns = {0};
+	struct tool_table *t;
+	int whole = up->last_whole;
+	if (k >= 0) {
+		t = listing_apply(cur, 0, tools, pos, (size_t)k, &lost, NULL);
+	} else {
+		names_init(&ns, json_array_size(tools));
+		t = listing_apply(cur, up->stale, tools, NULL, 0, &lost, &ns);
+		whole = !ns.twice;
+		free(ns.slot);
+	}
 	if (up->stale) {
 		/* A new listing after list_changed: the set may have shrunk. */
 		up->stale = 0;
 		up->warned = 0;
 	}
+	const struct tool_table *left = cur;
 	if (t) {
 		struct view *nv = view_derive(hp, v);
 		if (!nv) {
@@ -870,9 +990,11 @@ static void remember(struct hook_policy *hp, size_t i, const json_t *tools)
 			table_stamp(t, nv->g, nv->ups[i].base, 0, up->name);
 			table_unref(nv->ups[i].live);
 			nv->ups[i].live = t;
+			left = t;
 			view_publish(hp, nv);
 		}
 	}
+	remember_last(up, tools, k >= 0 ? pos : NULL, k, left, whole && !lost);
 	if (lost) {
 		stat_add(&hp->stats.tools_over_cap, lost);
 		if (!up->warned) {
@@ -924,41 +1046,146 @@ static void hidden_add(struct hidden_list *hl, const struct policy_decision *d)
 	hl->d[hl->n++] = *d;
 }
 
-static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
-                       const struct view_up *up, struct inspect_msg *m, json_t *tools,
-                       struct hidden_list *hl)
+static int same_client(const char *a, const char *b)
 {
-	size_t hidden = 0, would = 0;
-	char names[256] = "";
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
 
-	for (size_t i = json_array_size(tools); i-- > 0;) {
+/* Under hp->lock (or with no other thread left). */
+static void hide_memo_clear(struct hide_memo *hm)
+{
+	jsame_free(hm->tools);
+	free(hm->d);
+	free(hm->client);
+	table_unref(hm->base);
+	*hm = (struct hide_memo){0};
+}
+
+/* The positions of tools whose decision hm does not hold, into pos (their
+ * count), or -1: decide them all. */
+static long hide_memo_diff(const struct hide_memo *hm, const struct pgen *g, const char *client,
+                           const struct tool_table *base, const json_t *tools, size_t *pos)
+{
+	size_t n = json_array_size(tools), max = n / 8 < FEW_MAX ? n / 8 : FEW_MAX;
+	if (!hm->tools || hm->gen != g->gen || hm->base != base || !same_client(hm->client, client))
+		return -1;
+	return jsame_diff(hm->tools, tools, pos, max);
+}
+
+/* hm := the decisions d[0..n) of tools, with what they were decided
+ * with; d is hm's own array, or a new one (owned: taken). Out of memory,
+ * hm holds nothing. */
+static void hide_memo_keep(struct hide_memo *hm, const struct pgen *g, const char *client,
+                           const struct tool_table *base, const json_t *tools,
+                           const size_t *pos, long k)
+{
+	if (!hm->tools && !(hm->tools = jsame_new()))
+		return;
+	int same_key = hm->gen == g->gen && hm->base == base && same_client(hm->client, client);
+	if (!same_key) {
+		free(hm->client);
+		hm->client = NULL;
+		table_unref(hm->base);
+		hm->base = NULL;
+		hm->gen = 0;
+		if (client && !(hm->client = strdup(client))) {
+			jsame_clear(hm->tools);
+			return;
+		}
+		struct tool_table *b = (struct tool_table *)(uintptr_t)base; /* refs: under hp->lock */
+		if ((hm->base = b))
+			b->refs++;
+		hm->gen = g->gen;
+	}
+	if (jsame_keep(hm->tools, tools, pos, same_key ? k : -1) < 0)
+		hm->gen = 0;
+}
+
+/* The decision for tools[i] (named name, annotations ann) when it is
+ * listed: what its tools/call without arguments would be decided. */
+static void hide_one(struct reader *r, struct pgen *g, const struct view_up *up,
+                     const struct inspect_msg *m, const char *name, const json_t *ann,
+                     struct policy_decision *d)
+{
+	const struct tool_entry *base = up ? table_find(up->base, name) : NULL;
+	const struct tool_entry *live = up ? table_find(up->live, name) : NULL;
+	struct policy_hints h;
+	hints_of(live, ann, &h);
+	struct policy_input in = {
+		.method = "tools/call",
+		.tool = name,
+		.client = m->where->client_name,
+		.upstream = m->where->upstream,
+		.tool_known = 1,
+		.hints = &h,
+		.baseline = base ? &base->hints : NULL,
+	};
+	hide_decide(r, g, live, &in, d);
+}
+
+/* Decides every tool of a listing into hm->d: the tools that are the
+ * values hm judged last keep their decision (a changing 1,000-tool
+ * listing read each tool's name and annotations, a cache miss each: 8%
+ * of mcpwarden's CPU, perf), the others are decided. Returns 0, or -1
+ * (out of memory: nothing decided). Under hp->lock. */
+static int hide_decide_all(struct hide_memo *hm, struct reader *r, struct pgen *g,
+                           const struct view_up *up, const struct inspect_msg *m,
+                           const json_t *tools)
+{
+	const char *client = g->client_keyed ? m->where->client_name : NULL;
+	const struct tool_table *base = up ? up->base : NULL;
+	size_t n = json_array_size(tools), pos[FEW_MAX];
+	long k = hide_memo_diff(hm, g, client, base, tools, pos);
+	if (k < 0 && n > hm->cap) {
+		struct policy_decision *nd = realloc(hm->d, n * sizeof(*nd));
+		if (!nd) {
+			hide_memo_clear(hm);
+			return -1;
+		}
+		hm->d = nd;
+		hm->cap = n;
+	}
+	for (size_t j = 0; j < (k < 0 ? n : (size_t)k); j++) {
+		size_t i = k < 0 ? j : pos[j];
 		const json_t *tool = json_array_get(tools, i);
 		const char *name = json_string_value(JPARSE_MEMBER(tool, "name"));
 		if (!name)
-			continue;
-		const struct tool_entry *base = up ? table_find(up->base, name) : NULL;
-		const struct tool_entry *live = up ? table_find(up->live, name) : NULL;
-		struct policy_hints h;
-		hints_of(live, JPARSE_MEMBER(tool, "annotations"), &h);
-		struct policy_input in = {
-			.method = "tools/call",
-			.tool = name,
-			.client = m->where->client_name,
-			.upstream = m->where->upstream,
-			.tool_known = 1,
-			.hints = &h,
-			.baseline = base ? &base->hints : NULL,
-		};
-		struct policy_decision d;
-		hide_decide(r, g, live, &in, &d);
-		if (d.action == POLICY_HIDE) {
-			policy_count(g->p, &d, 1);
+			hm->d[i] = (struct policy_decision){.action = POLICY_NONE};
+		else
+			hide_one(r, g, up, m, name, JPARSE_MEMBER(tool, "annotations"), &hm->d[i]);
+	}
+	hide_memo_keep(hm, g, client, base, tools, pos, k);
+	return 0;
+}
+
+static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
+                       const struct view_up *up, struct inspect_msg *m, json_t *tools,
+                       struct hidden_list *hl, struct hide_memo *hm)
+{
+	size_t hidden = 0, would = 0;
+	char names[256] = "";
+	struct hide_memo scratch = {0};
+
+	if (!hm || hide_decide_all(hm, r, g, up, m, tools) < 0) {
+		hm = &scratch; /* nothing kept */
+		if (hide_decide_all(hm, r, g, up, m, tools) < 0) {
+			hl->lost = 1;
+			return;
+		}
+	}
+	/* From the end: a removal leaves the positions before it in place. */
+	for (size_t i = json_array_size(tools); i-- > 0;) {
+		const struct policy_decision *d = &hm->d[i];
+		if (d->action == POLICY_HIDE) {
+			policy_count(g->p, d, 1);
 			json_array_remove(tools, i);
-			hidden_add(hl, &d);
+			hidden_add(hl, d);
 			hidden++;
-		} else if (d.dry_run_would == POLICY_HIDE) {
-			policy_count(g->p, &d, 1);
+		} else if (d->dry_run_would == POLICY_HIDE) {
+			policy_count(g->p, d, 1);
 			if (would++ < 8) {
+				const char *name = json_string_value(
+				    JPARSE_MEMBER(json_array_get(tools, i), "name"));
 				char t[64];
 				size_t n = strlen(names);
 				snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "",
@@ -966,6 +1193,7 @@ static void hide_tools(struct hook_policy *hp, struct reader *r, struct pgen *g,
 			}
 		}
 	}
+	hide_memo_clear(&scratch);
 	if (hidden) {
 		stat_add(&hp->stats.tools_hidden, hidden);
 		m->modified = 1;
@@ -1035,11 +1263,6 @@ static void kept_free(struct kept_listing *k)
 	inspect_bytes_unref(k->sent);
 	free(k->hidden);
 	free(k);
-}
-
-static int same_client(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 /* The upstream's index, or -1 (not created: a reader's question). */
@@ -1136,7 +1359,7 @@ static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
 	size_t len = m->result_raw_len;
 	struct hidden_list hl = {0};
 	hide_tools(hp, r, g, i >= 0 && (size_t)i < r->view->nups ? &r->view->ups[i] : NULL, m,
-	           tools, &hl);
+	           tools, &hl, i >= 0 ? &hp->ups[i].hide : NULL);
 	/* A dry run's listing is parsed every time (its log line says what
 	 * it would hide): nothing to keep. */
 	uint64_t listing = raw && i >= 0 && !policy_dry_run(g->p)
@@ -1454,6 +1677,9 @@ void hook_policy_free(struct hook_policy *hp)
 		free(hp->ups[i].name);
 		for (size_t s = 0; s < KEPT_LISTINGS; s++)
 			kept_free(hp->ups[i].kept[s]);
+		jsame_free(hp->ups[i].last);
+		table_unref(hp->ups[i].last_live);
+		hide_memo_clear(&hp->ups[i].hide);
 	}
 	free(hp->ups);
 	pthread_mutex_destroy(&hp->lock);

@@ -51,7 +51,7 @@
 #include "proxy/net/http_resp.h"
 #include "proxy/hooks/inspect.h"
 #include "proxy/base/jparse.h"
-#include "proxy/base/jreuse.h"
+#include "proxy/mcp/listings.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
 #include "proxy/mcp/mirror.h"
@@ -708,26 +708,19 @@ static int lists_first_page(const struct exchange *ex)
 }
 
 /* The reply's tree. A first page of tools is built from the tools of the
- * last one this worker read from the upstream (jreuse.h): a listing that
- * changed in one tool then costs that tool, not the list. */
+ * last one read from the upstream, by any worker (listings.h): a listing
+ * that changed in one tool then costs that tool, not the list. */
 static json_t *parse_reply(struct exchange *ex, const char *bytes, size_t len, int any,
                            struct jparse_span *result)
 {
 	struct px_ctx *ctx = ex->ctx;
-	if (len < JREUSE_MIN_BYTES || !ctx->listings || ex->up_index >= ctx->nups ||
-	    !lists_first_page(ex))
+	if (len < JREUSE_MIN_BYTES || !ctx->proc->listings || !lists_first_page(ex))
 		return jparse_span(bytes, len, any, result);
-	if (!ctx->listings[ex->up_index])
-		ctx->listings[ex->up_index] = jreuse_new();
-	struct jreuse *r = ctx->listings[ex->up_index];
-	if (!r)
-		return jparse_span(bytes, len, any, result);
-	struct jreuse_stats a, b;
-	jreuse_stats(r, &a);
-	json_t *reply = jreuse_parse(r, bytes, len, any, result);
-	jreuse_stats(r, &b);
-	PX_STAT_ADD(ctx, listing_tools_reused, b.reused - a.reused);
-	PX_STAT_ADD(ctx, listing_tools_parsed, b.parsed - a.parsed);
+	struct jreuse_stats did;
+	json_t *reply = listings_parse(ctx->proc->listings, ex->up_index, bytes, len, any, result,
+	                               &did);
+	PX_STAT_ADD(ctx, listing_tools_reused, did.reused);
+	PX_STAT_ADD(ctx, listing_tools_parsed, did.parsed);
 	return reply;
 }
 

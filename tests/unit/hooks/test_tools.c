@@ -782,6 +782,156 @@ static void test_raw_bounded_least_recently_used(void **state)
 	json_decref(p);
 }
 
+/* ---- listings that share their unchanged tools -------------------------------
+ *
+ * A listing is handed over as jreuse builds it (proxy/base/jreuse.h): the
+ * tools that did not change are the very values of the last listing. */
+
+#define NSHARED 16
+
+static json_t *stool(const char *name, const char *header)
+{
+	char buf[256];
+	return th_json(tool_json(buf, sizeof(buf), name, header));
+}
+
+/* Lists vals[0..n) (borrowed) in one page, the values themselves. */
+static void list_values(struct inspect *in, const char *upstream, json_t *const *vals, size_t n)
+{
+	json_t *tools = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append(tools, vals[i]);
+	json_t *msg = json_pack("{s:s, s:i, s:{s:o}}", "jsonrpc", "2.0", "id", 1, "result", "tools",
+	                        tools);
+	json_t *req = th_json(LIST_REQ);
+	struct inspect_where where = {.upstream = upstream};
+	struct inspect_msg im = {
+		.dir = INSPECT_FROM_SERVER, .kind = JRPC_RESULT, .msg = msg, .request = req,
+		.where = &where,
+	};
+	assert_int_equal(inspect_message(in, &im), INSPECT_FORWARD);
+	json_decref(msg);
+	json_decref(req);
+}
+
+static void shared_start(json_t **vals, const char *dup)
+{
+	for (size_t i = 0; i < NSHARED; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "t%zu", i);
+		vals[i] = stool(i == 9 && dup ? dup : name, "H0");
+	}
+}
+
+static void shared_free(json_t **vals)
+{
+	for (size_t i = 0; i < NSHARED; i++)
+		json_decref(vals[i]);
+}
+
+/* One tool changes, the rest are the same values: the tracker finds the
+ * new definition, counts a change, and a table handed out before stays
+ * as it was. */
+static void test_shared_one_changed(void **state)
+{
+	struct fx *f = *state;
+	json_t *v[NSHARED];
+	shared_start(v, NULL);
+	list_values(f->in, "up", v, NSHARED);
+	list_values(f->in, "up", v, NSHARED);
+	assert_int_equal(stats(f->tc, "up").changes, 1);
+	/* Nobody holds the table: the new tool is put in place. */
+	json_decref(v[4]);
+	v[4] = stool("t4", "H1");
+	list_values(f->in, "up", v, NSHARED);
+	assert_ptr_equal(tget(f->tc, "up", "t4"), v[4]);
+	assert_string_equal(header_of(tget(f->tc, "up", "t4")), "H1");
+	assert_int_equal(stats(f->tc, "up").changes, 2);
+	assert_int_equal(stats(f->tc, "up").tools, NSHARED);
+	/* An equal value is no change. */
+	json_decref(v[4]);
+	v[4] = stool("t4", "H1");
+	list_values(f->in, "up", v, NSHARED);
+	assert_int_equal(stats(f->tc, "up").changes, 2);
+	assert_ptr_equal(tget(f->tc, "up", "t4"), v[4]);
+	/* A reader holds the table: it keeps what it was handed. */
+	json_t *held = tools_listing(f->tc, "up", NULL);
+	json_t *was = v[7];
+	json_incref(was);
+	json_decref(v[7]);
+	v[7] = stool("t7", "H2");
+	list_values(f->in, "up", v, NSHARED);
+	assert_ptr_equal(json_object_get(held, "t7"), was);
+	assert_ptr_equal(tget(f->tc, "up", "t7"), v[7]);
+	assert_int_equal(stats(f->tc, "up").changes, 3);
+	json_decref(held);
+	json_decref(was);
+	shared_free(v);
+}
+
+/* A tool renamed in place: the old name is gone, the new one found. */
+static void test_shared_renamed(void **state)
+{
+	struct fx *f = *state;
+	json_t *v[NSHARED];
+	shared_start(v, NULL);
+	list_values(f->in, "up", v, NSHARED);
+	json_decref(v[2]);
+	v[2] = stool("renamed", "H0");
+	list_values(f->in, "up", v, NSHARED);
+	assert_null(tget(f->tc, "up", "t2"));
+	assert_ptr_equal(tget(f->tc, "up", "renamed"), v[2]);
+	assert_int_equal(stats(f->tc, "up").tools, NSHARED);
+	shared_free(v);
+}
+
+/* Two tools of one name: the later one is the one kept, whichever of
+ * them changes. */
+static void test_shared_duplicate_names(void **state)
+{
+	struct fx *f = *state;
+	json_t *v[NSHARED];
+	shared_start(v, "t3"); /* position 9 is named t3 too */
+	list_values(f->in, "up", v, NSHARED);
+	assert_ptr_equal(tget(f->tc, "up", "t3"), v[9]);
+	json_decref(v[3]);
+	v[3] = stool("t3", "H5");
+	list_values(f->in, "up", v, NSHARED);
+	assert_ptr_equal(tget(f->tc, "up", "t3"), v[9]);
+	assert_string_equal(header_of(tget(f->tc, "up", "t3")), "H0");
+	/* The same value twice (one tool listed twice, byte for byte): its
+	 * first place changing leaves the second in the table. */
+	json_decref(v[9]);
+	v[9] = json_incref(v[3]);
+	list_values(f->in, "up", v, NSHARED);
+	json_decref(v[3]);
+	v[3] = stool("t3", "H6");
+	list_values(f->in, "up", v, NSHARED);
+	assert_ptr_equal(tget(f->tc, "up", "t3"), v[9]);
+	assert_string_equal(header_of(tget(f->tc, "up", "t3")), "H5");
+	shared_free(v);
+}
+
+/* After a paged listing the next one-page listing is read whole. */
+static void test_shared_after_pages(void **state)
+{
+	struct fx *f = *state;
+	json_t *v[NSHARED];
+	shared_start(v, NULL);
+	list_values(f->in, "up", v, NSHARED);
+	page(f->in, "up", LIST_REQ, "a", "p2");
+	page(f->in, "up", LIST_REQ_AT("p2"), "b", NULL);
+	assert_null(tget(f->tc, "up", "t0"));
+	json_decref(v[5]);
+	v[5] = stool("t5", "H9");
+	list_values(f->in, "up", v, NSHARED);
+	assert_null(tget(f->tc, "up", "a"));
+	assert_ptr_equal(tget(f->tc, "up", "t0"), v[0]);
+	assert_string_equal(header_of(tget(f->tc, "up", "t5")), "H9");
+	assert_int_equal(stats(f->tc, "up").tools, NSHARED);
+	shared_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -807,6 +957,10 @@ int main(void)
 		T(test_listing_is_immutable),
 		T(test_sees_the_upstream_listing),
 		T(test_subscribers),
+		T(test_shared_one_changed),
+		T(test_shared_renamed),
+		T(test_shared_duplicate_names),
+		T(test_shared_after_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1464,6 +1464,155 @@ static void test_glue_hide(void **state)
 	rig_stop(&r);
 }
 
+/* ---- listings that share their unchanged tools ------------------------------
+ *
+ * As jreuse hands listings over (proxy/base/jreuse.h): the tools that did
+ * not change are the very values of the last listing. */
+
+#define NSHARED 16
+
+static json_t *stool(const char *name, const char *hint, const char *desc)
+{
+	char text[256];
+	snprintf(text, sizeof(text), "{'name':'%s','description':'%s','inputSchema':{},"
+	         "'annotations':{'%s':true}}", name, desc, hint);
+	return J(text);
+}
+
+/* A tools/list of vals[0..n) (borrowed) in the exchange x; returns how
+ * many tools the hooks left in it. */
+static size_t tlist_values(struct rig *r, struct xch *x, json_t *const *vals, size_t n)
+{
+	json_t *tools = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append(tools, vals[i]);
+	json_t *req = J("{'jsonrpc':'2.0','id':3,'method':'tools/list','params':{}}");
+	json_t *msg = json_pack("{s:s, s:i, s:{s:o}}", "jsonrpc", "2.0", "id", 3, "result", "tools",
+	                        tools);
+	assert_int_equal(deliver(r, x, INSPECT_FROM_CLIENT, req, NULL).v, INSPECT_FORWARD);
+	assert_int_equal(deliver(r, x, INSPECT_FROM_SERVER, msg, req).v, INSPECT_FORWARD);
+	size_t left = json_array_size(json_object_get(json_object_get(msg, "result"), "tools"));
+	json_decref(req);
+	json_decref(msg);
+	return left;
+}
+
+/* vals[i] := tool "t<i>", read-only. */
+static void shared_tools(json_t **vals)
+{
+	for (size_t i = 0; i < NSHARED; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "t%zu", i);
+		vals[i] = stool(name, "readOnlyHint", "one");
+	}
+}
+
+static void shared_free(json_t **vals)
+{
+	for (size_t i = 0; i < NSHARED; i++)
+		json_decref(vals[i]);
+}
+
+static void shared_replace(json_t **vals, size_t i, json_t *v)
+{
+	json_decref(vals[i]);
+	vals[i] = v;
+}
+
+static int call_allowed(struct rig *r, struct xch *x, const char *tool)
+{
+	struct seen s = tcall(r, x, tool, NULL);
+	json_decref(s.answer);
+	return s.v == INSPECT_FORWARD;
+}
+
+/* A changed tool is judged as now listed, whether its call or its place
+ * in the listing; the unchanged keep what they were decided. */
+static void test_glue_shared_tools(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	json_t *v[NSHARED];
+	rig_start(&r, J("{'rules':[{'name':'no-d','match':{'annotations':{'destructiveHint':true}},"
+	                "'action':'deny'},{'name':'hide-x','match':{'tool':'x_*'},'action':'hide'}]}"),
+	          NULL);
+	shared_tools(v);
+	shared_replace(v, 2, stool("x_2", "readOnlyHint", "one"));
+	x_begin(&x, "staging", NULL);
+	assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED - 1);
+	assert_true(call_allowed(&r, &x, "t5"));
+	shared_replace(v, 5, stool("t5", "destructiveHint", "two"));
+	assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED - 1);
+	assert_false(call_allowed(&r, &x, "t5"));
+	assert_true(call_allowed(&r, &x, "t6"));
+	shared_replace(v, 5, stool("t5", "readOnlyHint", "three"));
+	assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED - 1);
+	assert_true(call_allowed(&r, &x, "t5"));
+	/* Renamed where it stands: hidden now. */
+	shared_replace(v, 6, stool("x_6", "readOnlyHint", "one"));
+	assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED - 2);
+	shared_replace(v, 6, stool("t6", "readOnlyHint", "one"));
+	assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED - 1);
+	x_end(&r, &x);
+	struct hook_policy_stats st;
+	hook_policy_get_stats(r.proc.policy, &st);
+	assert_int_equal(st.tools_hidden, 6);
+	shared_free(v);
+	rig_stop(&r);
+}
+
+/* Two tools of one name: the later one's hints are the name's, whichever
+ * of the two changes. */
+static void test_glue_shared_duplicate_names(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	json_t *v[NSHARED];
+	rig_start(&r, J("{'rules':[{'name':'no-d','match':{'annotations':{'destructiveHint':true}},"
+	                "'action':'deny'}]}"), NULL);
+	shared_tools(v);
+	shared_replace(v, 3, stool("dup", "readOnlyHint", "one"));
+	shared_replace(v, 9, stool("dup", "destructiveHint", "one"));
+	x_begin(&x, "staging", NULL);
+	tlist_values(&r, &x, v, NSHARED);
+	assert_false(call_allowed(&r, &x, "dup"));
+	shared_replace(v, 3, stool("dup", "readOnlyHint", "two"));
+	tlist_values(&r, &x, v, NSHARED);
+	assert_false(call_allowed(&r, &x, "dup"));
+	shared_replace(v, 9, stool("dup", "readOnlyHint", "two"));
+	tlist_values(&r, &x, v, NSHARED);
+	assert_true(call_allowed(&r, &x, "dup"));
+	x_end(&r, &x);
+	shared_free(v);
+	rig_stop(&r);
+}
+
+/* A client-keyed hide rule: each client's listing is judged for it, the
+ * same tools or not. */
+static void test_glue_shared_clients(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct xch x;
+	json_t *v[NSHARED];
+	rig_start(&r, J("{'rules':[{'name':'ci-hide','match':{'client':'ci','tool':'t1'},"
+	                "'action':'hide'}]}"), NULL);
+	shared_tools(v);
+	for (int round = 0; round < 2; round++) {
+		x_begin(&x, "staging", "ci");
+		assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED - 1);
+		x_end(&r, &x);
+		x_begin(&x, "staging", "ide");
+		assert_int_equal(tlist_values(&r, &x, v, NSHARED), NSHARED);
+		x_end(&r, &x);
+		shared_replace(v, 7, stool("t7", "readOnlyHint", round ? "a" : "b"));
+	}
+	shared_free(v);
+	rig_stop(&r);
+}
+
 static void test_glue_list_changed(void **state)
 {
 	(void)state;
@@ -2193,6 +2342,9 @@ int main(void)
 		cmocka_unit_test(test_glue_baseline),
 		cmocka_unit_test(test_glue_cap),
 		cmocka_unit_test(test_glue_threads),
+		cmocka_unit_test(test_glue_shared_tools),
+		cmocka_unit_test(test_glue_shared_duplicate_names),
+		cmocka_unit_test(test_glue_shared_clients),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
