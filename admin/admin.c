@@ -905,6 +905,7 @@ int admin_setup(struct px_ctx *ctx, char *err, size_t errlen)
 		errs_add(&e, "admin: cannot register the call recorder (too many hooks?)");
 		goto fail;
 	}
+	hook_record_set_tools(adm->rec, ctx->proc->tools);
 	/* The recorder takes adm->lock itself, only to publish (see
 	 * hook_record_set_lock): its hooks run without it. */
 	hook_record_set_lock(adm->rec, &adm->lock);

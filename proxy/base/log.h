@@ -46,7 +46,9 @@ struct log_access {
 	const char *rpc_method;  /* first JSON-RPC method of the body */
 	const char *tool;        /* tools/call params.name */
 	int status;
-	double latency_ms;
+	/* Whole microseconds; text shows milliseconds to a tenth, rounded
+	 * half up (1,250 us: 1.3ms), JSON the milliseconds to the us. */
+	unsigned long long latency_us;
 	unsigned long long bytes_in, bytes_out;
 	const char *note;        /* why it failed, when it did */
 };

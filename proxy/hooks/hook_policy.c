@@ -1354,17 +1354,15 @@ static enum inspect_verdict on_listing(struct hook_policy *hp, struct reader *r,
 	struct pgen *g = policy_for(hp, r, m);
 	if (!g || !policy_may_hide(g->p))
 		return INSPECT_FORWARD;
-	/* The bytes as received, while no hook changed them (inspect.h). */
-	const char *raw = m->result_raw;
-	size_t len = m->result_raw_len;
+	/* The tracker's number for the bytes as received, read while no hook
+	 * changed them (inspect.h). */
+	uint64_t serial = m->result_serial;
 	struct hidden_list hl = {0};
 	hide_tools(hp, r, g, i >= 0 && (size_t)i < r->view->nups ? &r->view->ups[i] : NULL, m,
 	           tools, &hl, i >= 0 ? &hp->ups[i].hide : NULL);
 	/* A dry run's listing is parsed every time (its log line says what
 	 * it would hide): nothing to keep. */
-	uint64_t listing = raw && i >= 0 && !policy_dry_run(g->p)
-	                   ? tools_listing_serial(hp->ctx->proc->tools, m->where->upstream, raw, len, 0)
-	                   : 0;
+	uint64_t listing = i >= 0 && !policy_dry_run(g->p) ? serial : 0;
 	if (listing)
 		kept_put(hp, i, g, m, listing, &hl);
 	free(hl.d);

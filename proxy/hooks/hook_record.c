@@ -73,6 +73,7 @@
 #include "proxy/hooks/redact.h"
 #include "proxy/base/sbuf.h"
 #include "proxy/hooks/inspect.h"
+#include "proxy/hooks/tools.h"
 #include "proxy/base/jparse.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/clock.h"
@@ -174,6 +175,7 @@ struct hook_record {
 	void *arg;
 	int count;                   /* the sink counts (its count ops are set) */
 	int text_now;                /* write JSON text per call (hook_record_set_text_now) */
+	struct tools *tools;         /* borrowed, or NULL: names listings (hook_record_set_tools) */
 	int slot;                    /* our index in where->hook_data */
 	pthread_mutex_t *lock;       /* borrowed, or NULL: one thread only */
 	uint64_t gen;                /* tells this recorder's hr_locals apart */
@@ -454,7 +456,8 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
  * its result as it arrived (inspect_msg.result_raw), or NULL. */
 static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
                                struct record_text_rec *r, const json_t *answer,
-                               enum jrpc_kind kind, const char *raw, size_t raw_len)
+                               enum jrpc_kind kind, const char *raw, size_t raw_len,
+                               uint64_t serial)
 {
 	struct sbuf *scratch = &l->scratch;
 
@@ -479,11 +482,11 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	r->result_cut = 0;
 	scratch->len = 0;
 	scratch->oom = 0;
-	/* A large result comes again unchanged (a tools/list): its preview
-	 * is kept per worker with its bytes. */
-	if (raw && !l->pmemo)
+	/* A listing comes again unchanged: its preview is kept per worker,
+	 * under the number the tools tracker gave its bytes. */
+	if (serial && !l->pmemo)
 		l->pmemo = redact_preview_memo_new();
-	if (redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len,
+	if (redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len, serial,
 	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) < 0) {
 		/* Out of memory: null, as a failed redact_result_preview gave. */
 		r->result_cut = 0;
@@ -901,10 +904,11 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked" (apply_verdict). */
 		if (m->answer)
-			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0);
+			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0, 0);
 	} else if (kind == RT_KIND_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
-		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
+		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len,
+		                            m->result_serial);
 		if (strcmp(o, "ok") != 0)
 			r->outcome = o;
 	}
@@ -926,7 +930,8 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	record_init(hr, l, r, rx->where, clock_real_us(), "server", kind, m, method);
 	add_findings(hr, r, m->notes);
 	r->outcome = kind == RT_KIND_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m),
-	                                                    m->result_raw, m->result_raw_len)
+	                                                    m->result_raw, m->result_raw_len,
+	                                                    m->result_serial)
 	                                      : "ok";
 	apply_verdict(r, m);
 	if (kind == RT_KIND_REQUEST) {
@@ -942,7 +947,8 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
                            struct inspect_msg *m)
 {
 	struct record_text_rec *r = &p->rec;
-	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len);
+	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len,
+	                         m->result_serial);
 	add_findings(hr, r, m->notes);
 	apply_verdict(r, m);
 	settle(p);
@@ -951,33 +957,32 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 /* ---- unchanged listings (issue 20) ---------------------------------------- */
 
 /* The preview of a listing's result from its bytes alone: what the worker's
- * preview memo keeps for them. Asked with null for the value, the memo
- * answers "null" when it holds other bytes (a real listing, an object,
- * previews otherwise; one that did would only be previewed again below);
- * then the memo, which now holds that stand-in, is dropped, and the
- * result is parsed here to preview it, as fill_answer would have. */
+ * preview memo keeps for them (the tracker names them: tools_listing_serial,
+ * which the tracker's own question in this call answered already), else
+ * the result parsed and previewed as fill_answer does. */
 static void listing_preview(const struct hook_record *hr, struct hr_local *l,
-                            struct record_text_rec *r, const char *raw, size_t len)
+                            struct record_text_rec *r, const struct inspect_listing *ls)
 {
 	struct sbuf *scratch = &l->scratch;
 	r->result_cut = 0;
 	scratch->len = 0;
 	scratch->oom = 0;
-	if (!l->pmemo)
-		l->pmemo = redact_preview_memo_new();
-	if (redact_result_preview_memo_to(hr->rd, l->pmemo, json_null(), raw, len,
-	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) == 0 &&
-	    !(scratch->len == 4 && memcmp(scratch->p, "null", 4) == 0)) {
+	uint64_t serial = ls->where ? tools_listing_serial(hr->tools, ls->where->upstream, ls->raw,
+	                                                   ls->len, ls->call)
+	                            : 0;
+	int kept = redact_preview_memo_get(hr->rd, l->pmemo, serial, REDACT_PREVIEW_CHARS,
+	                                   &r->result_cut, scratch);
+	if (kept > 0) {
 		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
 		return;
 	}
-	redact_preview_memo_free(l->pmemo);
-	l->pmemo = NULL;
+	scratch->len = 0;
+	scratch->oom = 0;
 	json_t *msg = json_object();
-	json_t *result = jparse(raw, len, 1);
-	if (msg && result && json_object_set_new(msg, "result", result) == 0) {
+	json_t *result = jparse(ls->raw, ls->len, 1);
+	if (kept == 0 && msg && result && json_object_set_new(msg, "result", result) == 0) {
 		result = NULL;
-		(void)fill_answer(hr, l, r, msg, JRPC_RESULT, raw, len);
+		(void)fill_answer(hr, l, r, msg, JRPC_RESULT, ls->raw, ls->len, serial);
 	} else {
 		r->str[RT_PREVIEW] = 0; /* out of memory, as in fill_answer */
 	}
@@ -1009,7 +1014,7 @@ static void listing_passed(void *arg, const struct inspect_listing *ls)
 	for (struct pending *p = rx->head; p; p = p->next) {
 		if (p->rec.kind != RT_KIND_REQUEST || settled(p) || !rec_id_is(&p->rec, id))
 			continue;
-		listing_preview(hr, l, &p->rec, ls->raw, ls->len);
+		listing_preview(hr, l, &p->rec, ls);
 		p->rec.outcome = "ok";
 		settle(p);
 		return;
@@ -1273,6 +1278,11 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
 void hook_record_set_text_now(struct hook_record *hr, int on)
 {
 	hr->text_now = on;
+}
+
+void hook_record_set_tools(struct hook_record *hr, struct tools *tr)
+{
+	hr->tools = tr;
 }
 
 void hook_record_set_lock(struct hook_record *hr, pthread_mutex_t *lock)

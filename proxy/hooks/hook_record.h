@@ -136,6 +136,13 @@ void hook_record_free(struct hook_record *hr);  /* accepts NULL */
  * form for readers to write. Set before the first exchange. */
 void hook_record_set_text_now(struct hook_record *hr, int on);
 
+/* The tools tracker (borrowed: outlives hr) whose numbers for listings
+ * key the preview each worker keeps of the last one (inspect.h,
+ * result_serial): without it, an unchanged listing that passes unparsed is
+ * parsed here for its preview. Set before the first exchange. */
+struct tools;
+void hook_record_set_tools(struct hook_record *hr, struct tools *tr);
+
 /* Several threads: the recorder serialises, with lock (borrowed; NULL:
  * one thread only), what they share: its in-flight list and the sink's
  * ops. It takes the lock itself, briefly (the costly work, redaction and

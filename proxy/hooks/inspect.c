@@ -306,6 +306,7 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 			STAT_INC(in, modified);
 			m->result_raw = NULL; /* no longer what msg holds */
 			m->result_raw_len = 0;
+			m->result_serial = 0;
 		}
 		if (m->modified && m->method && m->msg) {
 			jrpc_names(m->msg, &m->method, &m->tool, &m->params);

@@ -103,6 +103,14 @@ struct inspect_msg {
 	 * on it (hook_contract does). */
 	const char *result_raw;
 	size_t result_raw_len;
+	/* The tools tracker's number for result_raw's bytes when it keeps them
+	 * as the upstream's last one-page listing (tools_listing_serial: the
+	 * same bytes are given that number again, no other bytes ever are),
+	 * or 0. Set by the tracker, for the hooks after it (policy, the
+	 * observers; not the contract checker, before it), and cleared with
+	 * result_raw: a hook may key what it keeps of a listing on it, with
+	 * no copy of the bytes to compare. */
+	uint64_t result_serial;
 	json_t *answer;           /* owned by the proxy once set: reply to send */
 	const char *decided_by;   /* name of the hook that dropped/answered */
 	/* For observers: what the deciding hooks decided, and the rule or

@@ -17,7 +17,6 @@
 
 #include "proxy/base/sbuf.h"
 #include "proxy/base/jparse.h"
-#include "proxy/base/memdiff.h"
 
 static const char *const default_keys[] = {
 	"password", "token", "secret", "authorization", "api_key",
@@ -1001,20 +1000,16 @@ int redact_result_preview_to(const struct redact *rd, const json_t *result, size
 	return preview_to(rd, result, max_chars, cut, out, NULL, 0);
 }
 
-/* ---- the last large preview, kept ----------------------------------------- */
+/* ---- the last listing's preview, kept ------------------------------------- */
 
-/* Results smaller than this preview faster than they are compared and
- * copied; larger than the cap, they are not kept (memory). */
-#define PREVIEW_MEMO_MIN (8u * 1024)
-#define PREVIEW_MEMO_MAX (16u * 1024 * 1024)
-
+/* The preview of the bytes a serial names (redact.h): no copy of the
+ * bytes, which the serial's owner (the tools tracker) keeps. */
 struct redact_preview_memo {
 	uint64_t gen;       /* rd->gen of the key patterns; 0: nothing kept */
 	uint64_t vgen;      /* and of the value set (0: none) */
+	uint64_t serial;    /* of the bytes previewed */
 	size_t max_chars;
-	char *raw;          /* owned: the result's bytes */
-	size_t raw_len, raw_cap;
-	char *text;         /* owned: its preview */
+	char *text;         /* owned: their preview */
 	size_t text_len;
 	int cut;
 };
@@ -1028,60 +1023,57 @@ void redact_preview_memo_free(struct redact_preview_memo *pm)
 {
 	if (!pm)
 		return;
-	free(pm->raw);
 	free(pm->text);
 	free(pm);
 }
 
 static int memo_holds(const struct redact_preview_memo *pm, const struct redact *rd,
-                      const char *raw, size_t raw_len, size_t max_chars)
+                      uint64_t serial, size_t max_chars)
 {
 	uint64_t kgen, vgen;
 	gens_of(rd, &kgen, &vgen);
 	return pm->gen && pm->gen == kgen && pm->vgen == vgen && pm->max_chars == max_chars &&
-	       pm->raw_len == raw_len && memcmp(pm->raw, raw, raw_len) == 0;
+	       pm->serial == serial;
 }
 
-/* Keeps text (the preview just made of raw); on a failed malloc keeps
- * nothing, which only costs the next preview its shortcut. */
+/* Keeps text (the preview just made of the bytes of serial); on a failed
+ * malloc keeps nothing, which only costs the next preview its shortcut. */
 static void memo_keep(struct redact_preview_memo *pm, uint64_t kgen, uint64_t vgen,
-                      const char *raw, size_t raw_len, size_t max_chars, const char *text,
-                      size_t text_len, int cut)
+                      uint64_t serial, size_t max_chars, const char *text, size_t text_len,
+                      int cut)
 {
 	pm->gen = 0;
-	if (pm->raw_cap < raw_len || !pm->raw) {
-		free(pm->raw);
-		pm->raw = malloc(raw_len);
-		pm->raw_cap = pm->raw ? raw_len : 0;
-		pm->raw_len = 0;
-	}
 	free(pm->text);
 	pm->text = malloc(text_len + 1);
-	if (!pm->raw || !pm->text)
+	if (!pm->text)
 		return;
-	/* A listing edited in place is copied where it changed only. */
-	memdiff_copy(pm->raw, pm->raw_len, raw, raw_len);
 	memcpy(pm->text, text, text_len);
-	pm->raw_len = raw_len;
 	pm->text_len = text_len;
+	pm->serial = serial;
 	pm->max_chars = max_chars;
 	pm->cut = cut;
 	pm->vgen = vgen;
 	pm->gen = kgen;
 }
 
+int redact_preview_memo_get(const struct redact *rd, const struct redact_preview_memo *pm,
+                            uint64_t serial, size_t max_chars, int *cut, struct sbuf *out)
+{
+	if (!pm || !serial || !memo_holds(pm, rd, serial, max_chars))
+		return 0;
+	if (cut)
+		*cut = pm->cut;
+	sbuf_putn(out, pm->text, pm->text_len);
+	return out->oom ? -1 : 1;
+}
+
 int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview_memo *pm,
                                   const json_t *result, const char *raw, size_t raw_len,
-                                  size_t max_chars, int *cut, struct sbuf *out)
+                                  uint64_t serial, size_t max_chars, int *cut, struct sbuf *out)
 {
-	if (!pm || !raw || raw_len < PREVIEW_MEMO_MIN || raw_len > PREVIEW_MEMO_MAX)
-		return redact_result_preview_to(rd, result, max_chars, cut, out);
-	if (memo_holds(pm, rd, raw, raw_len, max_chars)) {
-		if (cut)
-			*cut = pm->cut;
-		sbuf_putn(out, pm->text, pm->text_len);
-		return out->oom ? -1 : 0;
-	}
+	int kept = raw ? redact_preview_memo_get(rd, pm, serial, max_chars, cut, out) : 0;
+	if (kept)
+		return kept < 0 ? -1 : 0;
 	size_t at = out->len;
 	int c = 0;
 	uint64_t kgen, vgen;
@@ -1092,8 +1084,9 @@ int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview
 		return -1;
 	if (cut)
 		*cut = c;
-	memo_keep(pm, kgen, vgen, raw, raw_len, max_chars, out->p ? out->p + at : "", out->len - at,
-	          c);
+	if (pm && raw && serial)
+		memo_keep(pm, kgen, vgen, serial, max_chars, out->p ? out->p + at : "", out->len - at,
+		          c);
 	return 0;
 }
 

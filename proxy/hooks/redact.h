@@ -121,17 +121,27 @@ struct redact_preview_memo *redact_preview_memo_new(void);
 void redact_preview_memo_free(struct redact_preview_memo *pm);  /* accepts NULL */
 
 /* redact_result_preview_to(rd, result, ...), where raw[0..raw_len) is
- * result's text as it arrived (NULL: not known, nothing kept). When the
- * same bytes were previewed last with the same patterns (and max_chars),
- * the kept preview is given without reading result. pm may be NULL.
+ * result's text as it arrived (NULL: not known) and serial a number that
+ * names those bytes: the same bytes are given it again, no other bytes
+ * ever are (the tools tracker's, inspect.h result_serial), or 0. When
+ * the bytes of serial were previewed last with the same patterns (and
+ * max_chars), the kept preview is given without reading result; without
+ * a serial nothing is kept. pm may be NULL.
  * Given raw, a result previewed as its whole JSON text (a listing: no
  * content items, no structuredContent) is walked only as far as the
  * preview keeps, and when cut the marker's total is the code points of
- * raw, not of the redacted text: a changed 1,000-tool listing walked
- * whole cost ~11.5M instructions, 0.77M now (kept bytes copied included). */
+ * raw, not of the redacted text: a changed 1,000-tool listing cost
+ * ~11.5M instructions walked whole, 0.77M bounded (with a copy of its
+ * 448 KB that the memo no longer makes). */
 int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview_memo *pm,
                                   const json_t *result, const char *raw, size_t raw_len,
-                                  size_t max_chars, int *cut, struct sbuf *out);
+                                  uint64_t serial, size_t max_chars, int *cut, struct sbuf *out);
+
+/* The preview pm keeps for the bytes of serial (with rd's patterns and
+ * max_chars), appended to out: 1, or 0 when it keeps none for them
+ * (nothing written), -1 when out ran out of memory. */
+int redact_preview_memo_get(const struct redact *rd, const struct redact_preview_memo *pm,
+                            uint64_t serial, size_t max_chars, int *cut, struct sbuf *out);
 
 
 #endif

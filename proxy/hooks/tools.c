@@ -304,7 +304,7 @@ struct raw_spare {
  * the new listing's are copied into them where they differ (a listing
  * edited in place), and until they are back in the entry its next
  * listing takes the parsed path (tools_listing_serial finds no bytes). */
-static int unchanged(struct tools *tr, const char *upstream, const struct inspect_msg *m,
+static int unchanged(struct tools *tr, const char *upstream, struct inspect_msg *m,
                      struct raw_spare *spare)
 {
 	struct tools_entry *e = entry_find(tr, upstream);
@@ -322,6 +322,7 @@ static int unchanged(struct tools *tr, const char *upstream, const struct inspec
 	e->pages++;
 	e->listings++;
 	e->stale = 0;
+	m->result_serial = e->raw_serial;
 	return 1;
 }
 
@@ -369,7 +370,7 @@ static int few_changed(struct tools_entry *e, const json_t *tools, int *changed)
 
 /* A listing put in place by few_changed: its bytes come back in the entry
  * once copied, unless another listing came in meanwhile. Under tr->lock. */
-static void bytes_back(struct tools_entry *e, uint64_t listings, const struct inspect_msg *m,
+static void bytes_back(struct tools_entry *e, uint64_t listings, struct inspect_msg *m,
                        struct raw_spare *spare)
 {
 	if (!e || e->listings != listings || e->raw || !spare->buf)
@@ -378,6 +379,7 @@ static void bytes_back(struct tools_entry *e, uint64_t listings, const struct in
 	e->raw_len = m->result_raw_len;
 	e->raw_cap = spare->cap;
 	e->raw_serial = __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED);
+	m->result_serial = e->raw_serial;
 	spare->buf = NULL;
 }
 
@@ -412,7 +414,7 @@ static char *raw_copy(const struct inspect_msg *m, struct raw_spare *spare, size
  * that changed a few tools has them put in place instead (few_changed).
  * Returns 0 when done, -1 for the general path (pages, errors, other
  * results). */
-static int one_page(struct tools *tr, const char *upstream, const struct inspect_msg *m)
+static int one_page(struct tools *tr, const char *upstream, struct inspect_msg *m)
 {
 	const json_t *result = json_object_get(m->msg, "result");
 	const json_t *tools = json_object_get(result, "tools");
@@ -484,6 +486,7 @@ static int one_page(struct tools *tr, const char *upstream, const struct inspect
 		e->raw_len = raw ? m->result_raw_len : 0;
 		e->raw_cap = raw ? cap : 0;
 		e->raw_serial = raw ? __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED) : 0;
+		m->result_serial = e->raw_serial;
 		e->pages++;
 		e->named = jsame_keep(e->last, tools, NULL, -1) == 0 ? named : (size_t)-1;
 		table = NULL;

@@ -1819,7 +1819,7 @@ static void log_exchange(struct exchange *ex, const char *client_error)
 		.rpc_method = logged ? first_method(ex) : NULL,
 		.tool = first ? jrpc_tool_name(first) : NULL,
 		.status = conn_reply_status(ex->c),
-		.latency_ms = (double)lat / 1000.0,
+		.latency_us = lat,
 		.bytes_in = conn_bytes_in(ex->c),
 		.bytes_out = conn_bytes_out(ex->c),
 		/* An answer of the proxy's own (a 400 for a body that is not

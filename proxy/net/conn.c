@@ -539,7 +539,7 @@ static void log_refusal(struct conn *c, int status, const char *note)
 		.http_method = http_msg_method(m)[0] ? http_msg_method(m) : NULL,
 		.path = url[0] == '/' || (url[0] == '*' && !url[1]) ? path : NULL,
 		.status = status,
-		.latency_ms = c->first_us && now > c->first_us ? (double)(now - c->first_us) / 1000.0 : 0,
+		.latency_us = c->first_us && now > c->first_us ? now - c->first_us : 0,
 		.bytes_in = c->bytes_in,
 		.bytes_out = c->bytes_out,
 		.note = note,

@@ -85,6 +85,77 @@ static void test_access_line_stays_one_line(void **state)
 	assert_non_null(strstr(out, "tools/call\\x7f"));
 }
 
+static void emit_access_all(void)
+{
+	struct log_access a = {
+		.conn_id = 18446744073709551615ull,
+		.client = "10.0.0.9:41000",
+		.client_name = "ci",
+		.http_method = "POST",
+		.path = "/mcp",
+		.upstream = "staging",
+		.rpc_method = "tools/call",
+		.tool = "search",
+		.status = 502,
+		.latency_us = 1250,
+		.bytes_in = 123,
+		.bytes_out = 0,
+		.note = "upstream refused",
+	};
+	log_access(&a);
+	struct log_access b = {.conn_id = 0, .status = 400, .latency_us = 49};
+	log_access(&b);
+	struct log_access c = {.conn_id = 3, .http_method = "GET", .path = "/", .status = 200,
+	                       .latency_us = 98765432};
+	log_access(&c);
+}
+
+/* Every field in its place; "-" for an unknown client, method or path;
+ * the latency to a tenth of a millisecond, rounded half up; the time in
+ * RFC 3339 UTC with milliseconds. */
+static void test_access_line_fields(void **state)
+{
+	(void)state;
+	char out[4096];
+	log_setup(LOG_INFO, 0);
+	capture_stderr(emit_access_all, out, sizeof(out));
+	assert_int_equal(count_char(out, '\n'), 3);
+	char *l2 = strchr(out, '\n') + 1, *l3 = strchr(l2, '\n') + 1;
+	const char *lines[] = {out, l2, l3};
+	const char *want[] = {
+		" info  #18446744073709551615 10.0.0.9:41000 as=ci POST /mcp tools/call tool=search "
+		"-> 502 1.3ms in=123 out=0 up=staging note=upstream refused\n",
+		" info  #0 - - - -> 400 0.0ms in=0 out=0\n",
+		" info  #3 - GET / -> 200 98765.4ms in=0 out=0\n",
+	};
+	for (int i = 0; i < 3; i++) {
+		const char *t = lines[i];
+		/* 2026-12-02T15:04:05.678Z */
+		assert_int_equal(t[4], '-');
+		assert_int_equal(t[10], 'T');
+		assert_int_equal(t[19], '.');
+		assert_int_equal(t[23], 'Z');
+		assert_int_equal(strncmp(t + 24, want[i], strlen(want[i])), 0);
+	}
+}
+
+static void emit_access_json(void)
+{
+	struct log_access a = {.conn_id = 4, .status = 200, .latency_us = 1234};
+	log_access(&a);
+}
+
+static void test_access_json_latency(void **state)
+{
+	(void)state;
+	char out[4096];
+	log_setup(LOG_INFO, 1);
+	capture_stderr(emit_access_json, out, sizeof(out));
+	log_setup(LOG_INFO, 0);
+	assert_non_null(strstr(out, "\"latency_ms\":1.234,"));
+	assert_non_null(strstr(out, "\"path\":null"));
+}
+
 static void emit_msg(void)
 {
 	log_msg(LOG_WARN, "tool %s: %s", "bad\ntool", "\x1b]0;title\x07");
@@ -151,6 +222,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_access_line_stays_one_line),
+		cmocka_unit_test(test_access_line_fields),
+		cmocka_unit_test(test_access_json_latency),
 		cmocka_unit_test(test_message_line_stays_one_line),
 		cmocka_unit_test(test_plain_text_unchanged),
 		cmocka_unit_test(test_json_line_escapes_by_itself),

@@ -331,6 +331,7 @@ struct big_result {
 	char *raw;
 	size_t len;
 	json_t *tree;
+	uint64_t serial; /* names raw's bytes for the memo (0: none) */
 };
 
 static struct big_result big_list(int n, const char *secret_key)
@@ -344,7 +345,7 @@ static struct big_result big_list(int n, const char *secret_key)
 		sbuf_puts(&b, t);
 	}
 	sbuf_puts(&b, "]}");
-	struct big_result r = {b.p, b.len, json_loadb(b.p, b.len, 0, NULL)};
+	struct big_result r = {b.p, b.len, json_loadb(b.p, b.len, 0, NULL), 0};
 	assert_non_null(r.tree);
 	return r;
 }
@@ -354,7 +355,7 @@ static char *preview_of(const struct redact *rd, struct redact_preview_memo *pm,
 {
 	struct sbuf out = {0};
 	sbuf_putn(&out, "", 0);
-	assert_int_equal(redact_result_preview_memo_to(rd, pm, tree, br->raw, br->len,
+	assert_int_equal(redact_result_preview_memo_to(rd, pm, tree, br->raw, br->len, br->serial,
 	                                               REDACT_PREVIEW_CHARS, cut, &out), 0);
 	return out.p;
 }
@@ -380,6 +381,8 @@ static void test_preview_memo(void **state)
 	struct redact_preview_memo *pm = redact_preview_memo_new();
 	struct big_result a = big_list(400, "token"), b = big_list(400, "other");
 	assert_true(a.len > 8192 && a.len == b.len);
+	a.serial = 1;
+	b.serial = 2;
 
 	int cut_plain = 0, cut = 0;
 	char *plain = redact_result_preview(rd, a.tree, REDACT_PREVIEW_CHARS, &cut_plain);
@@ -416,10 +419,22 @@ static void test_preview_memo(void **state)
 	char *lit = preview_of(rd2, pm, &b, b.tree, &cut);
 	assert_null(strstr(lit, "\"tool_0003\""));
 	assert_non_null(strstr(masked, "\"tool_0003\""));
+
+	/* Asked by number alone: what is kept for it, else nothing. */
+	struct sbuf got = {0};
+	sbuf_putn(&got, "", 0);
+	assert_int_equal(redact_preview_memo_get(rd2, pm, 2, REDACT_PREVIEW_CHARS, &cut, &got), 1);
+	assert_string_equal(got.p, lit);
+	got.len = 0;
+	assert_int_equal(redact_preview_memo_get(rd2, pm, 1, REDACT_PREVIEW_CHARS, &cut, &got), 0);
+	assert_int_equal(redact_preview_memo_get(rd2, pm, 2, 10, &cut, &got), 0);
+	assert_int_equal(redact_preview_memo_get(rd, pm, 2, REDACT_PREVIEW_CHARS, &cut, &got), 0);
+	assert_int_equal(got.len, 0);
+	free(got.p);
 	free(lit);
 
-	/* A small result is never kept: with the same bytes and another tree
-	 * its own tree is previewed. */
+	/* Bytes without a number are never kept: with the same bytes and
+	 * another tree, its own tree is previewed. */
 	struct big_result small = big_list(3, "x");
 	char *s1 = preview_of(rd, pm, &small, small.tree, &cut);
 	json_t *t2 = json_pack("{s:[]}", "tools");
@@ -460,7 +475,7 @@ static struct big_result tool_listing(int n)
 		sbuf_puts(&b, t);
 	}
 	sbuf_puts(&b, "]}");
-	struct big_result r = {b.p, b.len, json_loadb(b.p, b.len, 0, NULL)};
+	struct big_result r = {b.p, b.len, json_loadb(b.p, b.len, 0, NULL), 0};
 	assert_non_null(r.tree);
 	return r;
 }
@@ -553,13 +568,13 @@ static void test_secrets_added_live(void **state)
 	json_t *j = th_json_text(big.p, JSON_DECODE_ANY);
 	struct redact_preview_memo *pm = redact_preview_memo_new();
 	struct sbuf out = {0};
-	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 40, NULL, &out), 0);
+	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 7, 40, NULL, &out), 0);
 	assert_non_null(strstr(out.p, "k-12345"));
 
 	const char *second[] = {"k-12345"};
 	assert_int_equal(redact_add_secrets(rd, second, 1), 1);
 	out.len = 0;
-	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 40, NULL, &out), 0);
+	assert_int_equal(redact_result_preview_memo_to(rd, pm, j, big.p, big.len, 7, 40, NULL, &out), 0);
 	assert_null(strstr(out.p, "k-12345"));
 	assert_non_null(strstr(out.p, "x-api-key: " M));
 	/* the first set still applies */
