@@ -21,11 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/base/memdiff.h"
 
 struct jreuse {
-	char *text;              /* owned: the last listing's "result" bytes */
-	size_t len, cap;
+	struct rcbytes *text;    /* one reference: the last listing's "result" bytes */
+	int kept_now;            /* the last jreuse_parse kept its text */
 	struct jparse_elem *el;  /* owned: its tools, pointing into text */
 	json_t **val;            /* owned references, one per el */
 	size_t *nest;            /* each tool's nesting (jparse_nest) */
@@ -74,7 +73,7 @@ void jreuse_free(struct jreuse *r)
 	free(r->val);
 	free(r->nest);
 	free(r->el);
-	free(r->text);
+	rcbytes_unref(r->text);
 	free(r);
 }
 
@@ -98,8 +97,9 @@ static int elements(const struct jreuse *r, struct build *b)
 		b->el = malloc(cap * sizeof(*b->el));
 		if (!b->el)
 			return -1;
-		long n = jparse_elements_since(b->res.at, b->res.len, "tools", b->el, cap, r->text,
-		                               r->len, r->el, r->n);
+		long n = jparse_elements_since(b->res.at, b->res.len, "tools", b->el, cap,
+		                               r->text ? r->text->text : NULL, r->text ? r->text->len : 0,
+		                               r->el, r->n);
 		if (n > 0) {
 			b->n = (size_t)n;
 			return 0;
@@ -171,29 +171,24 @@ static json_t *assemble(const char *buf, size_t len, const struct build *b)
 	return tree;
 }
 
-/* The listing just built becomes the one kept. 0, or -1 (out of memory:
- * the old one stays). */
+/* The listing just built becomes the one kept, its bytes a new copy that
+ * others may share (jreuse_kept). 0, or -1 (out of memory: the old one
+ * stays). */
 static int keep(struct jreuse *r, struct build *b)
 {
-	char *text = r->text;
-	if (r->cap < b->res.len) {
-		text = realloc(r->text, b->res.len);
-		if (!text)
-			return -1;
-		r->cap = b->res.len;
-	}
-	/* A listing edited in place is copied where it changed only. */
-	memdiff_copy(text, r->len, b->res.at, b->res.len);
+	struct rcbytes *text = rcbytes_new(b->res.at, b->res.len);
+	if (!text)
+		return -1;
 	for (size_t i = 0; i < b->n; i++) {
-		b->el[i].at = text + (b->el[i].at - b->res.at);
+		b->el[i].at = text->text + (b->el[i].at - b->res.at);
 		b->el[i].same_as = 0;
 	}
 	values_free(r->val, r->n);
 	free(r->val);
 	free(r->nest);
 	free(r->el);
+	rcbytes_unref(r->text);
 	r->text = text;
-	r->len = b->res.len;
 	r->el = b->el;
 	r->val = b->val;
 	r->nest = b->nest;
@@ -213,6 +208,7 @@ json_t *jreuse_parse(struct jreuse *r, const char *buf, size_t len, int any,
                      struct jparse_span *span)
 {
 	struct build b = {0};
+	r->kept_now = 0;
 	if (len < r->min || (span && strcmp(span->name, "result") != 0) ||
 	    jparse_last_member(buf, len, "result", &b.res) < 0 || elements(r, &b) < 0)
 		return whole(r, buf, len, any, span);
@@ -233,7 +229,14 @@ json_t *jreuse_parse(struct jreuse *r, const char *buf, size_t len, int any,
 	}
 	if (keep(r, &b) < 0)
 		build_free(&b);
+	else
+		r->kept_now = 1;
 	return tree;
+}
+
+struct rcbytes *jreuse_kept(const struct jreuse *r)
+{
+	return r->kept_now ? rcbytes_ref(r->text) : NULL;
 }
 
 void jreuse_stats(const struct jreuse *r, struct jreuse_stats *out)

@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "proxy/base/jparse.h"
+#include "proxy/base/rcbytes.h"
 
 struct jreuse;
 
@@ -47,6 +48,12 @@ void jreuse_free(struct jreuse *r);
  * whole, and what is kept stays as it was. */
 json_t *jreuse_parse(struct jreuse *r, const char *buf, size_t len, int any,
                      struct jparse_span *span);
+
+/* The bytes of the "result" member of the text the last jreuse_parse call
+ * read, as kept for the next call (a new reference: rcbytes_unref it), or
+ * NULL when that call kept nothing (a text parsed whole, or out of
+ * memory). Holders share the one copy instead of making their own. */
+struct rcbytes *jreuse_kept(const struct jreuse *r);
 
 /* The smallest text reused from now on (JREUSE_MIN_BYTES at first): for
  * tests and the fuzz target, whose texts are small. */

@@ -521,8 +521,8 @@ static struct contract_report *check_pages(struct up_state *us, const json_t *co
 	/* Only a whole listing in one page, the kind the verdict is kept for. */
 	if (n != 1 || orphan || page_next_cursor(pages[0]) || !json_is_object(pages[0]))
 		return contract_check(pages, n, opts);
-	return verdict_cache_check(us->vc, pages[0], m->result_raw, m->result_raw_len, opts,
-	                           checked);
+	return verdict_cache_check(us->vc, pages[0], m->result_raw, m->result_raw_len,
+	                           m->result_bytes, opts, checked);
 }
 
 /* Checks the listing with its newest page and decides what the client

@@ -336,7 +336,7 @@ struct kept_listing {
 	uint64_t gen;              /* of the pgen that judged it */
 	struct tool_table *base;   /* one ref, or NULL: the baseline judged with */
 	char *client;              /* owned, or NULL (none, or not client-keyed) */
-	struct inspect_bytes *sent;/* one ref: the result sent; NULL: nothing hidden */
+	struct rcbytes *sent;/* one ref: the result sent; NULL: nothing hidden */
 	struct policy_decision *hidden; /* owned: one per hidden tool, to count again */
 	size_t nhidden;
 };
@@ -1260,7 +1260,7 @@ static void kept_free(struct kept_listing *k)
 		return;
 	table_unref(k->base);
 	free(k->client);
-	inspect_bytes_unref(k->sent);
+	rcbytes_unref(k->sent);
 	free(k->hidden);
 	free(k);
 }
@@ -1330,7 +1330,7 @@ static void kept_put(struct hook_policy *hp, long i, const struct pgen *g,
 		 * spelt as its re-serialisation of the whole reply spells it. */
 		char *text = json_dumps(json_object_get(m->msg, "result"),
 		                        JSON_COMPACT | JSON_PRESERVE_ORDER);
-		k->sent = text ? inspect_bytes_new(text, strlen(text)) : NULL;
+		k->sent = text ? rcbytes_new(text, strlen(text)) : NULL;
 		free(text);
 		if (!k->sent) {
 			kept_free(k);
@@ -1826,7 +1826,7 @@ static int policy_listing_may(void *arg, const struct inspect_listing *l)
 		const struct kept_listing *k = kept_find(hp, g, l->where, listing);
 		ok = k && (!k->sent || l->sent);
 		if (ok && k->sent)
-			*l->sent = inspect_bytes_ref(k->sent);
+			*l->sent = rcbytes_ref(k->sent);
 	}
 	pthread_mutex_unlock(&hp->lock);
 	return ok;
@@ -1835,7 +1835,7 @@ static int policy_listing_may(void *arg, const struct inspect_listing *l)
 /* The kept listing whose result is sent (held by the caller, so never a
  * freed one's address), or NULL. Under hp->lock. */
 static const struct kept_listing *kept_of_sent(const struct hook_policy *hp,
-                                               const struct inspect_bytes *sent)
+                                               const struct rcbytes *sent)
 {
 	for (size_t i = 0; sent && i < hp->nups; i++)
 		for (size_t s = 0; s < KEPT_LISTINGS; s++)

@@ -101,31 +101,6 @@ static void unlock_hook(const struct inspect_hook *h)
 		pthread_mutex_unlock(h->lock);
 }
 
-struct inspect_bytes *inspect_bytes_new(const char *text, size_t len)
-{
-	struct inspect_bytes *b = malloc(sizeof(*b) + len + 1);
-	if (!b)
-		return NULL;
-	b->refs = 1;
-	b->len = len;
-	memcpy(b->text, text, len);
-	b->text[len] = '\0';
-	return b;
-}
-
-struct inspect_bytes *inspect_bytes_ref(struct inspect_bytes *b)
-{
-	if (b)
-		__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
-	return b;
-}
-
-void inspect_bytes_unref(struct inspect_bytes *b)
-{
-	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		free(b);
-}
-
 /* Asks one hook (under its lock). Once a hook replaced the result, a
  * second replacement is a refusal: the one kept was made from bytes the
  * other had not changed. */
@@ -133,7 +108,7 @@ static int listing_ask(const struct inspect_hook *h, const struct inspect_listin
 {
 	if (!h->listing_may)
 		return 0;
-	struct inspect_bytes *second = NULL;
+	struct rcbytes *second = NULL;
 	struct inspect_listing after = *l;
 	if (l->sent && *l->sent)
 		after.sent = &second;
@@ -141,7 +116,7 @@ static int listing_ask(const struct inspect_hook *h, const struct inspect_listin
 	int ok = h->listing_may(h->arg, &after);
 	unlock_hook(h);
 	if (second) {
-		inspect_bytes_unref(second);
+		rcbytes_unref(second);
 		ok = 0;
 	}
 	return ok;
@@ -166,7 +141,7 @@ int inspect_listing_fast(struct inspect *in, const struct inspect_listing *asked
 			if (who)
 				*who = h->name;
 			if (l->sent) {
-				inspect_bytes_unref(*l->sent);
+				rcbytes_unref(*l->sent);
 				*l->sent = NULL;
 			}
 			return 0;
@@ -307,6 +282,7 @@ enum inspect_verdict inspect_message(struct inspect *in, struct inspect_msg *m)
 			m->result_raw = NULL; /* no longer what msg holds */
 			m->result_raw_len = 0;
 			m->result_serial = 0;
+			m->result_bytes = NULL;
 		}
 		if (m->modified && m->method && m->msg) {
 			jrpc_names(m->msg, &m->method, &m->tool, &m->params);

@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "proxy/base/jsonrpc.h"
+#include "proxy/base/rcbytes.h"
 
 enum inspect_dir { INSPECT_FROM_CLIENT = 0, INSPECT_FROM_SERVER };
 
@@ -111,6 +112,11 @@ struct inspect_msg {
 	 * result_raw: a hook may key what it keeps of a listing on it, with
 	 * no copy of the bytes to compare. */
 	uint64_t result_serial;
+	/* result_raw's bytes held by reference count (the upstream's kept
+	 * listing's copy: proxy/mcp/listings.h), or NULL: a hook that keeps
+	 * them takes a reference (rcbytes_ref) instead of copying them.
+	 * Borrowed; cleared with result_raw. */
+	struct rcbytes *result_bytes;
 	json_t *answer;           /* owned by the proxy once set: reply to send */
 	const char *decided_by;   /* name of the hook that dropped/answered */
 	/* For observers: what the deciding hooks decided, and the rule or
@@ -206,17 +212,8 @@ int inspect_listing_may_skip(const struct inspect *in, const struct inspect_wher
  * it, and each hook's `passed` then does again what handling those bytes
  * did (counters, log lines, reports). A hook with an on_message but no
  * answer here refuses: a new hook is never bypassed by accident. */
-/* Bytes a hook kept to send again (immutable, shared by reference count:
- * the transport may still be sending them when the hook lets them go). */
-struct inspect_bytes {
-	unsigned refs;           /* atomic */
-	size_t len;
-	char text[];
-};
-/* A copy of text (refs 1), or NULL when out of memory. */
-struct inspect_bytes *inspect_bytes_new(const char *text, size_t len);
-struct inspect_bytes *inspect_bytes_ref(struct inspect_bytes *b);
-void inspect_bytes_unref(struct inspect_bytes *b); /* NULL accepted */
+/* A hook keeps bytes to send again as rcbytes (proxy/base/rcbytes.h): the
+ * transport may still be sending them when the hook lets them go. */
 
 struct inspect_listing {
 	struct inspect_where *where; /* a hook may keep exchange state, as in on_message */
@@ -230,7 +227,7 @@ struct inspect_listing {
 	 * transport sends that instead, in the reply's own envelope.
 	 * NULL: the transport does not take a replacement, and a hook that
 	 * would change the reply refuses. At most one hook replaces. */
-	struct inspect_bytes **sent;
+	struct rcbytes **sent;
 	/* Set by inspect_listing_fast: names this one question, different in
 	 * every call of every thread, so that hooks may share what one found
 	 * about these bytes during it (tools_listing_serial). */

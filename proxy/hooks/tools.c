@@ -29,7 +29,7 @@
 #include "proxy/base/jsame.h"
 #include "proxy/base/jsonrpc.h"
 #include "proxy/base/log.h"
-#include "proxy/base/memdiff.h"
+#include "proxy/base/rcbytes.h"
 
 struct tools_entry {
 	char *upstream;          /* owned copy of the name */
@@ -41,9 +41,9 @@ struct tools_entry {
 	int warned;              /* the cap was logged for this listing */
 	uint64_t listings, changes, pages, dropped, loops;
 	/* The bytes of the last one-page listing's result, as the upstream
-	 * sent them: the same bytes again change nothing (owned, or NULL). */
-	char *raw;
-	size_t raw_len, raw_cap;
+	 * sent them: the same bytes again change nothing (one reference, or
+	 * NULL; shared with the upstream's kept listing when it has them). */
+	struct rcbytes *raw;
 	uint64_t raw_serial;     /* names raw (tools_listing_serial), 0 with none */
 	/* The last one-page listing's tools, position by position (owned),
 	 * and how many of them had a name: when tools holds that many (no
@@ -88,7 +88,7 @@ void tools_free(struct tools *tr)
 		json_decref(tr->entries[i].tools);
 		json_decref(tr->entries[i].pending);
 		json_decref(tr->entries[i].cursors);
-		free(tr->entries[i].raw);
+		rcbytes_unref(tr->entries[i].raw);
 		jsame_free(tr->entries[i].last);
 	}
 	pthread_mutex_destroy(&tr->lock);
@@ -235,10 +235,8 @@ static void take_page(struct tools *tr, const char *upstream, const json_t *requ
 	}
 	e->pages++;
 	jsame_clear(e->last); /* a paged listing: no tools to compare with */
-	free(e->raw); /* nor bytes */
+	rcbytes_unref(e->raw); /* nor bytes */
 	e->raw = NULL;
-	e->raw_len = 0;
-	e->raw_cap = 0;
 	e->raw_serial = 0;
 	if (e->pending) {
 		note_dropped(e, fill(tr->max_tools, e->pending, tools, NULL), tr->max_tools);
@@ -292,33 +290,13 @@ static _Thread_local struct {
 	uint64_t call, serial;
 } may_seen;
 
-/* The bytes an entry held, taken out of it to hold the next listing's
- * (owned, or buf NULL). */
-struct raw_spare {
-	char *buf;
-	size_t len, cap;
-};
-
-/* Same bytes as the listing held: nothing changes but the counters. On a
- * miss *spare receives the bytes held:
- * the new listing's are copied into them where they differ (a listing
- * edited in place), and until they are back in the entry its next
- * listing takes the parsed path (tools_listing_serial finds no bytes). */
-static int unchanged(struct tools *tr, const char *upstream, struct inspect_msg *m,
-                     struct raw_spare *spare)
+/* Same bytes as the listing held: nothing changes but the counters. */
+static int unchanged(struct tools *tr, const char *upstream, struct inspect_msg *m)
 {
 	struct tools_entry *e = entry_find(tr, upstream);
-	if (!e)
+	if (!e || !m->result_raw || !e->raw || e->raw->len != m->result_raw_len ||
+	    memcmp(e->raw->text, m->result_raw, e->raw->len) != 0)
 		return 0;
-	if (!m->result_raw || !e->raw || e->raw_len != m->result_raw_len ||
-	    memcmp(e->raw, m->result_raw, e->raw_len) != 0) {
-		*spare = (struct raw_spare){e->raw, e->raw_len, e->raw_cap};
-		e->raw = NULL;
-		e->raw_len = 0;
-		e->raw_cap = 0;
-		e->raw_serial = 0;
-		return 0;
-	}
 	e->pages++;
 	e->listings++;
 	e->stale = 0;
@@ -368,42 +346,25 @@ static int few_changed(struct tools_entry *e, const json_t *tools, int *changed)
 	return 1;
 }
 
-/* A listing put in place by few_changed: its bytes come back in the entry
- * once copied, unless another listing came in meanwhile. Under tr->lock. */
-static void bytes_back(struct tools_entry *e, uint64_t listings, struct inspect_msg *m,
-                       struct raw_spare *spare)
+/* m's result bytes to keep: the upstream's kept listing's (a reference),
+ * else a copy, NULL when m has none (or memory ran out). */
+static struct rcbytes *bytes_of(const struct inspect_msg *m)
 {
-	if (!e || e->listings != listings || e->raw || !spare->buf)
-		return;
-	e->raw = spare->buf;
-	e->raw_len = m->result_raw_len;
-	e->raw_cap = spare->cap;
-	e->raw_serial = __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED);
-	m->result_serial = e->raw_serial;
-	spare->buf = NULL;
+	if (m->result_bytes)
+		return rcbytes_ref(m->result_bytes);
+	return m->result_raw ? rcbytes_new(m->result_raw, m->result_raw_len) : NULL;
 }
 
-/* The spare bytes (or new ones) holding m's result, or NULL (none sent,
- * out of memory); *cap their size. */
-static char *raw_copy(const struct inspect_msg *m, struct raw_spare *spare, size_t *cap)
+/* e holds bytes now (owned; NULL: none), under a new serial, which m gets;
+ * returns the bytes e held (the caller's). Under tr->lock. */
+static struct rcbytes *bytes_swap(struct tools_entry *e, struct rcbytes *bytes,
+                                  struct inspect_msg *m)
 {
-	size_t need = m->result_raw_len ? m->result_raw_len : 1;
-	if (spare->buf && (!m->result_raw || spare->cap < need)) {
-		free(spare->buf);
-		*spare = (struct raw_spare){0};
-	}
-	if (!m->result_raw)
-		return NULL;
-	if (!spare->buf) {
-		if (!(spare->buf = malloc(need)))
-			return NULL;
-		spare->len = 0;
-		spare->cap = need;
-	}
-	/* A listing edited in place is copied where it changed only. */
-	memdiff_copy(spare->buf, spare->len, m->result_raw, m->result_raw_len);
-	*cap = spare->cap;
-	return spare->buf;
+	struct rcbytes *old = e->raw;
+	e->raw = bytes;
+	e->raw_serial = bytes ? __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED) : 0;
+	m->result_serial = e->raw_serial;
+	return old;
 }
 
 /* A whole listing in one page (no cursor, no nextCursor: the common
@@ -425,43 +386,37 @@ static int one_page(struct tools *tr, const char *upstream, struct inspect_msg *
 	if (!json_is_array(tools) || (rt && strcmp(rt, "complete") != 0) ||
 	    (cursor && !json_is_null(cursor)) || (next && *next))
 		return -1;
+	pthread_mutex_lock(&tr->lock);
+	int same = unchanged(tr, upstream, m);
+	pthread_mutex_unlock(&tr->lock);
+	if (same)
+		return 0;
+	struct rcbytes *bytes = bytes_of(m), *old_raw = NULL;
 	json_t *before = NULL;
-	struct raw_spare spare = {0};
 	int changed = 0;
 	pthread_mutex_lock(&tr->lock);
-	int same = unchanged(tr, upstream, m, &spare);
-	struct tools_entry *e = same ? NULL : entry_find(tr, upstream);
-	uint64_t at = 0;
+	struct tools_entry *e = entry_find(tr, upstream);
 	if (e && few_changed(e, tools, &changed)) {
 		e->warned = 0;
 		e->stale = 0;
 		e->listings++;
 		e->pages++;
 		e->changes += changed != 0;
-		at = e->listings;
-	} else if (e) {
-		/* To compare the new table with, outside the lock. */
-		before = json_incref(e->tools);
-	}
-	pthread_mutex_unlock(&tr->lock);
-	if (same)
-		return 0;
-	size_t cap = 0;
-	if (at) {
-		raw_copy(m, &spare, &cap);
-		pthread_mutex_lock(&tr->lock);
-		bytes_back(entry_find(tr, upstream), at, m, &spare);
+		old_raw = bytes_swap(e, bytes, m);
 		pthread_mutex_unlock(&tr->lock);
-		free(spare.buf);
+		rcbytes_unref(old_raw);
 		return 0;
 	}
+	/* To compare the new table with, outside the lock. */
+	before = e ? json_incref(e->tools) : NULL;
+	pthread_mutex_unlock(&tr->lock);
+
 	json_t *table = json_object();
 	if (!table) {
 		json_decref(before);
-		free(spare.buf);
+		rcbytes_unref(bytes);
 		return -1;
 	}
-	char *raw = raw_copy(m, &spare, &cap);
 	size_t named = 0;
 	uint64_t dropped = fill(tr->max_tools, table, tools, &named);
 	int equal = before && json_equal(before, table);
@@ -469,24 +424,19 @@ static int one_page(struct tools *tr, const char *upstream, struct inspect_msg *
 	pthread_mutex_lock(&tr->lock);
 	e = entry_get(tr, upstream);
 	json_t *old = NULL, *old_pending = NULL, *old_cursors = NULL;
-	char *old_raw = raw;
+	old_raw = bytes;
 	if (e) {
 		e->warned = 0;
 		note_dropped(e, dropped, tr->max_tools);
 		old = json_incref(e->tools); /* install() lets go of its own reference */
 		old_pending = e->pending; /* a paged listing this one supersedes */
 		old_cursors = e->cursors;
-		old_raw = e->raw;
 		/* Another worker may have installed a listing since `before`. */
 		install(e, table, e->listings == 0 || !(equal && old == before));
 		e->pending = NULL;
 		e->cursors = NULL;
 		e->looping = 0;
-		e->raw = raw;
-		e->raw_len = raw ? m->result_raw_len : 0;
-		e->raw_cap = raw ? cap : 0;
-		e->raw_serial = raw ? __atomic_add_fetch(&raw_serials, 1, __ATOMIC_RELAXED) : 0;
-		m->result_serial = e->raw_serial;
+		old_raw = bytes_swap(e, bytes, m);
 		e->pages++;
 		e->named = jsame_keep(e->last, tools, NULL, -1) == 0 ? named : (size_t)-1;
 		table = NULL;
@@ -498,7 +448,7 @@ static int one_page(struct tools *tr, const char *upstream, struct inspect_msg *
 	json_decref(before);
 	json_decref(old_pending);
 	json_decref(old_cursors);
-	free(old_raw);
+	rcbytes_unref(old_raw);
 	return 0;
 }
 
@@ -589,7 +539,8 @@ void tools_unsubscribe(struct tools *tr, void *arg)
 static struct tools_entry *same_listing(struct tools *tr, const struct inspect_listing *l)
 {
 	struct tools_entry *e = l->where ? entry_find(tr, l->where->upstream) : NULL;
-	if (!e || e->stale || !e->raw || e->raw_len != l->len || memcmp(e->raw, l->raw, l->len) != 0)
+	if (!e || e->stale || !e->raw || e->raw->len != l->len ||
+	    memcmp(e->raw->text, l->raw, l->len) != 0)
 		return NULL;
 	return e;
 }
@@ -631,12 +582,12 @@ uint64_t tools_listing_serial(struct tools *tr, const char *upstream, const char
 	pthread_mutex_lock(&tr->lock);
 	const struct tools_entry *e = entry_find(tr, upstream);
 	uint64_t serial = 0;
-	if (e && e->raw && e->raw_len == len) {
+	if (e && e->raw && e->raw->len == len) {
 		/* The serial is unique to e's bytes: seen in this call, they are
 		 * the ones compared. */
 		if (call && may_seen.call == call && may_seen.serial == e->raw_serial)
 			serial = e->raw_serial;
-		else if (memcmp(e->raw, raw, len) == 0)
+		else if (memcmp(e->raw->text, raw, len) == 0)
 			serial = e->raw_serial;
 	}
 	pthread_mutex_unlock(&tr->lock);

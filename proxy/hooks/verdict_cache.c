@@ -15,23 +15,21 @@
 
 #include "checks/contract.h"
 #include "proxy/base/jparse.h"
-#include "proxy/base/memdiff.h"
+#include "proxy/base/rcbytes.h"
 
 struct verdict_cache {
 	/* The verdict layer. */
 	void *verdict;               /* owned through free_fn, or NULL */
 	uint64_t serial;             /* of verdict: verdict_cache_serial */
 	void (*free_fn)(void *);
-	char *bytes;                 /* owned copy, or NULL: shares text */
-	size_t len;
+	struct rcbytes *bytes;       /* one reference: the bytes verdict is for */
 	char *era;                   /* owned, or NULL */
 	int text_now;                /* text holds the page being checked now */
 	/* The memo and skim layers (allocated on first use). */
 	struct contract_memo *memo;
 	struct contract_text *texts; /* scratch, CONTRACT_MAX_TOOLS */
 	struct jparse_elem *spans;   /* scratch, CONTRACT_MAX_TOOLS */
-	char *text;                  /* owned copy of the last listing, or NULL */
-	size_t text_len, text_cap;
+	struct rcbytes *text;        /* one reference: the last listing, or NULL */
 	struct jparse_elem *text_spans; /* CONTRACT_MAX_TOOLS, into text */
 	size_t nspans;
 };
@@ -48,30 +46,27 @@ static void verdict_drop(struct verdict_cache *vc)
 {
 	if (vc->verdict && vc->free_fn)
 		vc->free_fn(vc->verdict);
-	free(vc->bytes);
+	rcbytes_unref(vc->bytes);
 	free(vc->era);
 	vc->verdict = NULL;
 	vc->serial = 0;
 	vc->bytes = NULL;
 	vc->era = NULL;
-	vc->len = 0;
 }
 
 static void memo_drop(struct verdict_cache *vc)
 {
-	if (vc->verdict && !vc->bytes)
-		verdict_drop(vc); /* it shares the text freed here */
 	contract_memo_free(vc->memo);
 	free(vc->texts);
 	free(vc->spans);
-	free(vc->text);
+	rcbytes_unref(vc->text);
 	free(vc->text_spans);
 	vc->memo = NULL;
 	vc->texts = NULL;
 	vc->spans = NULL;
 	vc->text = NULL;
 	vc->text_spans = NULL;
-	vc->text_len = vc->text_cap = vc->nspans = 0;
+	vc->nspans = 0;
 }
 
 struct verdict_cache *verdict_cache_new(void)
@@ -96,10 +91,10 @@ void verdict_cache_forget(struct verdict_cache *vc)
 
 const char *verdict_cache_text(const struct verdict_cache *vc, size_t *len, int *now)
 {
-	*len = vc && vc->text ? vc->text_len : 0;
+	*len = vc && vc->text ? vc->text->len : 0;
 	if (now)
 		*now = vc && vc->text && vc->text_now;
-	return vc ? vc->text : NULL;
+	return vc && vc->text ? vc->text->text : NULL;
 }
 
 static int same_era(const char *a, const char *b)
@@ -113,9 +108,9 @@ void *verdict_cache_lookup(struct verdict_cache *vc, const char *raw, size_t len
 	if (!vc)
 		return NULL;
 	vc->text_now = 0;
-	if (!vc->verdict || !raw || len != vc->len || !same_era(era, vc->era))
+	if (!vc->verdict || !raw || len != vc->bytes->len || !same_era(era, vc->era))
 		return NULL;
-	return memcmp(raw, vc->bytes ? vc->bytes : vc->text, len) == 0 ? vc->verdict : NULL;
+	return memcmp(raw, vc->bytes->text, len) == 0 ? vc->verdict : NULL;
 }
 
 void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, const char *era,
@@ -126,24 +121,21 @@ void verdict_cache_keep(struct verdict_cache *vc, const char *raw, size_t len, c
 			free_fn(verdict);
 		return;
 	}
-	/* The skim kept these bytes already: share them (the verdict goes
-	 * before they change). */
-	int shared = vc->text_now && vc->text_len == len;
-	char *bytes = NULL, *e = NULL;
-	if ((!shared && !(bytes = malloc(len ? len : 1))) || (era && !(e = strdup(era)))) {
-		free(bytes);
+	/* The skim kept these bytes already: share them. */
+	int shared = vc->text_now && vc->text && vc->text->len == len;
+	struct rcbytes *bytes = shared ? rcbytes_ref(vc->text) : rcbytes_new(raw, len);
+	char *e = NULL;
+	if (!bytes || (era && !(e = strdup(era)))) {
+		rcbytes_unref(bytes);
 		if (verdict && free_fn)
 			free_fn(verdict);
 		return;
 	}
-	if (bytes)
-		memcpy(bytes, raw, len);
 	verdict_drop(vc);
 	vc->verdict = verdict;
 	vc->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	vc->free_fn = free_fn;
 	vc->bytes = bytes;
-	vc->len = len;
 	vc->era = e;
 }
 
@@ -161,29 +153,25 @@ static int memo_ready(struct verdict_cache *vc)
 	return 0;
 }
 
-/* Keeps raw as the text the next listing is skimmed against. */
-static void text_keep(struct verdict_cache *vc, const char *raw, size_t len, long k)
+/* Keeps raw as the text the next listing is skimmed against: bytes (raw's
+ * own, held by reference) when given, else a copy. */
+static void text_keep(struct verdict_cache *vc, const char *raw, size_t len, long k,
+                      struct rcbytes *bytes)
 {
-	if (vc->verdict && !vc->bytes)
-		verdict_drop(vc); /* it shares the text about to change */
-	if (vc->text_cap < len) {
-		char *p = realloc(vc->text, len);
-		if (!p)
-			return;
-		vc->text = p;
-		vc->text_cap = len;
-	}
-	memdiff_copy(vc->text, vc->text_len, raw, len);
-	vc->text_len = len;
+	struct rcbytes *t = bytes && bytes->len == len ? rcbytes_ref(bytes) : rcbytes_new(raw, len);
+	if (!t)
+		return;
+	rcbytes_unref(vc->text);
+	vc->text = t;
 	for (long i = 0; i < k; i++)
-		vc->text_spans[i] = (struct jparse_elem){vc->text + (vc->spans[i].at - raw),
+		vc->text_spans[i] = (struct jparse_elem){t->text + (vc->spans[i].at - raw),
 		                                         vc->spans[i].len, 0};
 	vc->nspans = (size_t)k;
 	vc->text_now = 1;
 }
 
 struct contract_report *verdict_cache_check(struct verdict_cache *vc, const json_t *page,
-                                            const char *raw, size_t len,
+                                            const char *raw, size_t len, struct rcbytes *bytes,
                                             const struct contract_opts *opts, uint64_t *checked)
 {
 	const json_t *tools = json_object_get(page, "tools");
@@ -191,8 +179,9 @@ struct contract_report *verdict_cache_check(struct verdict_cache *vc, const json
 	if (!vc || !json_is_array(tools) || !raw || len > VERDICT_CACHE_BYTES ||
 	    json_array_size(tools) > CONTRACT_MAX_TOOLS || !memo_ready(vc))
 		return contract_check(&page, 1, opts);
-	long k = jparse_elements_since(raw, len, "tools", vc->spans, CONTRACT_MAX_TOOLS, vc->text,
-	                               vc->text_len, vc->text_spans, vc->nspans);
+	long k = jparse_elements_since(raw, len, "tools", vc->spans, CONTRACT_MAX_TOOLS,
+	                               vc->text ? vc->text->text : NULL, vc->text ? vc->text->len : 0,
+	                               vc->text_spans, vc->nspans);
 	vc->nspans = 0;
 	if (k < 0 || (size_t)k != json_array_size(tools))
 		return contract_check(&page, 1, opts);
@@ -203,7 +192,7 @@ struct contract_report *verdict_cache_check(struct verdict_cache *vc, const json
 	if (!r)
 		return NULL; /* the text (no spans now) and the memo may disagree: no hints next time */
 	*checked = contract_memo_rechecked(vc->memo);
-	text_keep(vc, raw, len, k);
+	text_keep(vc, raw, len, k, bytes);
 	return r;
 }
 

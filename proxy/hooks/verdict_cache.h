@@ -23,9 +23,9 @@
  *            0.50 ms without it, 0.22 ms with it.
  *
  * The verdict shares the skim's copy of the text when both are of the
- * same listing (one copy of a 4 MiB list, not two), and goes when that
- * text changes. Bounds: one listing of at most VERDICT_CACHE_BYTES; the
- * memo's own (checks/contract.h). Not thread-safe: one per upstream, used
+ * same listing (one copy of a 4 MiB list, not two), and the skim shares
+ * the upstream's kept listing's when the transport has it (rcbytes).
+ * Bounds: one listing of at most VERDICT_CACHE_BYTES; the memo's own (checks/contract.h). Not thread-safe: one per upstream, used
  * under the caller's lock.
  */
 #ifndef MCPWARDEN_VERDICT_CACHE_H
@@ -82,13 +82,16 @@ const char *verdict_cache_text(const struct verdict_cache *vc, size_t *len, int 
 /* contract_check() of the one page `page` (a result object, the whole
  * listing) parsed from raw[0..len), through the memo and the skim when
  * they apply (raw not NULL, len within VERDICT_CACHE_BYTES, at most
- * CONTRACT_MAX_TOOLS tools), a plain check otherwise. *checked receives
- * how many tools were checked afresh, UINT64_MAX after a plain check
- * (every tool). Returns the report (free it before the next call with vc
- * and before verdict_cache_free), NULL when memory runs out. vc may be
- * NULL (a plain check). */
+ * CONTRACT_MAX_TOOLS tools), a plain check otherwise. bytes: raw's bytes
+ * held by reference (inspect.h result_bytes), kept as the skim's text
+ * instead of a copy, or NULL. *checked receives how many tools were
+ * checked afresh, UINT64_MAX after a plain check (every tool). Returns the
+ * report (free it before the next call with vc and before
+ * verdict_cache_free), NULL when memory runs out. vc may be NULL (a plain
+ * check). */
+struct rcbytes;
 struct contract_report *verdict_cache_check(struct verdict_cache *vc, const json_t *page,
-                                            const char *raw, size_t len,
+                                            const char *raw, size_t len, struct rcbytes *bytes,
                                             const struct contract_opts *opts, uint64_t *checked);
 
 /* contract_report_json() of r, sharing the per-tool objects the memo

@@ -46,9 +46,10 @@ void listings_free(struct listings *l)
 }
 
 json_t *listings_parse(struct listings *l, size_t up, const char *buf, size_t len, int any,
-                       struct jparse_span *span, struct jreuse_stats *did)
+                       struct jparse_span *span, struct jreuse_stats *did, struct rcbytes **kept)
 {
 	memset(did, 0, sizeof(*did));
+	*kept = NULL;
 	if (!l || up >= LISTINGS_MAX_UPSTREAMS)
 		return jparse_span(buf, len, any, span);
 	struct listing_up *u = &l->ups[up];
@@ -63,6 +64,7 @@ json_t *listings_parse(struct listings *l, size_t up, const char *buf, size_t le
 	jreuse_stats(u->r, &a);
 	json_t *tree = jreuse_parse(u->r, buf, len, any, span);
 	jreuse_stats(u->r, &b);
+	*kept = tree ? jreuse_kept(u->r) : NULL;
 	pthread_mutex_unlock(&u->lock);
 	did->listings = b.listings - a.listings;
 	did->whole = b.whole - a.whole;

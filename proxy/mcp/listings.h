@@ -37,8 +37,10 @@ void listings_free(struct listings *l);
 
 /* jreuse_parse with upstream up's jreuse (made on first use): the reply's
  * tree, or NULL when the text is not JSON. *did gets what this call did
- * (tools reused and parsed), for the counters. Thread-safe. */
+ * (tools reused and parsed), for the counters; *kept a reference to the
+ * result's bytes as the jreuse now keeps them (jreuse_kept), or NULL, for
+ * the hooks to share instead of copying. Thread-safe. */
 json_t *listings_parse(struct listings *l, size_t up, const char *buf, size_t len, int any,
-                       struct jparse_span *span, struct jreuse_stats *did);
+                       struct jparse_span *span, struct jreuse_stats *did, struct rcbytes **kept);
 
 #endif

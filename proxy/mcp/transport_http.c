@@ -102,6 +102,9 @@ struct exchange {
 	 * no upstream headers to forward. */
 	const struct http_msg *resp;
 	struct evbuffer *json_buf;          /* owned: JSON reply being collected */
+	/* One reference, or NULL: the "result" bytes of the last reply parsed,
+	 * as the upstream's kept listing holds them (parse_reply). */
+	struct rcbytes *reply_bytes;
 	struct sse_reader *sse;             /* owned */
 	struct evbuffer *scratch;           /* owned: one re-framed SSE block */
 	struct event *keepalive;            /* owned */
@@ -606,8 +609,18 @@ static enum inspect_verdict hook_raw(struct exchange *ex, enum inspect_dir dir, 
 		.where = &ex->where,
 		.result_raw = result ? result->at : NULL,
 		.result_raw_len = result && result->at ? result->len : 0,
+		/* The same bytes, kept (parse_reply): hooks hold them instead of
+		 * copying them. */
+		.result_bytes = result && result->at && ex->reply_bytes &&
+		                ex->reply_bytes->len == result->len ? ex->reply_bytes : NULL,
 	};
 	enum inspect_verdict v = inspect_message(ex->ctx->insp, &im);
+	/* The hooks that keep the bytes took their references: an exchange
+	 * waiting for a slow client does not hold 448 KB more. */
+	if (im.result_bytes) {
+		rcbytes_unref(ex->reply_bytes);
+		ex->reply_bytes = NULL;
+	}
 	if (im.modified)
 		*modified = 1;
 	if (answer)
@@ -714,11 +727,13 @@ static json_t *parse_reply(struct exchange *ex, const char *bytes, size_t len, i
                            struct jparse_span *result)
 {
 	struct px_ctx *ctx = ex->ctx;
+	rcbytes_unref(ex->reply_bytes);
+	ex->reply_bytes = NULL;
 	if (len < JREUSE_MIN_BYTES || !ctx->proc->listings || !lists_first_page(ex))
 		return jparse_span(bytes, len, any, result);
 	struct jreuse_stats did;
 	json_t *reply = listings_parse(ctx->proc->listings, ex->up_index, bytes, len, any, result,
-	                               &did);
+	                               &did, &ex->reply_bytes);
 	PX_STAT_ADD(ctx, listing_tools_reused, did.reused);
 	PX_STAT_ADD(ctx, listing_tools_parsed, did.parsed);
 	return reply;
@@ -1031,23 +1046,23 @@ static void unref_sent(const void *data, size_t len, void *arg)
 {
 	(void)data;
 	(void)len;
-	inspect_bytes_unref(arg);
+	rcbytes_unref(arg);
 }
 
 /* The reply to send when a hook changed the listing (the policy hid
  * tools): env as the parsed path re-serialises it, its "result" ({}, the
  * last member: jparse_last_member) being sent's bytes, taken by reference. NULL
  * when out of memory. */
-static struct evbuffer *listing_changed_reply(const json_t *env, struct inspect_bytes *sent)
+static struct evbuffer *listing_changed_reply(const json_t *env, struct rcbytes *sent)
 {
 	char *head = json_dumps(env, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	size_t n = head ? strlen(head) : 0;
 	struct evbuffer *b = n > 3 && memcmp(head + n - 3, "{}}", 3) == 0 ? evbuffer_new() : NULL;
 	if (b && evbuffer_add(b, head, n - 3) == 0) {
 		/* The buffer's reference goes with the bytes it was sent. */
-		inspect_bytes_ref(sent);
+		rcbytes_ref(sent);
 		if (evbuffer_add_reference(b, sent->text, sent->len, unref_sent, sent) < 0) {
-			inspect_bytes_unref(sent);
+			rcbytes_unref(sent);
 			evbuffer_free(b);
 			b = NULL;
 		}
@@ -1080,7 +1095,7 @@ static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
 	json_t *env = listing_envelope(bytes, len, &result);
 	const json_t *id = env ? jrpc_id(env) : NULL;
 	const json_t *request = NULL;
-	struct inspect_bytes *sent = NULL;
+	struct rcbytes *sent = NULL;
 	const struct inspect_listing l = {&ex->where, ex->body, result.at, result.len, &sent, 0};
 	/* The id first: a reply to another request is the parsed path's
 	 * (reply_mismatch), before any hook sees it. */
@@ -1090,7 +1105,7 @@ static int fast_listing(struct exchange *ex, const char *bytes, size_t len)
 		ok = match_reply(ex, env, JRPC_RESULT, &request) == 0;
 	struct evbuffer *changed = ok && sent ? listing_changed_reply(env, sent) : NULL;
 	json_decref(env);
-	inspect_bytes_unref(sent);
+	rcbytes_unref(sent);
 	if (!ok || (sent && !changed))
 		return 0;
 	log_msg(LOG_DEBUG, "#%llu tools/list unchanged (%zu bytes): forwarded unparsed%s",
@@ -1869,6 +1884,7 @@ static void http_free(struct exchange *ex, const char *client_error)
 	if (ex->scratch)
 		evbuffer_free(ex->scratch);
 	conn_buffer_put(ex->c, ex->json_buf);
+	rcbytes_unref(ex->reply_bytes);
 	json_decref(ex->body);
 	free(ex->answered_at);
 	json_decref(ex->answers);

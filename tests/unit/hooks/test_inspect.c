@@ -622,7 +622,7 @@ static void test_message_without_tree(void **state)
 
 /* A hook whose handling changes the listing hands over the result it
  * sent before (struct inspect_listing, sent). */
-static struct inspect_bytes *kept_sent;
+static struct rcbytes *kept_sent;
 static char raw_seen[32];
 
 static int fast_replace(void *arg, const struct inspect_listing *l)
@@ -630,7 +630,7 @@ static int fast_replace(void *arg, const struct inspect_listing *l)
 	(void)arg;
 	if (!l->sent)
 		return 0;
-	*l->sent = inspect_bytes_ref(kept_sent);
+	*l->sent = rcbytes_ref(kept_sent);
 	return 1;
 }
 
@@ -644,10 +644,10 @@ static void test_listing_fast_sent(void **state)
 {
 	struct fixture *f = *state;
 	const char *who = NULL;
-	struct inspect_bytes *sent = NULL;
+	struct rcbytes *sent = NULL;
 	struct inspect_listing l = {.where = &f->where, .request = f->msg, .raw = "{\"tools\":[1]}", .len = 13,
 	                            .sent = &sent};
-	kept_sent = inspect_bytes_new("{\"tools\":[]}", 12);
+	kept_sent = rcbytes_new("{\"tools\":[]}", 12);
 	assert_non_null(kept_sent);
 	int a = add(f, 0), b = add_observer(f, 1);
 	inspect_set_listing_fast(f->in, a, fast_replace, NULL);
@@ -657,7 +657,7 @@ static void test_listing_fast_sent(void **state)
 	assert_int_equal(inspect_listing_fast(f->in, &l, &who), 1);
 	assert_ptr_equal(sent, kept_sent);
 	assert_string_equal(raw_seen, "{\"tools\":[]}");
-	inspect_bytes_unref(sent);
+	rcbytes_unref(sent);
 	/* A transport that takes no replacement: the replacing hook refuses. */
 	struct inspect_listing bare = {.where = &f->where, .request = f->msg, .raw = "{\"tools\":[1]}",
 	                               .len = 13};
@@ -671,7 +671,7 @@ static void test_listing_fast_sent(void **state)
 	assert_string_equal(who, "h2");
 	assert_null(sent);
 	assert_int_equal(kept_sent->refs, 1);
-	inspect_bytes_unref(kept_sent);
+	rcbytes_unref(kept_sent);
 }
 
 int main(void)

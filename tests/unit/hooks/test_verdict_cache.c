@@ -18,6 +18,7 @@
 
 #include "checks/contract.h"
 #include "proxy/hooks/verdict_cache.h"
+#include "proxy/base/rcbytes.h"
 #include "tests/unit/helpers.h"
 
 static int freed;
@@ -77,11 +78,11 @@ static void test_memo_checks_what_changed(void **state)
 	json_t *p1 = th_json_text(one, 0), *p2 = th_json_text(two, 0);
 	uint64_t checked;
 
-	struct contract_report *r = verdict_cache_check(vc, p1, one, strlen(one), &opts, &checked);
+	struct contract_report *r = verdict_cache_check(vc, p1, one, strlen(one), NULL, &opts, &checked);
 	assert_non_null(r);
 	assert_int_equal(checked, 2);
 	contract_report_free(r);
-	r = verdict_cache_check(vc, p2, two, strlen(two), &opts, &checked);
+	r = verdict_cache_check(vc, p2, two, strlen(two), NULL, &opts, &checked);
 	assert_int_equal(checked, 1); /* only fetch's text is new */
 	const json_t *pages[] = {p2};
 	struct contract_report *plain = contract_check(pages, 1, &opts);
@@ -92,11 +93,11 @@ static void test_memo_checks_what_changed(void **state)
 	contract_report_free(plain);
 	contract_report_free(r);
 	/* Without text: a plain check. */
-	r = verdict_cache_check(vc, p2, NULL, 0, &opts, &checked);
+	r = verdict_cache_check(vc, p2, NULL, 0, NULL, &opts, &checked);
 	assert_int_equal(checked, UINT64_MAX);
 	contract_report_free(r);
 	/* A NULL cache is a plain check too. */
-	r = verdict_cache_check(NULL, p2, two, strlen(two), &opts, &checked);
+	r = verdict_cache_check(NULL, p2, two, strlen(two), NULL, &opts, &checked);
 	assert_non_null(r);
 	assert_int_equal(checked, UINT64_MAX);
 	contract_report_free(r);
@@ -107,7 +108,7 @@ static void test_memo_checks_what_changed(void **state)
 	verdict_cache_free(vc);
 }
 
-static void test_shared_text_goes_with_its_verdict(void **state)
+static void test_shared_text_stays_with_its_verdict(void **state)
 {
 	(void)state;
 	struct verdict_cache *vc = verdict_cache_new();
@@ -120,17 +121,57 @@ static void test_shared_text_goes_with_its_verdict(void **state)
 
 	/* The verdict of the listing just checked shares its text. */
 	assert_null(verdict_cache_lookup(vc, one, strlen(one), NULL));
-	contract_report_free(verdict_cache_check(vc, p1, one, strlen(one), &opts, &checked));
+	contract_report_free(verdict_cache_check(vc, p1, one, strlen(one), NULL, &opts, &checked));
 	verdict_cache_keep(vc, one, strlen(one), NULL, malloc(1), count_free);
 	assert_non_null(verdict_cache_lookup(vc, one, strlen(one), NULL));
-	/* Another listing's check changes that text: the verdict goes. */
-	contract_report_free(verdict_cache_check(vc, p2, two, strlen(two), &opts, &checked));
+	/* Another listing's check takes the skim's text on: the verdict keeps
+	 * the bytes it is for (a reference), and is found for them. */
+	char *copy = strdup(one);
+	contract_report_free(verdict_cache_check(vc, p2, two, strlen(two), NULL, &opts, &checked));
+	assert_int_equal(freed, 0);
+	assert_non_null(verdict_cache_lookup(vc, copy, strlen(copy), NULL));
+	assert_null(verdict_cache_lookup(vc, two, strlen(two), NULL));
+	/* The next verdict replaces it. */
+	contract_report_free(verdict_cache_check(vc, p2, two, strlen(two), NULL, &opts, &checked));
+	verdict_cache_keep(vc, two, strlen(two), NULL, malloc(1), count_free);
 	assert_int_equal(freed, 1);
-	assert_null(verdict_cache_lookup(vc, one, strlen(one), NULL));
+	assert_null(verdict_cache_lookup(vc, copy, strlen(copy), NULL));
+	assert_non_null(verdict_cache_lookup(vc, two, strlen(two), NULL));
+	free(copy);
 	json_decref(p1);
 	json_decref(p2);
 	free(one);
 	free(two);
+	verdict_cache_free(vc);
+}
+
+/* The skim keeps the transport's bytes by reference: the text it answers
+ * is those very bytes, held after the caller lets go. */
+static void test_skim_shares_the_bytes(void **state)
+{
+	(void)state;
+	struct verdict_cache *vc = verdict_cache_new();
+	struct contract_opts opts = {0};
+	char *one = listing(TOOL("search", "Searches the index for documents."));
+	json_t *p1 = th_json_text(one, 0);
+	uint64_t checked;
+	struct rcbytes *b = rcbytes_new(one, strlen(one));
+	contract_report_free(verdict_cache_check(vc, p1, one, strlen(one), b, &opts, &checked));
+	size_t len;
+	int now;
+	assert_ptr_equal(verdict_cache_text(vc, &len, &now), b->text);
+	assert_int_equal(len, strlen(one));
+	assert_true(now);
+	rcbytes_unref(b);
+	assert_memory_equal(verdict_cache_text(vc, &len, NULL), one, len);
+	/* Bytes of another length are not taken: a copy is kept. */
+	struct rcbytes *short_b = rcbytes_new(one, 3);
+	contract_report_free(verdict_cache_check(vc, p1, one, strlen(one), short_b, &opts, &checked));
+	assert_ptr_not_equal(verdict_cache_text(vc, &len, NULL), short_b->text);
+	assert_memory_equal(verdict_cache_text(vc, &len, NULL), one, len);
+	rcbytes_unref(short_b);
+	json_decref(p1);
+	free(one);
 	verdict_cache_free(vc);
 }
 
@@ -139,7 +180,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verdict_same_bytes_same_era),
 		cmocka_unit_test(test_memo_checks_what_changed),
-		cmocka_unit_test(test_shared_text_goes_with_its_verdict),
+		cmocka_unit_test(test_shared_text_stays_with_its_verdict),
+		cmocka_unit_test(test_skim_shares_the_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

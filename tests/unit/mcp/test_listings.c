@@ -45,23 +45,38 @@ static void test_shared_tools(void **state)
 	struct listings *l = listings_new();
 	assert_non_null(l);
 	struct jreuse_stats did;
+	struct rcbytes *kept, *kept_a;
+	struct jparse_span span = {.name = "result"};
 	char *a = listing(3, 1), *b = listing(3, 2);
-	json_t *ta = listings_parse(l, 0, a, strlen(a), 0, NULL, &did);
+	json_t *ta = listings_parse(l, 0, a, strlen(a), 0, &span, &did, &kept_a);
 	assert_int_equal(did.parsed, NTOOLS);
-	json_t *tb = listings_parse(l, 0, b, strlen(b), 0, NULL, &did);
+	/* The result's bytes, as kept, for the hooks to share. */
+	assert_non_null(kept_a);
+	assert_int_equal(kept_a->len, span.len);
+	assert_memory_equal(kept_a->text, span.at, span.len);
+	json_t *tb = listings_parse(l, 0, b, strlen(b), 0, NULL, &did, &kept);
 	assert_int_equal(did.reused, NTOOLS - 1);
 	assert_int_equal(did.parsed, 1);
+	assert_non_null(kept);
+	assert_ptr_not_equal(kept, kept_a);
+	/* Held: the bytes outlive the listing kept after them. */
+	assert_memory_equal(kept_a->text, span.at, span.len);
+	rcbytes_unref(kept);
+	rcbytes_unref(kept_a);
 	const json_t *ka = json_object_get(json_object_get(ta, "result"), "tools");
 	const json_t *kb = json_object_get(json_object_get(tb, "result"), "tools");
 	assert_ptr_equal(json_array_get(ka, 7), json_array_get(kb, 7));
 	assert_ptr_not_equal(json_array_get(ka, 3), json_array_get(kb, 3));
 	/* Another upstream keeps its own; one past the last is parsed whole. */
-	json_t *tc = listings_parse(l, 1, a, strlen(a), 0, NULL, &did);
+	json_t *tc = listings_parse(l, 1, a, strlen(a), 0, NULL, &did, &kept);
 	assert_int_equal(did.parsed, NTOOLS);
-	json_t *td = listings_parse(l, LISTINGS_MAX_UPSTREAMS, a, strlen(a), 0, NULL, &did);
+	rcbytes_unref(kept);
+	json_t *td = listings_parse(l, LISTINGS_MAX_UPSTREAMS, a, strlen(a), 0, NULL, &did, &kept);
 	assert_non_null(td);
+	assert_null(kept);
 	assert_int_equal(did.parsed + did.reused, 0);
-	assert_null(listings_parse(l, 0, "{\"x\":", 5, 0, NULL, &did));
+	assert_null(listings_parse(l, 0, "{\"x\":", 5, 0, NULL, &did, &kept));
+	assert_null(kept);
 	json_decref(ta);
 	json_decref(tb);
 	json_decref(tc);
@@ -86,10 +101,14 @@ static void *lister(void *arg)
 	for (int i = 0; i < ROUNDS; i++) {
 		char *t = listing(w->id, i);
 		struct jreuse_stats did;
-		json_t *tree = listings_parse(w->l, 0, t, strlen(t), 0, NULL, &did);
+		struct rcbytes *kept;
+		struct jparse_span got = {.name = "result"};
+		json_t *tree = listings_parse(w->l, 0, t, strlen(t), 0, &got, &did, &kept);
 		json_t *want = jparse_span(t, strlen(t), 0, NULL);
-		if (!tree || !want || !json_equal(tree, want))
+		if (!tree || !want || !json_equal(tree, want) || !kept || kept->len != got.len ||
+		    memcmp(kept->text, got.at, got.len) != 0)
 			w->bad++;
+		rcbytes_unref(kept);
 		json_decref(want);
 		json_decref(tree);
 		free(t);
