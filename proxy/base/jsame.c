@@ -52,6 +52,12 @@ long jsame_diff(const struct jsame *s, const json_t *array, size_t *pos, size_t 
 	return k;
 }
 
+long jsame_few(const struct jsame *s, const json_t *array, size_t pos[JSAME_FEW])
+{
+	size_t eighth = json_array_size(array) / 8;
+	return jsame_diff(s, array, pos, eighth < JSAME_FEW ? eighth : JSAME_FEW);
+}
+
 static int keep_all(struct jsame *s, const json_t *array)
 {
 	size_t n = json_array_size(array);

@@ -34,6 +34,14 @@ void jsame_free(struct jsame *s);
  * array) or more than max positions differ. */
 long jsame_diff(const struct jsame *s, const json_t *array, size_t *pos, size_t max);
 
+/* At most this many positions, and an eighth of the array, are worth
+ * reading alone: past that, reading the whole array costs no more. */
+#define JSAME_FEW 64
+
+/* jsame_diff bounded so: the positions that differ into pos[0..JSAME_FEW),
+ * their count, or -1 (nothing to compare with, or too many differ). */
+long jsame_few(const struct jsame *s, const json_t *array, size_t pos[JSAME_FEW]);
+
 /* Keeps array's values: all of them (npos < 0), or only those at
  * pos[0..npos) (what jsame_diff returned for this array). Returns 0, or -1
  * when out of memory: then nothing is kept. */

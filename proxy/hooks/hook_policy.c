@@ -908,10 +908,6 @@ static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
 	return t;
 }
 
-/* At most this many changed tools are read alone (remember), and at most
- * an eighth of the listing. */
-#define FEW_MAX 64
-
 /* The positions of tools that differ from the last listing remembered,
  * into pos, when only they need reading: the rest are the very values
  * read then, into the table still live, and every tool had a name of its
@@ -921,10 +917,9 @@ static struct tool_table *listing_apply(const struct tool_table *cur, int stale,
 static long few_changed(const struct up_state *up, const struct tool_table *live,
                         const json_t *tools, size_t *pos)
 {
-	size_t n = json_array_size(tools), max = n / 8 < FEW_MAX ? n / 8 : FEW_MAX;
 	if (up->stale || !up->last_whole || !up->last || live != up->last_live)
 		return -1;
-	long k = jsame_diff(up->last, tools, pos, max);
+	long k = jsame_few(up->last, tools, pos);
 	for (long i = 0; i < k; i++) {
 		const json_t *ann;
 		const char *now = listed_tool(tools, pos[i], &ann);
@@ -962,7 +957,7 @@ static void remember(struct hook_policy *hp, size_t i, const json_t *tools)
 	const struct view *v = hp->view;
 	const struct view_up *vu = i < v->nups ? &v->ups[i] : NULL;
 	const struct tool_table *cur = vu ? vu->live : NULL;
-	size_t lost = 0, pos[FEW_MAX];
+	size_t lost = 0, pos[JSAME_FEW];
 	long k = few_changed(up, cur, tools, pos);
 	struct name_set ns = {0};
 	struct tool_table *t;
@@ -1066,15 +1061,14 @@ static void hide_memo_clear(struct hide_memo *hm)
 static long hide_memo_diff(const struct hide_memo *hm, const struct pgen *g, const char *client,
                            const struct tool_table *base, const json_t *tools, size_t *pos)
 {
-	size_t n = json_array_size(tools), max = n / 8 < FEW_MAX ? n / 8 : FEW_MAX;
 	if (!hm->tools || hm->gen != g->gen || hm->base != base || !same_client(hm->client, client))
 		return -1;
-	return jsame_diff(hm->tools, tools, pos, max);
+	return jsame_few(hm->tools, tools, pos);
 }
 
-/* hm := the decisions d[0..n) of tools, with what they were decided
- * with; d is hm's own array, or a new one (owned: taken). Out of memory,
- * hm holds nothing. */
+/* hm keeps tools (the positions pos[0..k) changed; k < 0: all of them),
+ * whose decisions are in hm->d, with what they were decided with. Out of
+ * memory, hm holds nothing. */
 static void hide_memo_keep(struct hide_memo *hm, const struct pgen *g, const char *client,
                            const struct tool_table *base, const json_t *tools,
                            const size_t *pos, long k)
@@ -1134,7 +1128,7 @@ static int hide_decide_all(struct hide_memo *hm, struct reader *r, struct pgen *
 {
 	const char *client = g->client_keyed ? m->where->client_name : NULL;
 	const struct tool_table *base = up ? up->base : NULL;
-	size_t n = json_array_size(tools), pos[FEW_MAX];
+	size_t n = json_array_size(tools), pos[JSAME_FEW];
 	long k = hide_memo_diff(hm, g, client, base, tools, pos);
 	if (k < 0 && n > hm->cap) {
 		struct policy_decision *nd = realloc(hm->d, n * sizeof(*nd));

@@ -979,8 +979,8 @@ static void listing_preview(const struct hook_record *hr, struct hr_local *l,
 	scratch->len = 0;
 	scratch->oom = 0;
 	json_t *msg = json_object();
-	json_t *result = jparse(ls->raw, ls->len, 1);
-	if (kept == 0 && msg && result && json_object_set_new(msg, "result", result) == 0) {
+	json_t *result = kept == 0 ? jparse(ls->raw, ls->len, 1) : NULL;
+	if (msg && result && json_object_set_new(msg, "result", result) == 0) {
 		result = NULL;
 		(void)fill_answer(hr, l, r, msg, JRPC_RESULT, ls->raw, ls->len, serial);
 	} else {

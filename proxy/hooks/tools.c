@@ -304,12 +304,8 @@ static int unchanged(struct tools *tr, const char *upstream, struct inspect_msg 
 	return 1;
 }
 
-/* At most this many changed tools are put in place (few_changed), and at
- * most an eighth of the listing: past that, building the table again
- * costs no more. */
-#define FEW_MAX 64
-
-/* When a one-page listing differs from e's last one in a few tools and no
+/* When a one-page listing differs from e's last one in a few tools
+ * (jsame_few) and no
  * name, in a table nobody else holds (a reader of tools_listing reads it
  * outside the lock) with no two tools of one name: those tools are put in
  * place in e->tools, under tr->lock. Building the table again cost a hash
@@ -319,12 +315,11 @@ static int unchanged(struct tools *tr, const char *upstream, struct inspect_msg 
  * replaced), 0 when the table must be built; nothing changed then. */
 static int few_changed(struct tools_entry *e, const json_t *tools, int *changed)
 {
-	size_t pos[FEW_MAX];
-	size_t n = json_array_size(tools), max = n / 8 < FEW_MAX ? n / 8 : FEW_MAX;
+	size_t pos[JSAME_FEW];
 	if (e->pending || !e->listings || json_object_size(e->tools) != e->named ||
 	    __atomic_load_n(&e->tools->refcount, __ATOMIC_ACQUIRE) != 1)
 		return 0;
-	long k = jsame_diff(e->last, tools, pos, max);
+	long k = jsame_few(e->last, tools, pos);
 	if (k < 0)
 		return 0;
 	for (long i = 0; i < k; i++) {

@@ -113,12 +113,42 @@ static void test_references_held(void **state)
 	jsame_free(NULL);
 }
 
+/* The bound every reader uses: an eighth of the array, JSAME_FEW at most. */
+static void test_few(void **state)
+{
+	(void)state;
+	struct jsame *s = jsame_new();
+	size_t pos[JSAME_FEW];
+	json_t *a = fresh(16);
+	assert_int_equal(jsame_keep(s, a, NULL, -1), 0);
+	json_t *b = with_new_at(a, 3), *c = with_new_at(b, 9), *d = with_new_at(c, 12);
+	assert_int_equal(jsame_few(s, b, pos), 1);
+	assert_int_equal(jsame_few(s, c, pos), 2);
+	assert_int_equal(pos[1], 9);
+	assert_int_equal(jsame_few(s, d, pos), -1); /* 3 of 16: over an eighth */
+	json_t *big = fresh(8 * (JSAME_FEW + 8));
+	assert_int_equal(jsame_keep(s, big, NULL, -1), 0);
+	json_t *e = json_array();
+	for (size_t k = 0; k < json_array_size(big); k++)
+		json_array_append_new(e, k <= JSAME_FEW ? json_string("x")
+		                                         : json_incref(json_array_get(big, k)));
+	assert_int_equal(jsame_few(s, e, pos), -1); /* JSAME_FEW + 1 differ */
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+	json_decref(d);
+	json_decref(e);
+	json_decref(big);
+	jsame_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nothing_kept),
 		cmocka_unit_test(test_positions_that_differ),
 		cmocka_unit_test(test_references_held),
+		cmocka_unit_test(test_few),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,11 @@
  * is attached to a real message hook (inspect_new) and fed the messages
  * the proxy would hand it, so the observer path is the one under test.
  *
+ * Why this file is long (over 800 lines): one test per behaviour of the
+ * tracker (pages, cursors, caps, raw listings, listings sharing values),
+ * all driven through the same hook fixture and page builders; split, the
+ * halves would each carry that fixture again.
+ *
  * JSON is written with ' for " (th_json()).
  */
 #include <setjmp.h>
