@@ -468,7 +468,8 @@ static enum jparse_slot slot_of(size_t depth, enum jparse_slot under, const char
 		       : KEY_IS("_meta") ? JPI_META
 		       : KEY_IS("cursor") ? JPI_CURSOR
 		                          : JPI_NONE;
-	case JPI_RESULT: return KEY_IS("isError") ? JPI_IS_ERROR : JPI_NONE;
+	case JPI_RESULT:
+		return KEY_IS("isError") ? JPI_IS_ERROR : KEY_IS("content") ? JPI_CONTENT : JPI_NONE;
 	case JPI_ERROR: return KEY_IS("code") ? JPI_CODE : JPI_NONE;
 	default: return JPI_NONE;
 	}
@@ -815,25 +816,35 @@ static const char *sk_value(const char *p, const char *end)
 }
 
 /* A member's name and colon from p (its opening quote): just after the
- * colon and the blanks after it, or NULL; *is_name tells whether it is
- * name[0..nlen). An escaped name answers NULL: it could spell name
+ * colon and the blanks after it, or NULL; the name (escapes not decoded)
+ * is *k[0..*klen). An escaped name answers NULL: it could spell any name
  * another way. */
-static const char *sk_key(const char *p, const char *end, const char *name, size_t nlen,
-                          int *is_name)
+static const char *sk_name(const char *p, const char *end, const char **k, size_t *klen)
 {
 	if (p >= end || *p != '"')
 		return NULL;
-	const char *k = p + 1;
-	if (!(p = sk_string(k, end)))
+	*k = p + 1;
+	if (!(p = sk_string(*k, end)))
 		return NULL;
-	size_t klen = (size_t)(p - 1 - k);
-	if (memchr(k, '\\', klen))
+	*klen = (size_t)(p - 1 - *k);
+	if (memchr(*k, '\\', *klen))
 		return NULL;
-	*is_name = klen == nlen && memcmp(k, name, nlen) == 0;
 	p = sk_ws(p, end);
 	if (p >= end || *p != ':')
 		return NULL;
 	return sk_ws(p + 1, end);
+}
+
+/* sk_name, *is_name telling whether the name is name[0..nlen). */
+static const char *sk_key(const char *p, const char *end, const char *name, size_t nlen,
+                          int *is_name)
+{
+	const char *k;
+	size_t klen;
+	if (!(p = sk_name(p, end, &k, &klen)))
+		return NULL;
+	*is_name = klen == nlen && memcmp(k, name, nlen) == 0;
+	return p;
 }
 
 /* The members of an object from p (just after '{' or after a member's
@@ -939,6 +950,80 @@ int jparse_last_member(const char *text, size_t len, const char *name, struct jp
 		if (p >= end || *p != ',')
 			return -1;
 		p = sk_ws(p + 1, end);
+	}
+}
+
+/* The members of the object at p (its '{') named names[0..n) (lengths
+ * nl) into out: just after the object's '}', or NULL (jparse_pick). */
+static const char *sk_pick(const char *p, const char *end, const char *const *names,
+                           const size_t *nl, size_t n, struct jparse_ref *out)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = (struct jparse_ref){NULL, 0};
+	if (p >= end || *p != '{')
+		return NULL;
+	p = sk_ws(p + 1, end);
+	if (p < end && *p == '}')
+		return p + 1;
+	for (;;) {
+		const char *k, *v;
+		size_t klen;
+		if (!(v = sk_name(p, end, &k, &klen)) || !(p = sk_value(v, end)))
+			return NULL;
+		for (size_t i = 0; i < n; i++) {
+			if (nl[i] != klen || memcmp(names[i], k, klen) != 0)
+				continue;
+			if (out[i].at) /* twice: jparse would keep the second */
+				return NULL;
+			out[i] = (struct jparse_ref){v, (size_t)(p - v)};
+		}
+		p = sk_ws(p, end);
+		if (p < end && *p == ',') {
+			p = sk_ws(p + 1, end);
+			continue;
+		}
+		return p < end && *p == '}' ? p + 1 : NULL;
+	}
+}
+
+#define PICK_NAMES 8
+
+int jparse_pick(const char *text, size_t len, const char *const *names, size_t n,
+                struct jparse_ref *out)
+{
+	const char *end = text + len, *p = text ? sk_ws(text, end) : NULL;
+	size_t nl[PICK_NAMES];
+	if (!p || n > PICK_NAMES)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		nl[i] = strlen(names[i]);
+	p = sk_pick(p, end, names, nl, n, out);
+	return p && sk_ws(p, end) == end ? 0 : -1;
+}
+
+long jparse_pick_each(const char *text, size_t len, const char *const *names, size_t n,
+                      struct jparse_ref *out, size_t max)
+{
+	const char *end = text + len, *p = text ? sk_ws(text, end) : NULL;
+	size_t nl[PICK_NAMES];
+	long found = 0;
+	if (!p || n > PICK_NAMES || p >= end || *p != '[')
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		nl[i] = strlen(names[i]);
+	p = sk_ws(p + 1, end);
+	if (p < end && *p == ']')
+		return sk_ws(p + 1, end) == end ? 0 : -1;
+	for (;;) {
+		if ((size_t)found >= max || !(p = sk_pick(p, end, names, nl, n, out + found * n)))
+			return -1;
+		found++;
+		p = sk_ws(p, end);
+		if (p < end && *p == ',') {
+			p = sk_ws(p + 1, end);
+			continue;
+		}
+		return p < end && *p == ']' && sk_ws(p + 1, end) == end ? found : -1;
 	}
 }
 

@@ -70,6 +70,7 @@ enum jparse_slot {
 	/* members of params (when it is an object) */
 	JPI_NAME, JPI_ARGUMENTS, JPI_META, JPI_CURSOR,
 	JPI_IS_ERROR, /* result.isError */
+	JPI_CONTENT,  /* result.content */
 	JPI_CODE,     /* error.code */
 	JPI_N
 };
@@ -78,7 +79,7 @@ enum jparse_slot {
 static inline enum jparse_slot jparse_parent(int slot)
 {
 	return slot >= JPI_NAME && slot <= JPI_CURSOR ? JPI_PARAMS
-	       : slot == JPI_IS_ERROR                 ? JPI_RESULT
+	       : slot == JPI_IS_ERROR || slot == JPI_CONTENT ? JPI_RESULT
 	       : slot == JPI_CODE                     ? JPI_ERROR
 	                                              : JPI_NONE;
 }
@@ -150,6 +151,25 @@ long jparse_elements_since(const char *text, size_t len, const char *name,
  * such member, or names a member before it with an escape. The span
  * excludes surrounding blanks. */
 int jparse_last_member(const char *text, size_t len, const char *name, struct jparse_ref *out);
+
+/* Where the values of the members names[0..n) of the object text[0..len)
+ * sit (out[i].at NULL: no member names[i]), for a reader that needs a few
+ * members of a small object it does not parse (the recorder's preview of
+ * a tools/call result's content items). For text jparse accepted, and that
+ * only: it skims. 0, or -1 when the text is no object, a member's name has
+ * an escape (it could spell one of names), one of names appears twice, or
+ * anything but blanks follows the object, or n is over 8; out is then
+ * to be ignored. */
+int jparse_pick(const char *text, size_t len, const char *const *names, size_t n,
+                struct jparse_ref *out);
+
+/* jparse_pick on each element of the array text[0..len), element i's
+ * members going to out[i * n .. i * n + n): the number of elements, or -1
+ * when the text is no array, an element is no object or is refused as
+ * jparse_pick refuses it, or it has more than max elements. n is at most
+ * 8. */
+long jparse_pick_each(const char *text, size_t len, const char *const *names, size_t n,
+                      struct jparse_ref *out, size_t max);
 
 /* A deep copy of v (owned), equal to json_deep_copy(v), NULL when memory
  * runs out. jansson 2.14's copy checks each object and array for cycles

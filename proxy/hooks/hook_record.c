@@ -399,11 +399,23 @@ static void local_free(struct hr_local *l)
 /* ---- records ------------------------------------------------------------- */
 
 
+/* m's id: from its tree, or when the transport built none (a reply read
+ * from its index: record_needs_tree) parsed from its bytes into *own,
+ * which the caller releases. NULL when it has none. */
+static const json_t *msg_id(const struct inspect_msg *m, json_t **own)
+{
+	*own = NULL;
+	if (m->msg)
+		return JPARSE_MEMBER(m->msg, "id");
+	if (m->ix && m->ix->at[JPI_ID].at)
+		*own = jparse_ref_value(&m->ix->at[JPI_ID]);
+	return *own;
+}
+
 static void record_init(const struct hook_record *hr, struct hr_local *l, struct record_text_rec *r,
                         const struct inspect_where *w, uint64_t wall_us, const char *from,
                         enum record_text_kind kind, const struct inspect_msg *m, const char *method)
 {
-	const json_t *msg = m->msg;
 	struct sbuf *scratch = &l->scratch;
 	r->wall_us = wall_us;
 	r->from = from;
@@ -431,7 +443,9 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 	const json_t *params = kind == RT_KIND_RESPONSE ? NULL : m->params;
 	int call = REC_IS(r, RT_METHOD, "tools/call");
 	rec_set_bounded(r, RT_TOOL, kind == RT_KIND_REQUEST && call ? m->tool : NULL);
-	rec_set_id(r, JPARSE_MEMBER(msg, "id"));
+	json_t *own_id;
+	rec_set_id(r, msg_id(m, &own_id));
+	json_decref(own_id);
 	const json_t *args = params;
 	if (call || REC_IS(r, RT_METHOD, "prompts/get"))
 		args = JPARSE_MEMBER(params, "arguments");
@@ -450,19 +464,21 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 }
 
 /* Fills the answer members from a response message (a server's answer,
- * a hook's answer, or a client's response to a server request). Returns
- * the outcome it implies. */
-/* answer's outcome and what the record shows of it; raw: the text of
- * its result as it arrived (inspect_msg.result_raw), or NULL. */
-static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
-                               struct record_text_rec *r, const json_t *answer,
-                               enum jrpc_kind kind, const char *raw, size_t raw_len,
-                               uint64_t serial)
+ * a hook's answer, or a client's response to a server request) and
+ * returns the outcome it implies. The message is its tree (answer), or
+ * when the transport built none (answer NULL) the index ix of its text;
+ * raw: the text of its result as it arrived (inspect_msg.result_raw), or
+ * NULL. */
+static const char *fill_answer_ix(const struct hook_record *hr, struct hr_local *l,
+                                  struct record_text_rec *r, const json_t *answer,
+                                  const struct jparse_index *ix, enum jrpc_kind kind,
+                                  const char *raw, size_t raw_len, uint64_t serial)
 {
 	struct sbuf *scratch = &l->scratch;
 
 	if (kind == JRPC_ERROR) {
-		const json_t *err = JPARSE_MEMBER(answer, "error");
+		json_t *own = answer || !ix ? NULL : jparse_ref_value(&ix->at[JPI_ERROR]);
+		const json_t *err = answer ? JPARSE_MEMBER(answer, "error") : own;
 		const json_t *code = JPARSE_MEMBER(err, "code");
 		const char *msg = json_string_value(JPARSE_MEMBER(err, "message"));
 		r->has_error_code = json_is_integer(code);
@@ -474,10 +490,11 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 			free(cut);
 			free(masked);
 		}
+		json_decref(own);
 		return "rpc_error";
 	}
-	const json_t *result = JPARSE_MEMBER(answer, "result");
-	if (!result)
+	const json_t *result = answer ? JPARSE_MEMBER(answer, "result") : NULL;
+	if (!result && !(ix && raw))
 		return "ok";
 	r->result_cut = 0;
 	scratch->len = 0;
@@ -486,8 +503,13 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 	 * under the number the tools tracker gave its bytes. */
 	if (serial && !l->pmemo)
 		l->pmemo = redact_preview_memo_new();
-	if (redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len, serial,
-	                                  REDACT_PREVIEW_CHARS, &r->result_cut, scratch) < 0) {
+	if ((result ? redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len, serial,
+	                                            REDACT_PREVIEW_CHARS, &r->result_cut, scratch)
+	            : redact_result_preview_raw_to(hr->rd, l->pmemo, raw, raw_len,
+	                                           ix->at[JPI_CONTENT].at, ix->at[JPI_CONTENT].len,
+	                                           serial, REDACT_PREVIEW_CHARS, &r->result_cut,
+	                                           scratch)) <
+	    0) {
 		/* Out of memory: null, as a failed redact_result_preview gave. */
 		r->result_cut = 0;
 		r->str[RT_PREVIEW] = 0;
@@ -495,10 +517,20 @@ static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
 		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
 	}
 	if (REC_IS(r, RT_METHOD, "tools/call")) {
-		r->is_error = json_is_true(JPARSE_MEMBER(result, "isError"));
+		const struct jparse_ref *e = ix ? &ix->at[JPI_IS_ERROR] : NULL;
+		r->is_error = result ? json_is_true(JPARSE_MEMBER(result, "isError"))
+		                     : e->at && e->len == 4 && memcmp(e->at, "true", 4) == 0;
 		return r->is_error ? "tool_error" : "ok";
 	}
 	return "ok";
+}
+
+static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
+                               struct record_text_rec *r, const json_t *answer,
+                               enum jrpc_kind kind, const char *raw, size_t raw_len,
+                               uint64_t serial)
+{
+	return fill_answer_ix(hr, l, r, answer, NULL, kind, raw, raw_len, serial);
 }
 
 /* The findings a deciding hook attached to m (inspect_msg.notes: the live
@@ -929,10 +961,10 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	struct record_text_rec *r = &p->rec;
 	record_init(hr, l, r, rx->where, clock_real_us(), "server", kind, m, method);
 	add_findings(hr, r, m->notes);
-	r->outcome = kind == RT_KIND_RESPONSE ? fill_answer(hr, l, r, m->msg, msg_kind(m),
-	                                                    m->result_raw, m->result_raw_len,
-	                                                    m->result_serial)
-	                                      : "ok";
+	r->outcome = kind == RT_KIND_RESPONSE
+	             ? fill_answer_ix(hr, l, r, m->msg, m->msg ? NULL : m->ix, msg_kind(m),
+	                              m->result_raw, m->result_raw_len, m->result_serial)
+	             : "ok";
 	apply_verdict(r, m);
 	if (kind == RT_KIND_REQUEST) {
 		hr_lock(hr);
@@ -947,8 +979,8 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
                            struct inspect_msg *m)
 {
 	struct record_text_rec *r = &p->rec;
-	r->outcome = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len,
-	                         m->result_serial);
+	r->outcome = fill_answer_ix(hr, l, r, m->msg, m->msg ? NULL : m->ix, msg_kind(m),
+	                            m->result_raw, m->result_raw_len, m->result_serial);
 	add_findings(hr, r, m->notes);
 	apply_verdict(r, m);
 	settle(p);
@@ -1037,7 +1069,8 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	switch (m->kind) {
 	case JRPC_RESULT:
 	case JRPC_ERROR: {
-		const json_t *id = JPARSE_MEMBER(m->msg, "id");
+		json_t *own_id;
+		const json_t *id = msg_id(m, &own_id);
 		int matched = 0;
 		/* Only this thread changes rx's list: reading it needs no lock. */
 		for (struct pending *p = rx->head; p; p = p->next) {
@@ -1075,10 +1108,10 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 				answer_request(hr, l, p, m);
 				matched = 1;
 			}
-			break;
-		}
-		if (!matched)
+		} else if (!matched) {
 			server_record(hr, l, rx, m, RT_KIND_RESPONSE);
+		}
+		json_decref(own_id);
 		break;
 	}
 	case JRPC_NOTIFICATION:
@@ -1095,6 +1128,17 @@ static void server_message(struct hook_record *hr, struct hr_local *l, struct rx
 	default:
 		break;
 	}
+}
+
+/* inspect_tree_fn (issue 20): an answer to a request of the same
+ * exchange is recorded from its index (its id, its error, isError, and
+ * the preview from its bytes: redact_result_preview_raw_to); what a
+ * record keeps of anything else is read from its tree. */
+static int record_needs_tree(void *arg, const struct inspect_msg *m)
+{
+	(void)arg;
+	return !(m->dir == INSPECT_FROM_SERVER && m->request &&
+	         (m->kind == JRPC_RESULT || m->kind == JRPC_ERROR));
 }
 
 static enum inspect_verdict on_message(void *arg, struct inspect_msg *m)
@@ -1272,6 +1316,7 @@ struct hook_record *hook_record_new(struct inspect *in, const struct redact *rd,
 		return NULL;
 	}
 	inspect_set_listing_fast(in, hr->slot, listing_may, listing_passed);
+	inspect_set_needs_tree(in, hr->slot, record_needs_tree);
 	return hr;
 }
 

@@ -942,6 +942,9 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
  * cost 11,455,877 instructions walked whole, 0 here (test_redact's
  * test_preview_big_listing_bounded under callgrind). raw's total counts
  * what the redaction masks: the record's bytes_out tells its size anyway. */
+static int preview_done(const struct redact *rd, struct preview *pp, size_t max_chars, int *cut,
+                        struct sbuf *out, const char *raw, size_t raw_len);
+
 static int preview_to(const struct redact *rd, const json_t *result, size_t max_chars,
                       int *cut, struct sbuf *out, const char *raw, size_t raw_len)
 {
@@ -961,6 +964,14 @@ static int preview_to(const struct redact *rd, const json_t *result, size_t max_
 		p.bounded = raw && !structured;
 		pv_add_json(rd, &p, structured ? structured : result);
 	}
+	return preview_done(rd, &p, max_chars, cut, out, raw, raw_len);
+}
+
+/* The preview p built, masked and cut into out; p is finished with. */
+static int preview_done(const struct redact *rd, struct preview *pp, size_t max_chars, int *cut,
+                        struct sbuf *out, const char *raw, size_t raw_len)
+{
+	struct preview p = *pp;
 	if (p.oom) {
 		pv_fini(&p);
 		return -1;
@@ -991,6 +1002,78 @@ static int preview_to(const struct redact *rd, const json_t *result, size_t max_
 		rc = cut_into(out, p.buf, p.len, max_chars, raw_total ? raw_total : p.chars, cut);
 	}
 	pv_fini(&p);
+	return rc;
+}
+
+/* ---- a tools/call result's preview from its text (issue 20) -------------- */
+
+/* Content items previewed from the text: more take the tree path. */
+#define PV_RAW_ITEMS 16
+
+/* The content items of the result text raw[0..len) into p, as preview_to
+ * puts them from the tree, when every item is a plain text item
+ * ({"type": "text", "text": ...}: what tools/call answers nearly always):
+ * 1. 0 when the text is anything else (another item type, a name spelt
+ * with an escape, a member twice, no content, too many items): nothing
+ * was added, the caller takes the tree path. */
+static int pv_content_raw(const struct redact *rd, struct preview *p, const char *raw, size_t len,
+                          struct jparse_ref content)
+{
+	static const char *const top[] = {"content"}, *const names[] = {"type", "text"};
+	struct jparse_ref m[PV_RAW_ITEMS * 2];
+	if (!content.at && (jparse_pick(raw, len, top, 1, &content) < 0 || !content.at))
+		return 0;
+	long n = jparse_pick_each(content.at, content.len, names, 2, m, PV_RAW_ITEMS);
+	if (n <= 0)
+		return 0;
+	/* All items checked before one is written: a fallback starts afresh. */
+	for (long i = 0; i < n; i++)
+		if (!m[2 * i].at || m[2 * i].len != 6 || memcmp(m[2 * i].at, "\"text\"", 6) != 0)
+			return 0;
+	for (long i = 0; i < n; i++) {
+		if (i)
+			pv_str(p, "\n");
+		const struct jparse_ref *t = &m[2 * i + 1];
+		if (!t->at || t->at[0] != '"')
+			continue; /* no text, or not a string: nothing, as pv_item */
+		const char *s = t->at + 1;
+		size_t sl = t->len - 2;
+		if (!memchr(s, '\\', sl)) {
+			pv_text(rd, p, s, sl);
+			continue;
+		}
+		json_t *j = jparse_ref_value(t); /* escapes: decoded by the parser */
+		if (!j) {
+			p->oom = 1;
+			return 1;
+		}
+		pv_text(rd, p, json_string_value(j), json_string_length(j));
+		json_decref(j);
+	}
+	return 1;
+}
+
+int redact_result_preview_raw_to(const struct redact *rd, struct redact_preview_memo *pm,
+                                 const char *raw, size_t raw_len, const char *content,
+                                 size_t content_len, uint64_t serial, size_t max_chars, int *cut,
+                                 struct sbuf *out)
+{
+	if (!raw)
+		return -1;
+	if (!serial) {
+		char stack[PV_STACK];
+		struct preview p;
+		pv_start(&p, stack, pv_limit(max_chars));
+		if (pv_content_raw(rd, &p, raw, raw_len, (struct jparse_ref){content, content_len}))
+			return preview_done(rd, &p, max_chars, cut, out, raw, raw_len);
+		pv_fini(&p);
+	}
+	json_t *result = jparse(raw, raw_len, 1);
+	if (!result)
+		return -1;
+	int rc = redact_result_preview_memo_to(rd, pm, result, raw, raw_len, serial, max_chars, cut,
+	                                       out);
+	json_decref(result);
 	return rc;
 }
 

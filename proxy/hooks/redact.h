@@ -137,6 +137,19 @@ int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview
                                   const json_t *result, const char *raw, size_t raw_len,
                                   uint64_t serial, size_t max_chars, int *cut, struct sbuf *out);
 
+/* redact_result_preview_memo_to for a result known only by its text
+ * raw[0..raw_len) (JSON jparse accepted: the transport scanned it and
+ * built no tree). Byte for byte the same preview; a tools/call result of
+ * text items is previewed from the text, anything else is parsed first.
+ * content[0..content_len): the span of the result's "content" member when
+ * the caller knows it (jparse_scan's JPI_CONTENT, for the result's only
+ * such member), else NULL: it is looked for.
+ * 0, or -1 when memory runs out or raw is NULL or not JSON. */
+int redact_result_preview_raw_to(const struct redact *rd, struct redact_preview_memo *pm,
+                                 const char *raw, size_t raw_len, const char *content,
+                                 size_t content_len, uint64_t serial, size_t max_chars, int *cut,
+                                 struct sbuf *out);
+
 /* The preview pm keeps for the bytes of serial (with rd's patterns and
  * max_chars), appended to out: 1, or 0 when it keeps none for them
  * (nothing written), -1 when out ran out of memory. */

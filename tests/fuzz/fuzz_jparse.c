@@ -234,7 +234,8 @@ static json_t *member_at(json_t *v, int s)
 	        [JPI_ID] = "id",          [JPI_METHOD] = "method", [JPI_JSONRPC] = "jsonrpc",
 	        [JPI_PARAMS] = "params",  [JPI_RESULT] = "result", [JPI_ERROR] = "error",
 	        [JPI_NAME] = "name",      [JPI_ARGUMENTS] = "arguments", [JPI_META] = "_meta",
-	        [JPI_CURSOR] = "cursor",  [JPI_IS_ERROR] = "isError", [JPI_CODE] = "code"};
+	        [JPI_CURSOR] = "cursor",  [JPI_IS_ERROR] = "isError", [JPI_CONTENT] = "content",
+	        [JPI_CODE] = "code"};
 	int parent = jparse_parent(s);
 	json_t *o = parent ? json_object_get(v, names[parent]) : v;
 	return json_is_object(o) ? json_object_get(o, names[s]) : NULL;
@@ -287,8 +288,44 @@ static void check_scan(const uint8_t *data, size_t size, int any)
 	json_decref(want);
 }
 
+/* jparse_pick's spans are the members' values, as jansson reads them;
+ * its refusals are not checked (an escaped name, a name twice). */
+static void check_picked(const uint8_t *data, size_t size, const json_t *o,
+                         const char *const *names, size_t n, const struct jparse_ref *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_t *m = json_object_get(o, names[i]);
+		if (!m != !out[i].at)
+			fuzz_fail("jparse_pick finds another set of members", data, size);
+		json_t *alone = m ? jparse_ref_value(&out[i]) : NULL;
+		if (m && (!alone || !json_equal(alone, m)))
+			fuzz_fail("a jparse_pick span is not its member's value", data, size);
+		json_decref(alone);
+	}
+}
+
+static void check_pick(const uint8_t *data, size_t size)
+{
+	static const char *const names[] = {"type", "text", "a", "content"};
+	enum { N = 4, MAX = 8 };
+	struct jparse_ref out[N * MAX];
+	json_t *v = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
+	if (!v)
+		return;
+	if (json_is_object(v) && jparse_pick((const char *)data, size, names, N, out) == 0)
+		check_picked(data, size, v, names, N, out);
+	long k = json_is_array(v) ? jparse_pick_each((const char *)data, size, names, N, out, MAX)
+	                          : -1;
+	if (k >= 0 && (size_t)k != json_array_size(v))
+		fuzz_fail("jparse_pick_each counts another number of elements", data, size);
+	for (long i = 0; i < k; i++)
+		check_picked(data, size, json_array_get(v, (size_t)i), names, N, out + i * N);
+	json_decref(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	check_pick(data, size);
 	compare(data, size, 0);
 	compare(data, size, 1);
 	check_nest(data, size);

@@ -119,6 +119,94 @@ static void test_long_name(void **state)
 	assert_string_equal(ix.method, "tools/call");
 }
 
+/* jparse_pick's spans, as a string (static buffers, one per member). */
+static const char *span(const struct jparse_ref *r)
+{
+	static char buf[4][128];
+	static int turn;
+	char *b = buf[turn++ & 3];
+	if (!r->at)
+		return "(none)";
+	snprintf(b, sizeof(buf[0]), "%.*s", (int)r->len, r->at);
+	return b;
+}
+
+static int pick(const char *text, struct jparse_ref *out)
+{
+	static const char *const names[] = {"type", "text"};
+	return jparse_pick(text, strlen(text), names, 2, out);
+}
+
+static void test_pick(void **state)
+{
+	(void)state;
+	struct jparse_ref m[2];
+	assert_int_equal(pick(" {\"text\" : \"a\\\"b\" , \"x\":[1,{\"type\":2}],\"type\":\"text\"} ", m), 0);
+	assert_string_equal(span(&m[0]), "\"text\"");
+	assert_string_equal(span(&m[1]), "\"a\\\"b\"");
+	/* absent members, and a nested "type" is not the object's */
+	assert_int_equal(pick("{\"x\":{\"type\":1}}", m), 0);
+	assert_string_equal(span(&m[0]), "(none)");
+	assert_string_equal(span(&m[1]), "(none)");
+	assert_int_equal(pick("{}", m), 0);
+	assert_null(m[0].at);
+	static const char *const bad[] = {
+	        "{\"type\":1,\"type\":2}",       /* twice: the parser keeps the last */
+	        "{\"t\\u0079pe\":1}",             /* an escaped name */
+	        "{\"other\\n\":1}",               /* any escaped name */
+	        "[{\"type\":1}]", "\"type\"", "", /* no object */
+	        "{\"type\":1} x",                 /* junk after it */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (pick(bad[i], m) == 0)
+			print_error("picked: %s\n", bad[i]);
+		assert_int_equal(pick(bad[i], m), -1);
+	}
+	static const char *const nine[9] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+	struct jparse_ref many[9];
+	assert_int_equal(jparse_pick("{}", 2, nine, 9, many), -1);
+	assert_int_equal(jparse_pick("{}", 2, nine, 8, many), 0);
+	assert_int_equal(jparse_pick(NULL, 0, nine, 1, many), -1);
+}
+
+static void test_pick_each(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"type", "text"};
+	struct jparse_ref m[3 * 2];
+	const char *a = " [ {\"type\":\"text\",\"text\":\"one\"}, {\"text\":2} ,{\"type\":null}] ";
+	assert_int_equal(jparse_pick_each(a, strlen(a), names, 2, m, 3), 3);
+	assert_string_equal(span(&m[0]), "\"text\"");
+	assert_string_equal(span(&m[1]), "\"one\"");
+	assert_string_equal(span(&m[2]), "(none)");
+	assert_string_equal(span(&m[3]), "2");
+	assert_string_equal(span(&m[4]), "null");
+	assert_string_equal(span(&m[5]), "(none)");
+	/* more than max elements */
+	assert_int_equal(jparse_pick_each(a, strlen(a), names, 2, m, 2), -1);
+	assert_int_equal(jparse_pick_each("[]", 2, names, 2, m, 3), 0);
+	static const char *const bad[] = {
+	        "[1]", "[{},2]", "{}", "[{\"type\":1,\"type\":1}]", "[{}] ,", "[{}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(jparse_pick_each(bad[i], strlen(bad[i]), names, 2, m, 3), -1);
+}
+
+/* result.content is noted where result.isError is, and only there. */
+static void test_result_content(void **state)
+{
+	(void)state;
+	assert_int_equal(scan("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\","
+	                      "\"text\":\"hi\"}],\"isError\":true}}"),
+	                 0);
+	assert_string_equal(at(JPI_CONTENT), "[{\"type\":\"text\",\"text\":\"hi\"}]");
+	assert_string_equal(at(JPI_IS_ERROR), "true");
+	assert_int_equal(scan("{\"id\":1,\"result\":{\"x\":{\"content\":1}}}"), 0);
+	assert_string_equal(at(JPI_CONTENT), "(none)");
+	assert_int_equal(scan("{\"method\":\"m\",\"params\":{\"content\":1}}"), 0);
+	assert_string_equal(at(JPI_CONTENT), "(none)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +215,9 @@ int main(void)
 		cmocka_unit_test(test_duplicates_and_escapes),
 		cmocka_unit_test(test_not_objects_and_refusals),
 		cmocka_unit_test(test_long_name),
+		cmocka_unit_test(test_pick),
+		cmocka_unit_test(test_pick_each),
+		cmocka_unit_test(test_result_content),
 	};
 	return cmocka_run_group_tests_name("jparse_scan", tests, NULL, NULL);
 }

@@ -1,6 +1,11 @@
 /* Unit tests for proxy/hooks/redact.c: secret keys at any depth, configured
  * literal values, the cut marker, result previews. Inputs and expected
- * outputs are JSON texts; "M" below stands for the mask "••••". */
+ * outputs are JSON texts; "M" below stands for the mask "••••".
+ *
+ * Why this file is long (over 800 lines): every preview path (the tree,
+ * the memo of a listing's bytes, a tools/call result read from its text)
+ * is checked against the same expected previews and helpers; split, each
+ * half would carry those helpers again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -755,6 +760,120 @@ static void test_preview_json_matches_copy(void **state)
 	redact_free(lit);
 }
 
+/* The preview of result text r from its text alone, content span given
+ * (content, NULL: looked for): bytes into *len, cut into *cut. */
+static char *raw_preview(const struct redact *rd, const char *r, const char *content,
+                         size_t content_len, size_t max, size_t *len, int *cut)
+{
+	struct sbuf out = {0};
+	sbuf_putn(&out, "", 0);
+	*cut = -1;
+	int rc = redact_result_preview_raw_to(rd, NULL, r, strlen(r), content, content_len, 0, max,
+	                                      cut, &out);
+	if (rc != 0)
+		print_error("refused: %s\n", r);
+	assert_int_equal(rc, 0);
+	*len = out.len;
+	return out.p;
+}
+
+/* The preview from the text is the tree's, byte for byte, cut included,
+ * whether the caller names the content span or not. */
+static void expect_raw_same(const struct redact *rd, const char *r, size_t max)
+{
+	json_t *j = th_json_text(r, JSON_DECODE_ANY);
+	struct sbuf want = {0};
+	sbuf_putn(&want, "", 0);
+	int want_cut = -1;
+	assert_int_equal(
+	        redact_result_preview_memo_to(rd, NULL, j, r, strlen(r), 0, max, &want_cut, &want), 0);
+	static const char *const top[] = {"content"};
+	struct jparse_ref c = {NULL, 0};
+	int picked = jparse_pick(r, strlen(r), top, 1, &c);
+	for (int with_span = 0; with_span < 2; with_span++) {
+		size_t len;
+		int cut;
+		char *got = raw_preview(rd, r, with_span && picked == 0 ? c.at : NULL, c.len, max, &len,
+		                        &cut);
+		if (len != want.len || memcmp(got, want.p, len) != 0)
+			print_error("%s\n got  %.*s\n want %.*s\n", r, (int)len, got, (int)want.len,
+			            want.p);
+		assert_int_equal(len, want.len);
+		assert_memory_equal(got, want.p, len);
+		assert_int_equal(cut, want_cut);
+		free(got);
+	}
+	free(want.p);
+	json_decref(j);
+}
+
+static void test_preview_raw_matches_tree(void **state)
+{
+	(void)state;
+	struct redact *rd = redact_new();
+	redact_add_value(rd, "topsecret");
+	static const char *const same[] = {
+	        "{\"content\":[{\"type\":\"text\",\"text\":\"Echo: hi\"}],\"isError\":false}",
+	        " { \"isError\" : true , \"content\" : [ {\"text\":\"a\",\"type\":\"text\"} ,"
+	        " {\"type\":\"text\",\"text\":\"b\",\"_meta\":{\"type\":1}} ] } ",
+	        /* escapes decoded, a secret value masked in any item */
+	        "{\"content\":[{\"type\":\"text\",\"text\":\"l1\\nl2 \\\"q\\\" \\u00e9 \\ud83d\\ude00\"},"
+	        "{\"type\":\"text\",\"text\":\"key=topsecret\"}]}",
+	        /* a text that is JSON is redacted as JSON, escaped or not */
+	        "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"token\\\": \\\"abc\\\", \\\"n\\\": 1}\"}]}",
+	        "{\"content\":[{\"type\":\"text\",\"text\":\"[1,2\"}]}",
+	        /* no text, or not a string */
+	        "{\"content\":[{\"type\":\"text\"},{\"type\":\"text\",\"text\":5},{\"type\":\"text\","
+	        "\"text\":\"z\"}]}",
+	        /* everything else takes the tree path: the same preview anyway */
+	        "{\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"image\",\"data\":\"AAAA\","
+	        "\"mimeType\":\"image/png\"}]}",
+	        "{\"content\":[{\"type\":\"text\",\"type\":\"image\",\"text\":\"a\"}]}",
+	        "{\"content\":[{\"t\\u0065xt\":\"hidden\",\"type\":\"text\",\"text\":\"shown\"}]}",
+	        "{\"content\":[{\"type\":\"t\\u0065xt\",\"text\":\"escaped type\"}]}",
+	        "{\"content\":[{\"type\":\"text\",\"text\":\"1\"}],\"content\":[{\"type\":\"text\","
+	        "\"text\":\"2\"}]}",
+	        "{\"content\":[],\"structuredContent\":{\"temp\":21,\"api_key\":\"k\"}}",
+	        "{\"content\":{\"type\":\"text\"},\"token\":\"t\"}",
+	        "{\"content\":[7]}",
+	        "{\"tools\":[{\"name\":\"a\"}]}",
+	        "{}",
+	};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+		expect_raw_same(rd, same[i], REDACT_PREVIEW_CHARS);
+	/* more items than the text path takes, and a cut */
+	struct sbuf b = {0};
+	sbuf_puts(&b, "{\"content\":[");
+	for (int i = 0; i < 20; i++)
+		sbuf_puts(&b, i ? ",{\"type\":\"text\",\"text\":\"item\"}" : "{\"type\":\"text\",\"text\":\"item\"}");
+	sbuf_puts(&b, "]}");
+	expect_raw_same(rd, b.p, REDACT_PREVIEW_CHARS);
+	expect_raw_same(rd, b.p, 30);
+	free(b.p);
+	expect_raw_same(rd, "{\"content\":[{\"type\":\"text\",\"text\":\"0123456789abcdef\"},"
+	                    "{\"type\":\"text\",\"text\":\"tail topsecret\"}]}",
+	                12);
+
+	/* The text path is the one taken for text items: it reads the span it
+	 * is given (here another result's), and the tree path for the rest. */
+	const char *r = "{\"content\":[{\"type\":\"text\",\"text\":\"mine\"}]}";
+	const char *other = "[{\"type\":\"text\",\"text\":\"other\"}]";
+	size_t len;
+	int cut;
+	char *got = raw_preview(rd, r, other, strlen(other), REDACT_PREVIEW_CHARS, &len, &cut);
+	assert_string_equal(got, "other");
+	free(got);
+	const char *image = "[{\"type\":\"image\",\"mimeType\":\"image/png\"}]";
+	got = raw_preview(rd, r, image, strlen(image), REDACT_PREVIEW_CHARS, &len, &cut);
+	assert_string_equal(got, "mine");
+	free(got);
+	struct sbuf out = {0};
+	assert_int_equal(redact_result_preview_raw_to(rd, NULL, NULL, 0, NULL, 0, 0, 80, NULL, &out), -1);
+	assert_int_equal(redact_result_preview_raw_to(rd, NULL, "{", 1, NULL, 0, 0, 80, NULL, &out), -1);
+	free(out.p);
+	redact_free(rd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -768,6 +887,7 @@ int main(void)
 		cmocka_unit_test(test_preview_tool_result),
 		cmocka_unit_test(test_preview_cut_at_800),
 		cmocka_unit_test(test_preview_memo),
+		cmocka_unit_test(test_preview_raw_matches_tree),
 		cmocka_unit_test(test_preview_big_listing_bounded),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_secrets_added_live),
