@@ -41,7 +41,7 @@ int loop_run_clock(struct event_base *base, unsigned slice_us, uint64_t *yields,
 		return event_base_dispatch(base);
 	uint64_t slice = (uint64_t)slice_us * 1000u;
 	/* The wall clock is read after every batch (vDSO); the thread's CPU
-	 * clock (a syscall) once a slice. */
+	 * clock (a syscall) once a slice, twice when it yields. */
 	uint64_t wall0 = clk->wall_ns(clk->arg), cpu0 = clk->cpu_ns(clk->arg);
 	for (;;) {
 		/* One batch: wait for events (unless some are ready), run them. */
@@ -58,10 +58,15 @@ int loop_run_clock(struct event_base *base, unsigned slice_us, uint64_t *yields,
 			clk->yield(clk->arg);
 			if (yields) /* read by the admin endpoint's thread */
 				__atomic_store_n(yields, *yields + 1, __ATOMIC_RELAXED);
+			/* The next slice starts after the yield: the time other
+			 * threads ran meanwhile is not a pause of this one. */
+			wall = clk->wall_ns(clk->arg);
+			cpu = clk->cpu_ns(clk->arg);
 		}
-		/* The next slice starts after the yield: the time other threads
-		 * ran meanwhile is not a pause of this one. */
-		wall0 = clk->wall_ns(clk->arg);
-		cpu0 = clk->cpu_ns(clk->arg);
+		/* Without a yield the readings above start the next slice: a
+		 * worker woken after a pause (every wake-up of a quiet one ends
+		 * a slice) reads its CPU clock, a syscall, once. */
+		wall0 = wall;
+		cpu0 = cpu;
 	}
 }

@@ -40,6 +40,7 @@ struct phase {
 struct fake {
 	uint64_t wall, cpu; /* ns */
 	unsigned reads;     /* clock reads, both clocks */
+	unsigned cpu_reads; /* of the CPU clock (a syscall each on the real one) */
 	uint64_t yield_wall_us; /* how long a yield keeps the thread off the CPU */
 	struct phase phases[MAX_PHASES];
 	unsigned nphases, phase, in_phase;
@@ -59,6 +60,7 @@ static uint64_t fake_cpu(void *arg)
 {
 	struct fake *f = arg;
 	f->reads++;
+	f->cpu_reads++;
 	return f->cpu;
 }
 
@@ -243,6 +245,20 @@ static void test_waiting_loop_does_not_yield_driven(void **state)
 	struct fake f = {0};
 	const struct phase p[] = {{50, 10000, 10}, {0}};
 	assert_int_equal(run_phases(&f, 1000, p, 0), 0);
+	/* Each wake-up ends a slice: the CPU clock is read once for it (and
+	 * once before the first), not again to start the next slice. */
+	assert_int_equal(f.cpu_reads, 1 + 49);
+}
+
+/* A yield costs two readings of the CPU clock (the decision, the start
+ * of the next slice): 40 yields in 201 batches of 200 µs, 1 + 80. */
+static void test_cpu_clock_reads_per_slice(void **state)
+{
+	(void)state;
+	struct fake f = {0};
+	const struct phase p[] = {{201, 200, 200}, {0}};
+	assert_int_equal(run_phases(&f, 1000, p, 0), 40);
+	assert_int_equal(f.cpu_reads, 1 + 2 * 40);
 }
 
 /* Slice 0: event_base_dispatch: the clocks are not even read. */
@@ -325,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_pause_means_no_yield_for_that_slice),
 		cmocka_unit_test(test_time_yielded_is_not_a_pause),
 		cmocka_unit_test(test_waiting_loop_does_not_yield_driven),
+		cmocka_unit_test(test_cpu_clock_reads_per_slice),
 		cmocka_unit_test(test_slice_zero_is_dispatch),
 		cmocka_unit_test(test_real_clock_yields_need_cpu_time),
 		cmocka_unit_test(test_real_clock_waiting_loop_does_not_yield),
