@@ -13,6 +13,8 @@
 #   upstreams  upstreams.sh  (issue 23) start-up, memory, /readyz, /metrics,
 #                            admin page at 1, 100, 1,000 upstreams; memory
 #                            per session and per stream
+#   syscalls   syscalls.sh   on request only (PARTS=syscalls): system calls
+#                            per tools/call under load, mcpwarden and nginx
 #
 # Then the "targets (issue 20)" block (targets.sh): each target with this
 # run's ratio and met / missed by X / not measured, from the figures the
@@ -55,7 +57,8 @@ for part in $PARTS; do
 	listcheck) script=listcheck.sh ;;
 	memory) script=memflat.sh ;;
 	upstreams) script=upstreams.sh ;; # the fleet's cost (issue 23)
-	*) echo "bench: unknown part $part (table streams listcheck memory upstreams)" >&2; exit 2 ;;
+	syscalls) script=syscalls.sh ;;
+	*) echo "bench: unknown part $part (table streams listcheck memory upstreams syscalls)" >&2; exit 2 ;;
 	esac
 	t0=$(date +%s)
 	timeout -s TERM "$PART_TIMEOUT" bash "$dir/$script"
