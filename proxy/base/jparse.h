@@ -116,6 +116,14 @@ int jparse_scan(const char *buf, size_t len, int any, struct jparse_index *ix);
  * the member is absent. For spans jparse_scan gave. */
 json_t *jparse_ref_value(const struct jparse_ref *r);
 
+/* Whether a noted span is the literal true, read without a tree (e.g. a
+ * result's isError). At least 4 bytes: the span may end in the NUL that
+ * jansson's quirk skips after a literal. */
+static inline int jparse_ref_is_true(const struct jparse_ref *r)
+{
+	return r->at && r->len >= 4 && memcmp(r->at, "true", 4) == 0;
+}
+
 /* Where each element of the array that member `name` of the object
  * text[0..len) holds sits in the text, for a hook that keys a cache on
  * each element's bytes (hook_contract: a tool list's tools). For text

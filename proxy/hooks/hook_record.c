@@ -466,18 +466,20 @@ static void record_init(const struct hook_record *hr, struct hr_local *l, struct
 /* Fills the answer members from a response message (a server's answer,
  * a hook's answer, or a client's response to a server request) and
  * returns the outcome it implies. The message is its tree (answer), or
- * when the transport built none (answer NULL) the index ix of its text;
- * raw: the text of its result as it arrived (inspect_msg.result_raw), or
- * NULL. */
-static const char *fill_answer_ix(const struct hook_record *hr, struct hr_local *l,
-                                  struct record_text_rec *r, const json_t *answer,
-                                  const struct jparse_index *ix, enum jrpc_kind kind,
-                                  const char *raw, size_t raw_len, uint64_t serial)
+ * when the transport built none (answer NULL) the index ix of its text
+ * (NULL: none either, only raw); raw: the text of its result as it
+ * arrived (inspect_msg.result_raw), or NULL. */
+static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
+                               struct record_text_rec *r, const json_t *answer,
+                               const struct jparse_index *ix, enum jrpc_kind kind,
+                               const char *raw, size_t raw_len, uint64_t serial)
 {
 	struct sbuf *scratch = &l->scratch;
+	if (answer)
+		ix = NULL; /* the tree says it all */
 
 	if (kind == JRPC_ERROR) {
-		json_t *own = answer || !ix ? NULL : jparse_ref_value(&ix->at[JPI_ERROR]);
+		json_t *own = ix ? jparse_ref_value(&ix->at[JPI_ERROR]) : NULL;
 		const json_t *err = answer ? JPARSE_MEMBER(answer, "error") : own;
 		const json_t *code = JPARSE_MEMBER(err, "code");
 		const char *msg = json_string_value(JPARSE_MEMBER(err, "message"));
@@ -494,7 +496,7 @@ static const char *fill_answer_ix(const struct hook_record *hr, struct hr_local 
 		return "rpc_error";
 	}
 	const json_t *result = answer ? JPARSE_MEMBER(answer, "result") : NULL;
-	if (!result && !(ix && raw))
+	if (!result && (answer || !raw))
 		return "ok";
 	r->result_cut = 0;
 	scratch->len = 0;
@@ -506,9 +508,8 @@ static const char *fill_answer_ix(const struct hook_record *hr, struct hr_local 
 	if ((result ? redact_result_preview_memo_to(hr->rd, l->pmemo, result, raw, raw_len, serial,
 	                                            REDACT_PREVIEW_CHARS, &r->result_cut, scratch)
 	            : redact_result_preview_raw_to(hr->rd, l->pmemo, raw, raw_len,
-	                                           ix->at[JPI_CONTENT].at, ix->at[JPI_CONTENT].len,
-	                                           serial, REDACT_PREVIEW_CHARS, &r->result_cut,
-	                                           scratch)) <
+	                                           ix ? &ix->at[JPI_CONTENT] : NULL, serial,
+	                                           REDACT_PREVIEW_CHARS, &r->result_cut, scratch)) <
 	    0) {
 		/* Out of memory: null, as a failed redact_result_preview gave. */
 		r->result_cut = 0;
@@ -517,20 +518,11 @@ static const char *fill_answer_ix(const struct hook_record *hr, struct hr_local 
 		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
 	}
 	if (REC_IS(r, RT_METHOD, "tools/call")) {
-		const struct jparse_ref *e = ix ? &ix->at[JPI_IS_ERROR] : NULL;
 		r->is_error = result ? json_is_true(JPARSE_MEMBER(result, "isError"))
-		                     : e->at && e->len == 4 && memcmp(e->at, "true", 4) == 0;
+		                     : ix && jparse_ref_is_true(&ix->at[JPI_IS_ERROR]);
 		return r->is_error ? "tool_error" : "ok";
 	}
 	return "ok";
-}
-
-static const char *fill_answer(const struct hook_record *hr, struct hr_local *l,
-                               struct record_text_rec *r, const json_t *answer,
-                               enum jrpc_kind kind, const char *raw, size_t raw_len,
-                               uint64_t serial)
-{
-	return fill_answer_ix(hr, l, r, answer, NULL, kind, raw, raw_len, serial);
 }
 
 /* The findings a deciding hook attached to m (inspect_msg.notes: the live
@@ -936,11 +928,11 @@ static void client_message(struct hook_record *hr, struct hr_local *l, struct rx
 		/* The hook's answer is what the client got: show it, but the
 		 * outcome stays "blocked" (apply_verdict). */
 		if (m->answer)
-			fill_answer(hr, l, r, m->answer, jrpc_classify(m->answer), NULL, 0, 0);
+			fill_answer(hr, l, r, m->answer, NULL, jrpc_classify(m->answer), NULL, 0, 0);
 	} else if (kind == RT_KIND_RESPONSE) {
 		/* The client's answer to a server request: its own outcome. */
-		const char *o = fill_answer(hr, l, r, m->msg, msg_kind(m), m->result_raw, m->result_raw_len,
-		                            m->result_serial);
+		const char *o = fill_answer(hr, l, r, m->msg, m->ix, msg_kind(m), m->result_raw,
+		                            m->result_raw_len, m->result_serial);
 		if (strcmp(o, "ok") != 0)
 			r->outcome = o;
 	}
@@ -962,8 +954,8 @@ static void server_record(struct hook_record *hr, struct hr_local *l, struct rx 
 	record_init(hr, l, r, rx->where, clock_real_us(), "server", kind, m, method);
 	add_findings(hr, r, m->notes);
 	r->outcome = kind == RT_KIND_RESPONSE
-	             ? fill_answer_ix(hr, l, r, m->msg, m->msg ? NULL : m->ix, msg_kind(m),
-	                              m->result_raw, m->result_raw_len, m->result_serial)
+	             ? fill_answer(hr, l, r, m->msg, m->ix, msg_kind(m), m->result_raw,
+	                           m->result_raw_len, m->result_serial)
 	             : "ok";
 	apply_verdict(r, m);
 	if (kind == RT_KIND_REQUEST) {
@@ -979,8 +971,8 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
                            struct inspect_msg *m)
 {
 	struct record_text_rec *r = &p->rec;
-	r->outcome = fill_answer_ix(hr, l, r, m->msg, m->msg ? NULL : m->ix, msg_kind(m),
-	                            m->result_raw, m->result_raw_len, m->result_serial);
+	r->outcome = fill_answer(hr, l, r, m->msg, m->ix, msg_kind(m), m->result_raw,
+	                         m->result_raw_len, m->result_serial);
 	add_findings(hr, r, m->notes);
 	apply_verdict(r, m);
 	settle(p);
@@ -991,35 +983,14 @@ static void answer_request(struct hook_record *hr, struct hr_local *l, struct pe
 /* The preview of a listing's result from its bytes alone: what the worker's
  * preview memo keeps for them (the tracker names them: tools_listing_serial,
  * which the tracker's own question in this call answered already), else
- * the result parsed and previewed as fill_answer does. */
+ * the result parsed and previewed (fill_answer without a tree). */
 static void listing_preview(const struct hook_record *hr, struct hr_local *l,
                             struct record_text_rec *r, const struct inspect_listing *ls)
 {
-	struct sbuf *scratch = &l->scratch;
-	r->result_cut = 0;
-	scratch->len = 0;
-	scratch->oom = 0;
 	uint64_t serial = ls->where ? tools_listing_serial(hr->tools, ls->where->upstream, ls->raw,
 	                                                   ls->len, ls->call)
 	                            : 0;
-	int kept = redact_preview_memo_get(hr->rd, l->pmemo, serial, REDACT_PREVIEW_CHARS,
-	                                   &r->result_cut, scratch);
-	if (kept > 0) {
-		record_text_set(r, RT_PREVIEW, scratch->p, scratch->len);
-		return;
-	}
-	scratch->len = 0;
-	scratch->oom = 0;
-	json_t *msg = json_object();
-	json_t *result = kept == 0 ? jparse(ls->raw, ls->len, 1) : NULL;
-	if (msg && result && json_object_set_new(msg, "result", result) == 0) {
-		result = NULL;
-		(void)fill_answer(hr, l, r, msg, JRPC_RESULT, ls->raw, ls->len, serial);
-	} else {
-		r->str[RT_PREVIEW] = 0; /* out of memory, as in fill_answer */
-	}
-	json_decref(result);
-	json_decref(msg);
+	(void)fill_answer(hr, l, r, NULL, NULL, JRPC_RESULT, ls->raw, ls->len, serial);
 }
 
 /* inspect_listing_may_fn: the recorder can record any listing from its

@@ -246,9 +246,7 @@ static void reply_outcome(struct tx *tx, const struct inspect_msg *m)
 			has_err = 1;
 			json_decref(code);
 		}
-		const struct jparse_ref *r = &m->ix->at[JPI_IS_ERROR];
-		/* (a value's span may end in the NUL jparse.h's quirk skips) */
-		is_error = r->at && r->len >= 4 && memcmp(r->at, "true", 4) == 0;
+		is_error = jparse_ref_is_true(&m->ix->at[JPI_IS_ERROR]);
 	} else {
 		return;
 	}

@@ -935,6 +935,44 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
 	pv_str(p, tag);
 }
 
+/* The preview p built, masked and cut into out (raw[0..raw_len): as for
+ * preview_to); p is finished with. */
+static int preview_done(const struct redact *rd, struct preview *p, size_t max_chars, int *cut,
+                        struct sbuf *out, const char *raw, size_t raw_len)
+{
+	if (p->oom) {
+		pv_fini(p);
+		return -1;
+	}
+	/* Literals last, over the whole text: a URI or a tag may hold one. */
+	size_t mlen;
+	int changed, rc;
+	char *masked = mask_literals(rd, p->buf, p->len, &mlen, &changed);
+	if (!masked && changed) {
+		pv_fini(p);
+		return -1;
+	}
+	/* A bounded walk that filled the preview holds more than max_chars
+	 * (limit bytes are more code points than that): cut, of raw's total. */
+	size_t raw_total = 0;
+	if (pv_full(p)) {
+		raw_total = raw_chars(raw, raw_len);
+		if (raw_total <= max_chars)
+			raw_total = max_chars + 1;
+	}
+	if (masked) {
+		/* Masking changes the length: recount what is kept. */
+		size_t chars = raw_total ? raw_total
+		                         : p->chars - count_chars(p->buf, p->len) + count_chars(masked, mlen);
+		rc = cut_into(out, masked, mlen, max_chars, chars, cut);
+		free(masked);
+	} else {
+		rc = cut_into(out, p->buf, p->len, max_chars, raw_total ? raw_total : p->chars, cut);
+	}
+	pv_fini(p);
+	return rc;
+}
+
 /* redact_result_preview_to; raw[0..raw_len): result's text as it arrived,
  * or NULL. A result previewed as its whole JSON text (a listing) is then
  * walked only as far as the preview keeps, and the marker's total is the
@@ -942,9 +980,6 @@ static void pv_item(const struct redact *rd, struct preview *p, const json_t *it
  * cost 11,455,877 instructions walked whole, 0 here (test_redact's
  * test_preview_big_listing_bounded under callgrind). raw's total counts
  * what the redaction masks: the record's bytes_out tells its size anyway. */
-static int preview_done(const struct redact *rd, struct preview *pp, size_t max_chars, int *cut,
-                        struct sbuf *out, const char *raw, size_t raw_len);
-
 static int preview_to(const struct redact *rd, const json_t *result, size_t max_chars,
                       int *cut, struct sbuf *out, const char *raw, size_t raw_len)
 {
@@ -967,44 +1002,6 @@ static int preview_to(const struct redact *rd, const json_t *result, size_t max_
 	return preview_done(rd, &p, max_chars, cut, out, raw, raw_len);
 }
 
-/* The preview p built, masked and cut into out; p is finished with. */
-static int preview_done(const struct redact *rd, struct preview *pp, size_t max_chars, int *cut,
-                        struct sbuf *out, const char *raw, size_t raw_len)
-{
-	struct preview p = *pp;
-	if (p.oom) {
-		pv_fini(&p);
-		return -1;
-	}
-	/* Literals last, over the whole text: a URI or a tag may hold one. */
-	size_t mlen;
-	int changed, rc;
-	char *masked = mask_literals(rd, p.buf, p.len, &mlen, &changed);
-	if (!masked && changed) {
-		pv_fini(&p);
-		return -1;
-	}
-	/* A bounded walk that filled the preview holds more than max_chars
-	 * (limit bytes are more code points than that): cut, of raw's total. */
-	size_t raw_total = 0;
-	if (pv_full(&p)) {
-		raw_total = raw_chars(raw, raw_len);
-		if (raw_total <= max_chars)
-			raw_total = max_chars + 1;
-	}
-	if (masked) {
-		/* Masking changes the length: recount what is kept. */
-		size_t chars = raw_total ? raw_total
-		                         : p.chars - count_chars(p.buf, p.len) + count_chars(masked, mlen);
-		rc = cut_into(out, masked, mlen, max_chars, chars, cut);
-		free(masked);
-	} else {
-		rc = cut_into(out, p.buf, p.len, max_chars, raw_total ? raw_total : p.chars, cut);
-	}
-	pv_fini(&p);
-	return rc;
-}
-
 /* ---- a tools/call result's preview from its text (issue 20) -------------- */
 
 /* Content items previewed from the text: more take the tree path. */
@@ -1015,15 +1012,21 @@ static int preview_done(const struct redact *rd, struct preview *pp, size_t max_
  * ({"type": "text", "text": ...}: what tools/call answers nearly always):
  * 1. 0 when the text is anything else (another item type, a name spelt
  * with an escape, a member twice, no content, too many items): nothing
- * was added, the caller takes the tree path. */
+ * was added, the caller takes the tree path. content: as for
+ * redact_result_preview_raw_to. */
 static int pv_content_raw(const struct redact *rd, struct preview *p, const char *raw, size_t len,
-                          struct jparse_ref content)
+                          const struct jparse_ref *content)
 {
 	static const char *const top[] = {"content"}, *const names[] = {"type", "text"};
-	struct jparse_ref m[PV_RAW_ITEMS * 2];
-	if (!content.at && (jparse_pick(raw, len, top, 1, &content) < 0 || !content.at))
+	struct jparse_ref m[PV_RAW_ITEMS * 2], found;
+	if (!content) {
+		if (jparse_pick(raw, len, top, 1, &found) < 0)
+			return 0;
+		content = &found;
+	}
+	if (!content->at)
 		return 0;
-	long n = jparse_pick_each(content.at, content.len, names, 2, m, PV_RAW_ITEMS);
+	long n = jparse_pick_each(content->at, content->len, names, 2, m, PV_RAW_ITEMS);
 	if (n <= 0)
 		return 0;
 	/* All items checked before one is written: a fallback starts afresh. */
@@ -1054,17 +1057,23 @@ static int pv_content_raw(const struct redact *rd, struct preview *p, const char
 }
 
 int redact_result_preview_raw_to(const struct redact *rd, struct redact_preview_memo *pm,
-                                 const char *raw, size_t raw_len, const char *content,
-                                 size_t content_len, uint64_t serial, size_t max_chars, int *cut,
-                                 struct sbuf *out)
+                                 const char *raw, size_t raw_len,
+                                 const struct jparse_ref *content, uint64_t serial,
+                                 size_t max_chars, int *cut, struct sbuf *out)
 {
 	if (!raw)
 		return -1;
-	if (!serial) {
+	if (serial) {
+		/* Bytes the tools tracker named (a listing): the memo's preview,
+		 * if it keeps one, needs no parse. */
+		int kept = redact_preview_memo_get(rd, pm, serial, max_chars, cut, out);
+		if (kept)
+			return kept < 0 ? -1 : 0;
+	} else {
 		char stack[PV_STACK];
 		struct preview p;
 		pv_start(&p, stack, pv_limit(max_chars));
-		if (pv_content_raw(rd, &p, raw, raw_len, (struct jparse_ref){content, content_len}))
+		if (pv_content_raw(rd, &p, raw, raw_len, content))
 			return preview_done(rd, &p, max_chars, cut, out, raw, raw_len);
 		pv_fini(&p);
 	}

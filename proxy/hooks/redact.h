@@ -36,6 +36,8 @@
 
 #include "proxy/base/sbuf.h"
 
+struct jparse_ref; /* proxy/base/jparse.h */
+
 #define REDACT_MASK          "\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2\xe2\x80\xa2" /* •••• */
 #define REDACT_ARGS_CHARS    1000  /* tool arguments in a record */
 #define REDACT_PREVIEW_CHARS 800   /* result preview in a record */
@@ -140,15 +142,16 @@ int redact_result_preview_memo_to(const struct redact *rd, struct redact_preview
 /* redact_result_preview_memo_to for a result known only by its text
  * raw[0..raw_len) (JSON jparse accepted: the transport scanned it and
  * built no tree). Byte for byte the same preview; a tools/call result of
- * text items is previewed from the text, anything else is parsed first.
- * content[0..content_len): the span of the result's "content" member when
- * the caller knows it (jparse_scan's JPI_CONTENT, for the result's only
- * such member), else NULL: it is looked for.
+ * text items is previewed from the text, bytes the memo keeps a preview
+ * for (serial) are not parsed, anything else is parsed first.
+ * content: where the result's "content" member is when the caller knows
+ * (jparse_scan's JPI_CONTENT, at NULL when there is none), NULL when it
+ * does not: it is looked for.
  * 0, or -1 when memory runs out or raw is NULL or not JSON. */
 int redact_result_preview_raw_to(const struct redact *rd, struct redact_preview_memo *pm,
-                                 const char *raw, size_t raw_len, const char *content,
-                                 size_t content_len, uint64_t serial, size_t max_chars, int *cut,
-                                 struct sbuf *out);
+                                 const char *raw, size_t raw_len,
+                                 const struct jparse_ref *content, uint64_t serial,
+                                 size_t max_chars, int *cut, struct sbuf *out);
 
 /* The preview pm keeps for the bytes of serial (with rd's patterns and
  * max_chars), appended to out: 1, or 0 when it keeps none for them

@@ -201,6 +201,13 @@ static void test_result_content(void **state)
 	                 0);
 	assert_string_equal(at(JPI_CONTENT), "[{\"type\":\"text\",\"text\":\"hi\"}]");
 	assert_string_equal(at(JPI_IS_ERROR), "true");
+	assert_true(jparse_ref_is_true(&ix.at[JPI_IS_ERROR]));
+	/* a NUL after a literal is skipped (jansson's quirk): still true */
+	static const char nul[] = "{\"id\":1,\"result\":{\"isError\":true\0}}";
+	assert_int_equal(jparse_scan(nul, sizeof(nul) - 1, 1, &ix), 0);
+	assert_true(jparse_ref_is_true(&ix.at[JPI_IS_ERROR]));
+	assert_int_equal(scan("{\"id\":1,\"result\":{\"isError\":false}}"), 0);
+	assert_false(jparse_ref_is_true(&ix.at[JPI_IS_ERROR]));
 	assert_int_equal(scan("{\"id\":1,\"result\":{\"x\":{\"content\":1}}}"), 0);
 	assert_string_equal(at(JPI_CONTENT), "(none)");
 	assert_int_equal(scan("{\"method\":\"m\",\"params\":{\"content\":1}}"), 0);

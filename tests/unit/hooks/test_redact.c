@@ -761,15 +761,15 @@ static void test_preview_json_matches_copy(void **state)
 }
 
 /* The preview of result text r from its text alone, content span given
- * (content, NULL: looked for): bytes into *len, cut into *cut. */
-static char *raw_preview(const struct redact *rd, const char *r, const char *content,
-                         size_t content_len, size_t max, size_t *len, int *cut)
+ * (content, NULL: looked for; at NULL: there is none): bytes into *len,
+ * cut into *cut. */
+static char *raw_preview(const struct redact *rd, const char *r, const struct jparse_ref *content,
+                         size_t max, size_t *len, int *cut)
 {
 	struct sbuf out = {0};
 	sbuf_putn(&out, "", 0);
 	*cut = -1;
-	int rc = redact_result_preview_raw_to(rd, NULL, r, strlen(r), content, content_len, 0, max,
-	                                      cut, &out);
+	int rc = redact_result_preview_raw_to(rd, NULL, r, strlen(r), content, 0, max, cut, &out);
 	if (rc != 0)
 		print_error("refused: %s\n", r);
 	assert_int_equal(rc, 0);
@@ -793,8 +793,7 @@ static void expect_raw_same(const struct redact *rd, const char *r, size_t max)
 	for (int with_span = 0; with_span < 2; with_span++) {
 		size_t len;
 		int cut;
-		char *got = raw_preview(rd, r, with_span && picked == 0 ? c.at : NULL, c.len, max, &len,
-		                        &cut);
+		char *got = raw_preview(rd, r, with_span && picked == 0 ? &c : NULL, max, &len, &cut);
 		if (len != want.len || memcmp(got, want.p, len) != 0)
 			print_error("%s\n got  %.*s\n want %.*s\n", r, (int)len, got, (int)want.len,
 			            want.p);
@@ -860,17 +859,35 @@ static void test_preview_raw_matches_tree(void **state)
 	const char *other = "[{\"type\":\"text\",\"text\":\"other\"}]";
 	size_t len;
 	int cut;
-	char *got = raw_preview(rd, r, other, strlen(other), REDACT_PREVIEW_CHARS, &len, &cut);
+	struct jparse_ref span = {other, strlen(other)};
+	char *got = raw_preview(rd, r, &span, REDACT_PREVIEW_CHARS, &len, &cut);
 	assert_string_equal(got, "other");
 	free(got);
 	const char *image = "[{\"type\":\"image\",\"mimeType\":\"image/png\"}]";
-	got = raw_preview(rd, r, image, strlen(image), REDACT_PREVIEW_CHARS, &len, &cut);
+	span = (struct jparse_ref){image, strlen(image)};
+	got = raw_preview(rd, r, &span, REDACT_PREVIEW_CHARS, &len, &cut);
 	assert_string_equal(got, "mine");
 	free(got);
 	struct sbuf out = {0};
-	assert_int_equal(redact_result_preview_raw_to(rd, NULL, NULL, 0, NULL, 0, 0, 80, NULL, &out), -1);
-	assert_int_equal(redact_result_preview_raw_to(rd, NULL, "{", 1, NULL, 0, 0, 80, NULL, &out), -1);
+	assert_int_equal(redact_result_preview_raw_to(rd, NULL, NULL, 0, NULL, 0, 80, NULL, &out), -1);
+	assert_int_equal(redact_result_preview_raw_to(rd, NULL, "{", 1, NULL, 0, 80, NULL, &out), -1);
 	free(out.p);
+
+	/* Bytes the memo keeps a preview for (serial) are not parsed again:
+	 * the same serial answers from the memo whatever the text. */
+	struct redact_preview_memo *pm = redact_preview_memo_new();
+	const char *list = "{\"tools\":[{\"name\":\"a\"}]}";
+	struct sbuf first = {0}, again = {0};
+	assert_int_equal(redact_result_preview_raw_to(rd, pm, list, strlen(list), NULL, 7, 80, NULL,
+	                                              &first),
+	                 0);
+	assert_int_equal(redact_result_preview_raw_to(rd, pm, "{", 1, NULL, 7, 80, NULL, &again), 0);
+	assert_int_equal(again.len, first.len);
+	assert_memory_equal(again.p, first.p, first.len);
+	assert_int_equal(redact_result_preview_raw_to(rd, pm, "{", 1, NULL, 8, 80, NULL, &again), -1);
+	free(first.p);
+	free(again.p);
+	redact_preview_memo_free(pm);
 	redact_free(rd);
 }
 
